@@ -1,0 +1,346 @@
+package probe
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fixtureServer replays a recorded response: its status, Content-Type and
+// body, flushing after every event with a pause so timing can be checked.
+func fixtureServer(t *testing.T, name string, gap time.Duration) *httptest.Server {
+	t.Helper()
+	hdr, err := os.ReadFile(filepath.Join("testdata", name+".headers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(filepath.Join("testdata", name+".body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(hdr), "\r\n")
+	status, _ := strconv.Atoi(strings.Fields(lines[0])[1])
+	ctype := ""
+	for _, l := range lines[1:] {
+		if k, v, ok := strings.Cut(l, ": "); ok && strings.EqualFold(k, "Content-Type") {
+			ctype = v
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ctype)
+		w.WriteHeader(status)
+		for _, part := range strings.SplitAfter(string(body), "\n\n") {
+			time.Sleep(gap)
+			fmt.Fprint(w, part)
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func newTestClient(t *testing.T, url string, mode TTFTMode) *Client {
+	t.Helper()
+	c, err := New(Config{URL: url, Model: "m", APIKey: "sk-secretsecret", Timeout: 5 * time.Second, TTFT: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestFixtures(t *testing.T) {
+	tests := []struct {
+		fixture      string
+		class        ErrorClass
+		in, out      int
+		estimated    bool
+		messages     int
+		status       int
+		hasTTFT      bool
+		errSubstring string
+	}{
+		{"vllm-sim/chat-stream-usage", OK, 16, 8, false, 8, 200, true, ""},
+		{"vllm-sim/chat-stream-nousage", OK, 0, 5, true, 5, 200, true, ""},
+		{"vllm-sim/chat-nostream", OK, 6, 5, false, 1, 200, false, ""},
+		{"vllm-sim/error-injected-429", HTTP429, 0, 0, true, 0, 429, false, "RateLimitError"},
+		{"vllm-sim/error-injected-503", HTTP5xx, 0, 0, true, 0, 503, false, "503"},
+		{"vllm-sim/error-unknown-model", HTTP4xx, 0, 0, true, 0, 404, false, "does not exist"},
+		{"llamacpp/chat-stream-usage", OK, 41, 8, false, 8, 200, true, ""},
+		{"llamacpp/chat-nostream", OK, 29, 5, false, 1, 200, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			srv := fixtureServer(t, tt.fixture, 0)
+			res := newTestClient(t, srv.URL, TTFTFirstOutput).Do(context.Background(), Request{Prompt: "hi", MaxTokens: 8})
+			if res.Class != tt.class || res.Status != tt.status {
+				t.Fatalf("class %v status %d (err %q), want %v %d", res.Class, res.Status, res.Err, tt.class, tt.status)
+			}
+			if tt.class != OK {
+				if !strings.Contains(res.Err, tt.errSubstring) {
+					t.Fatalf("err %q lacks %q", res.Err, tt.errSubstring)
+				}
+				return
+			}
+			if res.InputTokens != tt.in || res.OutputTokens != tt.out || res.OutputEstimated != tt.estimated {
+				t.Fatalf("tokens in %d out %d est %v, want %d %d %v", res.InputTokens, res.OutputTokens, res.OutputEstimated, tt.in, tt.out, tt.estimated)
+			}
+			if res.Messages != tt.messages || res.HasTTFT != tt.hasTTFT {
+				t.Fatalf("messages %d hasTTFT %v, want %d %v", res.Messages, res.HasTTFT, tt.messages, tt.hasTTFT)
+			}
+			if tt.hasTTFT && len(res.Chunks) != tt.messages-1 {
+				t.Fatalf("%d chunk times for %d messages", len(res.Chunks), tt.messages)
+			}
+		})
+	}
+}
+
+// TestTiming checks TTFT, ITL and E2E against a stream with known gaps: the
+// role-only first chunk does not end TTFT, the finish and usage chunks do
+// not extend E2E.
+func TestTiming(t *testing.T) {
+	const gap = 20 * time.Millisecond
+	srv := fixtureServer(t, "vllm-sim/chat-stream-usage", gap)
+	c := newTestClient(t, srv.URL, TTFTFirstOutput)
+	res := c.Do(context.Background(), Request{Prompt: "hi", MaxTokens: 8})
+	if !res.OK() {
+		t.Fatalf("failed: %v %s", res.Class, res.Err)
+	}
+	// Event 1 is the role chunk; the first content arrives with event 2.
+	if res.TTFT < 2*gap || res.TTFT > 2*gap+15*time.Millisecond {
+		t.Fatalf("TTFT %v, want about %v", res.TTFT, 2*gap)
+	}
+	n := 0
+	res.ITLs(func(d time.Duration) {
+		n++
+		if d < gap-2*time.Millisecond || d > gap+15*time.Millisecond {
+			t.Errorf("ITL %v, want about %v", d, gap)
+		}
+	})
+	if n != 7 {
+		t.Fatalf("%d ITLs, want 7", n)
+	}
+	// 9 events up to the last content chunk (the 10th is the finish chunk).
+	if res.E2E < 9*gap || res.E2E > 9*gap+20*time.Millisecond {
+		t.Fatalf("E2E %v, want about %v", res.E2E, 9*gap)
+	}
+	tpot, ok := res.TPOT()
+	if !ok || tpot < gap-2*time.Millisecond || tpot > gap+5*time.Millisecond {
+		t.Fatalf("TPOT %v %v", tpot, ok)
+	}
+	if res.TTFB <= 0 || res.TTFB > res.TTFT {
+		t.Fatalf("TTFB %v not within (0, TTFT=%v]", res.TTFB, res.TTFT)
+	}
+
+	// vLLM's first-chunk mode: the role chunk ends TTFT.
+	first := newTestClient(t, srv.URL, TTFTFirstChunk).Do(context.Background(), Request{Prompt: "hi"})
+	if first.TTFT > gap+15*time.Millisecond {
+		t.Fatalf("first-chunk TTFT %v, want about %v", first.TTFT, gap)
+	}
+}
+
+func TestStreamFailures(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		class ErrorClass
+	}{
+		{"error object mid-stream", `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n" + `data: {"error":{"message":"boom","code":500}}` + "\n\n", HTTP5xx},
+		{"error event", "event: error\ndata: {\"message\":\"overloaded\",\"code\":429}\n\n", HTTP429},
+		{"not json", "data: <html>oops</html>\n\n", Malformed},
+		{"ends without DONE", `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n", StreamCut},
+		{"cut mid-line", `data: {"choices":[{"delta":{"cont`, StreamCut},
+		{"finished without DONE", `data: {"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}]}` + "\n\n", OK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, tt.body)
+			}))
+			defer srv.Close()
+			res := newTestClient(t, srv.URL, TTFTFirstOutput).Do(context.Background(), Request{Prompt: "x"})
+			if res.Class != tt.class {
+				t.Fatalf("class %v (%s), want %v", res.Class, res.Err, tt.class)
+			}
+		})
+	}
+}
+
+func TestTransportFailures(t *testing.T) {
+	t.Run("connection refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		res := newTestClient(t, "http://"+addr+"/v1/chat/completions", TTFTFirstOutput).Do(context.Background(), Request{})
+		if res.Class != Connection {
+			t.Fatalf("class %v (%s), want connection", res.Class, res.Err)
+		}
+	})
+	t.Run("reset after headers", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, `data: {"choices":[{"delta":{"content":"a"}}]}`+"\n\n")
+			w.(http.Flusher).Flush()
+			conn, buf, _ := w.(http.Hijacker).Hijack()
+			buf.Flush()
+			conn.(*net.TCPConn).SetLinger(0)
+			conn.Close()
+		}))
+		defer srv.Close()
+		res := newTestClient(t, srv.URL, TTFTFirstOutput).Do(context.Background(), Request{})
+		if res.Class != StreamCut {
+			t.Fatalf("class %v (%s), want stream_cut", res.Class, res.Err)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		defer srv.Close()
+		defer close(release)
+		c, _ := New(Config{URL: srv.URL, Timeout: 100 * time.Millisecond})
+		defer c.Close()
+		res := c.Do(context.Background(), Request{})
+		if res.Class != Timeout {
+			t.Fatalf("class %v (%s), want timeout", res.Class, res.Err)
+		}
+	})
+	t.Run("cancelled by caller", func(t *testing.T) {
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		defer srv.Close()
+		defer close(release)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		res := newTestClient(t, srv.URL, TTFTFirstOutput).Do(ctx, Request{})
+		if res.Class != Canceled {
+			t.Fatalf("class %v (%s), want canceled", res.Class, res.Err)
+		}
+	})
+}
+
+func TestRequestCarriesKeyAndUsage(t *testing.T) {
+	var auth, body string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = r.Header.Get("Authorization")
+		b := bufio.NewScanner(r.Body)
+		for b.Scan() {
+			body += b.Text()
+		}
+		w.WriteHeader(401)
+		fmt.Fprint(w, `{"error":"bad key sk-secretsecret"}`)
+	}))
+	defer srv.Close()
+	res := newTestClient(t, srv.URL, TTFTFirstOutput).Do(context.Background(), Request{Prompt: "p", MaxTokens: 3})
+	if auth != "Bearer sk-secretsecret" {
+		t.Fatalf("Authorization %q", auth)
+	}
+	for _, want := range []string{`"stream":true`, `"include_usage":true`, `"max_tokens":3`, `"model":"m"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body %s lacks %s", body, want)
+		}
+	}
+	if strings.Contains(res.Err, "secretsecret") || res.Class != HTTP4xx {
+		t.Fatalf("error %q (class %v) leaks the key or is misclassed", res.Err, res.Class)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"Authorization: Bearer abc.def-123":   "Authorization: Bearer [REDACTED]",
+		"key sk-abcdefghij failed":            "key [REDACTED] failed",
+		`{"api_key": "hunter22"}`:             `{"api_key": "[REDACTED]"}`,
+		"token=zzzzzzzz&x=1":                  "token=[REDACTED]&x=1",
+		"my-literal-secret-value appears":     "[REDACTED] appears",
+		"multi\n  line\twhitespace collapses": "multi line whitespace collapses",
+	} {
+		if got := Redact(in, 0, "my-literal-secret-value"); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := Redact(strings.Repeat("a", 50), 10); got != strings.Repeat("a", 9)+"…" {
+		t.Errorf("shortened to %q", got)
+	}
+}
+
+func TestEndpointURLs(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://h:8000/v1":                     "http://h:8000/v1/chat/completions",
+		"http://h:8000/v1/":                    "http://h:8000/v1/chat/completions",
+		"http://h:8000":                        "http://h:8000/v1/chat/completions",
+		"https://h/openai/v1/chat/completions": "https://h/openai/v1/chat/completions",
+		"http://h/v1/models":                   "http://h/v1/chat/completions",
+	} {
+		got, err := ChatURL(in)
+		if err != nil || got != want {
+			t.Errorf("ChatURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if m, _ := ModelsURL("http://h:8000/v1/chat/completions"); m != "http://h:8000/v1/models" {
+		t.Errorf("ModelsURL = %q", m)
+	}
+	for _, bad := range []string{"h:8000", "ftp://h/v1", "http://", "::"} {
+		if _, err := ChatURL(bad); err == nil {
+			t.Errorf("ChatURL(%q) accepted", bad)
+		}
+	}
+	if got := RedactURL("http://user:pw@h/v1?api_key=zz&x=1"); strings.Contains(got, "pw") || strings.Contains(got, "zz") {
+		t.Errorf("RedactURL leaked: %s", got)
+	}
+}
+
+func TestListModels(t *testing.T) {
+	data, _ := os.ReadFile("testdata/vllm-sim/models.json")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(data) }))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL+"/v1/chat/completions", TTFTFirstOutput)
+	ids, err := c.ListModels(context.Background(), srv.URL+"/v1/models")
+	if err != nil || len(ids) != 1 || ids[0] != "sim-model" {
+		t.Fatalf("ids %v err %v", ids, err)
+	}
+}
+
+func BenchmarkDoStream(b *testing.B) {
+	var sb strings.Builder
+	for range 128 {
+		sb.WriteString(`data: {"id":"x","choices":[{"index":0,"delta":{"content":"word "},"finish_reason":null}]}` + "\n\n")
+	}
+	sb.WriteString(`data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":128}}` + "\n\ndata: [DONE]\n\n")
+	payload := sb.String()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, payload)
+	}))
+	defer srv.Close()
+	c, _ := New(Config{URL: srv.URL})
+	defer c.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := c.Do(context.Background(), Request{Prompt: "x", MaxTokens: 128}); !r.OK() {
+			b.Fatal(r.Err)
+		}
+	}
+	b.ReportMetric(float64(b.N*128)/b.Elapsed().Seconds(), "msgs/s")
+}

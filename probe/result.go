@@ -1,0 +1,97 @@
+package probe
+
+import "time"
+
+// ErrorClass says why a request failed; OK for a request that succeeded.
+type ErrorClass int
+
+// The error classes of DESIGN.md. Canceled is a request that infertop itself
+// abandoned (on quit or reset); it is never counted as an endpoint error.
+const (
+	OK ErrorClass = iota
+	HTTP4xx
+	HTTP429
+	HTTP5xx
+	Timeout
+	Connection
+	StreamCut
+	Malformed
+	Canceled
+	// NumClasses is the number of classes, for arrays indexed by class.
+	NumClasses
+)
+
+var classNames = [NumClasses]string{"ok", "4xx", "429", "5xx", "timeout", "connection", "stream_cut", "malformed", "canceled"}
+
+// String is the short, stable name of the class, as reports and the UI show it.
+func (c ErrorClass) String() string {
+	if c < 0 || c >= NumClasses {
+		return "unknown"
+	}
+	return classNames[c]
+}
+
+// FailureClasses lists the classes that count as endpoint errors, in display order.
+func FailureClasses() []ErrorClass {
+	return []ErrorClass{HTTP4xx, HTTP429, HTTP5xx, Timeout, Connection, StreamCut, Malformed}
+}
+
+// Result is one request, measured. Durations are offsets from Start, taken
+// from the monotonic clock.
+type Result struct {
+	// Start is taken just before the request is written, so connection setup
+	// and pool waits fall inside TTFT and E2E.
+	Start time.Time
+	// TTFB is the time to the response headers (zero if none arrived).
+	TTFB time.Duration
+	// TTFT is the time to the first output-bearing message; HasTTFT is false
+	// when no output was seen or the response was not streamed.
+	TTFT    time.Duration
+	HasTTFT bool
+	// Chunks holds the offset of every output-bearing message after the first
+	// (ITL is the gap between successive entries, starting from TTFT).
+	Chunks []time.Duration
+	// E2E is the time to the last output-bearing message (not the usage chunk,
+	// not [DONE]); for a failed request, the time it failed.
+	E2E time.Duration
+	// Token counts: from the server's usage where reported, else counted
+	// (OutputEstimated true) or unknown (InputTokens 0, InputEstimated true).
+	InputTokens     int
+	OutputTokens    int
+	OutputEstimated bool
+	InputEstimated  bool
+	// Messages is the number of output-bearing messages.
+	Messages int
+	// Status is the HTTP status (0 if no response arrived).
+	Status int
+	// Class is OK for success; Err is a short, redacted description otherwise.
+	Class ErrorClass
+	Err   string
+	// ID is the response id the server gave, if any.
+	ID string
+}
+
+// OK reports whether the request succeeded.
+func (r *Result) OK() bool { return r.Class == OK }
+
+// TPOT is (E2E − TTFT) / (output_tokens − 1); ok is false when it is not
+// defined (fewer than two output tokens, or no TTFT).
+func (r *Result) TPOT() (tpot time.Duration, ok bool) {
+	if !r.HasTTFT || r.OutputTokens < 2 {
+		return 0, false
+	}
+	return (r.E2E - r.TTFT) / time.Duration(r.OutputTokens-1), true
+}
+
+// ITLs calls fn with every inter-token latency of the request: the gaps
+// between successive output-bearing messages after the first.
+func (r *Result) ITLs(fn func(time.Duration)) {
+	if !r.HasTTFT {
+		return
+	}
+	prev := r.TTFT
+	for _, t := range r.Chunks {
+		fn(t - prev)
+		prev = t
+	}
+}

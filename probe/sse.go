@@ -1,0 +1,120 @@
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// MaxLineBytes bounds one line of a stream, so a hostile or broken server
+// cannot make the reader hold an unbounded line in memory.
+const MaxLineBytes = 16 << 20
+
+// ErrLineTooLong is returned for a stream line longer than MaxLineBytes.
+var ErrLineTooLong = errors.New("stream line longer than 16 MiB")
+
+// Event is one server-sent event. Data is valid until the next call to Next.
+type Event struct {
+	Name string
+	Data []byte
+}
+
+// SSEReader reads server-sent events (the text/event-stream format): fields
+// "data", "event" (others ignored), comments, LF or CRLF line ends, several
+// data lines joined with "\n", events ended by a blank line.
+type SSEReader struct {
+	r       *bufio.Reader
+	data    []byte
+	name    string
+	hasData bool
+	long    []byte
+}
+
+// NewSSEReader reads events from r.
+func NewSSEReader(r io.Reader) *SSEReader {
+	return &SSEReader{r: bufio.NewReaderSize(r, 32<<10)}
+}
+
+// Next returns the next event. At the end of the stream it returns io.EOF;
+// a stream cut in the middle of a line returns io.ErrUnexpectedEOF. Data
+// lines complete at the end of the stream but missing their blank line are
+// still delivered, since several servers end that way.
+func (s *SSEReader) Next() (Event, error) {
+	for {
+		line, err := s.readLine()
+		if err != nil {
+			if err == io.EOF && s.hasData {
+				return s.dispatch(), nil
+			}
+			return Event{}, err
+		}
+		if len(line) == 0 {
+			if s.hasData {
+				return s.dispatch(), nil
+			}
+			s.name = ""
+			continue
+		}
+		if line[0] == ':' {
+			continue // a comment, often a keep-alive
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "data":
+			if s.hasData {
+				s.data = append(s.data, '\n')
+			}
+			s.data = append(s.data, value...)
+			s.hasData = true
+		case "event":
+			s.name = string(value)
+		}
+	}
+}
+
+func (s *SSEReader) dispatch() Event {
+	ev := Event{Name: s.name, Data: s.data}
+	s.data = s.data[:0] // reused: Data is valid until the next call
+	s.name = ""
+	s.hasData = false
+	return ev
+}
+
+// readLine returns one line without its line end. The slice is valid until
+// the next read.
+func (s *SSEReader) readLine() ([]byte, error) {
+	line, err := s.r.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		s.long = append(s.long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = s.r.ReadSlice('\n')
+			if len(s.long)+len(line) > MaxLineBytes {
+				return nil, ErrLineTooLong
+			}
+			s.long = append(s.long, line...)
+		}
+		line = s.long
+	}
+	if err != nil {
+		if err == io.EOF {
+			if len(line) > 0 {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, io.EOF
+		}
+		return nil, fmt.Errorf("read stream: %w", err)
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}

@@ -1,0 +1,11 @@
+// Package sim is a simulated inference server that behaves like a
+// continuous-batching engine (vLLM, SGLang, TGI): a fixed number of sequence
+// slots and a KV-cache budget, a FIFO queue when either is full, prefill
+// whose cost grows with prompt length, and decode steps that emit one token
+// for every running sequence and slow down as the batch and its contexts
+// grow. It speaks the OpenAI chat and completions APIs (streamed or not), a
+// plain JSON API at /v1/infer, /v1/models, /health and Prometheus /metrics
+// with vLLM's metric names. Every request it serves leaves a server-side
+// Record, the ground truth that infertop's client-side figures are tested
+// against. It imports nothing else of infertop's.
+package sim

@@ -1,0 +1,102 @@
+package sim
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+)
+
+// Bucket bounds (seconds) of the server-side latency histograms, vLLM's.
+var ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
+var e2eBuckets = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
+
+type histogram struct {
+	bounds []float64
+	counts []atomic.Int64 // one per bound, plus +Inf
+	sumUS  atomic.Int64
+	count  atomic.Int64
+}
+
+func newHistogram(bounds []float64) *histogram {
+	return &histogram{bounds: bounds, counts: make([]atomic.Int64, len(bounds)+1)}
+}
+
+func (h *histogram) observe(sec float64) {
+	i := 0
+	for i < len(h.bounds) && sec > h.bounds[i] {
+		i++
+	}
+	h.counts[i].Add(1)
+	h.sumUS.Add(int64(sec * 1e6))
+	h.count.Add(1)
+}
+
+func (h *histogram) write(w *bufio.Writer, name, labels string) {
+	var cum int64
+	for i, b := range h.bounds {
+		cum += h.counts[i].Load()
+		fmt.Fprintf(w, "%s_bucket{%sle=\"%s\"} %d\n", name, labels, strconv.FormatFloat(b, 'f', -1, 64), cum)
+	}
+	cum += h.counts[len(h.bounds)].Load()
+	fmt.Fprintf(w, "%s_bucket{%sle=\"+Inf\"} %d\n", name, labels, cum)
+	fmt.Fprintf(w, "%s_sum{%s} %g\n", name, trimComma(labels), float64(h.sumUS.Load())/1e6)
+	fmt.Fprintf(w, "%s_count{%s} %d\n", name, trimComma(labels), h.count.Load())
+}
+
+func trimComma(s string) string {
+	if len(s) > 0 && s[len(s)-1] == ',' {
+		return s[:len(s)-1]
+	}
+	return s
+}
+
+type serverMetrics struct {
+	success, failed, cancelled atomic.Int64
+	ttft, e2e                  *histogram
+}
+
+func newServerMetrics() *serverMetrics {
+	return &serverMetrics{ttft: newHistogram(ttftBuckets), e2e: newHistogram(e2eBuckets)}
+}
+
+func (m *serverMetrics) observe(r *Record) {
+	switch {
+	case r.Cancelled:
+		m.cancelled.Add(1)
+	case r.Status == http.StatusOK:
+		m.success.Add(1)
+		m.ttft.observe(r.TTFT().Seconds())
+		m.e2e.observe(r.E2E().Seconds())
+	}
+}
+
+// handleMetrics writes Prometheus text format with vLLM's metric names.
+func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	bw := bufio.NewWriter(w)
+	defer bw.Flush()
+	l := fmt.Sprintf(`model_name=%q,`, s.p.Model)
+	gauge := func(name, help string, v float64) {
+		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s gauge\n%s{%s} %g\n", name, help, name, name, trimComma(l), v)
+	}
+	counter := func(name, help, extra string, v int64) {
+		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n%s{%s%s} %d\n", name, help, name, name, l, extra, v)
+	}
+	sc := s.sched
+	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(sc.nRunning.Load()))
+	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(sc.nWaiting.Load()))
+	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", float64(sc.kvUsedG.Load())/float64(s.p.KVTokens))
+	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", `source="sim"`, sc.promptTotal.Load())
+	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", `source="sim"`, sc.genTotal.Load())
+	counter("vllm:request_success_total", "Count of successfully processed requests.", `finished_reason="length"`, s.metrics.success.Load())
+	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", `source="sim"`, 0)
+	counter("infertop_sim_requests_failed_total", "Requests answered with an injected error.", `source="sim"`, s.metrics.failed.Load())
+	counter("infertop_sim_requests_cancelled_total", "Requests the client abandoned.", `source="sim"`, s.metrics.cancelled.Load())
+	counter("infertop_sim_steps_total", "Engine steps run.", `source="sim"`, sc.steps.Load())
+	fmt.Fprintf(bw, "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.\n# TYPE vllm:time_to_first_token_seconds histogram\n")
+	s.metrics.ttft.write(bw, "vllm:time_to_first_token_seconds", l)
+	fmt.Fprintf(bw, "# HELP vllm:e2e_request_latency_seconds Histogram of end to end request latency in seconds.\n# TYPE vllm:e2e_request_latency_seconds histogram\n")
+	s.metrics.e2e.write(bw, "vllm:e2e_request_latency_seconds", l)
+}

@@ -1,0 +1,116 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Params is the performance model. The zero value is not useful: start from
+// a preset (Presets, Preset).
+type Params struct {
+	// Model is the name served and required in requests.
+	Model string
+	// Slots is the most sequences decoded at once (vLLM's max_num_seqs).
+	Slots int
+	// KVTokens is the KV-cache budget: a sequence reserves prompt+max_tokens
+	// on admission and waits in the queue when that does not fit.
+	KVTokens int
+	// MaxModelLen is the longest prompt+output accepted; longer is a 400.
+	MaxModelLen int
+	// MaxBatchTokens bounds the tokens one step processes (decode tokens plus
+	// prefill chunks), as vLLM's max_num_batched_tokens: long prompts are
+	// prefilled in chunks over several steps.
+	MaxBatchTokens int
+	// PrefillRate is prompt tokens per second of prefill (0: instant).
+	PrefillRate float64
+	// StepBase is the fixed cost of one decode step.
+	StepBase time.Duration
+	// StepPerSeq is the added cost per running sequence.
+	StepPerSeq time.Duration
+	// StepPerKTok is the added cost per 1000 context tokens in the batch
+	// (attention over the KV cache).
+	StepPerKTok time.Duration
+	// MinStep is the scheduler's floor on a step, so a zero-cost model does
+	// not spin a core: it bounds tokens per second at Slots/MinStep.
+	MinStep time.Duration
+	// Jitter is the relative standard deviation of a step's duration.
+	Jitter float64
+	// ChatOverhead is the prompt tokens a chat template adds per request.
+	ChatOverhead int
+	// Faults are injected failures, each a probability per request.
+	Faults Faults
+	// Seed makes jitter, faults and generated text repeatable.
+	Seed uint64
+}
+
+// Faults are per-request probabilities of injected failures.
+type Faults struct {
+	// HTTP500 answers 500 before the stream starts.
+	HTTP500 float64
+	// HTTP429 answers 429 with Retry-After before the stream starts.
+	HTTP429 float64
+}
+
+// Presets are named parameter sets. "default" shows the behaviour infertop
+// exists for; "fast" has zero model cost, for benchmarks of the client.
+var presets = map[string]Params{
+	"default": {
+		Model: "sim-llama-8b", Slots: 32, KVTokens: 131072, MaxModelLen: 40960, MaxBatchTokens: 8192,
+		PrefillRate: 16000, StepBase: 6 * time.Millisecond, StepPerSeq: 250 * time.Microsecond,
+		StepPerKTok: 50 * time.Microsecond, MinStep: 500 * time.Microsecond, Jitter: 0.05, ChatOverhead: 7, Seed: 1,
+	},
+	"fast": {
+		Model: "sim-llama-8b", Slots: 100000, KVTokens: 1 << 40, MaxModelLen: 1 << 30, MaxBatchTokens: 1 << 30,
+		PrefillRate: 0, MinStep: 500 * time.Microsecond, ChatOverhead: 7, Seed: 1,
+	},
+	"small": {
+		Model: "sim-llama-8b", Slots: 8, KVTokens: 32768, MaxModelLen: 40960, MaxBatchTokens: 4096,
+		PrefillRate: 8000, StepBase: 10 * time.Millisecond, StepPerSeq: 1 * time.Millisecond,
+		StepPerKTok: 100 * time.Microsecond, MinStep: 500 * time.Microsecond, Jitter: 0.05, ChatOverhead: 7, Seed: 1,
+	},
+	"large": {
+		Model: "sim-llama-70b", Slots: 256, KVTokens: 1 << 20, MaxModelLen: 131072, MaxBatchTokens: 16384,
+		PrefillRate: 40000, StepBase: 12 * time.Millisecond, StepPerSeq: 80 * time.Microsecond,
+		StepPerKTok: 10 * time.Microsecond, MinStep: 500 * time.Microsecond, Jitter: 0.05, ChatOverhead: 7, Seed: 1,
+	},
+}
+
+// Preset returns the named parameter set.
+func Preset(name string) (Params, error) {
+	p, ok := presets[name]
+	if !ok {
+		return Params{}, fmt.Errorf("unknown sim preset %q (have %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	return p, nil
+}
+
+// PresetNames lists the presets in order.
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Validate reports the first parameter out of range.
+func (p Params) Validate() error {
+	switch {
+	case p.Model == "":
+		return fmt.Errorf("sim: empty model name")
+	case p.Slots < 1:
+		return fmt.Errorf("sim: slots must be at least 1")
+	case p.KVTokens < 1 || p.MaxModelLen < 1 || p.MaxBatchTokens < 1:
+		return fmt.Errorf("sim: kv-tokens, max-model-len and max-batch-tokens must be positive")
+	case p.PrefillRate < 0 || p.StepBase < 0 || p.StepPerSeq < 0 || p.StepPerKTok < 0 || p.MinStep < 0:
+		return fmt.Errorf("sim: costs must not be negative")
+	case p.Jitter < 0 || p.Jitter > 1:
+		return fmt.Errorf("sim: jitter must be within 0..1")
+	case p.Faults.HTTP500 < 0 || p.Faults.HTTP429 < 0 || p.Faults.HTTP500+p.Faults.HTTP429 > 1:
+		return fmt.Errorf("sim: fault rates must be within 0..1")
+	}
+	return nil
+}

@@ -1,0 +1,400 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Server is the simulated endpoint. Create it with New, run its engine with
+// Run (or Serve, which also listens), and mount Handler.
+type Server struct {
+	p       Params
+	sched   *scheduler
+	records *recordLog
+	metrics *serverMetrics
+	nextID  atomic.Uint64
+	stopped chan struct{}
+	mux     *http.ServeMux
+	created int64
+}
+
+// New builds a server; it does nothing until Run or Serve.
+func New(p Params) (*Server, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		p: p, sched: newScheduler(p), records: newRecordLog(1 << 16), metrics: newServerMetrics(),
+		stopped: make(chan struct{}), mux: http.NewServeMux(), created: time.Now().Unix(),
+	}
+	s.mux.HandleFunc("POST /v1/chat/completions", s.handleGenerate(kindChat))
+	s.mux.HandleFunc("POST /v1/completions", s.handleGenerate(kindCompletions))
+	s.mux.HandleFunc("POST /v1/infer", s.handleGenerate(kindInfer))
+	s.mux.HandleFunc("GET /v1/models", s.handleModels)
+	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	return s, nil
+}
+
+// Params returns the server's model parameters.
+func (s *Server) Params() Params { return s.p }
+
+// Handler serves the HTTP API.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Run steps the simulated engine until ctx ends. Requests that arrive while
+// it is not running wait.
+func (s *Server) Run(ctx context.Context) {
+	defer close(s.stopped)
+	s.sched.run(ctx)
+}
+
+// Serve runs the engine and serves HTTP on ln until ctx ends, then shuts the
+// listener down, giving open streams a second to finish.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	engineDone := make(chan struct{})
+	go func() {
+		defer close(engineDone)
+		s.Run(ctx)
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if serr := hs.Shutdown(sctx); serr != nil {
+		hs.Close()
+	}
+	<-engineDone
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("sim: serve: %w", err)
+	}
+	return nil
+}
+
+// Records returns the server-side record of recent requests (up to 65536),
+// oldest first.
+func (s *Server) Records() []Record { return s.records.all() }
+
+type apiKind int
+
+const (
+	kindChat apiKind = iota
+	kindCompletions
+	kindInfer
+)
+
+// genRequest is the union of the request bodies the sim reads.
+type genRequest struct {
+	Model               string            `json:"model"`
+	Messages            []json.RawMessage `json:"messages"`
+	Prompt              json.RawMessage   `json:"prompt"`
+	Input               string            `json:"input"`
+	MaxTokens           *int              `json:"max_tokens"`
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	Stream              bool              `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model","created":%d,"owned_by":"infertop-sim","root":%q,"max_model_len":%d}]}`,
+		s.p.Model, s.created, s.p.Model, s.p.MaxModelLen)
+}
+
+func writeError(w http.ResponseWriter, code int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
+	w.Write(b)
+}
+
+func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		arrived := time.Now()
+		id := s.nextID.Add(1)
+		var req genRequest
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&req); err != nil {
+			writeError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+			return
+		}
+		if req.Model != s.p.Model {
+			writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
+			return
+		}
+		prompt, err := promptTokens(kind, &req)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+			return
+		}
+		if kind == kindChat {
+			prompt += s.p.ChatOverhead
+		}
+		maxTokens := 256
+		if req.MaxTokens != nil {
+			maxTokens = *req.MaxTokens
+		}
+		if req.MaxCompletionTokens != nil {
+			maxTokens = *req.MaxCompletionTokens
+		}
+		if maxTokens < 1 {
+			writeError(w, http.StatusBadRequest, "BadRequestError", "max_tokens must be at least 1")
+			return
+		}
+		if prompt+maxTokens > s.p.MaxModelLen || prompt+maxTokens > s.p.KVTokens {
+			writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf(
+				"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion).",
+				min(s.p.MaxModelLen, s.p.KVTokens), prompt+maxTokens, prompt, maxTokens))
+			return
+		}
+		if f := s.faultDraw(id); f < s.p.Faults.HTTP500 {
+			s.metrics.failed.Add(1)
+			writeError(w, http.StatusInternalServerError, "InternalServerError", "simulated internal error")
+			return
+		} else if f < s.p.Faults.HTTP500+s.p.Faults.HTTP429 {
+			s.metrics.failed.Add(1)
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusTooManyRequests, "RateLimitError", "simulated rate limit")
+			return
+		}
+
+		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt, arrived: arrived, wake: make(chan struct{}, 1)}
+		q.queued.Store(-1)
+		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, Stream: req.Stream}
+		s.sched.submit(q)
+		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec,
+			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+		if req.Stream && kind != kindInfer {
+			g.stream(w, r)
+		} else {
+			g.whole(w, r)
+		}
+		if d := q.queued.Load(); d >= 0 {
+			rec.Admitted = arrived.Add(time.Duration(d))
+		}
+		s.records.add(rec)
+		s.metrics.observe(&rec)
+	}
+}
+
+func (k apiKind) String() string {
+	return [...]string{"chat", "completions", "infer"}[k]
+}
+
+func promptTokens(kind apiKind, req *genRequest) (int, error) {
+	switch kind {
+	case kindChat:
+		if len(req.Messages) == 0 {
+			return 0, errors.New("messages must not be empty")
+		}
+		n := 0
+		for _, raw := range req.Messages {
+			var m struct {
+				Content json.RawMessage `json:"content"`
+			}
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return 0, fmt.Errorf("bad message: %w", err)
+			}
+			text, err := contentText(m.Content)
+			if err != nil {
+				return 0, err
+			}
+			n += CountTokens(text)
+		}
+		return n, nil
+	case kindCompletions:
+		text, err := contentText(req.Prompt)
+		if err != nil {
+			return 0, fmt.Errorf("bad prompt: %w", err)
+		}
+		return CountTokens(text), nil
+	default:
+		return CountTokens(req.Input), nil
+	}
+}
+
+// contentText reads a string, an array of strings, or an array of
+// {"type":"text","text":...} parts.
+func contentText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content must be a string or an array")
+	}
+	out := ""
+	for _, p := range parts {
+		var str string
+		if json.Unmarshal(p, &str) == nil {
+			out += str + " "
+			continue
+		}
+		var part struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(p, &part) == nil {
+			out += part.Text + " "
+		}
+	}
+	return out, nil
+}
+
+// faultDraw is a repeatable uniform draw in [0,1) for request id.
+func (s *Server) faultDraw(id uint64) float64 {
+	x := s.p.Seed + id*0x9e3779b97f4a7c15
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / (1 << 53)
+}
+
+// generation writes one request's answer as the engine produces it.
+type generation struct {
+	s     *Server
+	kind  apiKind
+	id    uint64
+	q     *seq
+	rec   *Record
+	usage bool
+}
+
+// wait blocks until the engine has news for this sequence; false when the
+// client went away or the server stopped.
+func (g *generation) wait(r *http.Request) bool {
+	select {
+	case <-g.q.wake:
+		return true
+	case <-r.Context().Done():
+	case <-g.s.stopped:
+	}
+	g.q.cancelled.Store(true)
+	g.rec.Cancelled = true
+	return false
+}
+
+func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if fl != nil {
+		fl.Flush()
+	}
+	g.rec.Status = http.StatusOK
+	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model)
+	buf := make([]byte, 0, 8192)
+	sent := 0
+	for {
+		if !g.wait(r) {
+			return
+		}
+		done := g.q.done.Load() // before generated: once done, generated is final
+		n := int(g.q.generated.Load())
+		if n == sent && !done {
+			continue
+		}
+		buf = buf[:0]
+		for ; sent < n; sent++ {
+			if sent == 0 {
+				buf = enc.role(buf)
+			}
+			buf = enc.token(buf, Word(g.id, sent))
+		}
+		if done {
+			buf = enc.finish(buf)
+			if g.usage {
+				buf = enc.usage(buf, g.q.prompt, n)
+			}
+			buf = append(buf, "data: [DONE]\n\n"...)
+		}
+		if _, err := w.Write(buf); err != nil {
+			g.q.cancelled.Store(true)
+			g.rec.Cancelled = true
+			return
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		now := time.Now()
+		if n > 0 {
+			if g.rec.FirstToken.IsZero() {
+				g.rec.FirstToken = now
+			}
+			g.rec.LastToken = now
+			g.rec.OutputTokens = n
+		}
+		if done {
+			return
+		}
+	}
+}
+
+func (g *generation) whole(w http.ResponseWriter, r *http.Request) {
+	for !g.q.done.Load() {
+		if !g.wait(r) {
+			return
+		}
+	}
+	n := int(g.q.generated.Load())
+	now := time.Now()
+	g.rec.FirstToken, g.rec.LastToken, g.rec.OutputTokens, g.rec.Status = now, now, n, http.StatusOK
+	text := make([]byte, 0, n*6)
+	for i := range n {
+		text = append(text, ' ')
+		text = append(text, Word(g.id, i)...)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model).whole(nil, string(text), g.q.prompt, n))
+}
+
+// Record is the server's own account of one request.
+type Record struct {
+	ID  uint64
+	API string
+	// Arrived is when the handler started, after the request's headers.
+	Arrived time.Time
+	// Admitted is when the engine took it out of the queue.
+	Admitted time.Time
+	// FirstToken and LastToken are when the first and last output were
+	// written and flushed to the connection.
+	FirstToken, LastToken      time.Time
+	PromptTokens, OutputTokens int
+	Status                     int
+	Stream                     bool
+	// Cancelled is true when the client left (or the server stopped) early.
+	Cancelled bool
+}
+
+// TTFT is the server-side time to first token.
+func (r Record) TTFT() time.Duration { return r.FirstToken.Sub(r.Arrived) }
+
+// E2E is the server-side time to the last token.
+func (r Record) E2E() time.Duration { return r.LastToken.Sub(r.Arrived) }
+
+// Queued is the time spent waiting for a slot.
+func (r Record) Queued() time.Duration {
+	if r.Admitted.IsZero() {
+		return 0
+	}
+	return r.Admitted.Sub(r.Arrived)
+}

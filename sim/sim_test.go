@@ -1,0 +1,331 @@
+package sim
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func startSim(t *testing.T, p Params) (*Server, string) {
+	t.Helper()
+	s, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { cancel(); <-done; hs.Close() })
+	return s, hs.URL
+}
+
+func testParams() Params {
+	p, _ := Preset("default")
+	p.Jitter = 0
+	return p
+}
+
+func post(t *testing.T, url, body string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestChatStream(t *testing.T) {
+	_, url := startSim(t, testParams())
+	resp, body := post(t, url+"/v1/chat/completions",
+		`{"model":"sim-llama-8b","messages":[{"role":"user","content":"one two three"}],"max_tokens":5,"stream":true,"stream_options":{"include_usage":true}}`)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	events := strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n")
+	// role, 5 tokens, finish, usage, [DONE]
+	if len(events) != 9 || events[8] != "data: [DONE]" {
+		t.Fatalf("%d events: %q", len(events), events)
+	}
+	var content []string
+	for _, ev := range events[:8] {
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+			Usage *struct {
+				PromptTokens     int `json:"prompt_tokens"`
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(ev, "data: ")), &c); err != nil {
+			t.Fatalf("bad chunk %q: %v", ev, err)
+		}
+		if len(c.Choices) > 0 && c.Choices[0].Delta.Content != "" {
+			content = append(content, c.Choices[0].Delta.Content)
+		}
+		if c.Usage != nil && (c.Usage.PromptTokens != 3+7 || c.Usage.CompletionTokens != 5) {
+			t.Fatalf("usage %+v", c.Usage)
+		}
+	}
+	if len(content) != 5 {
+		t.Fatalf("content chunks %q", content)
+	}
+}
+
+func TestOtherEndpoints(t *testing.T) {
+	s, url := startSim(t, testParams())
+	tests := []struct {
+		path, body string
+		status     int
+		contains   string
+	}{
+		{"/v1/chat/completions", `{"model":"sim-llama-8b","messages":[{"role":"user","content":[{"type":"text","text":"a b"}]}],"max_tokens":3}`, 200, `"completion_tokens":3`},
+		{"/v1/completions", `{"model":"sim-llama-8b","prompt":"a b c d","max_tokens":2}`, 200, `"prompt_tokens":4,"completion_tokens":2`},
+		{"/v1/completions", `{"model":"sim-llama-8b","prompt":"a","max_tokens":2,"stream":true}`, 200, `"text":`},
+		{"/v1/infer", `{"model":"sim-llama-8b","input":"a b c","max_tokens":4}`, 200, `"input_tokens":3,"output_tokens":4`},
+		{"/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"x"}]}`, 404, "does not exist"},
+		{"/v1/chat/completions", `{"model":"sim-llama-8b","messages":[{"role":"user","content":"x"}],"max_tokens":1000000}`, 400, "maximum context length"},
+		{"/v1/chat/completions", `{not json`, 400, "invalid JSON"},
+	}
+	for _, tt := range tests {
+		resp, body := post(t, url+tt.path, tt.body)
+		if resp.StatusCode != tt.status || !strings.Contains(body, tt.contains) {
+			t.Errorf("%s %s: %d %s", tt.path, tt.body, resp.StatusCode, body)
+		}
+	}
+	for path, want := range map[string]string{
+		"/v1/models": `"id":"sim-llama-8b"`,
+		"/health":    "",
+		"/metrics":   "vllm:num_requests_running{",
+	} {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
+			t.Errorf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+	}
+	// The record is written just after the answer; wait for the last one.
+	for deadline := time.Now().Add(2 * time.Second); len(s.Records()) < 4 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, _ := http.Get(url + "/metrics")
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"vllm:time_to_first_token_seconds_bucket{", "vllm:kv_cache_usage_perc{", "vllm:generation_tokens_total{", `vllm:request_success_total{model_name="sim-llama-8b",finished_reason="length"} 4`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if n := len(s.Records()); n != 4 {
+		t.Errorf("%d records, want 4", n)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	p := testParams()
+	p.Faults = Faults{HTTP500: 0.3, HTTP429: 0.3}
+	_, url := startSim(t, p)
+	codes := map[int]int{}
+	for range 100 {
+		resp, _ := post(t, url+"/v1/completions", `{"model":"sim-llama-8b","prompt":"a","max_tokens":1}`)
+		codes[resp.StatusCode]++
+		if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+	}
+	for _, c := range []int{200, 429, 500} {
+		if codes[c] < 15 {
+			t.Errorf("codes %v: too few %d", codes, c)
+		}
+	}
+}
+
+// streamTimes sends one streamed chat request and returns client-side TTFT
+// and E2E.
+func streamTimes(url string, promptWords, maxTokens int) (ttft, e2e time.Duration, err error) {
+	body := fmt.Sprintf(`{"model":"sim-llama-8b","messages":[{"role":"user","content":%q}],"max_tokens":%d,"stream":true}`,
+		strings.TrimSpace(strings.Repeat("word ", promptWords)), maxTokens)
+	start := time.Now()
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"content":" `) {
+			if ttft == 0 {
+				ttft = time.Since(start)
+			}
+			e2e = time.Since(start)
+		}
+	}
+	return ttft, e2e, sc.Err()
+}
+
+// closedLoop runs n workers for d and returns every TTFT seen.
+func closedLoop(t *testing.T, url string, n, promptWords, maxTokens int, d time.Duration) []time.Duration {
+	t.Helper()
+	var mu sync.Mutex
+	var ttfts []time.Duration
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				ttft, _, err := streamTimes(url, promptWords, maxTokens)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				ttfts = append(ttfts, ttft)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(ttfts)
+	return ttfts
+}
+
+func pct(s []time.Duration, q float64) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// TestKnee: below the slot count TTFT stays near the prefill cost; past it,
+// requests queue for whole generations and p99 TTFT breaks sharply.
+func TestKnee(t *testing.T) {
+	p := testParams()
+	p.Slots, p.StepBase, p.StepPerSeq = 8, 2*time.Millisecond, 100*time.Microsecond
+	_, url := startSim(t, p)
+	below := closedLoop(t, url, 6, 16, 20, 1500*time.Millisecond)
+	above := closedLoop(t, url, 16, 16, 20, 1500*time.Millisecond)
+	b99, a99 := pct(below, 0.99), pct(above, 0.99)
+	t.Logf("p99 TTFT: %v at 6 clients, %v at 16 (8 slots)", b99, a99)
+	// A generation of 20 tokens takes at least 20 steps of 2.9 ms: a queued
+	// request waits about that long.
+	if a99 < 3*b99 || a99 < 40*time.Millisecond {
+		t.Fatalf("no knee: p99 TTFT %v below the slot count, %v above", b99, a99)
+	}
+}
+
+// TestPromptAndBatchCost: TTFT grows with prompt length, and ITL with the
+// batch size.
+func TestPromptAndBatchCost(t *testing.T) {
+	p := testParams()
+	p.PrefillRate = 20000 // 1000 tokens take 50 ms
+	_, url := startSim(t, p)
+	short, _, err := streamTimes(url, 10, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, _, err := streamTimes(url, 1000, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if long-short < 40*time.Millisecond {
+		t.Fatalf("TTFT %v for 10 words, %v for 1000: prefill cost missing", short, long)
+	}
+
+	// One sequence alone versus sixteen at once: the per-sequence step cost
+	// (250 µs) makes each step of the batch 3.75 ms slower.
+	_, alone, _ := streamTimes(url, 4, 40)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var batched []time.Duration
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, e2e, _ := streamTimes(url, 4, 40)
+			mu.Lock()
+			batched = append(batched, e2e)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	slices.Sort(batched)
+	if pct(batched, 0.5) < alone+80*time.Millisecond {
+		t.Fatalf("E2E alone %v, in a batch of 16 %v: batch cost missing", alone, pct(batched, 0.5))
+	}
+}
+
+func TestCancelFreesSlot(t *testing.T) {
+	p := testParams()
+	p.Slots = 1
+	s, url := startSim(t, p)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/chat/completions",
+		strings.NewReader(`{"model":"sim-llama-8b","messages":[{"role":"user","content":"x"}],"max_tokens":10000,"stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Read(make([]byte, 100))
+	cancel()
+	resp.Body.Close()
+	// The single slot must come free for the next request.
+	if _, e2e, err := streamTimes(url, 1, 3); err != nil || e2e == 0 || e2e > 2*time.Second {
+		t.Fatalf("next request: e2e %v err %v", e2e, err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, r := range s.Records() {
+			if r.Cancelled {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no cancelled record")
+}
+
+func TestParams(t *testing.T) {
+	for _, name := range PresetNames() {
+		p, err := Preset(name)
+		if err != nil || p.Validate() != nil {
+			t.Errorf("preset %s: %v %v", name, err, p.Validate())
+		}
+	}
+	if _, err := Preset("nope"); err == nil {
+		t.Error("unknown preset accepted")
+	}
+	p := testParams()
+	p.Slots = 0
+	if p.Validate() == nil {
+		t.Error("zero slots accepted")
+	}
+}
+
+func TestCountTokens(t *testing.T) {
+	for in, want := range map[string]int{"": 0, "a b  c": 3, "abcdef": 1, "abcdefg": 2, " extraordinarily\n": 3} {
+		if got := CountTokens(in); got != want {
+			t.Errorf("CountTokens(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
