@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -21,6 +22,7 @@ type Server struct {
 	nextID  atomic.Uint64
 	stopped chan struct{}
 	mux     *http.ServeMux
+	clocks  sync.Map // net.Conn → *atomic.Pointer[time.Time]
 	created int64
 }
 
@@ -59,6 +61,7 @@ func (s *Server) Run(ctx context.Context) {
 // listener down, giving open streams a second to finish.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	s.ConfigureHTTP(hs)
 	engineDone := make(chan struct{})
 	go func() {
 		defer close(engineDone)
@@ -81,6 +84,42 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("sim: serve: %w", err)
 	}
 	return nil
+}
+
+// connKey marks the per-connection arrival clock in a request's context.
+type connKey struct{}
+
+// ConfigureHTTP sets hooks on hs that timestamp each request when its first
+// byte is read, before header parsing and handler dispatch, so a Record's
+// Arrived is as close to the wire as the server can see. Without them
+// Arrived is taken when the handler starts.
+func (s *Server) ConfigureHTTP(hs *http.Server) {
+	hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		clock := new(atomic.Pointer[time.Time])
+		s.clocks.Store(c, clock)
+		return context.WithValue(ctx, connKey{}, clock)
+	}
+	hs.ConnState = func(c net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateActive:
+			if v, ok := s.clocks.Load(c); ok {
+				now := time.Now()
+				v.(*atomic.Pointer[time.Time]).Store(&now)
+			}
+		case http.StateClosed, http.StateHijacked:
+			s.clocks.Delete(c)
+		}
+	}
+}
+
+// arrival is when r's first byte was read, if ConfigureHTTP's hooks saw it.
+func arrival(r *http.Request, fallback time.Time) time.Time {
+	if clock, ok := r.Context().Value(connKey{}).(*atomic.Pointer[time.Time]); ok {
+		if t := clock.Load(); t != nil && !t.After(fallback) {
+			return *t
+		}
+	}
+	return fallback
 }
 
 // Records returns the server-side record of recent requests (up to 65536),
@@ -124,7 +163,7 @@ func writeError(w http.ResponseWriter, code int, typ, msg string) {
 
 func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		arrived := time.Now()
+		arrived := arrival(r, time.Now())
 		id := s.nextID.Add(1)
 		var req genRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&req); err != nil {

@@ -1,0 +1,371 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/infertop/infertop/probe"
+)
+
+// Windows are the rolling windows a user can choose, in cycling order.
+var Windows = []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute}
+
+// quickFailPause is the least time a worker spends on a failed request, so
+// that an endpoint refusing connections does not spin a core.
+const quickFailPause = 10 * time.Millisecond
+
+// Config configures an engine.
+type Config struct {
+	// Do sends one request and measures it (normally (*probe.Client).Do).
+	Do func(context.Context, probe.Request) probe.Result
+	// Target describes the endpoint for display.
+	Target Target
+	// Knobs are the initial knob values.
+	Knobs Knobs
+	// Tick is the snapshot interval (default 250 ms).
+	Tick time.Duration
+	// Window is the initial rolling window (default 30 s); any of Windows.
+	Window time.Duration
+	// Seed makes the prompts repeatable.
+	Seed uint64
+}
+
+// phaseInfo is a phase as the workers see it: fixed when created, except
+// outstanding, the requests started in it and not yet aggregated.
+type phaseInfo struct {
+	id          int
+	gen         int // reset generation
+	knobs       Knobs
+	start       time.Duration
+	outstanding atomic.Int64
+}
+
+// Engine runs the load. Its knob methods are safe from any goroutine and
+// never block on the load or on subscribers.
+type Engine struct {
+	cfg     Config
+	prompts *PromptGen
+
+	mu       sync.Mutex
+	knobs    Knobs
+	phase    *phaseInfo
+	phaseSeq int
+	gen      int
+	window   time.Duration
+	changed  chan struct{} // closed and replaced on every knob change
+	alive    map[int]bool  // worker ids running
+	runCtx   context.Context
+	started  bool
+	stopping bool
+	t0       time.Time
+
+	workers  sync.WaitGroup
+	inflight atomic.Int64
+	results  chan outcome
+	nudge    chan struct{}
+
+	subMu  sync.Mutex
+	subs   map[chan Snapshot]struct{}
+	closed bool
+	latest atomic.Pointer[Snapshot]
+}
+
+// New returns an engine ready to Run.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Do == nil {
+		return nil, errors.New("load: no request function")
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = 250 * time.Millisecond
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = 30 * time.Second
+	}
+	if cfg.Knobs.Concurrency < 0 {
+		return nil, fmt.Errorf("load: concurrency must be positive, got %d", cfg.Knobs.Concurrency)
+	}
+	e := &Engine{
+		cfg: cfg, prompts: NewPromptGen(cfg.Seed), knobs: cfg.Knobs.clamp(), window: cfg.Window,
+		changed: make(chan struct{}), alive: map[int]bool{}, results: make(chan outcome, 4096),
+		nudge: make(chan struct{}, 1), subs: map[chan Snapshot]struct{}{},
+	}
+	e.phase = &phaseInfo{id: 1, knobs: e.knobs}
+	e.phaseSeq = 1
+	return e, nil
+}
+
+// Knobs returns the current knob values.
+func (e *Engine) Knobs() Knobs {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.knobs
+}
+
+// Window returns the rolling window in use.
+func (e *Engine) Window() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.window
+}
+
+// Update changes the knobs through f (values are clamped to their limits).
+// A change of concurrency, prompt or output length starts a new phase;
+// added workers start at once, removed ones finish their request first.
+func (e *Engine) Update(f func(*Knobs)) Knobs {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := e.knobs
+	f(&k)
+	k = k.clamp()
+	if k == e.knobs {
+		return k
+	}
+	if !k.samePhase(e.knobs) {
+		e.phaseSeq++
+		e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: k, start: e.elapsedLocked()}
+	}
+	e.knobs = k
+	close(e.changed)
+	e.changed = make(chan struct{})
+	e.spawnLocked()
+	e.poke()
+	return k
+}
+
+// SetConcurrency sets the number of requests in flight.
+func (e *Engine) SetConcurrency(n int) Knobs { return e.Update(func(k *Knobs) { k.Concurrency = n }) }
+
+// SetPaused pauses or resumes the load.
+func (e *Engine) SetPaused(p bool) Knobs { return e.Update(func(k *Knobs) { k.Paused = p }) }
+
+// SetWindow selects the rolling window.
+func (e *Engine) SetWindow(w time.Duration) {
+	e.mu.Lock()
+	e.window = w
+	e.mu.Unlock()
+	e.poke()
+}
+
+// Reset forgets every statistic and starts a new phase; the load goes on.
+func (e *Engine) Reset() {
+	e.mu.Lock()
+	e.gen++
+	e.phaseSeq++
+	e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: e.knobs, start: e.elapsedLocked()}
+	e.mu.Unlock()
+	e.poke()
+}
+
+// InFlight returns the requests in flight now.
+func (e *Engine) InFlight() int { return int(e.inflight.Load()) }
+
+// Latest returns the newest snapshot (zero before the first tick).
+func (e *Engine) Latest() Snapshot {
+	if s := e.latest.Load(); s != nil {
+		return *s
+	}
+	return Snapshot{}
+}
+
+// Subscribe returns a channel that always holds the newest snapshot not yet
+// read (a new one replaces an unread one), and a function to unsubscribe.
+// The channel is closed when the engine stops.
+func (e *Engine) Subscribe() (<-chan Snapshot, func()) {
+	ch := make(chan Snapshot, 1)
+	e.subMu.Lock()
+	defer e.subMu.Unlock()
+	if e.closed {
+		close(ch)
+		return ch, func() {}
+	}
+	e.subs[ch] = struct{}{}
+	if s := e.latest.Load(); s != nil {
+		ch <- *s
+	}
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			e.subMu.Lock()
+			defer e.subMu.Unlock()
+			if _, ok := e.subs[ch]; ok {
+				delete(e.subs, ch)
+				close(ch)
+			}
+		})
+	}
+}
+
+func (e *Engine) publish(s Snapshot) {
+	e.latest.Store(&s)
+	e.subMu.Lock()
+	defer e.subMu.Unlock()
+	for ch := range e.subs {
+		select { // drop the unread one: latest wins
+		case <-ch:
+		default:
+		}
+		select {
+		case ch <- s:
+		default:
+		}
+	}
+}
+
+func (e *Engine) poke() {
+	select {
+	case e.nudge <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) elapsedLocked() time.Duration {
+	if e.t0.IsZero() {
+		return 0
+	}
+	return time.Since(e.t0)
+}
+
+// Run puts the load on the endpoint until ctx ends, then cancels what is
+// in flight, waits for every worker, publishes a last snapshot and closes
+// the subscriptions. It may be called once.
+func (e *Engine) Run(ctx context.Context) error {
+	e.mu.Lock()
+	if e.started {
+		e.mu.Unlock()
+		return errors.New("load: engine already run")
+	}
+	e.started, e.runCtx, e.t0 = true, ctx, time.Now()
+	agg := newAggregator(e.t0, e.window)
+	e.spawnLocked()
+	e.mu.Unlock()
+
+	ticker := time.NewTicker(e.cfg.Tick)
+	defer ticker.Stop()
+	var seq uint64
+	snap := func() {
+		e.mu.Lock()
+		cur, gen, win, knobs := e.phase, e.gen, e.window, e.knobs
+		e.mu.Unlock()
+		now := time.Since(e.t0)
+		if gen != agg.gen {
+			agg.reset(now, gen)
+		}
+		agg.setWindow(win)
+		s := agg.snapshot(now, cur, int(e.inflight.Load()))
+		seq++
+		s.Seq, s.Target, s.Knobs = seq, e.cfg.Target, knobs
+		e.publish(s)
+	}
+	snap()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case o := <-e.results:
+			agg.add(o, time.Since(e.t0))
+			o.phase.outstanding.Add(-1)
+		case <-ticker.C:
+			snap()
+		case <-e.nudge:
+			snap()
+		}
+	}
+	e.mu.Lock()
+	e.stopping = true
+	e.mu.Unlock()
+	e.workers.Wait()
+	for drained := false; !drained; { // results sent before the stop still count
+		select {
+		case o := <-e.results:
+			agg.add(o, time.Since(e.t0))
+			o.phase.outstanding.Add(-1)
+		default:
+			drained = true
+		}
+	}
+	snap()
+	e.subMu.Lock()
+	e.closed = true
+	for ch := range e.subs {
+		close(ch)
+		delete(e.subs, ch)
+	}
+	e.subMu.Unlock()
+	return nil
+}
+
+// spawnLocked starts the workers the concurrency asks for and are not
+// running. Workers above the concurrency stop by themselves.
+func (e *Engine) spawnLocked() {
+	if !e.started || e.stopping || e.runCtx.Err() != nil {
+		return
+	}
+	for id := range e.knobs.Concurrency {
+		if !e.alive[id] {
+			e.alive[id] = true
+			e.workers.Add(1)
+			go e.worker(e.runCtx, id)
+		}
+	}
+}
+
+// next tells worker id what to do: its knobs and phase, a channel closed at
+// the next knob change, and false when it must stop.
+func (e *Engine) next(id int) (Knobs, *phaseInfo, <-chan struct{}, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if id >= e.knobs.Concurrency || e.stopping {
+		delete(e.alive, id)
+		return Knobs{}, nil, nil, false
+	}
+	if !e.knobs.Paused {
+		e.phase.outstanding.Add(1)
+	}
+	return e.knobs, e.phase, e.changed, true
+}
+
+func (e *Engine) worker(ctx context.Context, id int) {
+	defer e.workers.Done()
+	for ctx.Err() == nil {
+		k, ph, changed, ok := e.next(id)
+		if !ok {
+			return
+		}
+		if k.Paused {
+			select {
+			case <-changed:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		req := probe.Request{Prompt: e.prompts.Next(k.PromptTokens), MaxTokens: k.OutputTokens}
+		e.inflight.Add(1)
+		res := e.cfg.Do(ctx, req)
+		e.inflight.Add(-1)
+		if res.Class == probe.Canceled || ctx.Err() != nil {
+			ph.outstanding.Add(-1)
+			return
+		}
+		select {
+		case e.results <- outcome{res: res, phase: ph, prompt: k.PromptTokens}:
+		case <-ctx.Done():
+			ph.outstanding.Add(-1)
+			return
+		}
+		if !res.OK() {
+			if wait := quickFailPause - time.Since(res.Start); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+				}
+			}
+		}
+	}
+}

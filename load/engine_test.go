@@ -1,0 +1,269 @@
+package load
+
+import (
+	"context"
+	"net"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/sim"
+)
+
+type rig struct {
+	eng  *Engine
+	sim  *sim.Server
+	stop func()
+}
+
+// startRig runs the in-process sim and an engine against it.
+func startRig(t *testing.T, p sim.Params, k Knobs) *rig {
+	t.Helper()
+	srv, err := sim.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	simDone := make(chan struct{})
+	go func() { defer close(simDone); srv.Run(ctx) }()
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	srv.ConfigureHTTP(hs.Config)
+	hs.Start()
+	client, err := probe.New(probe.Config{URL: hs.URL + "/v1/chat/completions", Model: p.Model, MaxConns: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := New(Config{Do: client.Do, Knobs: k, Tick: 50 * time.Millisecond, Target: Target{URL: hs.URL, Model: p.Model, API: "openai-chat", Sim: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engCtx, engCancel := context.WithCancel(ctx)
+	engDone := make(chan struct{})
+	go func() { defer close(engDone); eng.Run(engCtx) }()
+	r := &rig{eng: eng, sim: srv}
+	var stopped bool
+	r.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		engCancel()
+		<-engDone
+		cancel()
+		<-simDone
+		hs.Close()
+		client.Close()
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// waitFor polls the engine's latest snapshot until cond holds.
+func waitFor(t *testing.T, e *Engine, within time.Duration, what string, cond func(Snapshot) bool) Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		s := e.Latest()
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v (last snapshot: inflight %d, completed %d, failed %d, last error %q)",
+				what, within, s.InFlight, s.TotalCompleted, s.TotalFailed, s.LastError)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func exact(sorted []time.Duration, q float64) time.Duration {
+	// The nearest-rank percentile, as HdrHistogram computes it.
+	i := int(q*float64(len(sorted))+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// TestEngineMatchesSim holds the client's TTFT and E2E against the sim's own
+// server-side record of the same requests.
+func TestEngineMatchesSim(t *testing.T) {
+	p, _ := sim.Preset("default")
+	r := startRig(t, p, Knobs{Concurrency: 6, PromptTokens: 256, OutputTokens: 24})
+	waitFor(t, r.eng, 30*time.Second, "150 requests", func(s Snapshot) bool { return s.TotalCompleted >= 150 })
+	r.eng.SetPaused(true)
+	var records []sim.Record
+	s := waitFor(t, r.eng, 10*time.Second, "drain", func(s Snapshot) bool {
+		if s.InFlight != 0 {
+			return false
+		}
+		records = r.sim.Records()
+		return int64(len(records)) == s.TotalCompleted
+	})
+	if s.TotalFailed != 0 {
+		t.Fatalf("%d failures: %s", s.TotalFailed, s.LastError)
+	}
+	var ttft, e2e []time.Duration
+	for _, rec := range records {
+		ttft = append(ttft, rec.TTFT())
+		e2e = append(e2e, rec.E2E())
+	}
+	slices.Sort(ttft)
+	slices.Sort(e2e)
+	// The bound of the issue is 2 ms at p50. Under -race the instrumented
+	// HTTP stacks of both sides (on the same two cores) add a few ms of CPU
+	// queueing between the client's start and the server's first byte, so
+	// that build checks a looser bound; `make test` runs this test without
+	// -race too, against the 2 ms bound.
+	p50Tol := 2 * time.Millisecond
+	if raceDetector {
+		p50Tol = 8 * time.Millisecond
+	}
+	for _, c := range []struct {
+		name   string
+		client Dist
+		server []time.Duration
+	}{{"TTFT", s.Latency[TTFT], ttft}, {"E2E", s.Latency[E2E], e2e}} {
+		if c.client.Count != int64(len(c.server)) {
+			t.Fatalf("%s: %d client samples, %d server records", c.name, c.client.Count, len(c.server))
+		}
+		sp50, sp99 := exact(c.server, 0.50), exact(c.server, 0.99)
+		t.Logf("%s p50 client %v server %v; p99 client %v server %v", c.name, c.client.P50, sp50, c.client.P99, sp99)
+		if d := c.client.P50 - sp50; d < -time.Millisecond || d > p50Tol {
+			t.Errorf("%s p50: client %v, server %v", c.name, c.client.P50, sp50)
+		}
+		if !near(c.client.P99, sp99, 0.05) {
+			t.Errorf("%s p99: client %v, server %v", c.name, c.client.P99, sp99)
+		}
+	}
+	t.Logf("TTFB p50 %v", s.Latency[TTFB].P50)
+	if s.Latency[ITL].Count != 23*s.TotalCompleted || s.Latency[TPOT].Count != s.TotalCompleted {
+		t.Errorf("ITL count %d, TPOT count %d for %d requests of 24 tokens", s.Latency[ITL].Count, s.Latency[TPOT].Count, s.TotalCompleted)
+	}
+	if s.OutputEstimated || s.TotalOutTokens != 24*s.TotalCompleted {
+		t.Errorf("output tokens %d (estimated %v)", s.TotalOutTokens, s.OutputEstimated)
+	}
+}
+
+func TestConcurrencyFollows(t *testing.T) {
+	p, _ := sim.Preset("default")
+	r := startRig(t, p, Knobs{Concurrency: 4, PromptTokens: 16, OutputTokens: 64})
+	waitFor(t, r.eng, 2*time.Second, "4 in flight", func(s Snapshot) bool { return s.InFlight == 4 })
+	r.eng.SetConcurrency(12)
+	waitFor(t, r.eng, time.Second, "12 in flight", func(s Snapshot) bool { return s.InFlight == 12 && s.Knobs.Concurrency == 12 })
+	r.eng.Update(func(k *Knobs) { k.Concurrency /= 6 })
+	waitFor(t, r.eng, 2*time.Second, "2 in flight", func(s Snapshot) bool { return s.InFlight == 2 })
+	r.eng.SetPaused(true)
+	waitFor(t, r.eng, 2*time.Second, "paused", func(s Snapshot) bool { return s.InFlight == 0 && s.Knobs.Paused })
+	n := r.eng.Latest().TotalCompleted
+	time.Sleep(200 * time.Millisecond)
+	if got := r.eng.Latest().TotalCompleted; got != n {
+		t.Fatalf("completed %d → %d while paused", n, got)
+	}
+	r.eng.SetPaused(false)
+	waitFor(t, r.eng, time.Second, "resumed", func(s Snapshot) bool { return s.InFlight == 2 })
+}
+
+func TestPhasesFollowKnobs(t *testing.T) {
+	p, _ := sim.Preset("default")
+	r := startRig(t, p, Knobs{Concurrency: 2, PromptTokens: 16, OutputTokens: 8})
+	waitFor(t, r.eng, 5*time.Second, "first requests", func(s Snapshot) bool { return s.TotalCompleted >= 4 })
+	r.eng.Update(func(k *Knobs) { k.PromptTokens *= 2 })
+	r.eng.Update(func(k *Knobs) { k.Paused = true }) // not a new phase
+	r.eng.Update(func(k *Knobs) { k.Paused = false })
+	s := waitFor(t, r.eng, 5*time.Second, "second phase", func(s Snapshot) bool {
+		return len(s.Phases) == 2 && s.Phases[1].Completed >= 4 && s.Phases[0].End > 0
+	})
+	if s.Phases[0].Knobs.PromptTokens != 16 || s.Phases[1].Knobs.PromptTokens != 32 || !s.Phases[1].Current {
+		t.Fatalf("phases %+v", s.Phases)
+	}
+	// The sim counts our prompt words one token each, plus its template.
+	// The sim counts a long word as two tokens, and adds its chat template.
+	if got := s.Phases[1].InTokens / s.Phases[1].Completed; got < 32+7 || got > 2*32+7 {
+		t.Errorf("phase 2 prompt tokens %d per request, want %d to %d", got, 32+7, 2*32+7)
+	}
+	r.eng.Reset()
+	s = waitFor(t, r.eng, time.Second, "reset", func(s Snapshot) bool { return len(s.Phases) == 1 && s.Phases[0].ID == 3 })
+	if s.TotalCompleted > 2 {
+		t.Errorf("%d completed right after reset", s.TotalCompleted)
+	}
+}
+
+func TestSubscribers(t *testing.T) {
+	p, _ := sim.Preset("default")
+	r := startRig(t, p, Knobs{Concurrency: 1, PromptTokens: 8, OutputTokens: 4})
+	a, cancelA := r.eng.Subscribe()
+	b, cancelB := r.eng.Subscribe()
+	var last uint64
+	for range 3 {
+		s := <-a
+		if s.Seq <= last {
+			t.Fatalf("seq %d after %d", s.Seq, last)
+		}
+		last = s.Seq
+	}
+	cancelA()
+	cancelA()
+	if _, ok := <-a; ok {
+		// one snapshot may have been waiting; the next read must see the close
+		if _, ok := <-a; ok {
+			t.Fatal("cancelled subscription still open")
+		}
+	}
+	// b was never read: it holds exactly the newest snapshot.
+	time.Sleep(200 * time.Millisecond)
+	s := <-b
+	if s.Seq < r.eng.Latest().Seq-1 {
+		t.Fatalf("stale snapshot %d, latest %d", s.Seq, r.eng.Latest().Seq)
+	}
+	r.stop()
+	for range b {
+	}
+	cancelB()
+	if _, ok := <-func() <-chan Snapshot { c, _ := r.eng.Subscribe(); return c }(); ok {
+		t.Fatal("subscription after stop is open")
+	}
+}
+
+func TestDeadEndpoint(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	client, _ := probe.New(probe.Config{URL: "http://" + addr + "/v1/chat/completions", Model: "m"})
+	defer client.Close()
+	eng, _ := New(Config{Do: client.Do, Knobs: Knobs{Concurrency: 4, PromptTokens: 8, OutputTokens: 8}, Tick: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); eng.Run(ctx) }()
+	s := waitFor(t, eng, 2*time.Second, "errors", func(s Snapshot) bool { return s.TotalFailed >= 20 })
+	if s.TotalByClass[probe.Connection] != s.TotalFailed || s.ErrorRate != 1 || s.LastError == "" {
+		t.Fatalf("classes %v rate %v last %q", s.TotalByClass, s.ErrorRate, s.LastError)
+	}
+	time.Sleep(500 * time.Millisecond)
+	// 4 workers, each pausing 10 ms after a quick failure: at most 400/s.
+	if s := eng.Latest(); s.ErrPerSec > 450 {
+		t.Errorf("%v errors/s against a dead endpoint", s.ErrPerSec)
+	}
+	cancel()
+	<-done
+}
+
+func BenchmarkEngineNoop(b *testing.B) {
+	do := func(ctx context.Context, _ probe.Request) probe.Result {
+		return probe.Result{Start: time.Now(), HasTTFT: true, TTFT: time.Millisecond, E2E: 2 * time.Millisecond, OutputTokens: 2, Chunks: []time.Duration{2 * time.Millisecond}}
+	}
+	eng, _ := New(Config{Do: do, Knobs: Knobs{Concurrency: 8, PromptTokens: 16, OutputTokens: 2}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); eng.Run(ctx) }()
+	b.ResetTimer()
+	start := eng.Latest().TotalCompleted
+	for eng.Latest().TotalCompleted-start < int64(b.N) {
+		time.Sleep(time.Millisecond)
+	}
+	b.StopTimer()
+	cancel()
+	<-done
+	b.ReportMetric(float64(eng.Latest().TotalCompleted)/b.Elapsed().Seconds(), "req/s")
+}

@@ -1,0 +1,71 @@
+package load
+
+import (
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// promptWords are short common English words: each is one token in the
+// usual BPE tokenizers (with its leading space), so N words make about N
+// tokens.
+var promptWords = strings.Fields(`time year people way day man thing woman life child world school state family
+student group country problem hand part place case week company system program question work government number
+night point home water room mother area money story fact month lot right study book eye job word business issue
+side kind head house service friend father power hour game line end member law car city name team minute idea
+kid body back parent face others level office door health person art war history party result change morning
+reason research girl guy moment air teacher force order`)
+
+// PromptGen synthesises prompts of about N tokens. Every prompt starts with
+// a request number and takes its words from a different place in a long
+// pseudo-random text, so no two prompts share a prefix and a server's
+// prefix cache cannot flatter the numbers.
+type PromptGen struct {
+	text   string
+	starts []int // byte offset of each word in text
+	seq    atomic.Uint64
+}
+
+// textWords is the length of the base text; prompts longer than this wrap.
+const textWords = MaxPromptTokens + 4096
+
+// NewPromptGen builds the base text from seed.
+func NewPromptGen(seed uint64) *PromptGen {
+	var b strings.Builder
+	g := &PromptGen{starts: make([]int, 0, textWords)}
+	x := seed*0x9e3779b97f4a7c15 + 1
+	for range textWords {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		g.starts = append(g.starts, b.Len())
+		b.WriteString(promptWords[x%uint64(len(promptWords))])
+		b.WriteByte(' ')
+	}
+	g.text = b.String()
+	return g
+}
+
+// Next returns a fresh prompt of about tokens tokens.
+func (g *PromptGen) Next(tokens int) string {
+	n := g.seq.Add(1)
+	tokens = max(tokens, 1)
+	var b strings.Builder
+	b.Grow(tokens*6 + 16)
+	b.WriteByte('r')
+	b.WriteString(strconv.FormatUint(n, 36))
+	rest := tokens - 1
+	off := int((n * 7919) % uint64(len(g.starts)))
+	for rest > 0 {
+		take := min(rest, len(g.starts)-off)
+		end := len(g.text)
+		if off+take < len(g.starts) {
+			end = g.starts[off+take]
+		}
+		b.WriteByte(' ')
+		b.WriteString(strings.TrimSuffix(g.text[g.starts[off]:end], " "))
+		rest -= take
+		off = 0
+	}
+	return b.String()
+}

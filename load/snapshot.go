@@ -1,0 +1,105 @@
+package load
+
+import (
+	"time"
+
+	"github.com/infertop/infertop/probe"
+)
+
+// Metric names a latency distribution the engine keeps.
+type Metric int
+
+// The latency metrics, defined in DESIGN.md.
+const (
+	TTFT Metric = iota
+	TPOT
+	ITL
+	E2E
+	TTFB
+	NumMetrics
+)
+
+var metricNames = [NumMetrics]string{"TTFT", "TPOT", "ITL", "E2E", "TTFB"}
+
+// String is the metric's display name.
+func (m Metric) String() string { return metricNames[m] }
+
+// Target says what is being measured, for display.
+type Target struct {
+	URL   string // credentials removed
+	Model string
+	API   string
+	// Sim is true when the target is infertop's embedded simulated endpoint.
+	Sim bool
+}
+
+// Snapshot is the engine's state at one tick: plain values and slices that
+// belong to the snapshot alone, safe to keep and read from any goroutine.
+type Snapshot struct {
+	// Seq counts snapshots from 1; Elapsed is the run time.
+	Seq     uint64
+	Elapsed time.Duration
+	Target  Target
+	Knobs   Knobs
+	// InFlight is requests sent and not yet finished.
+	InFlight int
+	// Window is the rolling window selected; Covered how much of it holds
+	// data (less than Window early in a run or after a reset).
+	Window, Covered time.Duration
+	// Latency holds the window's distribution of each metric.
+	Latency [NumMetrics]Dist
+	// Rates over the window, per second.
+	ReqPerSec, OutTokPerSec, InTokPerSec, ErrPerSec float64
+	// Completed and Failed are counts in the window; ErrorRate is
+	// Failed/(Completed+Failed); ByClass counts failures by class.
+	Completed, Failed int64
+	ErrorRate         float64
+	ByClass           [probe.NumClasses]int64
+	// Totals since the start or the last reset.
+	TotalCompleted, TotalFailed int64
+	TotalByClass                [probe.NumClasses]int64
+	TotalOutTokens              int64
+	// OutputEstimated is true when some output counts in the window were
+	// counted from messages because the server reported no usage.
+	OutputEstimated bool
+	// LastError is the newest failure's message (redacted, short), and
+	// LastErrorAt the run time it happened.
+	LastError   string
+	LastErrorAt time.Duration
+	// Series holds one Point per whole second, oldest first, for charts.
+	Series []Point
+	// Phases lists every phase, oldest first.
+	Phases []Phase
+}
+
+// Point is what happened in one second of the run.
+type Point struct {
+	// Sec is the second of the run (0 is the first).
+	Sec int64
+	// Latency percentiles of the requests that finished in this second
+	// (zero when none did).
+	TTFTP50, TTFTP99, E2EP50, E2EP95, E2EP99 time.Duration
+	Completed, Failed                        int64
+	OutTokens, InTokens                      int64
+	// InFlight is the most requests in flight seen in this second.
+	InFlight int
+}
+
+// Phase is one stretch of the run under one setting of the knobs; requests
+// belong to the phase in which they started.
+type Phase struct {
+	ID    int
+	Knobs Knobs
+	// Start and End are run times; End is zero for the current phase.
+	Start, End time.Duration
+	Current    bool
+	Completed  int64
+	Failed     int64
+	ByClass    [probe.NumClasses]int64
+	OutTokens  int64
+	InTokens   int64
+	Latency    [NumMetrics]Dist
+	// OutTokPerSec and ReqPerSec are over the phase's span: from its start
+	// to the last completion of its requests (or now).
+	OutTokPerSec, ReqPerSec float64
+}

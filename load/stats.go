@@ -1,0 +1,380 @@
+package load
+
+import (
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/infertop/infertop/probe"
+)
+
+// ringSeconds is how many sealed seconds are kept: enough for the longest
+// window (5 minutes) and the charts.
+const ringSeconds = 300
+
+// outcome is a finished request on its way to the aggregator.
+type outcome struct {
+	res    probe.Result
+	phase  *phaseInfo
+	prompt int // the prompt length asked for, when the server reports none
+}
+
+// secSlot is one second of the run, sealed.
+type secSlot struct {
+	sec       int64
+	valid     bool
+	hist      [NumMetrics]sparse
+	mom       [NumMetrics]moments
+	completed int64
+	failed    int64
+	outTok    int64
+	inTok     int64
+	byClass   [probe.NumClasses]int64
+	estimated bool
+	inflight  int
+	point     Point
+}
+
+// phaseAcc accumulates one phase. Its histograms are released once the
+// phase is over and its last request has come back.
+type phaseAcc struct {
+	info      *phaseInfo
+	end       time.Duration
+	hist      [NumMetrics]*hdr.Histogram
+	mom       [NumMetrics]moments
+	completed int64
+	failed    int64
+	outTok    int64
+	inTok     int64
+	byClass   [probe.NumClasses]int64
+	lastEnd   time.Duration
+	final     *Phase
+}
+
+// aggregator owns every histogram; only the engine's Run goroutine calls it.
+type aggregator struct {
+	t0     time.Time // the run's start
+	window time.Duration
+	gen    int
+	// resetAt is the run time of the last reset; seconds before it are out.
+	resetAt time.Duration
+
+	cur     secSlot
+	curHist [NumMetrics]*hdr.Histogram
+	ring    [ringSeconds]secSlot
+
+	sealed      [NumMetrics]*hdr.Histogram
+	sealedMom   [NumMetrics]moments
+	sealedFor   int64 // the current second the sealed window was built for; -1: stale
+	scratch     [NumMetrics]*hdr.Histogram
+	phases      []*phaseAcc
+	pool        []*hdr.Histogram
+	totalOK     int64
+	totalFailed int64
+	totalOut    int64
+	totalClass  [probe.NumClasses]int64
+	lastErr     string
+	lastErrAt   time.Duration
+	overflows   int64
+}
+
+func newAggregator(t0 time.Time, window time.Duration) *aggregator {
+	a := &aggregator{t0: t0, window: window, sealedFor: -1}
+	for m := range NumMetrics {
+		a.curHist[m], a.sealed[m], a.scratch[m] = newHist(), newHist(), newHist()
+	}
+	return a
+}
+
+func (a *aggregator) getHist() *hdr.Histogram {
+	if n := len(a.pool); n > 0 {
+		h := a.pool[n-1]
+		a.pool = a.pool[:n-1]
+		return h
+	}
+	return newHist()
+}
+
+func (a *aggregator) putHist(h *hdr.Histogram) {
+	h.Reset()
+	a.pool = append(a.pool, h)
+}
+
+// advance seals whole seconds up to now.
+func (a *aggregator) advance(now time.Duration) {
+	sec := int64(now / time.Second)
+	for a.cur.sec < sec {
+		a.seal()
+	}
+}
+
+func (a *aggregator) seal() {
+	c := &a.cur
+	c.valid = true
+	p := Point{Sec: c.sec, Completed: c.completed, Failed: c.failed, OutTokens: c.outTok, InTokens: c.inTok, InFlight: c.inflight}
+	if c.mom[TTFT].n > 0 {
+		q := a.curHist[TTFT].ValueAtPercentilesSlice([]float64{50, 99})
+		p.TTFTP50, p.TTFTP99 = time.Duration(q[0])*time.Microsecond, time.Duration(q[1])*time.Microsecond
+	}
+	if c.mom[E2E].n > 0 {
+		q := a.curHist[E2E].ValueAtPercentilesSlice([]float64{50, 95, 99})
+		p.E2EP50, p.E2EP95, p.E2EP99 = time.Duration(q[0])*time.Microsecond, time.Duration(q[1])*time.Microsecond, time.Duration(q[2])*time.Microsecond
+	}
+	c.point = p
+	for m := range NumMetrics {
+		c.hist[m] = sparsify(a.curHist[m])
+		a.curHist[m].Reset()
+	}
+	a.ring[c.sec%ringSeconds] = *c
+	a.cur = secSlot{sec: c.sec + 1}
+}
+
+// inWindow reports whether sealed second sec is inside the rolling window.
+func (a *aggregator) inWindow(s *secSlot) bool {
+	w := int64(a.window / time.Second)
+	return s.valid && s.sec < a.cur.sec && s.sec > a.cur.sec-w && s.sec >= int64(a.resetAt/time.Second)
+}
+
+func (a *aggregator) add(o outcome, now time.Duration) {
+	a.advance(now)
+	r := &o.res
+	if r.Class == probe.Canceled {
+		return
+	}
+	var ph *phaseAcc
+	if o.phase != nil && o.phase.gen == a.gen {
+		ph = a.phase(o.phase)
+		if end := r.Start.Sub(a.t0) + r.E2E; end > ph.lastEnd {
+			ph.lastEnd = end
+		}
+	}
+	c := &a.cur
+	if !r.OK() {
+		c.failed++
+		c.byClass[r.Class]++
+		a.totalFailed++
+		a.totalClass[r.Class]++
+		a.lastErr, a.lastErrAt = r.Class.String()+": "+r.Err, now
+		if ph != nil {
+			ph.failed++
+			ph.byClass[r.Class]++
+		}
+		return
+	}
+	in := r.InputTokens
+	if r.InputEstimated {
+		in = o.prompt
+	}
+	c.completed++
+	c.outTok += int64(r.OutputTokens)
+	c.inTok += int64(in)
+	c.estimated = c.estimated || r.OutputEstimated
+	a.totalOK++
+	a.totalOut += int64(r.OutputTokens)
+	if ph != nil {
+		ph.completed++
+		ph.outTok += int64(r.OutputTokens)
+		ph.inTok += int64(in)
+	}
+	rec := func(m Metric, d time.Duration) {
+		v, over := us(d)
+		if over {
+			a.overflows++
+		}
+		_ = a.curHist[m].RecordValue(v) // v is clamped into range
+		c.mom[m].add(v)
+		if ph != nil && ph.hist[m] != nil {
+			_ = ph.hist[m].RecordValue(v)
+			ph.mom[m].add(v)
+		}
+	}
+	if r.HasTTFT {
+		rec(TTFT, r.TTFT)
+		r.ITLs(func(d time.Duration) { rec(ITL, d) })
+	}
+	if tpot, ok := r.TPOT(); ok {
+		rec(TPOT, tpot)
+	}
+	rec(E2E, r.E2E)
+	if r.TTFB > 0 {
+		rec(TTFB, r.TTFB)
+	}
+}
+
+// phase returns the accumulator of info, creating it (and ending the phase
+// before it) on first sight.
+func (a *aggregator) phase(info *phaseInfo) *phaseAcc {
+	for i := len(a.phases) - 1; i >= 0; i-- {
+		if a.phases[i].info == info {
+			return a.phases[i]
+		}
+		if a.phases[i].info.id < info.id {
+			break
+		}
+	}
+	p := &phaseAcc{info: info}
+	for m := range NumMetrics {
+		p.hist[m] = a.getHist()
+	}
+	// Keep the list ordered by id; phases arrive nearly in order.
+	i := len(a.phases)
+	for i > 0 && a.phases[i-1].info.id > info.id {
+		i--
+	}
+	a.phases = append(a.phases, nil)
+	copy(a.phases[i+1:], a.phases[i:])
+	a.phases[i] = p
+	return p
+}
+
+// reset forgets every statistic; the run goes on.
+func (a *aggregator) reset(now time.Duration, gen int) {
+	a.advance(now)
+	a.gen = gen
+	a.resetAt = now
+	for m := range NumMetrics {
+		a.curHist[m].Reset()
+	}
+	a.cur = secSlot{sec: a.cur.sec}
+	for _, p := range a.phases {
+		for m := range NumMetrics {
+			if p.hist[m] != nil {
+				a.putHist(p.hist[m])
+			}
+		}
+	}
+	a.phases = nil
+	a.totalOK, a.totalFailed, a.totalOut, a.totalClass = 0, 0, 0, [probe.NumClasses]int64{}
+	a.lastErr, a.lastErrAt = "", 0
+	a.sealedFor = -1
+}
+
+func (a *aggregator) setWindow(w time.Duration) {
+	if w != a.window {
+		a.window, a.sealedFor = w, -1
+	}
+}
+
+// rebuildSealed merges the window's sealed seconds into the sealed
+// histograms, once per second (or after the window changes).
+func (a *aggregator) rebuildSealed() {
+	if a.sealedFor == a.cur.sec {
+		return
+	}
+	for m := range NumMetrics {
+		a.sealed[m].Reset()
+		a.sealedMom[m] = moments{}
+	}
+	for i := range a.ring {
+		s := &a.ring[i]
+		if !a.inWindow(s) {
+			continue
+		}
+		for m := range NumMetrics {
+			s.hist[m].addTo(a.sealed[m])
+			a.sealedMom[m].merge(s.mom[m])
+		}
+	}
+	a.sealedFor = a.cur.sec
+}
+
+// snapshot builds the published view at run time now. Phases whose
+// requests have all returned are summarised and their histograms freed.
+func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight int) Snapshot {
+	a.advance(now)
+	a.cur.inflight = max(a.cur.inflight, inflight)
+	if current != nil && current.gen == a.gen {
+		a.phase(current)
+	}
+	a.rebuildSealed()
+
+	s := Snapshot{Elapsed: now, Window: a.window, InFlight: inflight}
+	winStart := max(time.Duration(a.cur.sec+1)*time.Second-a.window, a.resetAt, 0)
+	s.Covered = now - winStart
+	for m := range NumMetrics {
+		a.scratch[m].Reset()
+		a.scratch[m].Merge(a.sealed[m])
+		a.scratch[m].Merge(a.curHist[m])
+		mom := a.sealedMom[m]
+		mom.merge(a.cur.mom[m])
+		s.Latency[m] = summarise(a.scratch[m], mom)
+	}
+	var out, in int64
+	addCounts := func(c *secSlot) {
+		s.Completed += c.completed
+		s.Failed += c.failed
+		out += c.outTok
+		in += c.inTok
+		s.OutputEstimated = s.OutputEstimated || c.estimated
+		for i := range c.byClass {
+			s.ByClass[i] += c.byClass[i]
+		}
+	}
+	addCounts(&a.cur)
+	first := a.cur.sec - ringSeconds + 1
+	for sec := max(first, 0); sec < a.cur.sec; sec++ {
+		slot := &a.ring[sec%ringSeconds]
+		if slot.valid && slot.sec == sec && slot.sec >= int64(a.resetAt/time.Second) {
+			s.Series = append(s.Series, slot.point)
+			if a.inWindow(slot) {
+				addCounts(slot)
+			}
+		}
+	}
+	if secs := s.Covered.Seconds(); secs > 0 {
+		s.ReqPerSec = float64(s.Completed) / secs
+		s.ErrPerSec = float64(s.Failed) / secs
+		s.OutTokPerSec = float64(out) / secs
+		s.InTokPerSec = float64(in) / secs
+	}
+	if n := s.Completed + s.Failed; n > 0 {
+		s.ErrorRate = float64(s.Failed) / float64(n)
+	}
+	s.TotalCompleted, s.TotalFailed, s.TotalByClass, s.TotalOutTokens = a.totalOK, a.totalFailed, a.totalClass, a.totalOut
+	s.LastError, s.LastErrorAt = a.lastErr, a.lastErrAt
+
+	for i, p := range a.phases {
+		if i+1 < len(a.phases) {
+			p.end = a.phases[i+1].info.start
+		}
+		isCurrent := p.info == current
+		if p.final != nil {
+			s.Phases = append(s.Phases, *p.final)
+			continue
+		}
+		ph := a.summarisePhase(p, now, isCurrent)
+		if !isCurrent && p.info.outstanding.Load() == 0 && i+1 < len(a.phases) {
+			p.final = &ph
+			for m := range NumMetrics {
+				a.putHist(p.hist[m])
+				p.hist[m] = nil
+			}
+		}
+		s.Phases = append(s.Phases, ph)
+	}
+	return s
+}
+
+func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool) Phase {
+	ph := Phase{
+		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current,
+		Completed: p.completed, Failed: p.failed, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
+	}
+	if !current {
+		ph.End = p.end
+	}
+	for m := range NumMetrics {
+		if p.hist[m] != nil {
+			ph.Latency[m] = summarise(p.hist[m], p.mom[m])
+		}
+	}
+	span := p.lastEnd - p.info.start
+	if current || p.info.outstanding.Load() > 0 {
+		span = now - p.info.start
+	}
+	if secs := span.Seconds(); secs > 0 {
+		ph.OutTokPerSec = float64(p.outTok) / secs
+		ph.ReqPerSec = float64(p.completed) / secs
+	}
+	return ph
+}

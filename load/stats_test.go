@@ -1,0 +1,157 @@
+package load
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/infertop/infertop/probe"
+)
+
+func okResult(t0 time.Time, ttft, e2e time.Duration, out int) probe.Result {
+	r := probe.Result{Start: t0, TTFT: ttft, HasTTFT: true, E2E: e2e, OutputTokens: out, InputTokens: 10, Messages: out}
+	for i := 1; i < out; i++ {
+		r.Chunks = append(r.Chunks, ttft+(e2e-ttft)*time.Duration(i)/time.Duration(out-1))
+	}
+	return r
+}
+
+func near(got, want time.Duration, rel float64) bool {
+	return math.Abs(float64(got-want)) <= rel*float64(want)
+}
+
+func TestAggregatorWindow(t *testing.T) {
+	t0 := time.Now()
+	a := newAggregator(t0, 10*time.Second)
+	ph := &phaseInfo{id: 1, knobs: Knobs{Concurrency: 1, PromptTokens: 10, OutputTokens: 5}}
+	// 100 requests finishing in the first second: TTFT i ms, E2E 10*i ms.
+	for i := 1; i <= 100; i++ {
+		ph.outstanding.Add(1)
+		a.add(outcome{res: okResult(t0, time.Duration(i)*time.Millisecond, time.Duration(10*i)*time.Millisecond, 5), phase: ph}, 500*time.Millisecond)
+		ph.outstanding.Add(-1)
+	}
+	a.add(outcome{res: probe.Result{Class: probe.HTTP5xx, Err: "HTTP 500: boom"}, phase: ph}, 600*time.Millisecond)
+	s := a.snapshot(800*time.Millisecond, ph, 3)
+	if s.Completed != 100 || s.Failed != 1 || s.InFlight != 3 {
+		t.Fatalf("completed %d failed %d inflight %d", s.Completed, s.Failed, s.InFlight)
+	}
+	if d := s.Latency[TTFT]; !near(d.P50, 50*time.Millisecond, 0.001) || !near(d.P99, 99*time.Millisecond, 0.001) ||
+		d.Max != 100*time.Millisecond || d.Min != time.Millisecond || !near(d.Mean, 50500*time.Microsecond, 1e-9) {
+		t.Fatalf("TTFT %+v", d)
+	}
+	// Population standard deviation of 1..100 ms.
+	if d := s.Latency[TTFT]; !near(d.Std, 28866*time.Microsecond, 0.001) {
+		t.Fatalf("std %v", d.Std)
+	}
+	if s.Latency[ITL].Count != 400 || s.Latency[TPOT].Count != 100 || s.Latency[E2E].Count != 100 {
+		t.Fatalf("counts ITL %d TPOT %d E2E %d", s.Latency[ITL].Count, s.Latency[TPOT].Count, s.Latency[E2E].Count)
+	}
+	if math.Abs(s.ReqPerSec-100/0.8) > 1e-9 || math.Abs(s.OutTokPerSec-500/0.8) > 1e-9 || math.Abs(s.ErrorRate-1.0/101) > 1e-12 {
+		t.Fatalf("rates %v %v %v", s.ReqPerSec, s.OutTokPerSec, s.ErrorRate)
+	}
+	if s.ByClass[probe.HTTP5xx] != 1 || s.LastError != "5xx: HTTP 500: boom" {
+		t.Fatalf("classes %v last %q", s.ByClass, s.LastError)
+	}
+
+	// Five seconds on, the first second is sealed but still in the window.
+	s = a.snapshot(5500*time.Millisecond, ph, 0)
+	if s.Completed != 100 || len(s.Series) != 5 || s.Series[0].Completed != 100 || s.Series[0].TTFTP50 < 49*time.Millisecond {
+		t.Fatalf("after 5 s: completed %d, series %+v", s.Completed, s.Series)
+	}
+	if s.Covered != 5500*time.Millisecond {
+		t.Fatalf("covered %v", s.Covered)
+	}
+	if !near(s.Latency[TTFT].P99, 99*time.Millisecond, 0.001) {
+		t.Fatalf("sealed p99 %v", s.Latency[TTFT].P99)
+	}
+	// Past the 10 s window it is gone from the window, not from the phase.
+	s = a.snapshot(11500*time.Millisecond, ph, 0)
+	if s.Completed != 0 || s.Latency[TTFT].Count != 0 || s.Covered != 9500*time.Millisecond { // 9 sealed seconds and half of the current one
+		t.Fatalf("after the window: completed %d count %d covered %v", s.Completed, s.Latency[TTFT].Count, s.Covered)
+	}
+	if len(s.Phases) != 1 || s.Phases[0].Completed != 100 || s.Phases[0].Latency[TTFT].Count != 100 {
+		t.Fatalf("phases %+v", s.Phases)
+	}
+	// A wider window brings it back.
+	a.setWindow(time.Minute)
+	if s = a.snapshot(11600*time.Millisecond, ph, 0); s.Completed != 100 {
+		t.Fatalf("1m window: completed %d", s.Completed)
+	}
+	// A reset forgets it all.
+	a.reset(12*time.Second, 1)
+	ph2 := &phaseInfo{id: 2, gen: 1, knobs: ph.knobs, start: 12 * time.Second}
+	if s = a.snapshot(12500*time.Millisecond, ph2, 0); s.Completed != 0 || s.TotalCompleted != 0 || len(s.Series) != 0 || len(s.Phases) != 1 || s.LastError != "" {
+		t.Fatalf("after reset: %d %d series %d phases %d %q", s.Completed, s.TotalCompleted, len(s.Series), len(s.Phases), s.LastError)
+	}
+}
+
+func TestAggregatorPhases(t *testing.T) {
+	t0 := time.Now()
+	a := newAggregator(t0, 30*time.Second)
+	p1 := &phaseInfo{id: 1, knobs: Knobs{Concurrency: 1}}
+	p2 := &phaseInfo{id: 2, knobs: Knobs{Concurrency: 2}, start: 2 * time.Second}
+	p1.outstanding.Add(2)
+	a.add(outcome{res: okResult(t0, 10*time.Millisecond, time.Second, 10), phase: p1}, time.Second)
+	p1.outstanding.Add(-1)
+	s := a.snapshot(2500*time.Millisecond, p2, 1)
+	if len(s.Phases) != 2 || s.Phases[0].End != 2*time.Second || !s.Phases[1].Current || s.Phases[0].Current {
+		t.Fatalf("phases %+v", s.Phases)
+	}
+	// Phase 1's last request returns during phase 2: it still counts for phase 1.
+	a.add(outcome{res: okResult(t0.Add(1500*time.Millisecond), 30*time.Millisecond, time.Second, 10), phase: p1}, 2600*time.Millisecond)
+	p1.outstanding.Add(-1)
+	s = a.snapshot(2700*time.Millisecond, p2, 0)
+	if s.Phases[0].Completed != 2 || s.Phases[0].Latency[TTFT].Max != 30*time.Millisecond {
+		t.Fatalf("phase 1 %+v", s.Phases[0])
+	}
+	// Phase 1 is final now: its histograms are released, its summary kept.
+	if a.phases[0].final == nil || a.phases[0].hist[TTFT] != nil {
+		t.Fatal("phase 1 not finalised")
+	}
+	if want := 20 / 2.5; math.Abs(s.Phases[0].OutTokPerSec-want) > 1e-9 {
+		t.Fatalf("phase 1 tok/s %v, want %v", s.Phases[0].OutTokPerSec, want)
+	}
+	s = a.snapshot(2800*time.Millisecond, p2, 0)
+	if s.Phases[0].Completed != 2 || s.Phases[0].Latency[TTFT].Count != 2 {
+		t.Fatalf("final phase 1 %+v", s.Phases[0])
+	}
+}
+
+func TestPromptGen(t *testing.T) {
+	g := NewPromptGen(1)
+	seen := map[string]bool{}
+	for _, n := range []int{1, 2, 10, 256, 4096, MaxPromptTokens} {
+		p := g.Next(n)
+		words := len(splitWords(p))
+		if words != n {
+			t.Errorf("Next(%d) has %d words", n, words)
+		}
+		prefix := p[:min(len(p), 40)]
+		if seen[prefix] {
+			t.Errorf("prefix %q repeated", prefix)
+		}
+		seen[prefix] = true
+	}
+	if a, b := NewPromptGen(7).Next(50), NewPromptGen(7).Next(50); a != b {
+		t.Error("same seed, different prompts")
+	}
+}
+
+func splitWords(s string) []string {
+	var out []string
+	word := ""
+	for _, r := range s {
+		if r == ' ' {
+			if word != "" {
+				out = append(out, word)
+			}
+			word = ""
+			continue
+		}
+		word += string(r)
+	}
+	if word != "" {
+		out = append(out, word)
+	}
+	return out
+}
