@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/infertop/infertop/sim"
+)
+
+// simFlags binds the simulated endpoint's parameters to flags, starting
+// from a preset chosen with --preset (read before the others apply).
+type simFlags struct {
+	preset string
+	p      sim.Params
+	fs     *pflag.FlagSet
+}
+
+func addSimFlags(fs *pflag.FlagSet, prefix string) *simFlags {
+	d, _ := sim.Preset("default")
+	f := &simFlags{fs: fs}
+	fs.StringVar(&f.preset, prefix+"preset", "default", "performance preset: default, fast, small or large (flags below override it)")
+	fs.StringVar(&f.p.Model, prefix+"model", d.Model, "model name served")
+	fs.IntVar(&f.p.Slots, prefix+"slots", d.Slots, "sequences decoded at once (max_num_seqs)")
+	fs.IntVar(&f.p.KVTokens, prefix+"kv-tokens", d.KVTokens, "KV-cache budget in tokens")
+	fs.IntVar(&f.p.MaxModelLen, prefix+"max-model-len", d.MaxModelLen, "longest prompt+output accepted")
+	fs.IntVar(&f.p.MaxBatchTokens, prefix+"max-batch-tokens", d.MaxBatchTokens, "tokens per step (chunked prefill budget)")
+	fs.Float64Var(&f.p.PrefillRate, prefix+"prefill-rate", d.PrefillRate, "prefill speed in prompt tokens per second (0: instant)")
+	fs.DurationVar(&f.p.StepBase, prefix+"step-base", d.StepBase, "fixed cost of a decode step")
+	fs.DurationVar(&f.p.StepPerSeq, prefix+"step-per-seq", d.StepPerSeq, "added step cost per running sequence")
+	fs.DurationVar(&f.p.StepPerKTok, prefix+"step-per-ktok", d.StepPerKTok, "added step cost per 1000 context tokens")
+	fs.Float64Var(&f.p.Jitter, prefix+"jitter", d.Jitter, "relative standard deviation of step time")
+	fs.Float64Var(&f.p.Faults.HTTP500, prefix+"error-rate", 0, "fraction of requests answered with HTTP 500")
+	fs.Float64Var(&f.p.Faults.HTTP429, prefix+"rate-limit-rate", 0, "fraction of requests answered with HTTP 429 and Retry-After")
+	fs.Uint64Var(&f.p.Seed, prefix+"seed", d.Seed, "seed for jitter, faults and text")
+	return f
+}
+
+// params applies the preset, then every flag the user set.
+func (f *simFlags) params(prefix string) (sim.Params, error) {
+	p, err := sim.Preset(f.preset)
+	if err != nil {
+		return p, usageError{err}
+	}
+	set := map[string]func(){
+		"model": func() { p.Model = f.p.Model }, "slots": func() { p.Slots = f.p.Slots },
+		"kv-tokens": func() { p.KVTokens = f.p.KVTokens }, "max-model-len": func() { p.MaxModelLen = f.p.MaxModelLen },
+		"max-batch-tokens": func() { p.MaxBatchTokens = f.p.MaxBatchTokens }, "prefill-rate": func() { p.PrefillRate = f.p.PrefillRate },
+		"step-base": func() { p.StepBase = f.p.StepBase }, "step-per-seq": func() { p.StepPerSeq = f.p.StepPerSeq },
+		"step-per-ktok": func() { p.StepPerKTok = f.p.StepPerKTok }, "jitter": func() { p.Jitter = f.p.Jitter },
+		"error-rate": func() { p.Faults.HTTP500 = f.p.Faults.HTTP500 }, "rate-limit-rate": func() { p.Faults.HTTP429 = f.p.Faults.HTTP429 },
+		"seed": func() { p.Seed = f.p.Seed },
+	}
+	for name, apply := range set {
+		if f.fs.Changed(prefix + name) {
+			apply()
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return p, usageError{err}
+	}
+	return p, nil
+}
+
+// runSim is `infertop sim`: the simulated endpoint alone, until a signal.
+func runSim(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sim", "Usage: infertop sim [flags]\n\nRuns the simulated continuous-batching endpoint alone (OpenAI chat and\ncompletions, /v1/infer, /v1/models, /health, /metrics), until interrupted.", stdout)
+	addr := fs.String("addr", "127.0.0.1:8000", "address to listen on")
+	sf := addSimFlags(fs, "")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	p, err := sf.params("")
+	if err != nil {
+		return err
+	}
+	srv, err := sim.New(p)
+	if err != nil {
+		return usageError{err}
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return usagef("sim: %v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stderr, "infertop sim: serving %s at http://%s/v1 (%d slots, KV %d tokens); Ctrl+C stops\n", p.Model, ln.Addr(), p.Slots, p.KVTokens)
+	return srv.Serve(ctx, ln)
+}

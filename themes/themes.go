@@ -1,0 +1,89 @@
+// Package themes turns colour palettes into lipgloss styles. Every style is
+// built from a renderer passed in, so that each terminal (each SSH session)
+// gets colours its own profile can show. It holds no logic beyond that.
+package themes
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+)
+
+// Palette is a named set of colours (hex or ANSI numbers).
+type Palette struct {
+	Name                               string
+	Text, Muted, Accent, Border, Title string
+	Good, Warn, Bad                    string
+	P50, P95, P99, Spark, Marker, Key  string
+	BannerFg, BannerBg                 string
+}
+
+// Palettes returns the built-in palettes in cycling order.
+func Palettes() []Palette {
+	return []Palette{
+		{Name: "dark", Text: "#D8DEE9", Muted: "#7B8496", Accent: "#88C0D0", Border: "#4C566A", Title: "#EBCB8B",
+			Good: "#A3BE8C", Warn: "#EBCB8B", Bad: "#BF616A", P50: "#A3BE8C", P95: "#EBCB8B", P99: "#BF616A",
+			Spark: "#81A1C1", Marker: "#B48EAD", Key: "#88C0D0", BannerFg: "#2E3440", BannerBg: "#BF616A"},
+		{Name: "light", Text: "#24292F", Muted: "#6E7781", Accent: "#0969DA", Border: "#AFB8C1", Title: "#8250DF",
+			Good: "#1A7F37", Warn: "#9A6700", Bad: "#CF222E", P50: "#1A7F37", P95: "#9A6700", P99: "#CF222E",
+			Spark: "#0969DA", Marker: "#8250DF", Key: "#0969DA", BannerFg: "#FFFFFF", BannerBg: "#CF222E"},
+		{Name: "high-contrast", Text: "15", Muted: "7", Accent: "14", Border: "15", Title: "11",
+			Good: "10", Warn: "11", Bad: "9", P50: "10", P95: "11", P99: "9",
+			Spark: "14", Marker: "13", Key: "11", BannerFg: "0", BannerBg: "9"},
+	}
+}
+
+// Names lists the palette names.
+func Names() []string {
+	var n []string
+	for _, p := range Palettes() {
+		n = append(n, p.Name)
+	}
+	return n
+}
+
+// Lookup finds a palette by name.
+func Lookup(name string) (Palette, error) {
+	for _, p := range Palettes() {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Palette{}, fmt.Errorf("unknown theme %q (have %s)", name, strings.Join(Names(), ", "))
+}
+
+// Theme is a palette's styles for one renderer.
+type Theme struct {
+	Name                                 string
+	Text, Muted, Value, Title, Accent    lipgloss.Style
+	Good, Warn, Bad                      lipgloss.Style
+	P50, P95, P99, Spark, Marker, Border lipgloss.Style
+	Key, KeyDesc, Banner, Header         lipgloss.Style
+}
+
+// New builds the styles of p on r.
+func New(r *lipgloss.Renderer, p Palette) Theme {
+	c := func(s string) lipgloss.Style { return r.NewStyle().Foreground(lipgloss.Color(s)) }
+	return Theme{
+		Name:    p.Name,
+		Text:    c(p.Text),
+		Muted:   c(p.Muted),
+		Value:   c(p.Text).Bold(true),
+		Title:   c(p.Title).Bold(true),
+		Accent:  c(p.Accent),
+		Good:    c(p.Good),
+		Warn:    c(p.Warn).Bold(true),
+		Bad:     c(p.Bad).Bold(true),
+		P50:     c(p.P50),
+		P95:     c(p.P95),
+		P99:     c(p.P99),
+		Spark:   c(p.Spark),
+		Marker:  c(p.Marker),
+		Border:  c(p.Border),
+		Key:     c(p.Key).Bold(true),
+		KeyDesc: c(p.Muted),
+		Banner:  r.NewStyle().Foreground(lipgloss.Color(p.BannerFg)).Background(lipgloss.Color(p.BannerBg)).Bold(true),
+		Header:  c(p.Accent).Bold(true),
+	}
+}

@@ -1,0 +1,44 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+)
+
+// header is two lines: what is watched and how it goes, then the knobs.
+func (m *Model) header(w int) string {
+	t, s := m.theme, &m.snap
+	target := s.Target.URL
+	if s.Target.Sim {
+		target += " (embedded sim)"
+	}
+	state := t.Good.Render("● running")
+	switch {
+	case m.stopped:
+		state = t.Bad.Render("■ stopped")
+	case s.Knobs.Paused:
+		state = t.Warn.Render("‖ paused")
+	}
+	right := t.Muted.Render("run ") + t.Value.Render(clock(s.Elapsed)) + "  " + state
+	left := t.Header.Render("infertop") + "  " + t.Value.Render(s.Target.Model) + t.Muted.Render(" · "+s.Target.API+" · ") +
+		t.Text.Render(target)
+	gap := w - lipglossWidth(right)
+	line1 := fit(left, gap-1) + " " + right
+
+	k := s.Knobs
+	item := func(label, value string) string { return t.Muted.Render(label+" ") + t.Value.Render(value) }
+	parts := []string{
+		item("concurrency", fmt.Sprint(k.Concurrency)),
+		item("prompt", fmt.Sprintf("%d tok", k.PromptTokens)),
+		item("output", fmt.Sprintf("%d tok", k.OutputTokens)),
+		item("window", window(s.Window)),
+	}
+	if w >= 110 {
+		parts = append(parts, item("theme", m.theme.Name))
+	}
+	line2 := fit(strings.Join(parts, t.Muted.Render(" · ")), w)
+	if !m.haveSnap {
+		line2 = fit(t.Muted.Render("waiting for the first snapshot…"), w)
+	}
+	return line1 + "\n" + line2
+}

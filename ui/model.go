@@ -1,0 +1,264 @@
+// Package ui is infertop's terminal dashboard: a bubbletea model split into
+// panels (header, latency, TTFT, throughput, errors, in-flight, phases),
+// each rendering a load.Snapshot into a string. Panels are rendered when a
+// snapshot or a resize arrives and cached; View only joins the cache, so a
+// frame costs almost nothing however often bubbletea asks for one.
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/themes"
+)
+
+// Minimum terminal size; below it the dashboard asks for more room.
+const (
+	MinWidth  = 80
+	MinHeight = 24
+)
+
+// Controller is what the dashboard's keys act on: *load.Engine.
+type Controller interface {
+	Update(func(*load.Knobs)) load.Knobs
+	SetWindow(time.Duration)
+	Reset()
+}
+
+// Options configure a dashboard.
+type Options struct {
+	// Renderer builds every style (one per terminal, so per SSH session).
+	Renderer *lipgloss.Renderer
+	// Theme is the starting palette's name (default "dark").
+	Theme string
+	// Snapshots is the engine subscription; nil when snapshots are sent as
+	// messages (tests).
+	Snapshots <-chan load.Snapshot
+}
+
+// SnapshotMsg delivers a new engine snapshot to the model.
+type SnapshotMsg load.Snapshot
+
+// engineDoneMsg says the engine stopped and closed the subscription.
+type engineDoneMsg struct{}
+
+// chart metrics the `c` key cycles through.
+var chartMetrics = []load.Metric{load.E2E, load.TTFT}
+
+// Model is the dashboard.
+type Model struct {
+	ctl      Controller
+	renderer *lipgloss.Renderer
+	palettes []themes.Palette
+	palette  int
+	theme    themes.Theme
+	keys     keyMap
+	help     help.Model
+	snaps    <-chan load.Snapshot
+
+	width, height int
+	snap          load.Snapshot
+	haveSnap      bool
+	chartMetric   int
+	showHelp      bool
+	stopped       bool
+
+	// cache is the rendered screen; View returns it.
+	cache string
+}
+
+// New returns a dashboard acting on ctl.
+func New(ctl Controller, o Options) (Model, error) {
+	if o.Renderer == nil {
+		o.Renderer = lipgloss.DefaultRenderer()
+	}
+	m := Model{ctl: ctl, renderer: o.Renderer, palettes: themes.Palettes(), keys: newKeyMap(), snaps: o.Snapshots,
+		width: MinWidth, height: MinHeight}
+	if o.Theme != "" {
+		found := false
+		for i, p := range m.palettes {
+			if p.Name == o.Theme {
+				m.palette, found = i, true
+			}
+		}
+		if !found {
+			_, err := themes.Lookup(o.Theme)
+			return Model{}, err
+		}
+	}
+	m.help = help.New()
+	m.applyTheme()
+	return m, nil
+}
+
+func (m *Model) applyTheme() {
+	m.theme = themes.New(m.renderer, m.palettes[m.palette])
+	t := m.theme
+	// Every field: bubbles' defaults use the global renderer.
+	m.help.Styles = help.Styles{
+		Ellipsis: t.Muted, ShortKey: t.Key, ShortDesc: t.KeyDesc, ShortSeparator: t.Muted,
+		FullKey: t.Key, FullDesc: t.KeyDesc, FullSeparator: t.Muted,
+	}
+	m.help.ShortSeparator = " · "
+}
+
+func listen(ch <-chan load.Snapshot) tea.Cmd {
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		s, ok := <-ch
+		if !ok {
+			return engineDoneMsg{}
+		}
+		return SnapshotMsg(s)
+	}
+}
+
+// Init starts listening for snapshots.
+func (m Model) Init() tea.Cmd { return listen(m.snaps) }
+
+// Update handles snapshots, resizes and keys.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case SnapshotMsg:
+		m.snap, m.haveSnap = load.Snapshot(msg), true
+		m.render()
+		return m, listen(m.snaps)
+	case engineDoneMsg:
+		m.stopped = true
+		m.render()
+		return m, nil
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.Width = msg.Width
+		m.render()
+		return m, nil
+	case tea.KeyMsg:
+		return m.handleKey(msg)
+	}
+	return m, nil
+}
+
+func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	knob := func(f func(*load.Knobs)) {
+		kn := m.ctl.Update(f)
+		m.snap.Knobs = kn // show the new values at once, before the next snapshot
+	}
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m, tea.Quit
+	case key.Matches(msg, k.ConcUp):
+		knob(func(k *load.Knobs) { k.Concurrency++ })
+	case key.Matches(msg, k.ConcDown):
+		knob(func(k *load.Knobs) { k.Concurrency-- })
+	case key.Matches(msg, k.ConcDouble):
+		knob(func(k *load.Knobs) { k.Concurrency *= 2 })
+	case key.Matches(msg, k.ConcHalve):
+		knob(func(k *load.Knobs) { k.Concurrency /= 2 })
+	case key.Matches(msg, k.PromptUp):
+		knob(func(k *load.Knobs) { k.PromptTokens *= 2 })
+	case key.Matches(msg, k.PromptDown):
+		knob(func(k *load.Knobs) { k.PromptTokens /= 2 })
+	case key.Matches(msg, k.OutputUp):
+		knob(func(k *load.Knobs) { k.OutputTokens *= 2 })
+	case key.Matches(msg, k.OutputDown):
+		knob(func(k *load.Knobs) { k.OutputTokens /= 2 })
+	case key.Matches(msg, k.Pause):
+		knob(func(k *load.Knobs) { k.Paused = !k.Paused })
+	case key.Matches(msg, k.Window):
+		next := load.Windows[0]
+		for i, w := range load.Windows {
+			if w == m.snap.Window && i+1 < len(load.Windows) {
+				next = load.Windows[i+1]
+			}
+		}
+		m.ctl.SetWindow(next)
+		m.snap.Window = next
+	case key.Matches(msg, k.Chart):
+		m.chartMetric = (m.chartMetric + 1) % len(chartMetrics)
+	case key.Matches(msg, k.Theme):
+		m.palette = (m.palette + 1) % len(m.palettes)
+		m.applyTheme()
+	case key.Matches(msg, k.Reset):
+		m.ctl.Reset()
+	case key.Matches(msg, k.Help):
+		m.showHelp = !m.showHelp
+	default:
+		return m, nil
+	}
+	m.render()
+	return m, nil
+}
+
+// View returns the cached screen.
+func (m Model) View() string { return m.cache }
+
+// ThemeName is the theme in use.
+func (m Model) ThemeName() string { return m.theme.Name }
+
+// render redraws every panel into the cache.
+func (m *Model) render() {
+	w, h := m.width, m.height
+	if w < MinWidth || h < MinHeight {
+		msg := fmt.Sprintf("terminal too small: %dx%d, infertop needs %dx%d", w, h, MinWidth, MinHeight)
+		m.cache = lipgloss.PlaceHorizontal(max(w, 1), lipgloss.Left, fit(msg, w)) + "\n" + fit("q quits", w)
+		return
+	}
+	header := m.header(w)
+	footer := m.footer(w)
+	avail := h - lipgloss.Height(header) - 1
+	var body string
+	if m.showHelp {
+		body = m.helpScreen(w, avail)
+	} else {
+		latH := min(max(avail*35/100, 6), 20)
+		smallH := min(max(avail*28/100, 6), 14)
+		phaseH := avail - latH - smallH
+		body = lipgloss.JoinVertical(lipgloss.Left,
+			m.latencyPanel(w, latH),
+			m.smallPanels(w, smallH),
+			m.phasesPanel(w, phaseH),
+		)
+	}
+	m.cache = lipgloss.JoinVertical(lipgloss.Left, header, body, footer)
+}
+
+func (m *Model) footer(w int) string {
+	return fit(m.help.ShortHelpView(m.keys.ShortHelp()), w)
+}
+
+func (m *Model) helpScreen(w, h int) string {
+	t := m.theme
+	lines := []string{t.Title.Render("Keys"), ""}
+	lines = append(lines, strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")...)
+	lines = append(lines, "",
+		t.Muted.Render("Latency figures are over the rolling window; the phase table keeps one row per knob setting."),
+		t.Muted.Render("TTFT: time to the first output-bearing message. ITL: gaps between messages. TPOT: (E2E−TTFT)/(tokens−1)."),
+		t.Muted.Render("Press ? again to return."))
+	return block(lines, w, h)
+}
+
+// title draws a panel's title rule: "─ name ─────".
+func (m *Model) title(name, extra string, w int) string {
+	t := m.theme
+	s := t.Border.Render("─ ") + t.Title.Render(name)
+	if extra != "" {
+		s += " " + t.Muted.Render(extra)
+	}
+	s += " "
+	if n := lipglossWidth(s); n < w {
+		s += t.Border.Render(strings.Repeat("─", w-n))
+	}
+	return fit(s, w)
+}
+
+func lipglossWidth(s string) int { return lipgloss.Width(s) }

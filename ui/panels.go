@@ -1,0 +1,177 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/NimbleMarkets/ntcharts/sparkline"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+)
+
+// smallPanels is the row of four: TTFT, throughput, errors, in-flight.
+func (m *Model) smallPanels(w, h int) string {
+	pw := (w - 3) / 4
+	last := w - 3 - 3*pw
+	return lipgloss.JoinHorizontal(lipgloss.Top,
+		m.ttftPanel(pw, h), " ", m.throughputPanel(pw, h), " ", m.errorsPanel(pw, h), " ", m.inflightPanel(last, h))
+}
+
+// spark draws one bar per second of the newest seconds, scaled to the
+// largest value shown (never to a maximum that only grows).
+func (m *Model) spark(w, h int, style lipgloss.Style, value func(load.Point) float64) []string {
+	if h <= 0 || w <= 0 {
+		return nil
+	}
+	pts := m.snap.Series
+	if len(pts) > w {
+		pts = pts[len(pts)-w:]
+	}
+	top := 0.0
+	vals := make([]float64, len(pts))
+	for i, p := range pts {
+		vals[i] = value(p)
+		top = max(top, vals[i])
+	}
+	sl := sparkline.New(w, h, sparkline.WithNoAutoMaxValue(), sparkline.WithStyle(style))
+	sl.SetMax(max(top, 1e-9))
+	sl.PushAll(vals)
+	sl.Draw()
+	return strings.Split(sl.View(), "\n")
+}
+
+func (m *Model) ttftPanel(w, h int) string {
+	t, s := m.theme, &m.snap
+	d := s.Latency[load.TTFT]
+	lines := []string{
+		m.title("TTFT", "", w),
+		t.Muted.Render("p50 ") + t.P50.Render(dur(d.P50)),
+		t.Muted.Render("p99 ") + t.P99.Render(dur(d.P99)) + t.Muted.Render(" (last s "+dur(lastPoint(s).TTFTP99)+")"),
+	}
+	lines = append(lines, m.spark(w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.TTFTP99) })...)
+	return block(lines, w, h)
+}
+
+func lastPoint(s *load.Snapshot) load.Point {
+	if n := len(s.Series); n > 0 {
+		return s.Series[n-1]
+	}
+	return load.Point{}
+}
+
+func (m *Model) throughputPanel(w, h int) string {
+	t, s := m.theme, &m.snap
+	est := ""
+	if s.OutputEstimated {
+		est = "~"
+	}
+	lines := []string{
+		m.title("Throughput", "", w),
+		t.Value.Render(est+num(s.OutTokPerSec)) + t.Muted.Render(" tok/s out"),
+		t.Text.Render(num(s.ReqPerSec)) + t.Muted.Render(" req/s · ") + t.Text.Render(num(s.InTokPerSec)) + t.Muted.Render(" in"),
+	}
+	lines = append(lines, m.spark(w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.OutTokens) })...)
+	return block(lines, w, h)
+}
+
+func (m *Model) errorsPanel(w, h int) string {
+	t, s := m.theme, &m.snap
+	rate := t.Good.Render(pct(s.ErrorRate))
+	switch {
+	case s.ErrorRate >= 0.05:
+		rate = t.Bad.Render(pct(s.ErrorRate))
+	case s.ErrorRate > 0:
+		rate = t.Warn.Render(pct(s.ErrorRate))
+	}
+	lines := []string{
+		m.title("Errors", "", w),
+		rate + t.Muted.Render(fmt.Sprintf(" · %d in %s", s.Failed, window(s.Window))),
+	}
+	var classes []string
+	for _, c := range probe.FailureClasses() {
+		if n := s.ByClass[c]; n > 0 {
+			classes = append(classes, t.Text.Render(c.String())+" "+t.Bad.Render(fmt.Sprint(n)))
+		}
+	}
+	if len(classes) == 0 {
+		classes = []string{t.Muted.Render("none")}
+	}
+	classes = append(classes, t.Muted.Render(fmt.Sprintf("· %d total", s.TotalFailed)))
+	lines = append(lines, strings.Join(classes, " "))
+	if s.LastError != "" {
+		lines = append(lines, t.Muted.Render(clock(s.LastErrorAt)+" ")+t.Text.Render(s.LastError))
+	}
+	lines = append(lines, m.spark(w, h-len(lines), t.Bad, func(p load.Point) float64 { return float64(p.Failed) })...)
+	return block(lines, w, h)
+}
+
+func (m *Model) inflightPanel(w, h int) string {
+	t, s := m.theme, &m.snap
+	target := max(s.Knobs.Concurrency, 1)
+	barW := max(w-2, 1)
+	filled := min(barW, s.InFlight*barW/target)
+	bar := t.Spark.Render(strings.Repeat("█", filled)) + t.Border.Render(strings.Repeat("░", barW-filled))
+	lines := []string{
+		m.title("In flight", "", w),
+		t.Value.Render(fmt.Sprint(s.InFlight)) + t.Muted.Render(fmt.Sprintf(" of %d", s.Knobs.Concurrency)),
+		bar,
+	}
+	lines = append(lines, m.spark(w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.InFlight) })...)
+	return block(lines, w, h)
+}
+
+// phasesPanel is the table of phases, newest at the bottom.
+func (m *Model) phasesPanel(w, h int) string {
+	t, s := m.theme, &m.snap
+	lines := []string{m.title("Phases", "one row per knob setting", w)}
+	cols := []struct {
+		name  string
+		width int
+	}{{"#", 3}, {"conc", 5}, {"prompt", 7}, {"output", 7}, {"reqs", 7}, {"ttft p50", 9}, {"ttft p99", 9}, {"e2e p99", 9}, {"tok/s", 7}, {"err", 6}, {"time", 7}}
+	head := ""
+	for _, c := range cols {
+		head += padLeft(c.name, c.width)
+	}
+	lines = append(lines, t.Muted.Render(head))
+	var rows []string
+	for _, ph := range s.Phases {
+		if !ph.Current && (ph.Completed+ph.Failed == 0 || ph.End-ph.Start < time.Second) {
+			continue // a setting passed through on the way to another (keys held down)
+		}
+		errs := "0"
+		if n := ph.Completed + ph.Failed; ph.Failed > 0 {
+			errs = pct(float64(ph.Failed) / float64(n))
+		}
+		span := ph.End - ph.Start
+		if ph.Current {
+			span = s.Elapsed - ph.Start
+		}
+		cells := []string{
+			fmt.Sprint(ph.ID), fmt.Sprint(ph.Knobs.Concurrency), fmt.Sprint(ph.Knobs.PromptTokens), fmt.Sprint(ph.Knobs.OutputTokens),
+			fmt.Sprint(ph.Completed), dur(ph.Latency[load.TTFT].P50), dur(ph.Latency[load.TTFT].P99), dur(ph.Latency[load.E2E].P99),
+			num(ph.OutTokPerSec), errs, clock(span),
+		}
+		row := ""
+		for i, c := range cols {
+			row += padLeft(cells[i], c.width)
+		}
+		style := t.Text
+		if ph.Current {
+			style = t.Value
+			row += t.Accent.Render(" ◀")
+		}
+		rows = append(rows, style.Render(row))
+	}
+	if room := h - len(lines); len(rows) > room && room > 0 {
+		rows = rows[len(rows)-room:]
+	}
+	lines = append(lines, rows...)
+	if len(rows) == 0 {
+		lines = append(lines, t.Muted.Render("no requests finished yet"))
+	}
+	return block(lines, w, h)
+}
+

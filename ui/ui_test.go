@@ -1,0 +1,248 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/muesli/termenv"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+)
+
+func asciiRenderer() *lipgloss.Renderer {
+	r := lipgloss.NewRenderer(io.Discard)
+	r.SetColorProfile(termenv.Ascii)
+	return r
+}
+
+// fixedSnapshot is a deterministic snapshot: 95 seconds of a run whose load
+// was walked up from 8 to 48 requests in flight at 60 s.
+func fixedSnapshot() load.Snapshot {
+	ms := time.Millisecond
+	s := load.Snapshot{
+		Seq: 380, Elapsed: 95*time.Second + 250*ms,
+		Target:   load.Target{URL: "http://127.0.0.1:8000/v1", Model: "sim-llama-8b", API: "openai-chat", Sim: true},
+		Knobs:    load.Knobs{Concurrency: 48, PromptTokens: 512, OutputTokens: 128},
+		InFlight: 48, Window: 30 * time.Second, Covered: 29*time.Second + 250*ms,
+		ReqPerSec: 13.4, OutTokPerSec: 1712, InTokPerSec: 6980, ErrPerSec: 0.2,
+		Completed: 392, Failed: 6, ErrorRate: 6.0 / 398,
+		TotalCompleted: 1204, TotalFailed: 9, TotalOutTokens: 154112,
+		LastError: "5xx: HTTP 500: simulated internal error", LastErrorAt: 93 * time.Second,
+	}
+	s.ByClass[probe.HTTP5xx], s.ByClass[probe.HTTP429] = 4, 2
+	s.TotalByClass[probe.HTTP5xx], s.TotalByClass[probe.HTTP429] = 6, 3
+	s.Latency[load.TTFT] = load.Dist{Count: 392, Mean: 610 * ms, P50: 412 * ms, P90: 1480 * ms, P95: 1610 * ms, P99: 1702 * ms, Max: 1751 * ms}
+	s.Latency[load.TPOT] = load.Dist{Count: 392, Mean: 19 * ms, P50: 18700 * time.Microsecond, P90: 19400 * time.Microsecond, P95: 19800 * time.Microsecond, P99: 20100 * time.Microsecond, Max: 21 * ms}
+	s.Latency[load.ITL] = load.Dist{Count: 49784, Mean: 19 * ms, P50: 14900 * time.Microsecond, P90: 16300 * time.Microsecond, P95: 17 * ms, P99: 131 * ms, Max: 301 * ms}
+	s.Latency[load.E2E] = load.Dist{Count: 392, Mean: 3 * time.Second, P50: 2810 * ms, P90: 3700 * ms, P95: 3880 * ms, P99: 3950 * ms, Max: 4010 * ms}
+	s.Latency[load.TTFB] = load.Dist{Count: 392, Mean: ms, P50: 900 * time.Microsecond, P90: 1200 * time.Microsecond, P95: 1300 * time.Microsecond, P99: 2 * ms, Max: 3 * ms}
+	for sec := int64(0); sec < 95; sec++ {
+		p := load.Point{Sec: sec, InFlight: 8, Completed: 6, OutTokens: 768, InTokens: 3100,
+			TTFTP50: 160 * ms, TTFTP99: 175 * ms, E2EP50: 1280 * ms, E2EP95: 1300 * ms, E2EP99: 1310 * ms}
+		if sec >= 60 {
+			f := time.Duration(sec - 59)
+			p.InFlight, p.Completed, p.OutTokens = 48, 13, 1700
+			p.TTFTP50, p.TTFTP99 = 400*ms+f*ms, 1500*ms+f*5*ms
+			p.E2EP50, p.E2EP95, p.E2EP99 = 2800*ms, 3800*ms+f*2*ms, 3900*ms+f*2*ms
+		}
+		if sec%31 == 0 {
+			p.Failed = 2
+		}
+		s.Series = append(s.Series, p)
+	}
+	s.Phases = []load.Phase{
+		{ID: 1, Knobs: load.Knobs{Concurrency: 8, PromptTokens: 512, OutputTokens: 128}, Start: 0, End: 40 * time.Second,
+			Completed: 240, OutTokens: 30720, OutTokPerSec: 760},
+		{ID: 2, Knobs: load.Knobs{Concurrency: 32, PromptTokens: 512, OutputTokens: 128}, Start: 40 * time.Second, End: 60 * time.Second,
+			Completed: 300, OutTokens: 38400, OutTokPerSec: 1690, Failed: 3},
+		{ID: 3, Knobs: load.Knobs{Concurrency: 48, PromptTokens: 512, OutputTokens: 128}, Start: 60 * time.Second, Current: true,
+			Completed: 420, OutTokens: 53760, OutTokPerSec: 1712, Failed: 6},
+	}
+	lat := func(ttft50, ttft99, e2e99 time.Duration) [load.NumMetrics]load.Dist {
+		var l [load.NumMetrics]load.Dist
+		l[load.TTFT] = load.Dist{Count: 1, P50: ttft50, P99: ttft99}
+		l[load.E2E] = load.Dist{Count: 1, P99: e2e99}
+		return l
+	}
+	s.Phases[0].Latency = lat(160*ms, 176*ms, 1310*ms)
+	s.Phases[1].Latency = lat(230*ms, 390*ms, 2110*ms)
+	s.Phases[2].Latency = lat(412*ms, 1702*ms, 3950*ms)
+	return s
+}
+
+func newTestModel(t testing.TB, ctl Controller) Model {
+	t.Helper()
+	m, err := New(ctl, Options{Renderer: asciiRenderer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// newEngine is an engine that is never run: its knob methods work without
+// any load, which is all the keys need.
+func newEngine(t testing.TB) *load.Engine {
+	t.Helper()
+	e, err := load.New(load.Config{
+		Do:    func(context.Context, probe.Request) probe.Result { return probe.Result{} },
+		Knobs: load.Knobs{Concurrency: 8, PromptTokens: 256, OutputTokens: 128},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestGolden(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			tm := teatest.NewTestModel(t, newTestModel(t, nil), teatest.WithInitialTermSize(size[0], size[1]))
+			tm.Send(SnapshotMsg(fixedSnapshot()))
+			tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
+			fm := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(Model)
+			view := fm.View()
+			golden.RequireEqual(t, []byte(view))
+			lines := strings.Split(view, "\n")
+			if len(lines) != size[1] {
+				t.Errorf("%d lines, want %d", len(lines), size[1])
+			}
+			for i, l := range lines {
+				if w := lipgloss.Width(l); w != size[0] {
+					t.Errorf("line %d is %d cells wide, want %d: %q", i, w, size[0], l)
+				}
+			}
+		})
+	}
+}
+
+func press[M tea.Msg](m Model, msgs ...M) Model {
+	for _, k := range msgs {
+		next, _ := m.Update(k)
+		m = next.(Model)
+	}
+	return m
+}
+
+func runes(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
+
+func TestKeysTurnKnobs(t *testing.T) {
+	e := newEngine(t)
+	m := newTestModel(t, e)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(load.Snapshot{Knobs: e.Knobs(), Window: 30 * time.Second}))
+	tests := []struct {
+		keys []tea.KeyMsg
+		want load.Knobs
+	}{
+		{[]tea.KeyMsg{{Type: tea.KeyUp}, runes("k")}, load.Knobs{Concurrency: 10, PromptTokens: 256, OutputTokens: 128}},
+		{[]tea.KeyMsg{{Type: tea.KeyDown}, runes("j")}, load.Knobs{Concurrency: 8, PromptTokens: 256, OutputTokens: 128}},
+		{[]tea.KeyMsg{{Type: tea.KeyPgUp}, runes("K")}, load.Knobs{Concurrency: 32, PromptTokens: 256, OutputTokens: 128}},
+		{[]tea.KeyMsg{{Type: tea.KeyPgDown}}, load.Knobs{Concurrency: 16, PromptTokens: 256, OutputTokens: 128}},
+		{[]tea.KeyMsg{runes("J"), runes("J"), runes("J"), runes("J"), runes("J")}, load.Knobs{Concurrency: 1, PromptTokens: 256, OutputTokens: 128}},
+		{[]tea.KeyMsg{{Type: tea.KeyRight}, runes("l")}, load.Knobs{Concurrency: 1, PromptTokens: 1024, OutputTokens: 128}},
+		{[]tea.KeyMsg{{Type: tea.KeyLeft}}, load.Knobs{Concurrency: 1, PromptTokens: 512, OutputTokens: 128}},
+		{[]tea.KeyMsg{runes("]")}, load.Knobs{Concurrency: 1, PromptTokens: 512, OutputTokens: 256}},
+		{[]tea.KeyMsg{runes("["), runes("[")}, load.Knobs{Concurrency: 1, PromptTokens: 512, OutputTokens: 64}},
+		{[]tea.KeyMsg{{Type: tea.KeySpace}}, load.Knobs{Concurrency: 1, PromptTokens: 512, OutputTokens: 64, Paused: true}},
+		{[]tea.KeyMsg{{Type: tea.KeySpace}}, load.Knobs{Concurrency: 1, PromptTokens: 512, OutputTokens: 64}},
+	}
+	for _, tt := range tests {
+		m = press(m, tt.keys...)
+		if got := e.Knobs(); got != tt.want {
+			t.Fatalf("after %v: knobs %+v, want %+v", tt.keys, got, tt.want)
+		}
+	}
+	// Prompt length stops at its limits.
+	for range 20 {
+		m = press(m, runes("l"))
+	}
+	if got := e.Knobs().PromptTokens; got != load.MaxPromptTokens {
+		t.Fatalf("prompt %d after doubling past the limit", got)
+	}
+	if !strings.Contains(m.View(), "prompt 32768 tok") {
+		t.Fatalf("header does not show the new prompt length:\n%s", m.View())
+	}
+
+	// Window cycles 30s → 1m → 5m → 10s.
+	for _, want := range []time.Duration{time.Minute, 5 * time.Minute, 10 * time.Second} {
+		m = press(m, runes("w"))
+		if got := e.Window(); got != want {
+			t.Fatalf("window %v, want %v", got, want)
+		}
+	}
+	// Theme and chart cycle; help opens and closes.
+	m = press(m, runes("t"))
+	if m.ThemeName() != "light" {
+		t.Fatalf("theme %q after t", m.ThemeName())
+	}
+	m = press(m, runes("c"))
+	if !strings.Contains(m.View(), "TTFT over time") {
+		t.Fatal("c did not switch the chart to TTFT")
+	}
+	m = press(m, runes("?"))
+	if !strings.Contains(m.View(), "concurrency ×2") {
+		t.Fatal("? did not open the help")
+	}
+	m = press(m, runes("?"))
+	if strings.Contains(m.View(), "Press ? again") {
+		t.Fatal("? did not close the help")
+	}
+	if _, cmd := m.Update(runes("q")); cmd == nil || cmd() != tea.Quit() {
+		t.Fatal("q does not quit")
+	}
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyCtrlC}); cmd == nil || cmd() != tea.Quit() {
+		t.Fatal("ctrl+c does not quit")
+	}
+}
+
+func TestTinyTerminal(t *testing.T) {
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 50, Height: 10}, SnapshotMsg(fixedSnapshot()))
+	if v := m.View(); !strings.Contains(v, "terminal too small: 50x10") {
+		t.Fatalf("view at 50x10:\n%s", v)
+	}
+	m = press(m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	if v := m.View(); !strings.Contains(v, "Latency") {
+		t.Fatalf("view after growing:\n%s", v)
+	}
+}
+
+func TestEngineStopShows(t *testing.T) {
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(fixedSnapshot()))
+	next, _ := m.Update(engineDoneMsg{})
+	if v := next.(Model).View(); !strings.Contains(v, "stopped") {
+		t.Fatalf("no stopped state:\n%s", v)
+	}
+}
+
+func TestUnknownTheme(t *testing.T) {
+	if _, err := New(nil, Options{Renderer: asciiRenderer(), Theme: "nope"}); err == nil {
+		t.Fatal("unknown theme accepted")
+	}
+}
+
+// BenchmarkRender is one full redraw of every panel from a snapshot, the
+// cost paid 4 times a second; View itself only returns the cache.
+func BenchmarkRender(b *testing.B) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}, {240, 70}} {
+		b.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(b *testing.B) {
+			m := newTestModel(b, nil)
+			m = press(m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+			msg := SnapshotMsg(fixedSnapshot())
+			b.ReportAllocs()
+			for b.Loop() {
+				next, _ := m.Update(msg)
+				m = next.(Model)
+			}
+		})
+	}
+}
