@@ -160,6 +160,12 @@ func TestKeysTurnKnobs(t *testing.T) {
 			t.Fatalf("after %v: knobs %+v, want %+v", tt.keys, got, tt.want)
 		}
 	}
+	// Keys typed together arrive as one message; each counts.
+	m = press(m, runes("KK"))
+	if got := e.Knobs().Concurrency; got != 4 {
+		t.Fatalf("concurrency %d after KK from 1", got)
+	}
+	m = press(m, runes("JJ"))
 	// Prompt length stops at its limits.
 	for range 20 {
 		m = press(m, runes("l"))
