@@ -34,11 +34,11 @@ runs; press ? in the dashboard for all of them.`
 // loadFlags are the flags that describe the target and the load.
 type loadFlags struct {
 	url, model, api, apiKeyEnv, theme, ttft string
-	concurrency, prompt, output           int
-	window, tick, timeout, connectTimeout time.Duration
-	seed                                  uint64
-	headers                               []string
-	version                               bool
+	concurrency, prompt, output             int
+	window, tick, timeout, connectTimeout   time.Duration
+	seed                                    uint64
+	headers                                 []string
+	version                                 bool
 }
 
 func runTUI(args []string, stdout, stderr io.Writer) error {

@@ -49,8 +49,8 @@ func (m *Model) latencyTable(w, h int) string {
 	}
 	if h > len(lines) {
 		n := s.Latency[load.E2E].Count
-		note := t.Muted.Render(strings.TrimSpace(num(float64(n))+" requests, " +
-			num(float64(s.Latency[load.ITL].Count))+" token gaps"))
+		note := t.Muted.Render(strings.TrimSpace(num(float64(n)) + " requests, " +
+			num(float64(s.Latency[load.ITL].Count)) + " token gaps"))
 		if s.OutputEstimated {
 			note += t.Warn.Render("  tokens estimated")
 		}

@@ -174,4 +174,3 @@ func (m *Model) phasesPanel(w, h int) string {
 	}
 	return block(lines, w, h)
 }
-
