@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"os/signal"
 	"syscall"
@@ -90,5 +91,5 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stderr, "infertop sim: serving %s at http://%s/v1 (%d slots, KV %d tokens); Ctrl+C stops\n", p.Model, ln.Addr(), p.Slots, p.KVTokens)
-	return srv.Serve(ctx, ln)
+	return srv.Serve(ctx, ln, log.New(stderr, "infertop sim: ", log.LstdFlags))
 }

@@ -95,7 +95,7 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 		}
 		simCtx, stopSim := context.WithCancel(context.Background())
 		simDone = make(chan error, 1)
-		go func() { simDone <- srv.Serve(simCtx, ln) }()
+		go func() { simDone <- srv.Serve(simCtx, ln, nil) }()
 		defer func() { stopSim(); <-simDone }()
 		rawURL = "http://" + ln.Addr().String() + "/v1"
 		target.Sim = true

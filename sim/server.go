@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"sync"
@@ -58,9 +60,14 @@ func (s *Server) Run(ctx context.Context) {
 }
 
 // Serve runs the engine and serves HTTP on ln until ctx ends, then shuts the
-// listener down, giving open streams a second to finish.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+// listener down, giving open streams a second to finish. The HTTP server's
+// own complaints go to errLog (nil: discarded, as under a dashboard, where
+// nothing may write to the terminal).
+func (s *Server) Serve(ctx context.Context, ln net.Listener, errLog *log.Logger) error {
+	if errLog == nil {
+		errLog = log.New(io.Discard, "", 0)
+	}
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
 	s.ConfigureHTTP(hs)
 	engineDone := make(chan struct{})
 	go func() {

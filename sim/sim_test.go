@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -328,4 +329,36 @@ func TestCountTokens(t *testing.T) {
 			t.Errorf("CountTokens(%q) = %d, want %d", in, got, want)
 		}
 	}
+}
+
+func TestServeStops(t *testing.T) {
+	s, err := New(testParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln, nil) }()
+	// A stream in flight when the server stops is ended, not left hanging.
+	go streamTimes("http://"+ln.Addr().String(), 4, 100000)
+	resp, err := http.Get("http://" + ln.Addr().String() + "/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	http.DefaultClient.CloseIdleConnections()
 }
