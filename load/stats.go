@@ -19,17 +19,19 @@ type outcome struct {
 	prompt int // the prompt length asked for, when the server reports none
 }
 
+// counts are the request and token counters kept per second and per phase.
+type counts struct {
+	completed, failed, outTok, inTok int64
+	byClass                          [probe.NumClasses]int64
+}
+
 // secSlot is one second of the run, sealed.
 type secSlot struct {
+	counts
 	sec       int64
 	valid     bool
 	hist      [NumMetrics]sparse
 	mom       [NumMetrics]moments
-	completed int64
-	failed    int64
-	outTok    int64
-	inTok     int64
-	byClass   [probe.NumClasses]int64
 	estimated bool
 	inflight  int
 	point     Point
@@ -38,17 +40,13 @@ type secSlot struct {
 // phaseAcc accumulates one phase. Its histograms are released once the
 // phase is over and its last request has come back.
 type phaseAcc struct {
-	info      *phaseInfo
-	end       time.Duration
-	hist      [NumMetrics]*hdr.Histogram
-	mom       [NumMetrics]moments
-	completed int64
-	failed    int64
-	outTok    int64
-	inTok     int64
-	byClass   [probe.NumClasses]int64
-	lastEnd   time.Duration
-	final     *Phase
+	counts
+	info    *phaseInfo
+	end     time.Duration
+	hist    [NumMetrics]*hdr.Histogram
+	mom     [NumMetrics]moments
+	lastEnd time.Duration
+	final   *Phase
 }
 
 // aggregator owns every histogram; only the engine's Run goroutine calls it.

@@ -176,6 +176,19 @@ func TestStreamFailures(t *testing.T) {
 	}
 }
 
+// stallServer never answers until the client gives up (or the test ends).
+func stallServer(t *testing.T) *httptest.Server {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	return srv
+}
+
 func TestTransportFailures(t *testing.T) {
 	t.Run("connection refused", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -206,15 +219,7 @@ func TestTransportFailures(t *testing.T) {
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
-		release := make(chan struct{})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}))
-		defer srv.Close()
-		defer close(release)
+		srv := stallServer(t)
 		c, _ := New(Config{URL: srv.URL, Timeout: 100 * time.Millisecond})
 		defer c.Close()
 		res := c.Do(context.Background(), Request{})
@@ -223,15 +228,7 @@ func TestTransportFailures(t *testing.T) {
 		}
 	})
 	t.Run("cancelled by caller", func(t *testing.T) {
-		release := make(chan struct{})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}))
-		defer srv.Close()
-		defer close(release)
+		srv := stallServer(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		res := newTestClient(t, srv.URL, TTFTFirstOutput).Do(ctx, Request{})
