@@ -14,6 +14,7 @@ require (
 	github.com/mattn/go-isatty v0.0.20
 	github.com/muesli/termenv v0.16.0
 	github.com/spf13/pflag v1.0.5
+	github.com/valyala/fastjson v1.6.10
 	go.uber.org/goleak v1.3.0
 )
 

@@ -173,6 +173,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 // carries output.
 func (c *Client) readStream(ctx context.Context, body io.Reader, res *Result) {
 	sse := NewSSEReader(body)
+	var cp chunkParser
 	var (
 		finished bool
 		u        *usage
@@ -202,7 +203,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, res *Result) {
 			res.Class, res.Err = streamErrorClass(ev.Data), c.redact("error in stream: "+string(ev.Data))
 			return
 		}
-		info, err := parseChatChunk(ev.Data)
+		info, err := cp.parse(ev.Data)
 		if err != nil {
 			res.E2E = now
 			res.Class, res.Err = Malformed, c.redact(err.Error())
@@ -252,7 +253,8 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) {
 		res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
 		return
 	}
-	info, err := parseChatChunk(data)
+	var cp chunkParser
+	info, err := cp.parse(data)
 	if err != nil {
 		res.Class, res.Err = Malformed, c.redact(err.Error())
 		return

@@ -341,3 +341,56 @@ func BenchmarkDoStream(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*128)/b.Elapsed().Seconds(), "msgs/s")
 }
+
+func FuzzChunkParse(f *testing.F) {
+	for _, s := range []string{
+		`{"choices":[{"delta":{"content":"a"},"finish_reason":null}],"usage":null}`,
+		`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+		`{"error":{"code":500}}`, `[]`, `null`, `{"choices":[{"text":"x","finish_reason":"stop"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var cp chunkParser
+		info, err := cp.parse(data)
+		if err != nil && (info.output || info.usage != nil) {
+			t.Fatalf("error %v with a result %+v", err, info)
+		}
+	})
+}
+
+func TestChunkParse(t *testing.T) {
+	tests := []struct {
+		in                      string
+		output, choices, finish bool
+		prompt, completion      int
+		err, hasErr             bool
+	}{
+		{in: `{"choices":[{"delta":{"role":"assistant","content":""}}]}`, choices: true},
+		{in: `{"choices":[{"delta":{"role":"assistant","content":null}}]}`, choices: true},
+		{in: `{"choices":[{"delta":{"content":"hi"}}]}`, output: true, choices: true},
+		{in: `{"choices":[{"delta":{"reasoning_content":"hm"}}]}`, output: true, choices: true},
+		{in: `{"choices":[{"delta":{"reasoning":"hm"}}]}`, output: true, choices: true},
+		{in: `{"choices":[{"text":" a","finish_reason":null}]}`, output: true, choices: true},
+		{in: `{"choices":[{"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`, choices: true, finish: true, prompt: 3, completion: 4},
+		{in: `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":6}}`, prompt: 5, completion: 6},
+		{in: `{"error":{"message":"x","code":400}}`, hasErr: true},
+		{in: `{"error":null,"choices":[]}`},
+		{in: `{"choices":[{"delta":{"content":"a"}}`, err: true},
+		{in: `"just a string"`, err: true},
+	}
+	for _, tt := range tests {
+		var cp chunkParser
+		info, err := cp.parse([]byte(tt.in))
+		if (err != nil) != tt.err {
+			t.Errorf("%s: err %v", tt.in, err)
+			continue
+		}
+		if info.output != tt.output || info.choices != tt.choices || info.finished != tt.finish || (info.errMsg != nil) != tt.hasErr {
+			t.Errorf("%s: %+v", tt.in, info)
+		}
+		if tt.prompt > 0 && (info.usage == nil || info.usage.PromptTokens != tt.prompt || info.usage.CompletionTokens != tt.completion) {
+			t.Errorf("%s: usage %+v", tt.in, info.usage)
+		}
+	}
+}

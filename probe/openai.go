@@ -1,9 +1,10 @@
 package probe
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/valyala/fastjson"
 )
 
 // chatRequest is the body of an OpenAI chat-completions request.
@@ -39,32 +40,6 @@ func chatBody(model string, req Request) ([]byte, error) {
 	return b, nil
 }
 
-// chatChunk is the part of a streamed chat (or completions) chunk, or of a
-// whole non-streamed response, that infertop reads.
-type chatChunk struct {
-	ID      string `json:"id"`
-	Choices []struct {
-		Delta struct {
-			Content          string `json:"content"`
-			ReasoningContent string `json:"reasoning_content"`
-			Reasoning        string `json:"reasoning"`
-		} `json:"delta"`
-		Message struct {
-			Content          string `json:"content"`
-			ReasoningContent string `json:"reasoning_content"`
-		} `json:"message"`
-		Text         string  `json:"text"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *usage          `json:"usage"`
-	Error json.RawMessage `json:"error"`
-}
-
-type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-}
-
 // chunkInfo is what one message tells the timing code.
 type chunkInfo struct {
 	output   bool // carries generated text
@@ -75,24 +50,55 @@ type chunkInfo struct {
 	id       string
 }
 
-func parseChatChunk(data []byte) (chunkInfo, error) {
-	var c chatChunk
-	if err := json.Unmarshal(data, &c); err != nil {
+type usage struct {
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// chunkParser reads streamed chat (or completions) chunks, or a whole
+// non-streamed answer. It reuses its buffers (fastjson, no reflection):
+// parsing sits between a byte arriving and its timestamp, so its cost is
+// measurement error under load. Not safe for concurrent use.
+type chunkParser struct {
+	p fastjson.Parser
+}
+
+// textFields are where output text can be, per choice: chat deltas
+// (content, reasoning models' reasoning_content or reasoning), completions'
+// text, and a non-streamed message.
+var textFields = [][]string{
+	{"delta", "content"}, {"delta", "reasoning_content"}, {"delta", "reasoning"},
+	{"text"}, {"message", "content"}, {"message", "reasoning_content"},
+}
+
+func (cp *chunkParser) parse(data []byte) (chunkInfo, error) {
+	v, err := cp.p.ParseBytes(data)
+	if err != nil {
 		return chunkInfo{}, fmt.Errorf("malformed chunk: %w", err)
 	}
-	info := chunkInfo{choices: len(c.Choices) > 0, usage: c.Usage, id: c.ID}
-	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
-		info.errMsg = c.Error
+	if v.Type() != fastjson.TypeObject {
+		return chunkInfo{}, fmt.Errorf("malformed chunk: a JSON %s, not an object", v.Type())
 	}
-	for i := range c.Choices {
-		ch := &c.Choices[i]
-		if ch.Delta.Content != "" || ch.Delta.ReasoningContent != "" || ch.Delta.Reasoning != "" ||
-			ch.Text != "" || ch.Message.Content != "" || ch.Message.ReasoningContent != "" {
-			info.output = true
+	var info chunkInfo
+	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
+		info.errMsg = e.MarshalTo(nil)
+	}
+	info.id = string(v.GetStringBytes("id"))
+	choices := v.GetArray("choices")
+	info.choices = len(choices) > 0
+	for _, ch := range choices {
+		for _, path := range textFields {
+			if len(ch.GetStringBytes(path...)) > 0 {
+				info.output = true
+				break
+			}
 		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
+		if len(ch.GetStringBytes("finish_reason")) > 0 {
 			info.finished = true
 		}
+	}
+	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
+		info.usage = &usage{PromptTokens: u.GetInt("prompt_tokens"), CompletionTokens: u.GetInt("completion_tokens")}
 	}
 	return info, nil
 }
