@@ -71,7 +71,8 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	if err := f.validate(); err != nil {
 		return err
 	}
-	if !isatty.IsTerminal(os.Stdout.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
+	term, ok := stdout.(*os.File)
+	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
 		return usagef("the dashboard needs a terminal on stdin and stdout")
 	}
 
@@ -122,7 +123,7 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	// Stopping the engine cancels what is in flight at once.
 	defer func() { cancel(); <-engDone }()
 
-	r := lipgloss.NewRenderer(os.Stdout)
+	r := lipgloss.NewRenderer(term)
 	if os.Getenv("NO_COLOR") != "" {
 		r.SetColorProfile(termenv.Ascii)
 	}
@@ -132,7 +133,7 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if _, err := tea.NewProgram(model, tea.WithAltScreen()).Run(); err != nil {
+	if _, err := tea.NewProgram(model, tea.WithAltScreen(), tea.WithOutput(term)).Run(); err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	return nil
