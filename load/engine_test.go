@@ -111,11 +111,11 @@ func TestEngineMatchesSim(t *testing.T) {
 	// The bound of the issue is 2 ms at p50. Under -race the instrumented
 	// HTTP stacks of both sides (on the same two cores) add a few ms of CPU
 	// queueing between the client's start and the server's first byte, so
-	// that build checks a looser bound; `make test` runs this test without
-	// -race too, against the 2 ms bound.
-	p50Tol := 2 * time.Millisecond
+	// that build checks looser bounds (8 ms, 15 %); `make test` runs this
+	// test without -race too, against the issue's 2 ms and 5 %.
+	p50Tol, p99Tol := 2*time.Millisecond, 0.05
 	if raceDetector {
-		p50Tol = 8 * time.Millisecond
+		p50Tol, p99Tol = 8*time.Millisecond, 0.15
 	}
 	for _, c := range []struct {
 		name   string
@@ -130,7 +130,7 @@ func TestEngineMatchesSim(t *testing.T) {
 		if d := c.client.P50 - sp50; d < -time.Millisecond || d > p50Tol {
 			t.Errorf("%s p50: client %v, server %v", c.name, c.client.P50, sp50)
 		}
-		if !near(c.client.P99, sp99, 0.05) {
+		if !near(c.client.P99, sp99, p99Tol) {
 			t.Errorf("%s p99: client %v, server %v", c.name, c.client.P99, sp99)
 		}
 	}
