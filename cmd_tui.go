@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
-	"strings"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -18,7 +15,6 @@ import (
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sim"
-	"github.com/infertop/infertop/themes"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -31,35 +27,10 @@ in-flight requests and a table of phases, live. Without --url it starts an
 embedded simulated endpoint and watches that. Keys change the load while it
 runs; press ? in the dashboard for all of them.`
 
-// loadFlags are the flags that describe the target and the load.
-type loadFlags struct {
-	url, model, api, apiKeyEnv, theme, ttft string
-	concurrency, prompt, output             int
-	window, tick, timeout, connectTimeout   time.Duration
-	seed                                    uint64
-	headers                                 []string
-	version                                 bool
-}
-
 func runTUI(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("infertop", tuiSynopsis, stdout)
 	var f loadFlags
-	fs.StringVar(&f.url, "url", "", "endpoint: a base such as http://host:8000/v1, or the full chat-completions URL (default: the embedded sim)")
-	fs.StringVar(&f.model, "model", "", "model name (default: the first model the server lists)")
-	fs.StringVar(&f.api, "api", "openai-chat", "API kind: openai-chat")
-	fs.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key, sent as a bearer token")
-	fs.StringArrayVarP(&f.headers, "header", "H", nil, "extra request header 'Name: value' (repeatable)")
-	fs.IntVarP(&f.concurrency, "concurrency", "c", 8, "requests kept in flight (closed loop)")
-	fs.IntVar(&f.prompt, "prompt-tokens", 256, "prompt length in tokens (1..32768)")
-	fs.IntVar(&f.output, "output-tokens", 128, "output tokens per request, sent as max_tokens (1..32768)")
-	fs.DurationVar(&f.window, "window", 30*time.Second, "rolling window: 10s, 30s, 1m or 5m")
-	fs.DurationVar(&f.tick, "tick", 250*time.Millisecond, "snapshot interval")
-	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "limit on one request, start to end of stream")
-	fs.DurationVar(&f.connectTimeout, "connect-timeout", 10*time.Second, "limit on connection setup")
-	fs.StringVar(&f.ttft, "ttft", "first-output", "what ends TTFT: first-output (first message with text) or first-chunk (vLLM's: first message with choices)")
-	fs.StringVar(&f.theme, "theme", "dark", "theme: "+strings.Join(themes.Names(), ", "))
-	fs.Uint64Var(&f.seed, "seed", 1, "seed for prompt synthesis")
-	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+	f.add(fs)
 	sf := addSimFlags(fs, "sim-")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -71,6 +42,9 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	if err := f.validate(); err != nil {
 		return err
 	}
+	if k := probe.Kind(f.api); f.url == "" && (k == probe.Ollama || k == probe.TGI) {
+		return usagef("the embedded sim speaks openai-chat, openai-completions and generic, not %s: pass --url", f.api)
+	}
 	term, ok := stdout.(*os.File)
 	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
 		return usagef("the dashboard needs a terminal on stdin and stdout")
@@ -78,10 +52,13 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	target := load.Target{API: f.api}
+	target := load.Target{}
 	rawURL := f.url
 	var simDone chan error
 	if rawURL == "" {
+		if f.api == "" {
+			f.api = string(probe.OpenAIChat)
+		}
 		p, err := sf.params("sim-")
 		if err != nil {
 			return err
@@ -104,12 +81,15 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 			f.model = p.Model
 		}
 	}
-	client, err := f.client(ctx, rawURL)
+	client, kind, why, err := f.client(ctx, rawURL)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	target.URL, target.Model = probe.RedactURL(rawURL), client.Config().Model
+	if why != "" {
+		fmt.Fprintf(stderr, "infertop: API %s (%s)\n", kind, why)
+	}
+	target.URL, target.Model, target.API = probe.RedactURL(client.Config().URL), client.Config().Model, f.apiLabel(kind)
 
 	eng, err := load.New(load.Config{
 		Do: client.Do, Target: target, Tick: f.tick, Window: f.window, Seed: f.seed,
@@ -137,75 +117,4 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	return nil
-}
-
-func (f *loadFlags) validate() error {
-	switch {
-	case f.api != "openai-chat":
-		return usagef("--api %q is not supported: this version speaks openai-chat", f.api)
-	case f.concurrency < 1 || f.concurrency > load.MaxConcurrency:
-		return usagef("--concurrency must be within 1..%d, got %d", load.MaxConcurrency, f.concurrency)
-	case f.prompt < 1 || f.prompt > load.MaxPromptTokens:
-		return usagef("--prompt-tokens must be within 1..%d, got %d", load.MaxPromptTokens, f.prompt)
-	case f.output < 1 || f.output > load.MaxOutputTokens:
-		return usagef("--output-tokens must be within 1..%d, got %d", load.MaxOutputTokens, f.output)
-	case f.tick < 10*time.Millisecond:
-		return usagef("--tick must be at least 10ms")
-	case f.timeout <= 0 || f.connectTimeout <= 0:
-		return usagef("--timeout and --connect-timeout must be positive")
-	}
-	ok := false
-	for _, w := range load.Windows {
-		ok = ok || w == f.window
-	}
-	if !ok {
-		return usagef("--window must be one of 10s, 30s, 1m, 5m, got %v", f.window)
-	}
-	if _, err := themes.Lookup(f.theme); err != nil {
-		return usageError{err}
-	}
-	if _, err := probe.ParseTTFTMode(f.ttft); err != nil {
-		return usageError{err}
-	}
-	return nil
-}
-
-// client builds the probe client for rawURL, asking the server for its
-// first model when --model was not given.
-func (f *loadFlags) client(ctx context.Context, rawURL string) (*probe.Client, error) {
-	chatURL, err := probe.ChatURL(rawURL)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	hdr := http.Header{}
-	for _, h := range f.headers {
-		name, value, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			return nil, usagef("bad --header %q: want 'Name: value'", h)
-		}
-		hdr.Add(strings.TrimSpace(name), strings.TrimSpace(value))
-	}
-	mode, _ := probe.ParseTTFTMode(f.ttft)
-	cfg := probe.Config{
-		URL: chatURL, Model: f.model, APIKey: os.Getenv(f.apiKeyEnv), Timeout: f.timeout,
-		ConnectTimeout: f.connectTimeout, MaxConns: f.concurrency * 2, TTFT: mode, Header: hdr,
-	}
-	c, err := probe.New(cfg)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	if f.model != "" {
-		return c, nil
-	}
-	modelsURL, _ := probe.ModelsURL(rawURL)
-	ids, err := c.ListModels(ctx, modelsURL)
-	c.Close()
-	if err != nil {
-		return nil, usagef("%v (is the endpoint up? pass --model to skip this)", err)
-	}
-	if len(ids) == 0 {
-		return nil, usagef("%s lists no models; pass --model", probe.RedactURL(modelsURL))
-	}
-	cfg.Model = ids[0]
-	return probe.New(cfg)
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -13,9 +13,13 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/valyala/fastjson"
 )
 
 // TTFTMode chooses which stream message ends TTFT.
@@ -57,6 +61,16 @@ type Config struct {
 	TTFT     TTFTMode
 	// Header holds extra request headers.
 	Header http.Header
+	// API is the protocol (default openai-chat); NoStream asks for whole
+	// answers, where TTFT cannot be observed.
+	API      Kind
+	NoStream bool
+	// Body shapes the request bodies; Generic describes a generic API.
+	Body    BodyOptions
+	Generic GenericOptions
+	// Insecure skips TLS verification; CACert adds a PEM file of roots.
+	Insecure bool
+	CACert   string
 }
 
 // Request is what varies from one request to the next.
@@ -67,9 +81,10 @@ type Request struct {
 
 // Client sends requests to one endpoint. It is safe for concurrent use.
 type Client struct {
-	cfg  Config
-	http *http.Client
-	tr   *http.Transport
+	cfg   Config
+	proto protocol
+	http  *http.Client
+	tr    *http.Transport
 }
 
 // New returns a client for cfg.
@@ -86,18 +101,92 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 256
 	}
+	proto, err := newProtocol(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure} //nolint:gosec // only when asked for
+	if cfg.CACert != "" {
+		pem, err := os.ReadFile(cfg.CACert)
+		if err != nil {
+			return nil, fmt.Errorf("--cacert: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--cacert %s: no PEM certificates in it", cfg.CACert)
+		}
+		tlsCfg.RootCAs = pool
+	}
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout: cfg.ConnectTimeout,
-		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:     tlsCfg,
 		MaxIdleConns:        cfg.MaxConns,
 		MaxIdleConnsPerHost: cfg.MaxConns,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // compression would delay and batch stream chunks
 		ForceAttemptHTTP2:   true,
 	}
-	return &Client{cfg: cfg, tr: tr, http: &http.Client{Transport: tr}}, nil
+	return &Client{cfg: cfg, proto: proto, tr: tr, http: &http.Client{Transport: tr}}, nil
+}
+
+// setHeaders adds the configured headers and the API key.
+func (c *Client) setHeaders(r *http.Request) {
+	for k, vs := range c.cfg.Header {
+		for _, v := range vs {
+			r.Header.Add(k, v)
+		}
+	}
+	if c.cfg.APIKey != "" {
+		r.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+}
+
+// timing collects a request's connection phases from httptrace.
+type timing struct {
+	dnsStart, connStart, tlsStart, firstByte time.Time
+	dns, connect, tls                        time.Duration
+	reused                                   bool
+}
+
+func (t *timing) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		DNSStart:             func(httptrace.DNSStartInfo) { t.dnsStart = time.Now() },
+		DNSDone:              func(httptrace.DNSDoneInfo) { t.dns = time.Since(t.dnsStart) },
+		ConnectStart:         func(string, string) { t.connStart = time.Now() },
+		ConnectDone:          func(string, string, error) { t.connect = time.Since(t.connStart) },
+		TLSHandshakeStart:    func() { t.tlsStart = time.Now() },
+		TLSHandshakeDone:     func(tls.ConnectionState, error) { t.tls = time.Since(t.tlsStart) },
+		GotConn:              func(i httptrace.GotConnInfo) { t.reused = i.Reused },
+		GotFirstResponseByte: func() { t.firstByte = time.Now() },
+	}
+}
+
+// fill copies the phases into res once the response headers are in (the
+// trace callbacks have all run by then).
+func (t *timing) fill(res *Result) {
+	res.DNS, res.Connect, res.TLS, res.ConnReused = t.dns, t.connect, t.tls, t.reused
+	if !t.firstByte.IsZero() {
+		res.TTFB = t.firstByte.Sub(res.Start)
+	}
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(h string) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
 }
 
 // Close releases idle connections.
@@ -114,7 +203,7 @@ func (c *Client) Config() Config {
 // always returns a Result; a failure is a Result with an error class.
 func (c *Client) Do(ctx context.Context, req Request) Result {
 	var res Result
-	body, err := chatBody(c.cfg.Model, req)
+	body, err := c.proto.body(c.cfg.Model, req)
 	if err != nil {
 		res.Class, res.Err = Malformed, err.Error()
 		return res
@@ -127,21 +216,21 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "text/event-stream")
-	for k, vs := range c.cfg.Header {
-		for _, v := range vs {
-			hreq.Header.Add(k, v)
-		}
+	switch c.proto.framing() {
+	case frameSSE:
+		hreq.Header.Set("Accept", "text/event-stream")
+	case frameNDJSON:
+		hreq.Header.Set("Accept", "application/x-ndjson")
+	default:
+		hreq.Header.Set("Accept", "application/json")
 	}
-	if c.cfg.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	var ttfb time.Time
-	trace := &httptrace.ClientTrace{GotFirstResponseByte: func() { ttfb = time.Now() }}
-	hreq = hreq.WithContext(httptrace.WithClientTrace(rctx, trace))
+	c.setHeaders(hreq)
+	var tr timing
+	hreq = hreq.WithContext(httptrace.WithClientTrace(rctx, tr.trace()))
 
 	res.Start = time.Now()
 	resp, err := c.http.Do(hreq)
+	tr.fill(&res)
 	if err != nil {
 		res.E2E = time.Since(res.Start)
 		res.Class = classify(ctx, err, false)
@@ -149,65 +238,89 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	defer resp.Body.Close()
-	if !ttfb.IsZero() {
-		res.TTFB = ttfb.Sub(res.Start)
-	}
 	res.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 		res.E2E = time.Since(res.Start)
 		res.Class = statusClass(resp.StatusCode)
 		res.Err = c.redact(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, excerpt))
+		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
 		return res
 	}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if ct == "application/json" {
+	fr := c.proto.framing()
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" && fr == frameSSE {
+		fr = frameWhole // the server ignored "stream": read the whole answer
+	}
+	if fr == frameWhole {
 		c.readWhole(ctx, resp.Body, &res)
 	} else {
-		c.readStream(ctx, resp.Body, &res)
+		c.readStream(ctx, resp.Body, fr, &res)
 	}
 	return res
 }
 
-// readStream reads an SSE stream of chat chunks, timing every message that
-// carries output.
-func (c *Client) readStream(ctx context.Context, body io.Reader, res *Result) {
-	sse := NewSSEReader(body)
-	var cp chunkParser
+// readStream reads a streamed answer message by message (SSE events or
+// NDJSON lines), timing every message that carries output.
+func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res *Result) {
 	var (
+		p        fastjson.Parser
+		sse      *SSEReader
+		nd       *NDJSONReader
 		finished bool
 		u        *usage
 	)
+	if fr == frameSSE {
+		sse = NewSSEReader(body)
+	} else {
+		nd = NewNDJSONReader(body)
+	}
 	for {
-		ev, err := sse.Next()
+		var data []byte
+		var name string
+		var err error
+		if sse != nil {
+			var ev Event
+			ev, err = sse.Next()
+			data, name = ev.Data, ev.Name
+		} else {
+			data, err = nd.Next()
+		}
 		now := time.Since(res.Start)
 		if err != nil {
-			if err == io.EOF && finished {
-				break // the answer was complete; only [DONE] is missing
+			if err == io.EOF && (finished || c.proto.endsOnEOF()) {
+				break // the answer was complete; only an end marker is missing
 			}
 			res.E2E = now
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				res.Class, res.Err = StreamCut, "stream ended before [DONE]"
-			} else if errors.Is(err, ErrLineTooLong) {
+			switch {
+			case err == io.EOF || err == io.ErrUnexpectedEOF:
+				res.Class, res.Err = StreamCut, "stream ended before the answer was complete"
+			case errors.Is(err, ErrLineTooLong):
 				res.Class, res.Err = Malformed, err.Error()
-			} else {
+			default:
 				res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
 			}
 			return
 		}
-		if bytes.Equal(bytes.TrimSpace(ev.Data), []byte("[DONE]")) {
-			break
-		}
-		if ev.Name == "error" {
+		if name == "error" {
 			res.E2E = now
-			res.Class, res.Err = streamErrorClass(ev.Data), c.redact("error in stream: "+string(ev.Data))
+			res.Class, res.Err = streamErrorClass(data), c.redact("error in stream: "+string(data))
 			return
 		}
-		info, err := cp.parse(ev.Data)
+		if sse != nil && len(bytes.TrimSpace(data)) == 0 {
+			continue // an empty data field, sent by some servers as a keep-alive
+		}
+		info, err := c.proto.parse(&p, data)
 		if err != nil {
 			res.E2E = now
-			res.Class, res.Err = Malformed, c.redact(err.Error())
+			if nd != nil && nd.Partial {
+				res.Class, res.Err = StreamCut, "stream ended in the middle of a message"
+			} else {
+				res.Class, res.Err = Malformed, c.redact(err.Error())
+			}
 			return
+		}
+		if info.done {
+			break
 		}
 		if info.errMsg != nil {
 			res.E2E = now
@@ -220,24 +333,24 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, res *Result) {
 		if info.usage != nil {
 			u = info.usage
 		}
-		if info.finished {
-			finished = true
-		}
+		finished = finished || info.finished
 		if info.output {
 			res.Messages++
 		}
 		// In first-chunk mode every message with choices is timed, as vLLM's
 		// benchmark does; otherwise only messages that carry output.
 		timed := info.output || (c.cfg.TTFT == TTFTFirstChunk && info.choices)
-		if !timed {
-			continue
+		if timed {
+			if !res.HasTTFT {
+				res.HasTTFT, res.TTFT = true, now
+			} else {
+				res.Chunks = append(res.Chunks, now)
+			}
+			res.E2E = now
 		}
-		if !res.HasTTFT {
-			res.HasTTFT, res.TTFT = true, now
-		} else {
-			res.Chunks = append(res.Chunks, now)
+		if info.finished && nd != nil {
+			break // Ollama's done message is the last
 		}
-		res.E2E = now
 	}
 	if !res.HasTTFT {
 		res.E2E = time.Since(res.Start)
@@ -245,7 +358,8 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, res *Result) {
 	c.finishTokens(res, u)
 }
 
-// readWhole reads a non-streamed JSON answer: no TTFT can be observed.
+// readWhole reads a non-streamed JSON answer: no TTFT can be observed, and
+// none is reported (never E2E in its place).
 func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) {
 	data, err := io.ReadAll(io.LimitReader(body, MaxLineBytes))
 	res.E2E = time.Since(res.Start)
@@ -253,8 +367,8 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) {
 		res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
 		return
 	}
-	var cp chunkParser
-	info, err := cp.parse(data)
+	var p fastjson.Parser
+	info, err := c.proto.parse(&p, data)
 	if err != nil {
 		res.Class, res.Err = Malformed, c.redact(err.Error())
 		return
@@ -382,48 +496,4 @@ func RedactURL(raw string) string {
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
-}
-
-// ListModels asks the server for its models (GET /v1/models) and returns
-// their ids in the server's order.
-func (c *Client) ListModels(ctx context.Context, modelsURL string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout+5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, modelsURL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
-	}
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	for k, vs := range c.cfg.Header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("list models: %s", c.redact(err.Error()))
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("list models: HTTP %d: %s", resp.StatusCode, c.redact(string(data)))
-	}
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(data, &list); err != nil {
-		return nil, fmt.Errorf("list models: not a model list: %w", err)
-	}
-	ids := make([]string, 0, len(list.Data))
-	for _, m := range list.Data {
-		ids = append(ids, m.ID)
-	}
-	return ids, nil
 }

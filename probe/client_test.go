@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valyala/fastjson"
 )
 
 // fixtureServer replays a recorded response: its status, Content-Type and
@@ -38,7 +40,11 @@ func fixtureServer(t *testing.T, name string, gap time.Duration) *httptest.Serve
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", ctype)
 		w.WriteHeader(status)
-		for _, part := range strings.SplitAfter(string(body), "\n\n") {
+		sep := "\n\n"
+		if strings.Contains(ctype, "ndjson") {
+			sep = "\n"
+		}
+		for _, part := range strings.SplitAfter(string(body), sep) {
 			time.Sleep(gap)
 			fmt.Fprint(w, part)
 			w.(http.Flusher).Flush()
@@ -61,6 +67,8 @@ func newTestClient(t *testing.T, url string, mode TTFTMode) *Client {
 func TestFixtures(t *testing.T) {
 	tests := []struct {
 		fixture      string
+		kind         Kind
+		noStream     bool
 		class        ErrorClass
 		in, out      int
 		estimated    bool
@@ -69,19 +77,44 @@ func TestFixtures(t *testing.T) {
 		hasTTFT      bool
 		errSubstring string
 	}{
-		{"vllm-sim/chat-stream-usage", OK, 16, 8, false, 8, 200, true, ""},
-		{"vllm-sim/chat-stream-nousage", OK, 0, 5, true, 5, 200, true, ""},
-		{"vllm-sim/chat-nostream", OK, 6, 5, false, 1, 200, false, ""},
-		{"vllm-sim/error-injected-429", HTTP429, 0, 0, true, 0, 429, false, "RateLimitError"},
-		{"vllm-sim/error-injected-503", HTTP5xx, 0, 0, true, 0, 503, false, "503"},
-		{"vllm-sim/error-unknown-model", HTTP4xx, 0, 0, true, 0, 404, false, "does not exist"},
-		{"llamacpp/chat-stream-usage", OK, 41, 8, false, 8, 200, true, ""},
-		{"llamacpp/chat-nostream", OK, 29, 5, false, 1, 200, false, ""},
+		{"vllm-sim/chat-stream-usage", OpenAIChat, false, OK, 16, 8, false, 8, 200, true, ""},
+		{"vllm-sim/chat-stream-nousage", OpenAIChat, false, OK, 0, 5, true, 5, 200, true, ""},
+		{"vllm-sim/chat-nostream", OpenAIChat, true, OK, 6, 5, false, 1, 200, false, ""},
+		{"vllm-sim/completions-stream-usage", OpenAICompletions, false, OK, 4, 6, false, 6, 200, true, ""},
+		{"vllm-sim/error-injected-429", OpenAIChat, false, HTTP429, 0, 0, true, 0, 429, false, "RateLimitError"},
+		{"vllm-sim/error-injected-503", OpenAIChat, false, HTTP5xx, 0, 0, true, 0, 503, false, "503"},
+		{"vllm-sim/error-unknown-model", OpenAIChat, false, HTTP4xx, 0, 0, true, 0, 404, false, "does not exist"},
+		{"llamacpp/chat-stream-usage", OpenAIChat, false, OK, 41, 8, false, 8, 200, true, ""},
+		{"llamacpp/chat-nostream", OpenAIChat, true, OK, 29, 5, false, 1, 200, false, ""},
+		{"llamacpp/completions-stream-usage", OpenAICompletions, false, OK, 5, 6, false, 6, 200, true, ""},
+		{"llamacpp/completion-native-stream", Generic, false, OK, 5, 5, false, 5, 200, true, ""},
+		{"written/openai/chat-stream-usage", OpenAIChat, false, OK, 9, 5, false, 5, 200, true, ""},
+		{"written/sglang/chat-stream-reasoning", OpenAIChat, false, OK, 12, 6, false, 6, 200, true, ""},
+		{"written/awkward/chat-crlf-keepalive", OpenAIChat, false, OK, 4, 5, false, 2, 200, true, ""},
+		{"written/tgi/generate-stream", TGI, false, OK, 0, 4, false, 3, 200, true, ""},
+		{"written/tgi/generate", TGI, true, OK, 0, 3, false, 1, 200, false, ""},
+		{"written/tgi/generate-stream-error", TGI, false, HTTP5xx, 0, 0, true, 0, 200, false, "CUDA out of memory"},
+		{"written/tgi/error-validation", TGI, false, HTTP4xx, 0, 0, true, 0, 422, false, "Input validation error"},
+		{"written/ollama/chat-stream", Ollama, false, OK, 26, 3, false, 3, 200, true, ""},
+		{"written/ollama/generate-stream", Ollama, false, OK, 26, 3, false, 3, 200, true, ""},
+		{"written/ollama/chat-nostream", Ollama, true, OK, 26, 3, false, 1, 200, false, ""},
+		{"written/ollama/chat-stream-cut", Ollama, false, StreamCut, 0, 0, true, 0, 200, false, "middle of a message"},
+		{"written/ollama/chat-stream-error", Ollama, false, HTTP5xx, 0, 0, true, 0, 200, false, "unexpected EOF"},
+		{"written/ollama/error-not-found", Ollama, false, HTTP4xx, 0, 0, true, 0, 404, false, "not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {
 			srv := fixtureServer(t, tt.fixture, 0)
-			res := newTestClient(t, srv.URL, TTFTFirstOutput).Do(context.Background(), Request{Prompt: "hi", MaxTokens: 8})
+			cfg := Config{URL: srv.URL, Model: "m", APIKey: "sk-secretsecret", Timeout: 5 * time.Second, API: tt.kind, NoStream: tt.noStream}
+			if tt.kind == Generic { // llama.cpp's own /completion API, as a generic SSE stream
+				cfg.Generic = GenericOptions{Stream: "sse", ChunkPath: "content"}
+			}
+			c, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			res := c.Do(context.Background(), Request{Prompt: "hi", MaxTokens: 8})
 			if res.Class != tt.class || res.Status != tt.status {
 				t.Fatalf("class %v status %d (err %q), want %v %d", res.Class, res.Status, res.Err, tt.class, tt.status)
 			}
@@ -91,14 +124,17 @@ func TestFixtures(t *testing.T) {
 				}
 				return
 			}
-			if res.InputTokens != tt.in || res.OutputTokens != tt.out || res.OutputEstimated != tt.estimated {
+			if tt.in >= 0 && (res.InputTokens != tt.in || res.OutputTokens != tt.out || res.OutputEstimated != tt.estimated) {
 				t.Fatalf("tokens in %d out %d est %v, want %d %d %v", res.InputTokens, res.OutputTokens, res.OutputEstimated, tt.in, tt.out, tt.estimated)
 			}
-			if res.Messages != tt.messages || res.HasTTFT != tt.hasTTFT {
+			if res.HasTTFT != tt.hasTTFT || (tt.messages >= 0 && res.Messages != tt.messages) {
 				t.Fatalf("messages %d hasTTFT %v, want %d %v", res.Messages, res.HasTTFT, tt.messages, tt.hasTTFT)
 			}
-			if tt.hasTTFT && len(res.Chunks) != tt.messages-1 {
-				t.Fatalf("%d chunk times for %d messages", len(res.Chunks), tt.messages)
+			if tt.hasTTFT && len(res.Chunks) != res.Messages-1 {
+				t.Fatalf("%d chunk times for %d messages", len(res.Chunks), res.Messages)
+			}
+			if !tt.hasTTFT && (res.TTFT != 0 || len(res.Chunks) != 0) {
+				t.Fatalf("TTFT %v reported for a whole answer", res.TTFT)
 			}
 		})
 	}
@@ -313,7 +349,7 @@ func TestListModels(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(data) }))
 	defer srv.Close()
 	c := newTestClient(t, srv.URL+"/v1/chat/completions", TTFTFirstOutput)
-	ids, err := c.ListModels(context.Background(), srv.URL+"/v1/models")
+	ids, err := c.Models(context.Background(), srv.URL+"/v1")
 	if err != nil || len(ids) != 1 || ids[0] != "sim-model" {
 		t.Fatalf("ids %v err %v", ids, err)
 	}
@@ -351,8 +387,8 @@ func FuzzChunkParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var cp chunkParser
-		info, err := cp.parse(data)
+		var p fastjson.Parser
+		info, err := (&openaiProto{chat: true, stream: true}).parse(&p, data)
 		if err != nil && (info.output || info.usage != nil) {
 			t.Fatalf("error %v with a result %+v", err, info)
 		}
@@ -380,8 +416,8 @@ func TestChunkParse(t *testing.T) {
 		{in: `"just a string"`, err: true},
 	}
 	for _, tt := range tests {
-		var cp chunkParser
-		info, err := cp.parse([]byte(tt.in))
+		var p fastjson.Parser
+		info, err := (&openaiProto{chat: true, stream: true}).parse(&p, []byte(tt.in))
 		if (err != nil) != tt.err {
 			t.Errorf("%s: err %v", tt.in, err)
 			continue

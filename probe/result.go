@@ -69,6 +69,11 @@ type Result struct {
 	Err   string
 	// ID is the response id the server gave, if any.
 	ID string
+	// Connection phases (zero on a reused connection) from httptrace.
+	DNS, Connect, TLS time.Duration
+	ConnReused        bool
+	// RetryAfter is the wait a 429 or 503 asked for.
+	RetryAfter time.Duration
 }
 
 // OK reports whether the request succeeded.

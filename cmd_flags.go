@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/themes"
+)
+
+// loadFlags are the flags that describe the target, the protocol and the
+// load, shared by every command that puts load on an endpoint.
+type loadFlags struct {
+	url, model, api, apiKeyEnv, apiKeyFile, theme, ttft string
+	concurrency, prompt, output                         int
+	window, tick, timeout, connectTimeout               time.Duration
+	seed                                                uint64
+	headers                                             []string
+	version, noStream, fixedOutput, insecure            bool
+	maxTokensField, extraBody, cacert                   string
+	temperature, topP                                   float64
+	samplingSeed                                        int64
+	template, outputPath, usagePath, streamFormat       string
+	chunkPath                                           string
+	fs                                                  *pflag.FlagSet
+}
+
+func (f *loadFlags) add(fs *pflag.FlagSet) {
+	f.fs = fs
+	fs.StringVar(&f.url, "url", "", "endpoint: a base such as http://host:8000/v1, or a full path (default: the embedded sim)")
+	fs.StringVar(&f.model, "model", "", "model name (default: the first model the server lists)")
+	fs.StringVar(&f.api, "api", "", "API: openai-chat, openai-completions, ollama, tgi or generic (default: detected)")
+	fs.BoolVar(&f.noStream, "no-stream", false, "ask for whole answers (TTFT, ITL and TPOT are then not observable)")
+	fs.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key, sent as a bearer token")
+	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "file holding the API key (instead of --api-key-env)")
+	fs.StringArrayVarP(&f.headers, "header", "H", nil, "extra request header 'Name: value' (repeatable)")
+	fs.BoolVar(&f.insecure, "insecure", false, "do not verify the server's TLS certificate")
+	fs.StringVar(&f.cacert, "cacert", "", "PEM file of extra root certificates")
+	fs.IntVarP(&f.concurrency, "concurrency", "c", 8, "requests kept in flight (closed loop)")
+	fs.IntVar(&f.prompt, "prompt-tokens", 256, "prompt length in tokens (1..32768)")
+	fs.IntVar(&f.output, "output-tokens", 128, "output tokens per request, the request's output limit (1..32768)")
+	fs.BoolVar(&f.fixedOutput, "fixed-output", false, "make every request produce exactly --output-tokens (ignore_eos and min_tokens, where the server takes them)")
+	fs.StringVar(&f.maxTokensField, "max-tokens-field", "max_tokens", "OpenAI output-limit field: max_tokens or max_completion_tokens")
+	fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature (sent only when given)")
+	fs.Float64Var(&f.topP, "top-p", 0, "nucleus sampling top_p (sent only when given)")
+	fs.Int64Var(&f.samplingSeed, "sampling-seed", 0, "the server's sampling seed (sent only when given)")
+	fs.StringVar(&f.extraBody, "extra-body", "", "JSON object merged into every request body")
+	fs.StringVar(&f.template, "body-template", "", "generic: request body with {{prompt}}, {{max_tokens}} and {{model}}")
+	fs.StringVar(&f.outputPath, "output-path", "output", "generic: dot path of the answer's text, e.g. choices.0.text")
+	fs.StringVar(&f.usagePath, "usage-path", "", "generic: dot path of the object with the token counts (default: the top level)")
+	fs.StringVar(&f.streamFormat, "stream-format", "none", "generic: none, sse or ndjson")
+	fs.StringVar(&f.chunkPath, "chunk-path", "", "generic, streamed: dot path of each chunk's text")
+	fs.DurationVar(&f.window, "window", 30*time.Second, "rolling window: 10s, 30s, 1m or 5m")
+	fs.DurationVar(&f.tick, "tick", 250*time.Millisecond, "snapshot interval")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "limit on one request, start to end of stream")
+	fs.DurationVar(&f.connectTimeout, "connect-timeout", 10*time.Second, "limit on connection setup")
+	fs.StringVar(&f.ttft, "ttft", "first-output", "what ends TTFT: first-output (first message with text) or first-chunk (vLLM's: first message with choices)")
+	fs.StringVar(&f.theme, "theme", "dark", "theme: "+strings.Join(themes.Names(), ", "))
+	fs.Uint64Var(&f.seed, "seed", 1, "seed for prompt synthesis")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+}
+
+func (f *loadFlags) validate() error {
+	switch {
+	case f.concurrency < 1 || f.concurrency > load.MaxConcurrency:
+		return usagef("--concurrency must be within 1..%d, got %d", load.MaxConcurrency, f.concurrency)
+	case f.prompt < 1 || f.prompt > load.MaxPromptTokens:
+		return usagef("--prompt-tokens must be within 1..%d, got %d", load.MaxPromptTokens, f.prompt)
+	case f.output < 1 || f.output > load.MaxOutputTokens:
+		return usagef("--output-tokens must be within 1..%d, got %d", load.MaxOutputTokens, f.output)
+	case f.tick < 10*time.Millisecond:
+		return usagef("--tick must be at least 10ms")
+	case f.timeout <= 0 || f.connectTimeout <= 0:
+		return usagef("--timeout and --connect-timeout must be positive")
+	case f.maxTokensField != "max_tokens" && f.maxTokensField != "max_completion_tokens":
+		return usagef("--max-tokens-field must be max_tokens or max_completion_tokens")
+	}
+	if f.api != "" {
+		if _, err := probe.ParseKind(f.api); err != nil {
+			return usageError{err}
+		}
+	}
+	ok := false
+	for _, w := range load.Windows {
+		ok = ok || w == f.window
+	}
+	if !ok {
+		return usagef("--window must be one of 10s, 30s, 1m, 5m, got %v", f.window)
+	}
+	if _, err := themes.Lookup(f.theme); err != nil {
+		return usageError{err}
+	}
+	if _, err := probe.ParseTTFTMode(f.ttft); err != nil {
+		return usageError{err}
+	}
+	if f.extraBody != "" {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(f.extraBody), &m); err != nil {
+			return usagef("--extra-body must be a JSON object: %v", err)
+		}
+	}
+	return nil
+}
+
+// apiKey reads the key from --api-key-file or the --api-key-env variable;
+// it is never taken from a flag's value.
+func (f *loadFlags) apiKey() (string, error) {
+	if f.apiKeyFile != "" {
+		b, err := os.ReadFile(f.apiKeyFile)
+		if err != nil {
+			return "", usagef("--api-key-file: %v", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return os.Getenv(f.apiKeyEnv), nil
+}
+
+// config builds the probe configuration, everything but the URL and kind.
+func (f *loadFlags) config() (probe.Config, error) {
+	hdr := http.Header{}
+	for _, h := range f.headers {
+		name, value, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return probe.Config{}, usagef("bad --header %q: want 'Name: value'", h)
+		}
+		hdr.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+	}
+	key, err := f.apiKey()
+	if err != nil {
+		return probe.Config{}, err
+	}
+	mode, _ := probe.ParseTTFTMode(f.ttft)
+	body := probe.BodyOptions{MaxTokensField: f.maxTokensField, IgnoreEOS: f.fixedOutput, MinTokens: f.fixedOutput}
+	if f.fs.Changed("temperature") {
+		body.Temperature = &f.temperature
+	}
+	if f.fs.Changed("top-p") {
+		body.TopP = &f.topP
+	}
+	if f.fs.Changed("sampling-seed") {
+		body.Seed = &f.samplingSeed
+	}
+	if f.extraBody != "" {
+		_ = json.Unmarshal([]byte(f.extraBody), &body.Extra) // checked in validate
+	}
+	return probe.Config{
+		Model: f.model, APIKey: key, Timeout: f.timeout, ConnectTimeout: f.connectTimeout,
+		MaxConns: f.concurrency * 2, TTFT: mode, Header: hdr, NoStream: f.noStream, Body: body,
+		Insecure: f.insecure, CACert: f.cacert,
+		Generic: probe.GenericOptions{Template: f.template, OutputPath: f.outputPath, UsagePath: f.usagePath,
+			Stream: f.streamFormat, ChunkPath: f.chunkPath},
+	}, nil
+}
+
+// client builds the probe client for rawURL: the kind from --api or
+// detected (why says how, for one line to the user), the model from --model
+// or the server's first.
+func (f *loadFlags) client(ctx context.Context, rawURL string) (c *probe.Client, kind probe.Kind, why string, err error) {
+	cfg, err := f.config()
+	if err != nil {
+		return nil, "", "", err
+	}
+	if f.api != "" {
+		kind, _ = probe.ParseKind(f.api)
+	} else {
+		kind, why, err = probe.Detect(ctx, cfg, rawURL)
+		if err != nil {
+			return nil, "", "", usageError{err}
+		}
+	}
+	cfg.API = kind
+	if cfg.URL, err = probe.EndpointURL(kind, rawURL, !f.noStream); err != nil {
+		return nil, "", "", usageError{err}
+	}
+	if c, err = probe.New(cfg); err != nil {
+		return nil, "", "", usageError{err}
+	}
+	if f.model != "" {
+		return c, kind, why, nil
+	}
+	ids, err := c.Models(ctx, rawURL)
+	c.Close()
+	if err != nil {
+		return nil, "", "", usagef("%v (is the endpoint up? pass --model to skip this)", err)
+	}
+	if len(ids) == 0 {
+		return nil, "", "", usagef("%s lists no models; pass --model", probe.RedactURL(rawURL))
+	}
+	cfg.Model = ids[0]
+	c, err = probe.New(cfg)
+	if err != nil {
+		return nil, "", "", usageError{err}
+	}
+	return c, kind, why, nil
+}
+
+// apiLabel is the kind as the header shows it.
+func (f *loadFlags) apiLabel(k probe.Kind) string {
+	if f.noStream {
+		return fmt.Sprintf("%s, not streamed", k)
+	}
+	return string(k)
+}

@@ -1,0 +1,218 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// EndpointURL turns what a user typed into the URL requests go to for kind:
+// a base such as http://host:8000/v1 gets the kind's path, a full path is
+// kept (TGI's is switched between /generate_stream and /generate to match
+// stream).
+func EndpointURL(kind Kind, raw string, stream bool) (string, error) {
+	u, err := parseBase(raw)
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimRight(u.Path, "/")
+	switch kind {
+	case OpenAIChat, "":
+		return endpointURL(raw, "/chat/completions")
+	case OpenAICompletions:
+		return endpointURL(raw, "/completions")
+	case Ollama:
+		if !strings.HasSuffix(p, "/api/chat") && !strings.HasSuffix(p, "/api/generate") {
+			p = trimSuffixes(p, "/v1", "/api") + "/api/chat"
+		}
+	case TGI:
+		p = trimSuffixes(p, "/generate_stream", "/generate", "/v1")
+		if stream {
+			p += "/generate_stream"
+		} else {
+			p += "/generate"
+		}
+	case Generic:
+		if p == "" {
+			p = "/v1/infer"
+		}
+	default:
+		return "", fmt.Errorf("unknown API kind %q", kind)
+	}
+	u.Path = p
+	return u.String(), nil
+}
+
+func trimSuffixes(p string, suffixes ...string) string {
+	for _, s := range suffixes {
+		p = strings.TrimSuffix(p, s)
+	}
+	return p
+}
+
+func parseBase(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("bad --url %q: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("bad --url %q: want http(s)://host[:port][/path]", raw)
+	}
+	return u, nil
+}
+
+// KindFromPath infers the kind from a URL's path alone; ok is false when
+// the path says nothing.
+func KindFromPath(raw string) (kind Kind, reason string, ok bool) {
+	u, err := parseBase(raw)
+	if err != nil {
+		return "", "", false
+	}
+	p := strings.TrimRight(u.Path, "/")
+	for _, r := range []struct {
+		suffix string
+		kind   Kind
+	}{
+		{"/chat/completions", OpenAIChat}, {"/completions", OpenAICompletions},
+		{"/api/chat", Ollama}, {"/api/generate", Ollama},
+		{"/generate_stream", TGI}, {"/generate", TGI}, {"/v1/infer", Generic},
+	} {
+		if strings.HasSuffix(p, r.suffix) {
+			return r.kind, "the URL's path ends in " + r.suffix, true
+		}
+	}
+	return "", "", false
+}
+
+// Detect chooses the kind for raw: from the URL's path when it says, else
+// by asking the server (/v1/models for OpenAI-compatible servers, /api/tags
+// for Ollama, /info for TGI). The reason is one line for the user.
+func Detect(ctx context.Context, cfg Config, raw string) (Kind, string, error) {
+	if k, why, ok := KindFromPath(raw); ok {
+		return k, why, nil
+	}
+	u, err := parseBase(raw)
+	if err != nil {
+		return "", "", err
+	}
+	cfg.API, cfg.URL = OpenAIChat, raw
+	c, err := New(cfg)
+	if err != nil {
+		return "", "", err
+	}
+	defer c.Close()
+	root := *u
+	root.Path, root.RawQuery = "", ""
+	base := strings.TrimRight(u.String(), "/")
+	if !strings.HasSuffix(u.Path, "/v1") {
+		base = strings.TrimRight(root.String(), "/") + "/v1"
+	}
+	probes := []struct {
+		url, key string
+		kind     Kind
+		why      string
+	}{
+		{base + "/models", "data", OpenAIChat, "GET /v1/models answered with a model list"},
+		{strings.TrimRight(root.String(), "/") + "/api/tags", "models", Ollama, "GET /api/tags answered (Ollama)"},
+		{strings.TrimRight(root.String(), "/") + "/info", "model_id", TGI, "GET /info answered with a model_id (TGI)"},
+	}
+	var tried []string
+	for _, p := range probes {
+		status, body, err := c.get(ctx, p.url)
+		if err != nil {
+			return "", "", fmt.Errorf("detect the API: %w", err)
+		}
+		var m map[string]json.RawMessage
+		if status == http.StatusOK && json.Unmarshal(body, &m) == nil && m[p.key] != nil {
+			return p.kind, p.why, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s: %d", strings.TrimPrefix(p.url, strings.TrimRight(root.String(), "/")), status))
+	}
+	return "", "", fmt.Errorf("cannot tell which API %s speaks (%s); pass --api", RedactURL(raw), strings.Join(tried, ", "))
+}
+
+// get fetches a small document with the client's headers and key.
+func (c *Client) get(ctx context.Context, u string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout+5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	c.setHeaders(req)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s", c.redact(err.Error()))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return resp.StatusCode, body, err
+}
+
+// Models asks the server which models it serves, in its own order: the
+// OpenAI model list, Ollama's tags, TGI's model_id. A generic API is asked
+// for an OpenAI list (as the sim serves one).
+func (c *Client) Models(ctx context.Context, raw string) ([]string, error) {
+	u, err := parseBase(raw)
+	if err != nil {
+		return nil, err
+	}
+	root := *u
+	root.Path, root.RawQuery = "", ""
+	r := strings.TrimRight(root.String(), "/")
+	var target string
+	switch c.cfg.API {
+	case Ollama:
+		target = r + "/api/tags"
+	case TGI:
+		target = r + "/info"
+	default:
+		target, _ = ModelsURL(raw)
+		if c.cfg.API == Generic {
+			target = r + "/v1/models"
+		}
+	}
+	status, body, err := c.get(ctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("list models: GET %s: HTTP %d: %s", RedactURL(target), status, c.redact(string(body)))
+	}
+	var doc struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+		Models []struct {
+			Name  string `json:"name"`
+			Model string `json:"model"`
+		} `json:"models"`
+		ModelID string `json:"model_id"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("list models: not a model list: %w", err)
+	}
+	var ids []string
+	for _, m := range doc.Data {
+		ids = append(ids, m.ID)
+	}
+	for _, m := range doc.Models {
+		ids = append(ids, cmp(m.Name, m.Model))
+	}
+	if doc.ModelID != "" {
+		ids = append(ids, doc.ModelID)
+	}
+	return ids, nil
+}
+
+func cmp(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

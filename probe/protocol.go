@@ -1,0 +1,454 @@
+package probe
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fastjson"
+)
+
+// Kind is an API a server speaks.
+type Kind string
+
+// The API kinds.
+const (
+	OpenAIChat        Kind = "openai-chat"
+	OpenAICompletions Kind = "openai-completions"
+	Ollama            Kind = "ollama"
+	TGI               Kind = "tgi"
+	Generic           Kind = "generic"
+)
+
+// Kinds lists every kind.
+func Kinds() []Kind { return []Kind{OpenAIChat, OpenAICompletions, Ollama, TGI, Generic} }
+
+// ParseKind reads a kind's name.
+func ParseKind(s string) (Kind, error) {
+	for _, k := range Kinds() {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	names := make([]string, 0, 5)
+	for _, k := range Kinds() {
+		names = append(names, string(k))
+	}
+	return "", fmt.Errorf("unknown --api %q (want %s)", s, strings.Join(names, ", "))
+}
+
+// BodyOptions shape the generated request bodies.
+type BodyOptions struct {
+	// MaxTokensField names the output limit for the OpenAI kinds:
+	// "max_tokens" (default) or "max_completion_tokens".
+	MaxTokensField string
+	// IgnoreEOS and MinTokens ask vLLM/SGLang-style servers to produce
+	// exactly MaxTokens (ignore_eos, min_tokens = max_tokens).
+	IgnoreEOS, MinTokens bool
+	Temperature, TopP    *float64
+	Seed                 *int64
+	// Extra is merged into the top level of every JSON body.
+	Extra map[string]any
+}
+
+// GenericOptions describe a plain JSON API (Kind generic).
+type GenericOptions struct {
+	// Template is the body with {{prompt}}, {{max_tokens}} and {{model}}
+	// (the prompt and model inserted JSON-escaped, without quotes). Empty:
+	// {"model","input","max_tokens"}, the sim's /v1/infer.
+	Template string
+	// OutputPath picks the text from the whole response (dot path, numbers
+	// index arrays); default "output".
+	OutputPath string
+	// UsagePath picks the object holding token counts (prompt_tokens or
+	// input_tokens, completion_tokens or output_tokens); default: the root.
+	UsagePath string
+	// Stream is "none", "sse" or "ndjson"; ChunkPath picks each chunk's text.
+	Stream    string
+	ChunkPath string
+}
+
+// framing is how a response's messages are delimited.
+type framing int
+
+const (
+	frameWhole framing = iota
+	frameSSE
+	frameNDJSON
+)
+
+// protocol is one kind's request body and message reading.
+type protocol interface {
+	body(model string, req Request) ([]byte, error)
+	framing() framing
+	// parse reads one message; p is reused per response.
+	parse(p *fastjson.Parser, data []byte) (chunkInfo, error)
+	// endsOnEOF is true when the stream carries no end marker of its own,
+	// so the end of the body is the end of the answer.
+	endsOnEOF() bool
+}
+
+// chunkInfo is what one message tells the timing code.
+type chunkInfo struct {
+	output   bool // carries generated text
+	choices  bool // has a non-empty choices list (OpenAI)
+	finished bool // the answer is complete (finish_reason, done, details)
+	done     bool // the [DONE] sentinel
+	usage    *usage
+	errMsg   []byte
+	id       string
+}
+
+type usage struct {
+	PromptTokens     int
+	CompletionTokens int
+}
+
+func newProtocol(cfg *Config) (protocol, error) {
+	b := cfg.Body
+	if b.MaxTokensField == "" {
+		b.MaxTokensField = "max_tokens"
+	}
+	switch cfg.API {
+	case OpenAIChat, "":
+		return &openaiProto{chat: true, stream: !cfg.NoStream, opts: b}, nil
+	case OpenAICompletions:
+		return &openaiProto{stream: !cfg.NoStream, opts: b}, nil
+	case Ollama:
+		return &ollamaProto{chat: !strings.HasSuffix(strings.TrimRight(cfg.URL, "/"), "/api/generate"), stream: !cfg.NoStream, opts: b}, nil
+	case TGI:
+		return &tgiProto{stream: !cfg.NoStream, opts: b}, nil
+	case Generic:
+		g := cfg.Generic
+		if g.OutputPath == "" {
+			g.OutputPath = "output"
+		}
+		if g.Stream == "" {
+			g.Stream = "none"
+		}
+		if g.Stream != "none" && g.Stream != "sse" && g.Stream != "ndjson" {
+			return nil, fmt.Errorf("generic stream %q: want none, sse or ndjson", g.Stream)
+		}
+		if g.Stream != "none" && g.ChunkPath == "" {
+			return nil, fmt.Errorf("a streamed generic API needs a chunk path")
+		}
+		if g.Template != "" {
+			probe := strings.NewReplacer("{{prompt}}", "p", "{{max_tokens}}", "1", "{{model}}", "m").Replace(g.Template)
+			if !json.Valid([]byte(probe)) {
+				return nil, fmt.Errorf("body template is not JSON once filled in: %s", probe)
+			}
+		}
+		return &genericProto{opts: g, extra: b.Extra}, nil
+	}
+	return nil, fmt.Errorf("unknown API kind %q", cfg.API)
+}
+
+// marshal merges the extra fields into body and encodes it.
+func marshal(body map[string]any, extra map[string]any) ([]byte, error) {
+	for k, v := range extra {
+		body[k] = v
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	return b, nil
+}
+
+func sampling(m map[string]any, o BodyOptions, temperature, topP, seed string) {
+	if o.Temperature != nil {
+		m[temperature] = *o.Temperature
+	}
+	if o.TopP != nil {
+		m[topP] = *o.TopP
+	}
+	if o.Seed != nil {
+		m[seed] = *o.Seed
+	}
+}
+
+// openaiProto speaks /v1/chat/completions and /v1/completions.
+type openaiProto struct {
+	chat, stream bool
+	opts         BodyOptions
+}
+
+func (o *openaiProto) body(model string, req Request) ([]byte, error) {
+	m := map[string]any{"model": model, "stream": o.stream, o.opts.MaxTokensField: req.MaxTokens}
+	if o.chat {
+		m["messages"] = []map[string]string{{"role": "user", "content": req.Prompt}}
+	} else {
+		m["prompt"] = req.Prompt
+	}
+	if o.stream {
+		m["stream_options"] = map[string]bool{"include_usage": true}
+	}
+	if o.opts.IgnoreEOS {
+		m["ignore_eos"] = true
+	}
+	if o.opts.MinTokens {
+		m["min_tokens"] = req.MaxTokens
+	}
+	sampling(m, o.opts, "temperature", "top_p", "seed")
+	return marshal(m, o.opts.Extra)
+}
+
+func (o *openaiProto) framing() framing {
+	if o.stream {
+		return frameSSE
+	}
+	return frameWhole
+}
+
+func (o *openaiProto) endsOnEOF() bool { return false }
+
+// textFields are where OpenAI-style output text can be, per choice: chat
+// deltas (content; reasoning models' reasoning_content or reasoning),
+// completions' text, and a non-streamed message.
+var textFields = [][]string{
+	{"delta", "content"}, {"delta", "reasoning_content"}, {"delta", "reasoning"},
+	{"text"}, {"message", "content"}, {"message", "reasoning_content"}, {"message", "reasoning"},
+}
+
+func (o *openaiProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) {
+	var info chunkInfo
+	if isDone(data) {
+		info.done = true
+		return info, nil
+	}
+	v, err := parseObject(p, data)
+	if err != nil {
+		return info, err
+	}
+	info.errMsg = errorField(v)
+	info.id = string(v.GetStringBytes("id"))
+	choices := v.GetArray("choices")
+	info.choices = len(choices) > 0
+	for _, ch := range choices {
+		for _, path := range textFields {
+			if len(ch.GetStringBytes(path...)) > 0 {
+				info.output = true
+				break
+			}
+		}
+		if len(ch.GetStringBytes("finish_reason")) > 0 {
+			info.finished = true
+		}
+	}
+	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
+		info.usage = readUsage(u)
+	}
+	return info, nil
+}
+
+func isDone(data []byte) bool {
+	return strings.TrimSpace(string(data)) == "[DONE]"
+}
+
+func parseObject(p *fastjson.Parser, data []byte) (*fastjson.Value, error) {
+	v, err := p.ParseBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("malformed message: %w", err)
+	}
+	if v.Type() != fastjson.TypeObject {
+		return nil, fmt.Errorf("malformed message: a JSON %s, not an object", v.Type())
+	}
+	return v, nil
+}
+
+// errorField returns the message's "error" member, if it has a non-null one.
+func errorField(v *fastjson.Value) []byte {
+	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
+		return e.MarshalTo(nil)
+	}
+	return nil
+}
+
+// readUsage reads OpenAI's or other servers' names for the token counts.
+func readUsage(u *fastjson.Value) *usage {
+	pick := func(names ...string) int {
+		for _, n := range names {
+			if x := u.Get(n); x != nil && x.Type() == fastjson.TypeNumber {
+				return x.GetInt()
+			}
+		}
+		return 0
+	}
+	us := &usage{
+		PromptTokens:     pick("prompt_tokens", "input_tokens", "prompt_eval_count", "input_length", "tokens_evaluated"),
+		CompletionTokens: pick("completion_tokens", "output_tokens", "eval_count", "generated_tokens", "tokens_predicted"),
+	}
+	if us.PromptTokens == 0 && us.CompletionTokens == 0 {
+		return nil
+	}
+	return us
+}
+
+// ollamaProto speaks Ollama's /api/chat and /api/generate (NDJSON).
+type ollamaProto struct {
+	chat, stream bool
+	opts         BodyOptions
+}
+
+func (o *ollamaProto) body(model string, req Request) ([]byte, error) {
+	options := map[string]any{"num_predict": req.MaxTokens}
+	sampling(options, o.opts, "temperature", "top_p", "seed")
+	m := map[string]any{"model": model, "stream": o.stream, "options": options}
+	if o.chat {
+		m["messages"] = []map[string]string{{"role": "user", "content": req.Prompt}}
+	} else {
+		m["prompt"] = req.Prompt
+	}
+	return marshal(m, o.opts.Extra)
+}
+
+func (o *ollamaProto) framing() framing {
+	if o.stream {
+		return frameNDJSON
+	}
+	return frameWhole
+}
+
+func (o *ollamaProto) endsOnEOF() bool { return false }
+
+func (o *ollamaProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) {
+	var info chunkInfo
+	v, err := parseObject(p, data)
+	if err != nil {
+		return info, err
+	}
+	info.errMsg = errorField(v)
+	for _, path := range [][]string{{"message", "content"}, {"message", "thinking"}, {"response"}, {"thinking"}} {
+		if len(v.GetStringBytes(path...)) > 0 {
+			info.output = true
+		}
+	}
+	if v.GetBool("done") {
+		info.finished = true
+		info.usage = readUsage(v)
+	}
+	return info, nil
+}
+
+// tgiProto speaks Text Generation Inference's /generate_stream (SSE of
+// token objects) and /generate.
+type tgiProto struct {
+	stream bool
+	opts   BodyOptions
+}
+
+func (t *tgiProto) body(_ string, req Request) ([]byte, error) {
+	params := map[string]any{"max_new_tokens": req.MaxTokens, "details": true}
+	sampling(params, t.opts, "temperature", "top_p", "seed")
+	return marshal(map[string]any{"inputs": req.Prompt, "parameters": params}, t.opts.Extra)
+}
+
+func (t *tgiProto) framing() framing {
+	if t.stream {
+		return frameSSE
+	}
+	return frameWhole
+}
+
+// endsOnEOF: TGI sends no [DONE]; its last message carries the details.
+func (t *tgiProto) endsOnEOF() bool { return false }
+
+func (t *tgiProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) {
+	var info chunkInfo
+	v, err := p.ParseBytes(data)
+	if err != nil {
+		return info, fmt.Errorf("malformed message: %w", err)
+	}
+	if v.Type() == fastjson.TypeArray { // /generate may answer a list
+		if arr := v.GetArray(); len(arr) > 0 {
+			v = arr[0]
+		}
+	}
+	if v.Type() != fastjson.TypeObject {
+		return info, fmt.Errorf("malformed message: a JSON %s, not an object", v.Type())
+	}
+	info.errMsg = errorField(v)
+	if tok := v.Get("token"); tok != nil && !tok.GetBool("special") && len(tok.GetStringBytes("text")) > 0 {
+		info.output = true
+	}
+	if !t.stream && len(v.GetStringBytes("generated_text")) > 0 {
+		info.output = true
+	}
+	if d := v.Get("details"); d != nil && d.Type() == fastjson.TypeObject {
+		info.finished = true
+		info.usage = readUsage(d)
+	} else if g := v.Get("generated_text"); g != nil && g.Type() == fastjson.TypeString {
+		info.finished = true
+	}
+	return info, nil
+}
+
+// genericProto speaks any JSON API through a template and paths.
+type genericProto struct {
+	opts  GenericOptions
+	extra map[string]any
+}
+
+func (g *genericProto) body(model string, req Request) ([]byte, error) {
+	if g.opts.Template == "" {
+		return marshal(map[string]any{"model": model, "input": req.Prompt, "max_tokens": req.MaxTokens}, g.extra)
+	}
+	esc := func(s string) string {
+		b, _ := json.Marshal(s)
+		return string(b[1 : len(b)-1])
+	}
+	out := strings.NewReplacer("{{prompt}}", esc(req.Prompt), "{{max_tokens}}", strconv.Itoa(req.MaxTokens), "{{model}}", esc(model)).Replace(g.opts.Template)
+	if len(g.extra) == 0 {
+		return []byte(out), nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		return nil, fmt.Errorf("--extra-body needs a JSON object template: %w", err)
+	}
+	return marshal(m, g.extra)
+}
+
+func (g *genericProto) framing() framing {
+	switch g.opts.Stream {
+	case "sse":
+		return frameSSE
+	case "ndjson":
+		return frameNDJSON
+	}
+	return frameWhole
+}
+
+// endsOnEOF: a generic stream has no end marker infertop knows of.
+func (g *genericProto) endsOnEOF() bool { return true }
+
+func path(p string) []string {
+	if p == "" || p == "." {
+		return nil
+	}
+	return strings.Split(p, ".")
+}
+
+func (g *genericProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) {
+	var info chunkInfo
+	if isDone(data) {
+		info.done = true
+		return info, nil
+	}
+	v, err := parseObject(p, data)
+	if err != nil {
+		return info, err
+	}
+	info.errMsg = errorField(v)
+	textPath := g.opts.OutputPath
+	if g.opts.Stream != "none" {
+		textPath = g.opts.ChunkPath
+	}
+	if len(v.GetStringBytes(path(textPath)...)) > 0 {
+		info.output = true
+	}
+	if u := v.Get(path(g.opts.UsagePath)...); u != nil && u.Type() == fastjson.TypeObject {
+		info.usage = readUsage(u)
+	}
+	return info, nil
+}
