@@ -89,6 +89,9 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	if why != "" {
 		fmt.Fprintf(stderr, "infertop: API %s (%s)\n", kind, why)
 	}
+	if f.fixedOutput && kind != probe.OpenAIChat && kind != probe.OpenAICompletions {
+		fmt.Fprintf(stderr, "infertop: --fixed-output: %s has no way to force the output length; answers may stop early\n", kind)
+	}
 	target.URL, target.Model, target.API = probe.RedactURL(client.Config().URL), client.Config().Model, f.apiLabel(kind)
 
 	eng, err := load.New(load.Config{

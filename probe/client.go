@@ -238,7 +238,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	defer resp.Body.Close()
-	res.Status = resp.StatusCode
+	res.Status, res.Proto = resp.StatusCode, resp.Proto
 	if resp.StatusCode != http.StatusOK {
 		excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 		res.E2E = time.Since(res.Start)

@@ -74,6 +74,8 @@ type Result struct {
 	ConnReused        bool
 	// RetryAfter is the wait a 429 or 503 asked for.
 	RetryAfter time.Duration
+	// Proto is the HTTP version used ("HTTP/1.1", "HTTP/2.0").
+	Proto string
 }
 
 // OK reports whether the request succeeded.

@@ -32,6 +32,8 @@ func dur(d time.Duration) string {
 // num formats a rate or count compactly: 812, 8.1k, 81k, 8.1M.
 func num(f float64) string {
 	switch {
+	case f == 0:
+		return "0"
 	case f < 10:
 		return fmt.Sprintf("%.1f", f)
 	case f < 1000:

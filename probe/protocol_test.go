@@ -1,0 +1,316 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBodies(t *testing.T) {
+	temp, topP, seed := 0.5, 0.9, int64(7)
+	full := BodyOptions{IgnoreEOS: true, MinTokens: true, Temperature: &temp, TopP: &topP, Seed: &seed, Extra: map[string]any{"priority": 3.0}}
+	tests := []struct {
+		name string
+		cfg  Config
+		want map[string]any // dot paths to values
+		not  []string
+	}{
+		{"chat", Config{API: OpenAIChat, Body: full}, map[string]any{
+			"model": "m", "stream": true, "max_tokens": 5.0, "messages.0.content": "p", "messages.0.role": "user",
+			"stream_options.include_usage": true, "ignore_eos": true, "min_tokens": 5.0, "temperature": 0.5, "top_p": 0.9, "seed": 7.0, "priority": 3.0,
+		}, nil},
+		{"chat, max_completion_tokens, not streamed", Config{API: OpenAIChat, NoStream: true, Body: BodyOptions{MaxTokensField: "max_completion_tokens"}},
+			map[string]any{"max_completion_tokens": 5.0, "stream": false}, []string{"max_tokens", "stream_options", "ignore_eos", "temperature"}},
+		{"completions", Config{API: OpenAICompletions}, map[string]any{"prompt": "p", "max_tokens": 5.0, "stream": true}, []string{"messages"}},
+		{"ollama chat", Config{API: Ollama, URL: "http://h/api/chat", Body: full}, map[string]any{
+			"messages.0.content": "p", "options.num_predict": 5.0, "options.temperature": 0.5, "options.seed": 7.0, "stream": true}, []string{"prompt", "max_tokens"}},
+		{"ollama generate", Config{API: Ollama, URL: "http://h/api/generate"}, map[string]any{"prompt": "p", "options.num_predict": 5.0}, []string{"messages"}},
+		{"tgi", Config{API: TGI, Body: full}, map[string]any{"inputs": "p", "parameters.max_new_tokens": 5.0, "parameters.details": true, "parameters.top_p": 0.9}, []string{"model"}},
+		{"generic default", Config{API: Generic}, map[string]any{"model": "m", "input": "p", "max_tokens": 5.0}, nil},
+		{"generic template", Config{API: Generic, Generic: GenericOptions{Template: `{"q":"{{prompt}}","n":{{max_tokens}},"m":"{{model}}"}`}, Body: BodyOptions{Extra: map[string]any{"x": 1.0}}},
+			map[string]any{"q": "p", "n": 5.0, "m": "m", "x": 1.0}, []string{"input"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.cfg.URL == "" {
+				tt.cfg.URL = "http://h/"
+			}
+			p, err := newProtocol(&tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := p.body("m", Request{Prompt: "p", MaxTokens: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc any
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatalf("body %s: %v", b, err)
+			}
+			for path, want := range tt.want {
+				if got := dig(doc, path); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%s = %v, want %v (body %s)", path, got, want, b)
+				}
+			}
+			for _, path := range tt.not {
+				if got := dig(doc, path); got != nil {
+					t.Errorf("%s present (%v) in %s", path, got, b)
+				}
+			}
+		})
+	}
+	// A template whose prompt needs escaping stays valid JSON.
+	p, _ := newProtocol(&Config{API: Generic, Generic: GenericOptions{Template: `{"q":"{{prompt}}"}`}})
+	b, _ := p.body("m", Request{Prompt: "say \"hi\"\n\\"})
+	if !json.Valid(b) {
+		t.Fatalf("escaped template body %s is not JSON", b)
+	}
+	for _, bad := range []Config{
+		{API: Generic, Generic: GenericOptions{Template: `{"q":{{prompt}}`}},
+		{API: Generic, Generic: GenericOptions{Stream: "sse"}},
+		{API: Generic, Generic: GenericOptions{Stream: "carrier-pigeon", ChunkPath: "x"}},
+		{API: "smoke-signals"},
+	} {
+		if _, err := newProtocol(&bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// dig follows a dot path through decoded JSON.
+func dig(v any, path string) any {
+	for _, k := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[k]
+		case []any:
+			var i int
+			if _, err := fmt.Sscan(k, &i); err != nil || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+func TestEndpointURL(t *testing.T) {
+	tests := []struct {
+		kind   Kind
+		in     string
+		stream bool
+		want   string
+	}{
+		{OpenAIChat, "http://h:8000/v1", true, "http://h:8000/v1/chat/completions"},
+		{OpenAICompletions, "http://h:8000/v1", true, "http://h:8000/v1/completions"},
+		{OpenAICompletions, "http://h:8000", true, "http://h:8000/v1/completions"},
+		{Ollama, "http://h:11434", true, "http://h:11434/api/chat"},
+		{Ollama, "http://h:11434/v1", true, "http://h:11434/api/chat"},
+		{Ollama, "http://h:11434/api/generate", true, "http://h:11434/api/generate"},
+		{TGI, "http://h:3000", true, "http://h:3000/generate_stream"},
+		{TGI, "http://h:3000/generate_stream", false, "http://h:3000/generate"},
+		{TGI, "http://h:3000/generate", true, "http://h:3000/generate_stream"},
+		{Generic, "http://h:8000", false, "http://h:8000/v1/infer"},
+		{Generic, "http://h:8000/api/v2/predict", false, "http://h:8000/api/v2/predict"},
+	}
+	for _, tt := range tests {
+		if got, err := EndpointURL(tt.kind, tt.in, tt.stream); err != nil || got != tt.want {
+			t.Errorf("EndpointURL(%s, %s) = %q, %v; want %q", tt.kind, tt.in, got, err, tt.want)
+		}
+	}
+	for in, want := range map[string]Kind{
+		"http://h/v1/chat/completions": OpenAIChat, "http://h/v1/completions": OpenAICompletions,
+		"http://h/api/chat": Ollama, "http://h/api/generate": Ollama, "http://h/generate_stream": TGI,
+		"http://h/generate": TGI, "http://h/v1/infer": Generic,
+	} {
+		if k, why, ok := KindFromPath(in); !ok || k != want || why == "" {
+			t.Errorf("KindFromPath(%s) = %s %q %v, want %s", in, k, why, ok, want)
+		}
+	}
+	if _, _, ok := KindFromPath("http://h:8000/v1"); ok {
+		t.Error("a bare base said something")
+	}
+}
+
+// discoveryServer answers like one kind of server would.
+func discoveryServer(t *testing.T, kind Kind) *httptest.Server {
+	mux := http.NewServeMux()
+	switch kind {
+	case OpenAIChat:
+		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"llama-3"},{"id":"other"}]}`)
+		})
+	case Ollama:
+		mux.HandleFunc("GET /api/tags", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"models":[{"name":"llama3.2:latest","model":"llama3.2:latest","size":2019393189}]}`)
+		})
+	case TGI:
+		mux.HandleFunc("GET /info", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"model_id":"bigscience/bloom-560m","model_dtype":"torch.float16","max_input_tokens":1024}`)
+		})
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestDetectAndModels(t *testing.T) {
+	for kind, model := range map[Kind]string{OpenAIChat: "llama-3", Ollama: "llama3.2:latest", TGI: "bigscience/bloom-560m"} {
+		srv := discoveryServer(t, kind)
+		got, why, err := Detect(context.Background(), Config{}, srv.URL)
+		if err != nil || got != kind || why == "" {
+			t.Errorf("%s: detected %s (%q), %v", kind, got, why, err)
+			continue
+		}
+		c, err := New(Config{URL: srv.URL + "/x", API: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := c.Models(context.Background(), srv.URL)
+		c.Close()
+		if err != nil || len(ids) == 0 || ids[0] != model {
+			t.Errorf("%s: models %v, %v; want %s first", kind, ids, err, model)
+		}
+	}
+	srv := discoveryServer(t, "nothing")
+	if _, _, err := Detect(context.Background(), Config{}, srv.URL); err == nil || !strings.Contains(err.Error(), "pass --api") {
+		t.Errorf("undetectable server: %v", err)
+	}
+	// The path decides without asking.
+	if k, _, err := Detect(context.Background(), Config{}, "http://127.0.0.1:1/api/chat"); err != nil || k != Ollama {
+		t.Errorf("path detection: %s %v", k, err)
+	}
+}
+
+func TestTLSAndHTTP2(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":%q}}]}\n\ndata: [DONE]\n\n", r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	// Unverified: refused, then accepted with --insecure.
+	c, _ := New(Config{URL: srv.URL})
+	if res := c.Do(context.Background(), Request{}); res.Class != Connection || !strings.Contains(res.Err, "certificate") {
+		t.Fatalf("untrusted certificate: %v %s", res.Class, res.Err)
+	}
+	c.Close()
+	c, _ = New(Config{URL: srv.URL, Insecure: true})
+	if res := c.Do(context.Background(), Request{}); !res.OK() || res.TLS <= 0 {
+		t.Fatalf("--insecure: %v %s, TLS %v", res.Class, res.Err, res.TLS)
+	}
+	c.Close()
+	// Trusted through --cacert, and HTTP/2 is used where offered.
+	path := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(path, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{URL: srv.URL, CACert: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := c.Do(context.Background(), Request{})
+	second := c.Do(context.Background(), Request{})
+	if !first.OK() || !second.OK() || first.Proto != "HTTP/2.0" {
+		t.Fatalf("--cacert: %v %s, proto %q", first.Class, first.Err, first.Proto)
+	}
+	if first.ConnReused || first.Connect <= 0 || !second.ConnReused || second.Connect != 0 {
+		t.Fatalf("connection phases: first reused %v connect %v; second reused %v connect %v",
+			first.ConnReused, first.Connect, second.ConnReused, second.Connect)
+	}
+	if _, err := New(Config{URL: srv.URL, CACert: filepath.Join(t.TempDir(), "none.pem")}); err == nil {
+		t.Fatal("missing --cacert file accepted")
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":{"message":"slow down"}}`)
+	}))
+	defer srv.Close()
+	c, _ := New(Config{URL: srv.URL})
+	defer c.Close()
+	res := c.Do(context.Background(), Request{})
+	if res.Class != HTTP429 || res.RetryAfter != 3*time.Second {
+		t.Fatalf("class %v retry-after %v", res.Class, res.RetryAfter)
+	}
+	if d := retryAfter(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)); d < 59*time.Minute {
+		t.Fatalf("HTTP-date Retry-After read as %v", d)
+	}
+}
+
+func TestNDJSONReader(t *testing.T) {
+	r := NewNDJSONReader(strings.NewReader("{\"a\":1}\r\n\n  \n{\"b\":2}\n{\"c\""))
+	var got []string
+	var partial []bool
+	for {
+		line, err := r.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			break
+		}
+		got = append(got, string(line))
+		partial = append(partial, r.Partial)
+	}
+	if strings.Join(got, "|") != `{"a":1}|{"b":2}|{"c"` || fmt.Sprint(partial) != "[false false true]" {
+		t.Fatalf("lines %q partial %v", got, partial)
+	}
+	_, err := NewNDJSONReader(strings.NewReader(strings.Repeat("x", MaxLineBytes+1))).Next()
+	if !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("huge line: %v", err)
+	}
+}
+
+func FuzzNDJSONReader(f *testing.F) {
+	for _, s := range []string{"{}\n", "{\"a\":1}\r\n{\"b\"", "\n\n\n", "x"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := NewNDJSONReader(strings.NewReader(string(in)))
+		total := 0
+		for {
+			line, err := r.Next()
+			if err != nil {
+				break
+			}
+			total += len(line)
+			if total > len(in) {
+				t.Fatalf("read %d bytes from %d", total, len(in))
+			}
+		}
+	})
+}
+
+func BenchmarkNDJSONReader(b *testing.B) {
+	msg := `{"model":"llama3.2","created_at":"2026-11-29T21:01:30Z","message":{"role":"assistant","content":" word"},"done":false}` + "\n"
+	in := strings.Repeat(msg, 1000)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := NewNDJSONReader(strings.NewReader(in))
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/infertop/infertop/sim"
+)
+
+// TestGenericAgainstSim: a client script written for the sim's plain API
+// (POST /v1/infer) sees the same figures infertop's generic kind does.
+func TestGenericAgainstSim(t *testing.T) {
+	p, _ := sim.Preset("fast")
+	s, err := sim.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	hs := httptest.NewServer(s.Handler())
+	defer func() { cancel(); <-done; hs.Close() }()
+
+	prompt := "tell me about the river and the sea in seven words"
+	// The script: plain net/http and encoding/json.
+	resp, err := http.Post(hs.URL+"/v1/infer", "application/json",
+		strings.NewReader(`{"model":"sim-llama-8b","input":"`+prompt+`","max_tokens":12}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script struct {
+		Output       string `json:"output"`
+		InputTokens  int    `json:"input_tokens"`
+		OutputTokens int    `json:"output_tokens"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&script)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	url, _ := EndpointURL(Generic, hs.URL, false)
+	c, err := New(Config{URL: url, Model: "sim-llama-8b", API: Generic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res := c.Do(context.Background(), Request{Prompt: prompt, MaxTokens: 12})
+	if !res.OK() || res.HasTTFT {
+		t.Fatalf("generic: %v %s (TTFT %v)", res.Class, res.Err, res.HasTTFT)
+	}
+	if res.InputTokens != script.InputTokens || res.OutputTokens != script.OutputTokens || res.OutputEstimated || script.OutputTokens != 12 {
+		t.Fatalf("infertop in %d out %d (est %v); the script in %d out %d",
+			res.InputTokens, res.OutputTokens, res.OutputEstimated, script.InputTokens, script.OutputTokens)
+	}
+
+	// The same sim through both OpenAI kinds, streamed and not.
+	for _, tc := range []struct {
+		kind     Kind
+		noStream bool
+	}{{OpenAIChat, false}, {OpenAIChat, true}, {OpenAICompletions, false}, {OpenAICompletions, true}} {
+		url, _ := EndpointURL(tc.kind, hs.URL+"/v1", !tc.noStream)
+		c, err := New(Config{URL: url, Model: "sim-llama-8b", API: tc.kind, NoStream: tc.noStream})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := c.Do(context.Background(), Request{Prompt: prompt, MaxTokens: 12})
+		c.Close()
+		if !res.OK() || res.OutputTokens != 12 || res.HasTTFT == tc.noStream || (!tc.noStream && res.Messages != 12) {
+			t.Errorf("%s no-stream=%v: %v %s, out %d, messages %d, TTFT %v", tc.kind, tc.noStream, res.Class, res.Err, res.OutputTokens, res.Messages, res.HasTTFT)
+		}
+	}
+}
