@@ -153,7 +153,7 @@ func (f *loadFlags) config() (probe.Config, error) {
 	}
 	return probe.Config{
 		Model: f.model, APIKey: key, Timeout: f.timeout, ConnectTimeout: f.connectTimeout,
-		MaxConns: f.concurrency * 2, TTFT: mode, Header: hdr, NoStream: f.noStream, Body: body,
+		MaxConns: load.MaxConcurrency, TTFT: mode, Header: hdr, NoStream: f.noStream, Body: body,
 		Insecure: f.insecure, CACert: f.cacert,
 		Generic: probe.GenericOptions{Template: f.template, OutputPath: f.outputPath, UsagePath: f.usagePath,
 			Stream: f.streamFormat, ChunkPath: f.chunkPath},

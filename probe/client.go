@@ -327,8 +327,8 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 			res.Class, res.Err = streamErrorClass(info.errMsg), c.redact("error in stream: "+string(info.errMsg))
 			return
 		}
-		if info.id != "" && res.ID == "" {
-			res.ID = info.id
+		if len(info.id) > 0 && res.ID == "" {
+			res.ID = string(info.id)
 		}
 		if info.usage != nil {
 			u = info.usage
@@ -377,7 +377,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) {
 		res.Class, res.Err = streamErrorClass(info.errMsg), c.redact("error: "+string(info.errMsg))
 		return
 	}
-	res.ID = info.id
+	res.ID = string(info.id)
 	if info.output {
 		res.Messages = 1
 	}

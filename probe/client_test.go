@@ -133,6 +133,9 @@ func TestFixtures(t *testing.T) {
 			if tt.hasTTFT && len(res.Chunks) != res.Messages-1 {
 				t.Fatalf("%d chunk times for %d messages", len(res.Chunks), res.Messages)
 			}
+			if res.Messages > 0 && res.TokensPerMessage() != float64(res.OutputTokens)/float64(res.Messages) {
+				t.Fatalf("tokens per message %v", res.TokensPerMessage())
+			}
 			if !tt.hasTTFT && (res.TTFT != 0 || len(res.Chunks) != 0) {
 				t.Fatalf("TTFT %v reported for a whole answer", res.TTFT)
 			}
@@ -195,6 +198,8 @@ func TestStreamFailures(t *testing.T) {
 		{"not json", "data: <html>oops</html>\n\n", Malformed},
 		{"ends without DONE", `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n", StreamCut},
 		{"cut mid-line", `data: {"choices":[{"delta":{"cont`, StreamCut},
+		{"vLLM error object mid-stream", `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n" + `data: {"object":"error","message":"bad","type":"BadRequestError","param":null,"code":400}` + "\n\n", HTTP4xx},
+		{"llama.cpp error line", `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n" + `error: {"code":500,"message":"context shift disabled","type":"server_error"}` + "\n\n", HTTP5xx},
 		{"finished without DONE", `data: {"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}]}` + "\n\n", OK},
 	}
 	for _, tt := range tests {

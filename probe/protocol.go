@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -97,7 +98,7 @@ type chunkInfo struct {
 	done     bool // the [DONE] sentinel
 	usage    *usage
 	errMsg   []byte
-	id       string
+	id       []byte // valid until the next parse
 }
 
 type usage struct {
@@ -222,7 +223,10 @@ func (o *openaiProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) 
 		return info, err
 	}
 	info.errMsg = errorField(v)
-	info.id = string(v.GetStringBytes("id"))
+	if string(v.GetStringBytes("object")) == "error" { // vLLM: {"object":"error","message":...,"code":400}
+		info.errMsg = append([]byte(nil), data...)
+	}
+	info.id = v.GetStringBytes("id")
 	choices := v.GetArray("choices")
 	info.choices = len(choices) > 0
 	for _, ch := range choices {
@@ -242,8 +246,10 @@ func (o *openaiProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) 
 	return info, nil
 }
 
+var doneMarker = []byte("[DONE]")
+
 func isDone(data []byte) bool {
-	return strings.TrimSpace(string(data)) == "[DONE]"
+	return bytes.Equal(bytes.TrimSpace(data), doneMarker)
 }
 
 func parseObject(p *fastjson.Parser, data []byte) (*fastjson.Value, error) {

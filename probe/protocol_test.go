@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valyala/fastjson"
 )
 
 func TestBodies(t *testing.T) {
@@ -311,6 +313,47 @@ func BenchmarkNDJSONReader(b *testing.B) {
 			if _, err := r.Next(); err != nil {
 				break
 			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/msg")
+}
+
+// BenchmarkParse is the cost of reading one message's meaning, per kind.
+func BenchmarkParse(b *testing.B) {
+	for _, c := range []struct {
+		kind Kind
+		msg  string
+	}{
+		{OpenAIChat, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" word"},"logprobs":null,"finish_reason":null}],"usage":null}`},
+		{Ollama, `{"model":"llama3.2","created_at":"2026-11-29T21:01:30Z","message":{"role":"assistant","content":" word"},"done":false}`},
+		{TGI, `{"index":1,"token":{"id":578,"text":" word","logprob":-0.25,"special":false},"generated_text":null,"details":null}`},
+	} {
+		b.Run(string(c.kind), func(b *testing.B) {
+			proto, _ := newProtocol(&Config{API: c.kind, URL: "http://h/"})
+			var p fastjson.Parser
+			data := []byte(c.msg)
+			b.ReportAllocs()
+			for b.Loop() {
+				if info, err := proto.parse(&p, data); err != nil || !info.output {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestWholeAnswerNotJSON(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html>502 Bad Gateway</html>")
+	}))
+	defer srv.Close()
+	for _, kind := range []Kind{OpenAIChat, Ollama, TGI, Generic} {
+		c, _ := New(Config{URL: srv.URL, API: kind, NoStream: true})
+		res := c.Do(context.Background(), Request{Prompt: "x", MaxTokens: 1})
+		c.Close()
+		if res.Class != Malformed || !strings.Contains(res.Err, "malformed") {
+			t.Errorf("%s: class %v (%s), want malformed", kind, res.Class, res.Err)
 		}
 	}
 }

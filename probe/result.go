@@ -102,3 +102,13 @@ func (r *Result) ITLs(fn func(time.Duration)) {
 		prev = t
 	}
 }
+
+// TokensPerMessage is the output tokens per output-bearing message: above 1
+// when the server batches several tokens into one message (or holds back
+// part of a character), so ITL is per message, not per token.
+func (r *Result) TokensPerMessage() float64 {
+	if r.Messages == 0 {
+		return 0
+	}
+	return float64(r.OutputTokens) / float64(r.Messages)
+}

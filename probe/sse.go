@@ -22,8 +22,9 @@ type Event struct {
 }
 
 // SSEReader reads server-sent events (the text/event-stream format): fields
-// "data", "event" (others ignored), comments, LF or CRLF line ends, several
-// data lines joined with "\n", events ended by a blank line.
+// "data", "event" and llama.cpp's "error" (others ignored), comments, LF or
+// CRLF line ends, several data lines joined with "\n", events ended by a
+// blank line.
 type SSEReader struct {
 	r       *bufio.Reader
 	data    []byte
@@ -76,6 +77,11 @@ func (s *SSEReader) Next() (Event, error) {
 			s.hasData = true
 		case "event":
 			s.name = string(value)
+		case "error":
+			// llama.cpp's server reports a failure mid-stream as an
+			// "error:" line rather than an event named error.
+			s.data = append(s.data[:0], value...)
+			s.hasData, s.name = true, "error"
 		}
 	}
 }

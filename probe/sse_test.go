@@ -111,4 +111,5 @@ func BenchmarkSSEReader(b *testing.B) {
 			}
 		}
 	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/msg")
 }
