@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -146,30 +147,46 @@ func (c *Client) setHeaders(r *http.Request) {
 	}
 }
 
-// timing collects a request's connection phases from httptrace.
+// timing collects a request's connection phases from httptrace. The
+// transport may dial on its own goroutine and hand the request another
+// connection that came free first, so the dial's callbacks can run after
+// the response: every field is behind the mutex.
 type timing struct {
+	mu                                       sync.Mutex
 	dnsStart, connStart, tlsStart, firstByte time.Time
 	dns, connect, tls                        time.Duration
 	reused                                   bool
 }
 
+func (t *timing) set(f func()) {
+	t.mu.Lock()
+	f()
+	t.mu.Unlock()
+}
+
 func (t *timing) trace() *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
-		DNSStart:             func(httptrace.DNSStartInfo) { t.dnsStart = time.Now() },
-		DNSDone:              func(httptrace.DNSDoneInfo) { t.dns = time.Since(t.dnsStart) },
-		ConnectStart:         func(string, string) { t.connStart = time.Now() },
-		ConnectDone:          func(string, string, error) { t.connect = time.Since(t.connStart) },
-		TLSHandshakeStart:    func() { t.tlsStart = time.Now() },
-		TLSHandshakeDone:     func(tls.ConnectionState, error) { t.tls = time.Since(t.tlsStart) },
-		GotConn:              func(i httptrace.GotConnInfo) { t.reused = i.Reused },
-		GotFirstResponseByte: func() { t.firstByte = time.Now() },
+		DNSStart:             func(httptrace.DNSStartInfo) { t.set(func() { t.dnsStart = time.Now() }) },
+		DNSDone:              func(httptrace.DNSDoneInfo) { t.set(func() { t.dns = time.Since(t.dnsStart) }) },
+		ConnectStart:         func(string, string) { t.set(func() { t.connStart = time.Now() }) },
+		ConnectDone:          func(string, string, error) { t.set(func() { t.connect = time.Since(t.connStart) }) },
+		TLSHandshakeStart:    func() { t.set(func() { t.tlsStart = time.Now() }) },
+		TLSHandshakeDone:     func(tls.ConnectionState, error) { t.set(func() { t.tls = time.Since(t.tlsStart) }) },
+		GotConn:              func(i httptrace.GotConnInfo) { t.set(func() { t.reused = i.Reused }) },
+		GotFirstResponseByte: func() { t.set(func() { t.firstByte = time.Now() }) },
 	}
 }
 
-// fill copies the phases into res once the response headers are in (the
-// trace callbacks have all run by then).
+// fill copies the phases into res once the response headers are in. On a
+// reused connection there was no setup to time, whatever a background dial
+// reported.
 func (t *timing) fill(res *Result) {
-	res.DNS, res.Connect, res.TLS, res.ConnReused = t.dns, t.connect, t.tls, t.reused
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	res.ConnReused = t.reused
+	if !t.reused {
+		res.DNS, res.Connect, res.TLS = t.dns, t.connect, t.tls
+	}
 	if !t.firstByte.IsZero() {
 		res.TTFB = t.firstByte.Sub(res.Start)
 	}
