@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/sim"
 	"github.com/infertop/infertop/themes"
 )
 
@@ -208,4 +211,60 @@ func (f *loadFlags) apiLabel(k probe.Kind) string {
 		return fmt.Sprintf("%s, not streamed", k)
 	}
 	return string(k)
+}
+
+// setup is what every load command shares: the endpoint (the embedded sim
+// when there is no --url), the client, and the target as shown.
+type setup struct {
+	client *probe.Client
+	kind   probe.Kind
+	target load.Target
+	rawURL string
+	stop   func() // stops the embedded sim and closes the client
+}
+
+func (f *loadFlags) setup(ctx context.Context, sf *simFlags, stderr io.Writer) (*setup, error) {
+	st := &setup{rawURL: f.url, stop: func() {}}
+	if st.rawURL == "" {
+		if f.api == "" {
+			f.api = string(probe.OpenAIChat)
+		}
+		p, err := sf.params("sim-")
+		if err != nil {
+			return nil, err
+		}
+		srv, err := sim.New(p)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("embedded sim: %w", err)
+		}
+		simCtx, stopSim := context.WithCancel(context.Background())
+		simDone := make(chan error, 1)
+		go func() { simDone <- srv.Serve(simCtx, ln, nil) }()
+		st.stop = func() { stopSim(); <-simDone }
+		st.rawURL = "http://" + ln.Addr().String() + "/v1"
+		st.target.Sim = true
+		if f.model == "" {
+			f.model = p.Model
+		}
+	}
+	client, kind, why, err := f.client(ctx, st.rawURL)
+	if err != nil {
+		st.stop()
+		return nil, err
+	}
+	stopSim := st.stop
+	st.stop = func() { client.Close(); stopSim() }
+	if why != "" {
+		fmt.Fprintf(stderr, "infertop: API %s (%s)\n", kind, why)
+	}
+	if f.fixedOutput && kind != probe.OpenAIChat && kind != probe.OpenAICompletions {
+		fmt.Fprintf(stderr, "infertop: --fixed-output: %s has no way to force the output length; answers may stop early\n", kind)
+	}
+	st.client, st.kind = client, kind
+	st.target.URL, st.target.Model, st.target.API = probe.RedactURL(client.Config().URL), client.Config().Model, f.apiLabel(kind)
+	return st, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
-	"github.com/infertop/infertop/sim"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -52,50 +50,14 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	target := load.Target{}
-	rawURL := f.url
-	var simDone chan error
-	if rawURL == "" {
-		if f.api == "" {
-			f.api = string(probe.OpenAIChat)
-		}
-		p, err := sf.params("sim-")
-		if err != nil {
-			return err
-		}
-		srv, err := sim.New(p)
-		if err != nil {
-			return usageError{err}
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return fmt.Errorf("embedded sim: %w", err)
-		}
-		simCtx, stopSim := context.WithCancel(context.Background())
-		simDone = make(chan error, 1)
-		go func() { simDone <- srv.Serve(simCtx, ln, nil) }()
-		defer func() { stopSim(); <-simDone }()
-		rawURL = "http://" + ln.Addr().String() + "/v1"
-		target.Sim = true
-		if f.model == "" {
-			f.model = p.Model
-		}
-	}
-	client, kind, why, err := f.client(ctx, rawURL)
+	st, err := f.setup(ctx, sf, stderr)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
-	if why != "" {
-		fmt.Fprintf(stderr, "infertop: API %s (%s)\n", kind, why)
-	}
-	if f.fixedOutput && kind != probe.OpenAIChat && kind != probe.OpenAICompletions {
-		fmt.Fprintf(stderr, "infertop: --fixed-output: %s has no way to force the output length; answers may stop early\n", kind)
-	}
-	target.URL, target.Model, target.API = probe.RedactURL(client.Config().URL), client.Config().Model, f.apiLabel(kind)
+	defer st.stop()
 
 	eng, err := load.New(load.Config{
-		Do: client.Do, Target: target, Tick: f.tick, Window: f.window, Seed: f.seed,
+		Do: st.client.Do, Target: st.target, Tick: f.tick, Window: f.window, Seed: f.seed,
 		Knobs: load.Knobs{Concurrency: f.concurrency, PromptTokens: f.prompt, OutputTokens: f.output},
 	})
 	if err != nil {

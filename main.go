@@ -47,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) > 0 && args[0] == "sim":
 		err = runSim(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "run":
+		err = runHeadless(args[1:], stdout, stderr)
 	default:
 		err = runTUI(args, stdout, stderr)
 	}
@@ -58,6 +60,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, new(usageError)):
 		fmt.Fprintf(stderr, "infertop: %v\n", err)
 		return 2
+	case errors.As(err, new(exitError)):
+		var e exitError
+		errors.As(err, &e)
+		fmt.Fprintf(stderr, "infertop: %v\n", err)
+		return e.code
 	default:
 		fmt.Fprintf(stderr, "infertop: %v\n", err)
 		return 1

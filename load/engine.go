@@ -32,6 +32,54 @@ type Config struct {
 	Window time.Duration
 	// Seed makes the prompts repeatable.
 	Seed uint64
+	// MaxRequests stops starting requests after this many (0: no limit).
+	MaxRequests int64
+	// Goodput holds the per-request limits a request must meet to count as
+	// good (zero limits are not checked).
+	Goodput Goodput
+	// OnResult, if set, is called with every finished request (not those
+	// infertop cancelled itself), in order, on the aggregator's goroutine:
+	// it must not block for long.
+	OnResult func(Record)
+}
+
+// Goodput is vLLM's per-request service-level limits: a request is good when
+// it succeeded and met every limit given.
+type Goodput struct {
+	TTFT, TPOT, E2E time.Duration
+}
+
+// Set reports whether any limit is given.
+func (g Goodput) Set() bool { return g.TTFT > 0 || g.TPOT > 0 || g.E2E > 0 }
+
+// good reports whether r met every limit.
+func (g Goodput) good(r *probe.Result) bool {
+	if !r.OK() {
+		return false
+	}
+	if g.TTFT > 0 && (!r.HasTTFT || r.TTFT > g.TTFT) {
+		return false
+	}
+	if g.TPOT > 0 {
+		if tpot, ok := r.TPOT(); ok && tpot > g.TPOT {
+			return false
+		}
+	}
+	return g.E2E <= 0 || r.E2E <= g.E2E
+}
+
+// Record is one finished request as OnResult sees it.
+type Record struct {
+	probe.Result
+	// Phase is the phase the request started in; Knobs its settings.
+	Phase int
+	Knobs Knobs
+	// At is the run time the request started.
+	At time.Duration
+	// PromptTokens is the prompt length asked for.
+	PromptTokens int
+	// Good is true when the request met the goodput limits.
+	Good bool
 }
 
 // phaseInfo is a phase as the workers see it: fixed when created, except
@@ -65,6 +113,7 @@ type Engine struct {
 
 	workers  sync.WaitGroup
 	inflight atomic.Int64
+	begun    atomic.Int64 // requests started, against MaxRequests
 	results  chan outcome
 	nudge    chan struct{}
 
@@ -240,6 +289,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.started, e.runCtx, e.t0 = true, ctx, time.Now()
 	agg := newAggregator(e.t0, e.window)
+	agg.goodput, agg.onResult = e.cfg.Goodput, e.cfg.OnResult
 	e.spawnLocked()
 	e.mu.Unlock()
 
@@ -324,6 +374,10 @@ func (e *Engine) next(id int) (Knobs, *phaseInfo, <-chan struct{}, bool) {
 		return Knobs{}, nil, nil, false
 	}
 	if !e.knobs.Paused {
+		if e.cfg.MaxRequests > 0 && e.begun.Add(1) > e.cfg.MaxRequests {
+			delete(e.alive, id)
+			return Knobs{}, nil, nil, false
+		}
 		e.phase.outstanding.Add(1)
 	}
 	return e.knobs, e.phase, e.changed, true

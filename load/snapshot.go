@@ -48,8 +48,9 @@ type Snapshot struct {
 	Window, Covered time.Duration
 	// Latency holds the window's distribution of each metric.
 	Latency [NumMetrics]Dist
-	// Rates over the window, per second.
-	ReqPerSec, OutTokPerSec, InTokPerSec, ErrPerSec float64
+	// Rates over the window, per second. GoodPerSec counts requests that
+	// met every goodput limit.
+	ReqPerSec, OutTokPerSec, InTokPerSec, ErrPerSec, GoodPerSec float64
 	// Completed and Failed are counts in the window; ErrorRate is
 	// Failed/(Completed+Failed); ByClass counts failures by class.
 	Completed, Failed int64
@@ -70,6 +71,9 @@ type Snapshot struct {
 	Series []Point
 	// Phases lists every phase, oldest first.
 	Phases []Phase
+	// Run is the whole run since the start or the last reset, as one phase
+	// (ID 0), with its full distributions.
+	Run Phase
 }
 
 // Point is what happened in one second of the run.
@@ -95,11 +99,13 @@ type Phase struct {
 	Current    bool
 	Completed  int64
 	Failed     int64
+	Good       int64
 	ByClass    [probe.NumClasses]int64
 	OutTokens  int64
 	InTokens   int64
 	Latency    [NumMetrics]Dist
-	// OutTokPerSec and ReqPerSec are over the phase's span: from its start
-	// to the last completion of its requests (or now).
-	OutTokPerSec, ReqPerSec float64
+	// Duration is the phase's span: from its start to the last completion
+	// of its requests (or now); the rates are over it.
+	Duration                                         time.Duration
+	OutTokPerSec, InTokPerSec, ReqPerSec, GoodPerSec float64
 }

@@ -21,8 +21,8 @@ type outcome struct {
 
 // counts are the request and token counters kept per second and per phase.
 type counts struct {
-	completed, failed, outTok, inTok int64
-	byClass                          [probe.NumClasses]int64
+	completed, failed, good, outTok, inTok int64
+	byClass                                [probe.NumClasses]int64
 }
 
 // secSlot is one second of the run, sealed.
@@ -51,6 +51,11 @@ type phaseAcc struct {
 
 // aggregator owns every histogram; only the engine's Run goroutine calls it.
 type aggregator struct {
+	goodput  Goodput
+	onResult func(Record)
+	// run accumulates everything since the start or the last reset.
+	run *phaseAcc
+
 	t0     time.Time // the run's start
 	window time.Duration
 	gen    int
@@ -81,7 +86,17 @@ func newAggregator(t0 time.Time, window time.Duration) *aggregator {
 	for m := range NumMetrics {
 		a.curHist[m], a.sealed[m], a.scratch[m] = newHist(), newHist(), newHist()
 	}
+	a.run = a.newRunAcc(0)
 	return a
+}
+
+// newRunAcc is the whole-run accumulator, a phase with id 0.
+func (a *aggregator) newRunAcc(start time.Duration) *phaseAcc {
+	p := &phaseAcc{info: &phaseInfo{start: start}}
+	for m := range NumMetrics {
+		p.hist[m] = newHist()
+	}
+	return p
 }
 
 func (a *aggregator) getHist() *hdr.Histogram {
@@ -140,16 +155,27 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 		return
 	}
 	var ph *phaseAcc
+	end := r.Start.Sub(a.t0) + r.E2E
 	if o.phase != nil && o.phase.gen == a.gen {
 		ph = a.phase(o.phase)
-		if end := r.Start.Sub(a.t0) + r.E2E; end > ph.lastEnd {
-			ph.lastEnd = end
+		ph.lastEnd = max(ph.lastEnd, end)
+	}
+	run := a.run
+	run.lastEnd = max(run.lastEnd, end)
+	good := a.goodput.good(r)
+	if a.onResult != nil {
+		rec := Record{Result: *r, PromptTokens: o.prompt, Good: good, At: r.Start.Sub(a.t0)}
+		if o.phase != nil {
+			rec.Phase, rec.Knobs = o.phase.id, o.phase.knobs
 		}
+		a.onResult(rec)
 	}
 	c := &a.cur
 	if !r.OK() {
 		c.failed++
 		c.byClass[r.Class]++
+		run.failed++
+		run.byClass[r.Class]++
 		a.totalFailed++
 		a.totalClass[r.Class]++
 		a.lastErr, a.lastErrAt = r.Class.String()+": "+r.Err, now
@@ -159,6 +185,14 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 		}
 		return
 	}
+	if good {
+		c.good++
+		run.good++
+		if ph != nil {
+			ph.good++
+		}
+	}
+	run.completed++
 	in := r.InputTokens
 	if r.InputEstimated {
 		in = o.prompt
@@ -169,6 +203,8 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 	c.estimated = c.estimated || r.OutputEstimated
 	a.totalOK++
 	a.totalOut += int64(r.OutputTokens)
+	run.outTok += int64(r.OutputTokens)
+	run.inTok += int64(in)
 	if ph != nil {
 		ph.completed++
 		ph.outTok += int64(r.OutputTokens)
@@ -181,6 +217,8 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 		}
 		_ = a.curHist[m].RecordValue(v) // v is clamped into range
 		c.mom[m].add(v)
+		_ = run.hist[m].RecordValue(v)
+		run.mom[m].add(v)
 		if ph != nil && ph.hist[m] != nil {
 			_ = ph.hist[m].RecordValue(v)
 			ph.mom[m].add(v)
@@ -242,6 +280,7 @@ func (a *aggregator) reset(now time.Duration, gen int) {
 		}
 	}
 	a.phases = nil
+	a.run = a.newRunAcc(now)
 	a.totalOK, a.totalFailed, a.totalOut, a.totalClass = 0, 0, 0, [probe.NumClasses]int64{}
 	a.lastErr, a.lastErrAt = "", 0
 	a.sealedFor = -1
@@ -297,10 +336,11 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 		mom.merge(a.cur.mom[m])
 		s.Latency[m] = summarise(a.scratch[m], mom)
 	}
-	var out, in int64
+	var out, in, good int64
 	addCounts := func(c *secSlot) {
 		s.Completed += c.completed
 		s.Failed += c.failed
+		good += c.good
 		out += c.outTok
 		in += c.inTok
 		s.OutputEstimated = s.OutputEstimated || c.estimated
@@ -324,12 +364,15 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 		s.ErrPerSec = float64(s.Failed) / secs
 		s.OutTokPerSec = float64(out) / secs
 		s.InTokPerSec = float64(in) / secs
+		s.GoodPerSec = float64(good) / secs
 	}
 	if n := s.Completed + s.Failed; n > 0 {
 		s.ErrorRate = float64(s.Failed) / float64(n)
 	}
 	s.TotalCompleted, s.TotalFailed, s.TotalByClass, s.TotalOutTokens = a.totalOK, a.totalFailed, a.totalClass, a.totalOut
 	s.LastError, s.LastErrorAt = a.lastErr, a.lastErrAt
+	s.Run = a.summarisePhase(a.run, now, true)
+	s.Run.End = now
 
 	for i, p := range a.phases {
 		if i+1 < len(a.phases) {
@@ -356,7 +399,7 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool) Phase {
 	ph := Phase{
 		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current,
-		Completed: p.completed, Failed: p.failed, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
+		Completed: p.completed, Failed: p.failed, Good: p.good, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
 	}
 	if !current {
 		ph.End = p.end
@@ -372,7 +415,10 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 	}
 	if secs := span.Seconds(); secs > 0 {
 		ph.OutTokPerSec = float64(p.outTok) / secs
+		ph.InTokPerSec = float64(p.inTok) / secs
 		ph.ReqPerSec = float64(p.completed) / secs
+		ph.GoodPerSec = float64(p.good) / secs
 	}
+	ph.Duration = span
 	return ph
 }

@@ -216,3 +216,36 @@ func cmp(a, b string) string {
 	}
 	return b
 }
+
+// ServerInfo asks the server what it says of itself: its model list (or
+// Ollama's tags, TGI's info) and /version where there is one. Failures are
+// left out: this is for the record, never a reason to stop.
+func (c *Client) ServerInfo(ctx context.Context, raw string) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	u, err := parseBase(raw)
+	if err != nil {
+		return out
+	}
+	root := *u
+	root.Path, root.RawQuery = "", ""
+	r := strings.TrimRight(root.String(), "/")
+	paths := map[string]string{"version": r + "/version"}
+	switch c.cfg.API {
+	case Ollama:
+		paths["models"], paths["version"] = r+"/api/tags", r+"/api/version"
+	case TGI:
+		paths["models"] = r + "/info"
+	default:
+		paths["models"], _ = ModelsURL(raw)
+		if c.cfg.API == Generic {
+			paths["models"] = r + "/v1/models"
+		}
+	}
+	for name, p := range paths {
+		status, body, err := c.get(ctx, p)
+		if err == nil && status == http.StatusOK && json.Valid(body) && len(body) < 1<<20 {
+			out[name] = json.RawMessage(body)
+		}
+	}
+	return out
+}

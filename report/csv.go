@@ -1,0 +1,61 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+)
+
+// WriteCSV writes one row per phase with requests, then one for the whole
+// run (phase "run").
+func (r *Report) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	head := []string{"phase", "concurrency", "prompt_tokens", "output_tokens", "start_s", "duration_s", "completed", "failed", "good",
+		"total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "input_throughput"}
+	for _, m := range vllmMetric {
+		for _, stat := range []string{"mean", "std", "p50", "p90", "p95", "p99", "p99.9", "max"} {
+			head = append(head, stat+"_"+m.key+"_ms")
+		}
+	}
+	for _, c := range probe.FailureClasses() {
+		head = append(head, "errors_"+c.String())
+	}
+	if err := cw.Write(head); err != nil {
+		return fmt.Errorf("write CSV: %w", err)
+	}
+	row := func(id string, p load.Phase) []string {
+		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+		i := func(v int64) string { return strconv.FormatInt(v, 10) }
+		out := []string{id, strconv.Itoa(p.Knobs.Concurrency), strconv.Itoa(p.Knobs.PromptTokens), strconv.Itoa(p.Knobs.OutputTokens),
+			f(p.Start.Seconds()), f(p.Duration.Seconds()), i(p.Completed), i(p.Failed), i(p.Good), i(p.InTokens), i(p.OutTokens),
+			f(p.ReqPerSec), f(p.GoodPerSec), f(p.OutTokPerSec), f(p.InTokPerSec)}
+		for _, m := range vllmMetric {
+			d := p.Latency[m.m]
+			for _, v := range []float64{ms(d.Mean), ms(d.Std), ms(d.P50), ms(d.P90), ms(d.P95), ms(d.P99), ms(d.P999), ms(d.Max)} {
+				out = append(out, f(v))
+			}
+		}
+		for _, c := range probe.FailureClasses() {
+			out = append(out, i(p.ByClass[c]))
+		}
+		return out
+	}
+	for _, p := range r.Final.Phases {
+		if p.Completed+p.Failed > 0 {
+			if err := cw.Write(row(strconv.Itoa(p.ID), p)); err != nil {
+				return fmt.Errorf("write CSV: %w", err)
+			}
+		}
+	}
+	run := r.Final.Run
+	run.Knobs = load.Knobs{Concurrency: r.Manifest.Knobs.Concurrency, PromptTokens: r.Manifest.Knobs.PromptTokens, OutputTokens: r.Manifest.Knobs.OutputTokens}
+	if err := cw.Write(row("run", run)); err != nil {
+		return fmt.Errorf("write CSV: %w", err)
+	}
+	cw.Flush()
+	return cw.Error()
+}

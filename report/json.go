@@ -1,0 +1,156 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/infertop/infertop/load"
+)
+
+// Percentiles written for every latency, as vLLM's --metric-percentiles
+// names them (p99.9 keeps its dot).
+var percentiles = []struct {
+	name string
+	pick func(load.Dist) float64
+}{
+	{"p50", func(d load.Dist) float64 { return ms(d.P50) }},
+	{"p90", func(d load.Dist) float64 { return ms(d.P90) }},
+	{"p95", func(d load.Dist) float64 { return ms(d.P95) }},
+	{"p99", func(d load.Dist) float64 { return ms(d.P99) }},
+	{"p99.9", func(d load.Dist) float64 { return ms(d.P999) }},
+}
+
+// vllmMetric is the key stem vLLM uses for each latency.
+var vllmMetric = []struct {
+	key string
+	m   load.Metric
+}{{"ttft", load.TTFT}, {"tpot", load.TPOT}, {"itl", load.ITL}, {"e2el", load.E2E}, {"ttfb", load.TTFB}}
+
+// DistJSON is one distribution in milliseconds.
+type DistJSON struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"mean_ms"`
+	Std   float64 `json:"std_ms"`
+	Min   float64 `json:"min_ms"`
+	P50   float64 `json:"p50_ms"`
+	P90   float64 `json:"p90_ms"`
+	P95   float64 `json:"p95_ms"`
+	P99   float64 `json:"p99_ms"`
+	P999  float64 `json:"p99_9_ms"`
+	Max   float64 `json:"max_ms"`
+}
+
+func dist(d load.Dist) DistJSON {
+	return DistJSON{Count: d.Count, Mean: ms(d.Mean), Std: ms(d.Std), Min: ms(d.Min), P50: ms(d.P50), P90: ms(d.P90),
+		P95: ms(d.P95), P99: ms(d.P99), P999: ms(d.P999), Max: ms(d.Max)}
+}
+
+// PhaseJSON is a phase (or the whole run) in the JSON result.
+type PhaseJSON struct {
+	ID                   int                 `json:"id"`
+	Knobs                KnobsJSON           `json:"knobs"`
+	StartS               float64             `json:"start_s"`
+	DurationS            float64             `json:"duration_s"`
+	Completed            int64               `json:"completed"`
+	Failed               int64               `json:"failed"`
+	Good                 int64               `json:"good"`
+	ErrorsByClass        map[string]int64    `json:"errors_by_class"`
+	InputTokens          int64               `json:"total_input_tokens"`
+	OutputTokens         int64               `json:"total_output_tokens"`
+	RequestThroughput    float64             `json:"request_throughput"`
+	RequestGoodput       float64             `json:"request_goodput"`
+	OutputThroughput     float64             `json:"output_throughput"`
+	InputThroughput      float64             `json:"input_throughput"`
+	TotalTokenThroughput float64             `json:"total_token_throughput"`
+	Latency              map[string]DistJSON `json:"latency"`
+}
+
+func phaseJSON(p load.Phase) PhaseJSON {
+	out := PhaseJSON{
+		ID: p.ID, Knobs: knobs(p.Knobs), StartS: p.Start.Seconds(), DurationS: p.Duration.Seconds(),
+		Completed: p.Completed, Failed: p.Failed, Good: p.Good, ErrorsByClass: classCounts(p.ByClass),
+		InputTokens: p.InTokens, OutputTokens: p.OutTokens, RequestThroughput: p.ReqPerSec, RequestGoodput: p.GoodPerSec,
+		OutputThroughput: p.OutTokPerSec, InputThroughput: p.InTokPerSec, TotalTokenThroughput: p.OutTokPerSec + p.InTokPerSec,
+		Latency: map[string]DistJSON{},
+	}
+	for _, m := range vllmMetric {
+		out.Latency[m.key] = dist(p.Latency[m.m])
+	}
+	return out
+}
+
+// VerdictJSON is one SLO verdict.
+type VerdictJSON struct {
+	Expr   string   `json:"expr"`
+	Scope  string   `json:"scope"`
+	Held   bool     `json:"held"`
+	Known  bool     `json:"known"`
+	Actual *float64 `json:"actual"`
+	Target float64  `json:"target"`
+	Text   string   `json:"text"`
+}
+
+// WriteJSON writes the result: vLLM's keys at the top level for the whole
+// run, infertop's own under "infertop".
+func (r *Report) WriteJSON(w io.Writer) error {
+	run := r.Final.Run
+	top := map[string]any{
+		"date":                   r.Manifest.Start.Format("20060102-150405"),
+		"model_id":               r.Manifest.Model,
+		"backend":                r.Manifest.API,
+		"duration":               run.Duration.Seconds(),
+		"completed":              run.Completed,
+		"failed":                 run.Failed,
+		"total_input_tokens":     run.InTokens,
+		"total_output_tokens":    run.OutTokens,
+		"request_throughput":     run.ReqPerSec,
+		"request_goodput":        run.GoodPerSec,
+		"output_throughput":      run.OutTokPerSec,
+		"total_token_throughput": run.OutTokPerSec + run.InTokPerSec,
+		"max_concurrency":        r.Manifest.Knobs.Concurrency,
+	}
+	for _, m := range vllmMetric {
+		d := run.Latency[m.m]
+		top["mean_"+m.key+"_ms"] = ms(d.Mean)
+		top["median_"+m.key+"_ms"] = ms(d.P50)
+		top["std_"+m.key+"_ms"] = ms(d.Std)
+		top["max_"+m.key+"_ms"] = ms(d.Max)
+		for _, p := range percentiles {
+			top[p.name+"_"+m.key+"_ms"] = p.pick(d)
+		}
+	}
+	var phases []PhaseJSON
+	for _, p := range r.Final.Phases {
+		if p.Completed+p.Failed > 0 {
+			phases = append(phases, phaseJSON(p))
+		}
+	}
+	verdicts := []VerdictJSON{}
+	for _, v := range r.Verdicts {
+		vj := VerdictJSON{Expr: v.Expr, Scope: v.Scope, Held: v.Held, Known: v.Known, Target: v.Value, Text: v.String()}
+		if v.Known {
+			a := v.Actual
+			vj.Actual = &a
+		}
+		verdicts = append(verdicts, vj)
+	}
+	if phases == nil {
+		phases = []PhaseJSON{}
+	}
+	top["infertop"] = map[string]any{
+		"manifest":        r.Manifest,
+		"run":             phaseJSON(run),
+		"phases":          phases,
+		"errors_by_class": classCounts(run.ByClass),
+		"slo":             verdicts,
+		"slo_held":        Held(r.Verdicts),
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(top); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}
+

@@ -1,0 +1,103 @@
+// Package report turns a finished (or running) load into records: the
+// text summary printed at the end of a headless run, a JSON result with
+// vLLM's keys where the same quantity exists, a CSV row per phase, and a
+// JSONL log of every request, plus the run's manifest and SLO verdicts.
+package report
+
+import (
+	"encoding/json"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/slo"
+)
+
+// Manifest says what ran, against what, where and when.
+type Manifest struct {
+	Tool    string `json:"tool"`
+	Version string `json:"version"`
+	// URL has any credentials removed.
+	URL    string `json:"url"`
+	API    string `json:"api"`
+	Model  string `json:"model"`
+	Stream bool   `json:"stream"`
+	// Server is what the server says of itself (model list, version).
+	Server map[string]json.RawMessage `json:"server,omitempty"`
+	// Knobs are the starting knob values; Settings every flag that was set
+	// (secrets are never flags).
+	Knobs    KnobsJSON          `json:"knobs"`
+	Settings map[string]string  `json:"settings,omitempty"`
+	Seed     uint64             `json:"seed"`
+	Goodput  map[string]float64 `json:"goodput_limits_ms,omitempty"`
+	Start    time.Time          `json:"start"`
+	End      time.Time          `json:"end"`
+	OS       string             `json:"os"`
+	Arch     string             `json:"arch"`
+	CPUs     int                `json:"cpus"`
+	Go       string             `json:"go"`
+}
+
+// KnobsJSON is a knob setting as reports write it.
+type KnobsJSON struct {
+	Concurrency  int `json:"concurrency"`
+	PromptTokens int `json:"prompt_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+func knobs(k load.Knobs) KnobsJSON {
+	return KnobsJSON{Concurrency: k.Concurrency, PromptTokens: k.PromptTokens, OutputTokens: k.OutputTokens}
+}
+
+// NewManifest fills in the host's side.
+func NewManifest(version string) Manifest {
+	return Manifest{Tool: "infertop", Version: version, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version()}
+}
+
+// Report is everything a run leaves: its manifest, its last snapshot and
+// the SLO verdicts.
+type Report struct {
+	Manifest Manifest
+	Final    load.Snapshot
+	Verdicts []slo.Verdict
+}
+
+// Verdicts checks objs over the whole run and every phase with requests.
+func Verdicts(objs []slo.Objective, s load.Snapshot) []slo.Verdict {
+	if len(objs) == 0 {
+		return nil
+	}
+	out := slo.CheckAll(objs, slo.FromPhase(s.Run), "run")
+	for _, p := range s.Phases {
+		if p.Completed+p.Failed == 0 {
+			continue
+		}
+		out = append(out, slo.CheckAll(objs, slo.FromPhase(p), "phase "+itoa(p.ID))...)
+	}
+	return out
+}
+
+// Held reports whether every verdict held.
+func Held(vs []slo.Verdict) bool {
+	for _, v := range vs {
+		if !v.Held {
+			return false
+		}
+	}
+	return true
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// classCounts names the failure counts by class.
+func classCounts(c [probe.NumClasses]int64) map[string]int64 {
+	out := map[string]int64{}
+	for _, cl := range probe.FailureClasses() {
+		out[cl.String()] = c[cl]
+	}
+	return out
+}

@@ -1,0 +1,77 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+)
+
+// WriteText writes the human summary: the manifest, a table per phase and
+// for the whole run, then the SLO verdicts.
+func (r *Report) WriteText(w io.Writer) error {
+	m := r.Manifest
+	var b strings.Builder
+	fmt.Fprintf(&b, "infertop %s · %s · %s · %s\n", m.Version, m.URL, m.API, m.Model)
+	fmt.Fprintf(&b, "started %s, ended %s (%s) · seed %d · %s/%s, %d CPUs\n",
+		m.Start.Format(time.RFC3339), m.End.Format(time.RFC3339), m.End.Sub(m.Start).Round(time.Millisecond), m.Seed, m.OS, m.Arch, m.CPUs)
+	if !m.Stream {
+		b.WriteString("not streamed: TTFT, TPOT and ITL are not observable\n")
+	}
+	for _, p := range r.Final.Phases {
+		if p.Completed+p.Failed == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\nPhase %d: concurrency %d, prompt %d, output %d tokens · from %s for %s\n",
+			p.ID, p.Knobs.Concurrency, p.Knobs.PromptTokens, p.Knobs.OutputTokens, p.Start.Round(time.Millisecond), p.Duration.Round(time.Millisecond))
+		writeFigures(&b, p)
+	}
+	fmt.Fprintf(&b, "\nWhole run · %s\n", r.Final.Run.Duration.Round(time.Millisecond))
+	writeFigures(&b, r.Final.Run)
+	if len(r.Verdicts) > 0 {
+		b.WriteString("\nSLOs:\n")
+		for _, v := range r.Verdicts {
+			fmt.Fprintf(&b, "  %s\n", v)
+		}
+		if Held(r.Verdicts) {
+			b.WriteString("every SLO held\n")
+		} else {
+			b.WriteString("an SLO was breached\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeFigures(b *strings.Builder, p load.Phase) {
+	fmt.Fprintf(b, "  requests %d ok, %d failed", p.Completed, p.Failed)
+	var classes []string
+	for _, c := range probe.FailureClasses() {
+		if n := p.ByClass[c]; n > 0 {
+			classes = append(classes, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	if len(classes) > 0 {
+		fmt.Fprintf(b, " (%s)", strings.Join(classes, ", "))
+	}
+	fmt.Fprintf(b, " · %.1f req/s · %.1f tok/s out · %.1f tok/s in · goodput %.1f req/s\n",
+		p.ReqPerSec, p.OutTokPerSec, p.InTokPerSec, p.GoodPerSec)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  \tcount\tmean\tstd\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
+	for _, m := range []load.Metric{load.TTFT, load.TPOT, load.ITL, load.E2E, load.TTFB} {
+		d := p.Latency[m]
+		if d.Count == 0 {
+			fmt.Fprintf(tw, "  %s\t0\t—\t—\t—\t—\t—\t—\t—\t—\t\n", m)
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", m, d.Count,
+			fms(d.Mean), fms(d.Std), fms(d.P50), fms(d.P90), fms(d.P95), fms(d.P99), fms(d.P999), fms(d.Max))
+	}
+	tw.Flush()
+}
+
+func fms(d time.Duration) string { return fmt.Sprintf("%.2fms", ms(d)) }

@@ -1,0 +1,264 @@
+// Package slo parses and checks service-level objectives: aggregate
+// conditions such as 'ttft_p99<=500ms' or 'error_rate<1%' over a window, a
+// phase or a whole run, and vLLM-style per-request goodput limits such as
+// 'ttft:500ms,tpot:50ms,e2el:10s'.
+package slo
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/infertop/infertop/load"
+)
+
+// Objective is one parsed condition.
+type Objective struct {
+	// Expr is the text as given.
+	Expr string
+	// Metric is ttft, tpot, itl, e2el or ttfb with Stat (p50, p90, p95,
+	// p99, p99.9, mean, std, min, max), or a rate: error_rate,
+	// request_throughput, output_throughput, input_throughput,
+	// total_token_throughput, request_goodput.
+	Metric, Stat string
+	// Op is <, <=, > or >=.
+	Op string
+	// Value is in seconds for latencies, a fraction for error_rate, per
+	// second for throughputs.
+	Value float64
+}
+
+var latencyMetrics = map[string]load.Metric{"ttft": load.TTFT, "tpot": load.TPOT, "itl": load.ITL, "e2el": load.E2E, "e2e": load.E2E, "ttfb": load.TTFB}
+
+var rateMetrics = map[string]bool{"error_rate": true, "request_throughput": true, "output_throughput": true,
+	"input_throughput": true, "total_token_throughput": true, "request_goodput": true}
+
+var exprRE = regexp.MustCompile(`^\s*([a-z0-9_]+?)(?:_(p\d+(?:\.\d+)?|mean|median|std|min|max))?\s*(<=|>=|<|>)\s*([0-9.]+)\s*([a-zµ%]*)\s*$`)
+
+// Parse reads an objective such as 'ttft_p99<=500ms', 'e2el_p95<5s',
+// 'error_rate<1%' or 'output_throughput>=2000'.
+func Parse(expr string) (Objective, error) {
+	m := exprRE.FindStringSubmatch(strings.ToLower(expr))
+	if m == nil {
+		return Objective{}, fmt.Errorf("bad SLO %q: want METRIC_STAT OP VALUE, e.g. ttft_p99<=500ms or error_rate<1%%", expr)
+	}
+	o := Objective{Expr: strings.TrimSpace(expr), Metric: m[1], Stat: m[2], Op: m[3]}
+	num, err := strconv.ParseFloat(m[4], 64)
+	if err != nil {
+		return Objective{}, fmt.Errorf("bad SLO %q: %w", expr, err)
+	}
+	unit := m[5]
+	_, isLatency := latencyMetrics[o.Metric]
+	switch {
+	case isLatency:
+		if o.Stat == "" {
+			return Objective{}, fmt.Errorf("bad SLO %q: say which statistic, e.g. %s_p99", expr, o.Metric)
+		}
+		if o.Stat == "median" {
+			o.Stat = "p50"
+		}
+		if _, ok := statValue(load.Dist{}, o.Stat); !ok {
+			return Objective{}, fmt.Errorf("bad SLO %q: unknown statistic %s", expr, o.Stat)
+		}
+		d, err := time.ParseDuration(m[4] + unit)
+		if err != nil || unit == "" {
+			return Objective{}, fmt.Errorf("bad SLO %q: a latency needs a unit (ms, s)", expr)
+		}
+		o.Value = d.Seconds()
+	case rateMetrics[o.Metric]:
+		if o.Stat != "" {
+			return Objective{}, fmt.Errorf("bad SLO %q: %s takes no statistic", expr, o.Metric)
+		}
+		switch {
+		case unit == "%" && o.Metric == "error_rate":
+			o.Value = num / 100
+		case unit == "":
+			o.Value = num
+		default:
+			return Objective{}, fmt.Errorf("bad SLO %q: unit %q does not fit %s", expr, unit, o.Metric)
+		}
+	default:
+		return Objective{}, fmt.Errorf("bad SLO %q: unknown metric %s", expr, o.Metric)
+	}
+	return o, nil
+}
+
+// ParseAll parses every expression.
+func ParseAll(exprs []string) ([]Objective, error) {
+	var out []Objective
+	for _, e := range exprs {
+		o, err := Parse(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func statValue(d load.Dist, stat string) (time.Duration, bool) {
+	switch stat {
+	case "p50":
+		return d.P50, true
+	case "p90":
+		return d.P90, true
+	case "p95":
+		return d.P95, true
+	case "p99":
+		return d.P99, true
+	case "p99.9", "p999":
+		return d.P999, true
+	case "mean":
+		return d.Mean, true
+	case "std":
+		return d.Std, true
+	case "min":
+		return d.Min, true
+	case "max":
+		return d.Max, true
+	}
+	return 0, false
+}
+
+// Figures are what objectives are checked against: a window, a phase or a
+// whole run.
+type Figures struct {
+	Latency                                          [load.NumMetrics]load.Dist
+	Completed, Failed                                int64
+	ReqPerSec, OutTokPerSec, InTokPerSec, GoodPerSec float64
+}
+
+// FromPhase takes the figures of a phase (or of the whole run, Snapshot.Run).
+func FromPhase(p load.Phase) Figures {
+	return Figures{Latency: p.Latency, Completed: p.Completed, Failed: p.Failed,
+		ReqPerSec: p.ReqPerSec, OutTokPerSec: p.OutTokPerSec, InTokPerSec: p.InTokPerSec, GoodPerSec: p.GoodPerSec}
+}
+
+// FromWindow takes the figures of a snapshot's rolling window.
+func FromWindow(s load.Snapshot) Figures {
+	return Figures{Latency: s.Latency, Completed: s.Completed, Failed: s.Failed,
+		ReqPerSec: s.ReqPerSec, OutTokPerSec: s.OutTokPerSec, InTokPerSec: s.InTokPerSec, GoodPerSec: s.GoodPerSec}
+}
+
+// Verdict is one objective checked.
+type Verdict struct {
+	Objective
+	// Scope says over what: "run", "phase 3", "window".
+	Scope string
+	// Actual is the measured value, in the objective's units; Known is
+	// false when there was nothing to measure (no requests, no TTFT).
+	Actual float64
+	Known  bool
+	Held   bool
+}
+
+// Check evaluates o against f. An objective with nothing to measure holds
+// (no data is not a breach), with Known false.
+func (o Objective) Check(f Figures, scope string) Verdict {
+	v := Verdict{Objective: o, Scope: scope}
+	if m, ok := latencyMetrics[o.Metric]; ok {
+		d := f.Latency[m]
+		if d.Count > 0 {
+			val, _ := statValue(d, o.Stat)
+			v.Actual, v.Known = val.Seconds(), true
+		}
+	} else {
+		v.Known = f.Completed+f.Failed > 0
+		switch o.Metric {
+		case "error_rate":
+			if v.Known {
+				v.Actual = float64(f.Failed) / float64(f.Completed+f.Failed)
+			}
+		case "request_throughput":
+			v.Actual = f.ReqPerSec
+		case "output_throughput":
+			v.Actual = f.OutTokPerSec
+		case "input_throughput":
+			v.Actual = f.InTokPerSec
+		case "total_token_throughput":
+			v.Actual = f.OutTokPerSec + f.InTokPerSec
+		case "request_goodput":
+			v.Actual = f.GoodPerSec
+		}
+	}
+	v.Held = !v.Known || compare(v.Actual, o.Op, o.Value)
+	return v
+}
+
+func compare(a float64, op string, b float64) bool {
+	switch op {
+	case "<":
+		return a < b
+	case "<=":
+		return a <= b
+	case ">":
+		return a > b
+	}
+	return a >= b
+}
+
+// CheckAll evaluates every objective.
+func CheckAll(objs []Objective, f Figures, scope string) []Verdict {
+	out := make([]Verdict, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.Check(f, scope))
+	}
+	return out
+}
+
+// Format shows a value in the objective's units.
+func (o Objective) Format(v float64) string {
+	if _, ok := latencyMetrics[o.Metric]; ok {
+		return time.Duration(v * float64(time.Second)).Round(10 * time.Microsecond).String()
+	}
+	if o.Metric == "error_rate" {
+		return strconv.FormatFloat(v*100, 'f', 2, 64) + "%"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + "/s"
+}
+
+// String says how the verdict went: "ttft_p99<=500ms held in run: 412ms",
+// or for a breach by how much.
+func (v Verdict) String() string {
+	if !v.Known {
+		return fmt.Sprintf("%s in %s: nothing to measure", v.Expr, v.Scope)
+	}
+	if v.Held {
+		return fmt.Sprintf("%s held in %s: %s", v.Expr, v.Scope, v.Format(v.Actual))
+	}
+	over := math.Abs(v.Actual - v.Value)
+	rel := ""
+	if v.Value != 0 {
+		rel = fmt.Sprintf(", %.0f%%", over/math.Abs(v.Value)*100)
+	}
+	return fmt.Sprintf("%s BREACHED in %s: %s (off by %s%s)", v.Expr, v.Scope, v.Format(v.Actual), v.Format(over), rel)
+}
+
+// ParseGoodput reads vLLM's per-request limits: 'ttft:500ms,tpot:50ms,e2el:10s'.
+func ParseGoodput(s string) (load.Goodput, error) {
+	var g load.Goodput
+	if strings.TrimSpace(s) == "" {
+		return g, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(part), ":")
+		d, err := time.ParseDuration(strings.TrimSpace(val))
+		if !ok || err != nil || d <= 0 {
+			return g, fmt.Errorf("bad --goodput %q: want ttft:500ms,tpot:50ms,e2el:10s", s)
+		}
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "ttft":
+			g.TTFT = d
+		case "tpot":
+			g.TPOT = d
+		case "e2el", "e2e":
+			g.E2E = d
+		default:
+			return g, fmt.Errorf("bad --goodput %q: unknown limit %s (ttft, tpot, e2el)", s, name)
+		}
+	}
+	return g, nil
+}

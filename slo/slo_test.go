@@ -1,0 +1,81 @@
+package slo
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/infertop/infertop/load"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in               string
+		metric, stat, op string
+		value            float64
+	}{
+		{"ttft_p99<=500ms", "ttft", "p99", "<=", 0.5},
+		{"e2el_p95<5s", "e2el", "p95", "<", 5},
+		{"itl_p99.9 < 80ms", "itl", "p99.9", "<", 0.08},
+		{"tpot_mean<=40ms", "tpot", "mean", "<=", 0.04},
+		{"ttft_median<1s", "ttft", "p50", "<", 1},
+		{"error_rate<1%", "error_rate", "", "<", 0.01},
+		{"error_rate<=0.02", "error_rate", "", "<=", 0.02},
+		{"output_throughput>=2000", "output_throughput", "", ">=", 2000},
+		{"request_goodput>5", "request_goodput", "", ">", 5},
+	}
+	for _, tt := range tests {
+		o, err := Parse(tt.in)
+		if err != nil {
+			t.Errorf("%s: %v", tt.in, err)
+			continue
+		}
+		if o.Metric != tt.metric || o.Stat != tt.stat || o.Op != tt.op || o.Value < tt.value-1e-12 || o.Value > tt.value+1e-12 {
+			t.Errorf("%s: %+v", tt.in, o)
+		}
+	}
+	for _, bad := range []string{"", "ttft<500ms", "ttft_p99<=500", "ttft_p42<=1s", "latency_p99<1s", "error_rate_p99<1%", "output_throughput>=2000ms", "ttft_p99=1s"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	f := Figures{Completed: 98, Failed: 2, OutTokPerSec: 1500, ReqPerSec: 10, GoodPerSec: 8}
+	f.Latency[load.TTFT] = load.Dist{Count: 98, P99: 620 * time.Millisecond, P50: 200 * time.Millisecond}
+	tests := []struct {
+		expr string
+		held bool
+	}{
+		{"ttft_p99<=500ms", false}, {"ttft_p50<=500ms", true}, {"error_rate<1%", false}, {"error_rate<5%", true},
+		{"output_throughput>=2000", false}, {"request_goodput>=8", true}, {"itl_p99<1ms", true}, // no ITL data: holds, unknown
+	}
+	for _, tt := range tests {
+		o, _ := Parse(tt.expr)
+		v := o.Check(f, "run")
+		if v.Held != tt.held {
+			t.Errorf("%s: held %v (%s)", tt.expr, v.Held, v)
+		}
+	}
+	o, _ := Parse("ttft_p99<=500ms")
+	if s := o.Check(f, "phase 2").String(); !strings.Contains(s, "BREACHED in phase 2: 620ms (off by 120ms, 24%)") {
+		t.Errorf("verdict %q", s)
+	}
+	o, _ = Parse("itl_p99<1ms")
+	if v := o.Check(f, "run"); v.Known || !strings.Contains(v.String(), "nothing to measure") {
+		t.Errorf("unknown verdict %q", v)
+	}
+}
+
+func TestParseGoodput(t *testing.T) {
+	g, err := ParseGoodput("ttft:500ms, tpot:50ms,e2el:10s")
+	if err != nil || g != (load.Goodput{TTFT: 500 * time.Millisecond, TPOT: 50 * time.Millisecond, E2E: 10 * time.Second}) {
+		t.Fatalf("%+v %v", g, err)
+	}
+	for _, bad := range []string{"ttft", "ttft:fast", "itl:5ms", "ttft:-1s"} {
+		if _, err := ParseGoodput(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
