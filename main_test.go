@@ -2,8 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"net"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/infertop/infertop/report"
 )
 
 func TestCommandLine(t *testing.T) {
@@ -30,6 +37,11 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"sim", "--preset", "huge"}, 2, "", "unknown sim preset"},
 		{[]string{"sim", "--slots", "0"}, 2, "", "slots must be at least 1"},
 		{[]string{"sim", "--addr", "256.0.0.1:1"}, 2, "", "sim:"},
+		{[]string{"run", "--slo", "latency<1s"}, 2, "", "bad SLO"},
+		{[]string{"run", "--goodput", "ttft"}, 2, "", "bad --goodput"},
+		{[]string{"run", "--fail-fast"}, 2, "", "--fail-fast needs"},
+		{[]string{"run", "--slo-window", "1s"}, 2, "", "--slo-window must be"},
+		{[]string{"run", "--help"}, 0, "--requests-log", ""},
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer
@@ -40,5 +52,75 @@ func TestCommandLine(t *testing.T) {
 		if tt.code == 2 && strings.Count(errb.String(), "\n") != 1 {
 			t.Errorf("%v: error is not one line: %q", tt.args, errb.String())
 		}
+	}
+}
+
+// TestRunHeadless runs `infertop run` against the embedded sim and holds its
+// outputs: the exit code, the summary, the JSON (to its schema), the CSV and
+// the requests log.
+func TestRunHeadless(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, csvPath, logPath := dir+"/r.json", dir+"/r.csv", dir+"/r.jsonl"
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--requests", "24", "-c", "4", "--prompt-tokens", "16", "--output-tokens", "8",
+		"--slo", "ttft_p99<=2s", "--slo", "error_rate<1%", "--goodput", "e2el:10s",
+		"--json", jsonPath, "--csv", csvPath, "--requests-log", logPath}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	for _, want := range []string{"Phase 1: concurrency 4, prompt 16, output 8 tokens", "requests 24 ok, 0 failed", "every SLO held"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+	doc, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	sch, _ := jsonschema.UnmarshalJSON(bytes.NewReader(report.Schema()))
+	if err := c.AddResource("s.json", sch); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("s.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(inst); err != nil {
+		t.Fatalf("result does not match the schema: %v", err)
+	}
+	var res map[string]any
+	json.Unmarshal(doc, &res)
+	if res["completed"] != 24.0 || res["total_output_tokens"] != 24.0*8 || res["request_goodput"].(float64) <= 0 {
+		t.Errorf("result: completed %v, output tokens %v, goodput %v", res["completed"], res["total_output_tokens"], res["request_goodput"])
+	}
+	csvBytes, _ := os.ReadFile(csvPath)
+	if n := strings.Count(string(csvBytes), "\n"); n != 3 { // header, phase 1, run
+		t.Errorf("%d CSV lines:\n%s", n, csvBytes)
+	}
+	logBytes, _ := os.ReadFile(logPath)
+	if n := strings.Count(string(logBytes), "\n"); n != 24 {
+		t.Errorf("%d request lines, want 24", n)
+	}
+
+	// A breached SLO is exit code 1 and says which, in which phase.
+	out.Reset()
+	errb.Reset()
+	code = run([]string{"run", "--requests", "8", "-c", "2", "--prompt-tokens", "8", "--output-tokens", "4", "--slo", "ttft_p50<=1us"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "SLO breached: ttft_p50<=1us in run; ttft_p50<=1us in phase 1") {
+		t.Fatalf("breach: exit %d, stderr %q", code, errb.String())
+	}
+	// An endpoint unreachable from the start is exit code 2.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	errb.Reset()
+	code = run([]string{"run", "--url", "http://" + addr + "/v1", "--api", "openai-chat", "--model", "m", "--requests", "5"}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "unreachable") {
+		t.Fatalf("unreachable: exit %d, stderr %q", code, errb.String())
 	}
 }

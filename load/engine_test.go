@@ -19,7 +19,7 @@ type rig struct {
 }
 
 // startRig runs the in-process sim and an engine against it.
-func startRig(t *testing.T, p sim.Params, k Knobs) *rig {
+func startRig(t *testing.T, p sim.Params, k Knobs, opts ...func(*Config)) *rig {
 	t.Helper()
 	srv, err := sim.New(p)
 	if err != nil {
@@ -35,7 +35,11 @@ func startRig(t *testing.T, p sim.Params, k Knobs) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := New(Config{Do: client.Do, Knobs: k, Tick: 50 * time.Millisecond, Target: Target{URL: hs.URL, Model: p.Model, API: "openai-chat", Sim: true}})
+	cfg := Config{Do: client.Do, Knobs: k, Tick: 50 * time.Millisecond, Target: Target{URL: hs.URL, Model: p.Model, API: "openai-chat", Sim: true}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	eng, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,4 +270,46 @@ func BenchmarkEngineNoop(b *testing.B) {
 	cancel()
 	<-done
 	b.ReportMetric(float64(eng.Latest().TotalCompleted)/b.Elapsed().Seconds(), "req/s")
+}
+
+func TestMaxRequestsGoodputAndRecords(t *testing.T) {
+	p, _ := sim.Preset("default")
+	var records []Record
+	r := startRig(t, p, Knobs{Concurrency: 4, PromptTokens: 16, OutputTokens: 8}, func(c *Config) {
+		c.MaxRequests = 30
+		c.Goodput = Goodput{TTFT: time.Hour, E2E: time.Hour}
+		c.OnResult = func(rec Record) { records = append(records, rec) } // the aggregator's goroutine only
+	})
+	s := waitFor(t, r.eng, 10*time.Second, "30 requests", func(s Snapshot) bool { return s.TotalCompleted == 30 && s.InFlight == 0 })
+	time.Sleep(150 * time.Millisecond)
+	if s = r.eng.Latest(); s.TotalCompleted != 30 {
+		t.Fatalf("%d requests with a limit of 30", s.TotalCompleted)
+	}
+	if s.Run.Completed != 30 || s.Run.Good != 30 || s.Run.Latency[E2E].Count != 30 || s.Run.GoodPerSec <= 0 {
+		t.Fatalf("run %+v", s.Run)
+	}
+	r.stop()
+	if len(records) != 30 || records[0].Phase != 1 || records[0].Knobs.Concurrency != 4 || !records[0].Good || records[0].PromptTokens != 16 {
+		t.Fatalf("%d records, first %+v", len(records), records[0])
+	}
+}
+
+func TestGoodputLimits(t *testing.T) {
+	r := probe.Result{HasTTFT: true, TTFT: 100 * time.Millisecond, E2E: time.Second, OutputTokens: 10}
+	tests := []struct {
+		g    Goodput
+		good bool
+	}{
+		{Goodput{}, true}, {Goodput{TTFT: 200 * time.Millisecond}, true}, {Goodput{TTFT: 50 * time.Millisecond}, false},
+		{Goodput{TPOT: 100 * time.Millisecond}, true}, {Goodput{TPOT: 50 * time.Millisecond}, false}, {Goodput{E2E: 500 * time.Millisecond}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.g.good(&r); got != tt.good {
+			t.Errorf("%+v: good %v", tt.g, got)
+		}
+	}
+	failed := probe.Result{Class: probe.HTTP5xx}
+	if (Goodput{}).good(&failed) {
+		t.Error("a failed request counted as good")
+	}
 }

@@ -153,4 +153,3 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	return nil
 }
-
