@@ -13,9 +13,12 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/exporter"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/slo"
 	"github.com/infertop/infertop/themes"
 )
 
@@ -33,7 +36,13 @@ type loadFlags struct {
 	samplingSeed                                        int64
 	template, outputPath, usagePath, streamFormat       string
 	chunkPath                                           string
+	slos                                                []string
+	goodput, metricsAddr                                string
 	fs                                                  *pflag.FlagSet
+
+	// Parsed by validate.
+	objectives []slo.Objective
+	limits     load.Goodput
 }
 
 func (f *loadFlags) add(fs *pflag.FlagSet) {
@@ -68,6 +77,9 @@ func (f *loadFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.ttft, "ttft", "first-output", "what ends TTFT: first-output (first message with text) or first-chunk (vLLM's: first message with choices)")
 	fs.StringVar(&f.theme, "theme", "dark", "theme: "+strings.Join(themes.Names(), ", "))
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for prompt synthesis")
+	fs.StringArrayVar(&f.slos, "slo", nil, "objective, repeatable: e.g. 'ttft_p99<=500ms', 'e2el_p95<5s', 'error_rate<1%', 'output_throughput>=2000'")
+	fs.StringVar(&f.goodput, "goodput", "", "per-request limits for goodput, e.g. ttft:500ms,tpot:50ms,e2el:10s")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve infertop's own Prometheus metrics here, e.g. 127.0.0.1:9464")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 }
 
@@ -110,7 +122,51 @@ func (f *loadFlags) validate() error {
 			return usagef("--extra-body must be a JSON object: %v", err)
 		}
 	}
+	var err error
+	if f.objectives, err = slo.ParseAll(f.slos); err != nil {
+		return usageError{err}
+	}
+	if f.limits, err = slo.ParseGoodput(f.goodput); err != nil {
+		return usageError{err}
+	}
+	if k := probe.Kind(f.api); f.url == "" && (k == probe.Ollama || k == probe.TGI) {
+		return usagef("the embedded sim speaks openai-chat, openai-completions and generic, not %s: pass --url", f.api)
+	}
 	return nil
+}
+
+// startExporter serves --metrics-addr, when given, until ctx ends. The
+// exporter is nil when it is not.
+func (f *loadFlags) startExporter(ctx context.Context) (*exporter.Exporter, <-chan error, error) {
+	if f.metricsAddr == "" {
+		return nil, nil, nil
+	}
+	ln, err := exporter.Listen(f.metricsAddr)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	x := exporter.New(f.objectives)
+	done := make(chan error, 1)
+	go func() { done <- x.Serve(ctx, ln) }()
+	return x, done, nil
+}
+
+// chain calls every non-nil hook in turn.
+func chain(hooks ...func(load.Record)) func(load.Record) {
+	var hs []func(load.Record)
+	for _, h := range hooks {
+		if h != nil {
+			hs = append(hs, h)
+		}
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	return func(r load.Record) {
+		for _, h := range hs {
+			h(r)
+		}
+	}
 }
 
 // apiKey reads the key from --api-key-file or the --api-key-env variable;
@@ -267,4 +323,19 @@ func (f *loadFlags) setup(ctx context.Context, sf *simFlags, stderr io.Writer) (
 	st.client, st.kind = client, kind
 	st.target.URL, st.target.Model, st.target.API = probe.RedactURL(client.Config().URL), client.Config().Model, f.apiLabel(kind)
 	return st, nil
+}
+
+// manifest records what this command runs against, for the reports.
+func (f *loadFlags) manifest(ctx context.Context, st *setup) report.Manifest {
+	m := report.NewManifest(versionString())
+	m.URL, m.API, m.Model, m.Stream = st.target.URL, string(st.kind), st.target.Model, !f.noStream
+	m.Seed = f.seed
+	m.Knobs = report.KnobsJSON{Concurrency: f.concurrency, PromptTokens: f.prompt, OutputTokens: f.output}
+	m.Server = st.client.ServerInfo(ctx, st.rawURL)
+	m.Settings = map[string]string{}
+	f.fs.Visit(func(fl *pflag.Flag) { m.Settings[fl.Name] = fl.Value.String() })
+	if g := f.limits; g.Set() {
+		m.Goodput = map[string]float64{"ttft": float64(g.TTFT) / 1e6, "tpot": float64(g.TPOT) / 1e6, "e2el": float64(g.E2E) / 1e6}
+	}
+	return m
 }

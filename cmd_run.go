@@ -41,8 +41,6 @@ type runFlags struct {
 	duration, progressEvery, sloWindow time.Duration
 	requests                           int64
 	jsonPath, csvPath, requestsLog     string
-	slos                               []string
-	goodput                            string
 	failFast                           bool
 }
 
@@ -53,8 +51,6 @@ func (r *runFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&r.jsonPath, "json", "", "write the whole result as JSON (vLLM's keys plus infertop's) to this file")
 	fs.StringVar(&r.csvPath, "csv", "", "write one row per phase to this CSV file")
 	fs.StringVar(&r.requestsLog, "requests-log", "", "write one JSON line per request to this file, as they finish")
-	fs.StringArrayVar(&r.slos, "slo", nil, "objective, repeatable: e.g. 'ttft_p99<=500ms', 'e2el_p95<5s', 'error_rate<1%', 'output_throughput>=2000'")
-	fs.StringVar(&r.goodput, "goodput", "", "per-request limits for goodput, e.g. ttft:500ms,tpot:50ms,e2el:10s")
 	fs.DurationVar(&r.sloWindow, "slo-window", 30*time.Second, "window the SLOs are checked over while running (10s..5m)")
 	fs.BoolVar(&r.failFast, "fail-fast", false, "end the run at the first full --slo-window that breaks an SLO")
 }
@@ -77,14 +73,7 @@ func runHeadless(args []string, stdout, stderr io.Writer) error {
 	if err := f.validate(); err != nil {
 		return err
 	}
-	objectives, err := slo.ParseAll(rf.slos)
-	if err != nil {
-		return usageError{err}
-	}
-	goodput, err := slo.ParseGoodput(rf.goodput)
-	if err != nil {
-		return usageError{err}
-	}
+	objectives, goodput := f.objectives, f.limits
 	switch {
 	case rf.duration < 0 || rf.requests < 0:
 		return usagef("--duration and --requests must not be negative")
@@ -95,10 +84,6 @@ func runHeadless(args []string, stdout, stderr io.Writer) error {
 	case rf.progressEvery <= 0:
 		return usagef("--progress-every must be positive")
 	}
-	if k := probe.Kind(f.api); f.url == "" && (k == probe.Ollama || k == probe.TGI) {
-		return usagef("the embedded sim speaks openai-chat, openai-completions and generic, not %s: pass --url", f.api)
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	st, err := f.setup(ctx, sf, stderr)
@@ -108,30 +93,32 @@ func runHeadless(args []string, stdout, stderr io.Writer) error {
 	defer st.stop()
 
 	var reqLog *report.RequestsLog
+	var logHook func(load.Record)
 	if rf.requestsLog != "" {
 		if reqLog, err = report.OpenRequestsLog(rf.requestsLog); err != nil {
 			return usageError{err}
 		}
+		logHook = reqLog.Write
 	}
-	manifest := report.NewManifest(versionString())
-	manifest.URL, manifest.API, manifest.Model, manifest.Stream = st.target.URL, string(st.kind), st.target.Model, !f.noStream
-	manifest.Seed = f.seed
-	manifest.Server = st.client.ServerInfo(ctx, st.rawURL)
-	manifest.Settings = map[string]string{}
-	fs.Visit(func(fl *pflag.Flag) { manifest.Settings[fl.Name] = fl.Value.String() })
-	if goodput.Set() {
-		manifest.Goodput = map[string]float64{"ttft": float64(goodput.TTFT) / 1e6, "tpot": float64(goodput.TPOT) / 1e6, "e2el": float64(goodput.E2E) / 1e6}
+	xctx, stopExporter := context.WithCancel(context.Background())
+	defer stopExporter()
+	x, xDone, err := f.startExporter(xctx)
+	if err != nil {
+		return err
 	}
+	var observe func(load.Record)
+	if x != nil {
+		observe = x.Observe
+		defer func() { stopExporter(); <-xDone }()
+	}
+	manifest := f.manifest(ctx, st)
 
 	cfg := load.Config{
 		Do: st.client.Do, Target: st.target, Tick: f.tick, Window: rf.sloWindow, Seed: f.seed,
 		Knobs:       load.Knobs{Concurrency: f.concurrency, PromptTokens: f.prompt, OutputTokens: f.output},
 		MaxRequests: rf.requests, Goodput: goodput,
 	}
-	if reqLog != nil {
-		cfg.OnResult = reqLog.Write
-	}
-	manifest.Knobs = report.KnobsJSON{Concurrency: f.concurrency, PromptTokens: f.prompt, OutputTokens: f.output}
+	cfg.OnResult = chain(logHook, observe)
 	eng, err := load.New(cfg)
 	if err != nil {
 		return usageError{err}
@@ -163,6 +150,9 @@ loop:
 		case s, ok := <-snaps:
 			if !ok {
 				break loop
+			}
+			if x != nil {
+				x.Update(s)
 			}
 			if rf.requests > 0 && s.TotalCompleted+s.TotalFailed >= rf.requests {
 				why = "requests reached"

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -12,7 +15,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/infertop/infertop/load"
-	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -29,6 +32,7 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("infertop", tuiSynopsis, stdout)
 	var f loadFlags
 	f.add(fs)
+	reportDir := fs.String("report-dir", ".", "where the s key writes the reports (infertop-START.json, .csv, .txt)")
 	sf := addSimFlags(fs, "sim-")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -39,9 +43,6 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := f.validate(); err != nil {
 		return err
-	}
-	if k := probe.Kind(f.api); f.url == "" && (k == probe.Ollama || k == probe.TGI) {
-		return usagef("the embedded sim speaks openai-chat, openai-completions and generic, not %s: pass --url", f.api)
 	}
 	term, ok := stdout.(*os.File)
 	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
@@ -56,12 +57,33 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	}
 	defer st.stop()
 
+	xctx, stopExporter := context.WithCancel(context.Background())
+	defer stopExporter()
+	x, xDone, err := f.startExporter(xctx)
+	if err != nil {
+		return err
+	}
+	var observe func(load.Record)
+	if x != nil {
+		observe = x.Observe
+		defer func() { stopExporter(); <-xDone }()
+	}
 	eng, err := load.New(load.Config{
 		Do: st.client.Do, Target: st.target, Tick: f.tick, Window: f.window, Seed: f.seed,
-		Knobs: load.Knobs{Concurrency: f.concurrency, PromptTokens: f.prompt, OutputTokens: f.output},
+		Knobs:    load.Knobs{Concurrency: f.concurrency, PromptTokens: f.prompt, OutputTokens: f.output},
+		Goodput:  f.limits,
+		OnResult: observe,
 	})
 	if err != nil {
 		return usageError{err}
+	}
+	if x != nil { // the exporter follows the snapshots until the engine stops
+		xs, _ := eng.Subscribe()
+		go func() {
+			for s := range xs {
+				x.Update(s)
+			}
+		}()
 	}
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(ctx) }()
@@ -74,7 +96,27 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	}
 	snaps, unsubscribe := eng.Subscribe()
 	defer unsubscribe()
-	model, err := ui.New(eng, ui.Options{Renderer: r, Theme: f.theme, Snapshots: snaps})
+	start := time.Now()
+	save := func(s load.Snapshot) (string, error) {
+		sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		m := f.manifest(sctx, st)
+		m.Start, m.End = start, start.Add(s.Elapsed)
+		rep := &report.Report{Manifest: m, Final: s, Verdicts: report.Verdicts(f.objectives, s)}
+		base := filepath.Join(*reportDir, "infertop-"+start.Format("20060102-150405"))
+		var text bytes.Buffer
+		if err := rep.WriteText(&text); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(base+".txt", text.Bytes(), 0o644); err != nil {
+			return "", fmt.Errorf("write report: %w", err)
+		}
+		if err := writeReports(rep, base+".json", base+".csv"); err != nil {
+			return "", err
+		}
+		return base + ".{json,csv,txt}", nil
+	}
+	model, err := ui.New(eng, ui.Options{Renderer: r, Theme: f.theme, Snapshots: snaps, Objectives: f.objectives, Save: save})
 	if err != nil {
 		return usageError{err}
 	}

@@ -8,6 +8,7 @@ type keyMap struct {
 	PromptUp, PromptDown                    key.Binding
 	OutputUp, OutputDown                    key.Binding
 	Pause, Window, Chart, Theme, Reset      key.Binding
+	Save                                    key.Binding
 	Help, Quit                              key.Binding
 }
 
@@ -29,6 +30,7 @@ func newKeyMap() keyMap {
 		Chart:      b([]string{"c"}, "c", "chart metric"),
 		Theme:      b([]string{"t"}, "t", "theme"),
 		Reset:      b([]string{"r"}, "r", "reset stats"),
+		Save:       b([]string{"s"}, "s", "save reports"),
 		Help:       b([]string{"?"}, "?", "help"),
 		Quit:       b([]string{"q", "ctrl+c"}, "q", "quit"),
 	}
@@ -45,6 +47,6 @@ func (k keyMap) FullHelp() [][]key.Binding {
 		{k.ConcUp, k.ConcDown, k.ConcDouble, k.ConcHalve},
 		{k.PromptUp, k.PromptDown, k.OutputUp, k.OutputDown},
 		{k.Pause, k.Window, k.Chart, k.Theme},
-		{k.Reset, k.Help, k.Quit},
+		{k.Reset, k.Save, k.Help, k.Quit},
 	}
 }

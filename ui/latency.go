@@ -43,7 +43,11 @@ func (m *Model) latencyTable(w, h int) string {
 			if d.Count == 0 {
 				v = 0
 			}
-			row += styles[i].Render(padLeft(dur(v), 8))
+			style := styles[i]
+			if st, ok := m.sloStyle(strings.ToLower(met.String()), []string{"p50", "p90", "p95", "p99", "max"}[i]); ok {
+				style = st.Underline(true)
+			}
+			row += style.Render(padLeft(dur(v), 8))
 		}
 		lines = append(lines, row)
 	}

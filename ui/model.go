@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/slo"
 	"github.com/infertop/infertop/themes"
 )
 
@@ -41,6 +42,12 @@ type Options struct {
 	// Snapshots is the engine subscription; nil when snapshots are sent as
 	// messages (tests).
 	Snapshots <-chan load.Snapshot
+	// Objectives are checked over the rolling window: their figures are
+	// coloured, and a banner says when one breaks.
+	Objectives []slo.Objective
+	// Save, if set, writes the reports for the run so far (the `s` key)
+	// and says where.
+	Save func(load.Snapshot) (string, error)
 }
 
 // SnapshotMsg delivers a new engine snapshot to the model.
@@ -62,6 +69,12 @@ type Model struct {
 	keys     keyMap
 	help     help.Model
 	snaps    <-chan load.Snapshot
+	objs     []slo.Objective
+	save     func(load.Snapshot) (string, error)
+	verdicts []slo.Verdict
+	// flash is a one-line notice (a save, a locked key) shown in the
+	// footer until the next key.
+	flash string
 
 	width, height int
 	snap          load.Snapshot
@@ -80,7 +93,7 @@ func New(ctl Controller, o Options) (Model, error) {
 		o.Renderer = lipgloss.DefaultRenderer()
 	}
 	m := Model{ctl: ctl, renderer: o.Renderer, palettes: themes.Palettes(), keys: newKeyMap(), snaps: o.Snapshots,
-		width: MinWidth, height: MinHeight}
+		objs: o.Objectives, save: o.Save, width: MinWidth, height: MinHeight}
 	if o.Theme != "" {
 		found := false
 		for i, p := range m.palettes {
@@ -130,6 +143,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case SnapshotMsg:
 		m.snap, m.haveSnap = load.Snapshot(msg), true
+		m.verdicts = slo.CheckAll(m.objs, slo.FromWindow(m.snap), "window")
 		m.render()
 		return m, listen(m.snaps)
 	case engineDoneMsg:
@@ -161,6 +175,7 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return next, tea.Batch(cmds...)
 	}
 	k := m.keys
+	m.flash = ""
 	knob := func(f func(*load.Knobs)) {
 		kn := m.ctl.Update(f)
 		m.snap.Knobs = kn // show the new values at once, before the next snapshot
@@ -204,6 +219,14 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.ctl.Reset()
 	case key.Matches(msg, k.Help):
 		m.showHelp = !m.showHelp
+	case key.Matches(msg, k.Save):
+		if m.save == nil {
+			m.flash = "saving is not available here"
+		} else if where, err := m.save(m.snap); err != nil {
+			m.flash = "save failed: " + err.Error()
+		} else {
+			m.flash = "saved " + where
+		}
 	default:
 		return m, nil
 	}
@@ -226,6 +249,9 @@ func (m *Model) render() {
 		return
 	}
 	header := m.header(w)
+	if b := m.banner(w); b != "" {
+		header += "\n" + b
+	}
 	footer := m.footer(w)
 	avail := h - lipgloss.Height(header) - 1
 	var body string
@@ -245,7 +271,38 @@ func (m *Model) render() {
 }
 
 func (m *Model) footer(w int) string {
+	if m.flash != "" {
+		return fit(m.theme.Accent.Render(m.flash), w)
+	}
 	return fit(m.help.ShortHelpView(m.keys.ShortHelp()), w)
+}
+
+// banner names the objectives the window breaks, or is empty.
+func (m *Model) banner(w int) string {
+	var broken []string
+	for _, v := range m.verdicts {
+		if !v.Held {
+			broken = append(broken, fmt.Sprintf("%s (%s)", v.Expr, v.Format(v.Actual)))
+		}
+	}
+	if len(broken) == 0 {
+		return ""
+	}
+	return m.theme.Banner.Render(fit(" SLO BREACHED over the "+window(m.snap.Window)+" window: "+strings.Join(broken, ", "), w))
+}
+
+// sloStyle is the style for a latency figure an objective watches: good or
+// bad; ok is false when none does.
+func (m *Model) sloStyle(metric, stat string) (style lipgloss.Style, ok bool) {
+	for _, v := range m.verdicts {
+		if (v.Metric == metric || v.Metric == "e2el" && metric == "e2e") && v.Stat == stat && v.Known {
+			if !v.Held {
+				return m.theme.Bad, true
+			}
+			style, ok = m.theme.Good, true
+		}
+	}
+	return style, ok
 }
 
 func (m *Model) helpScreen(w, h int) string {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/slo"
 )
 
 func asciiRenderer() *lipgloss.Renderer {
@@ -250,5 +251,38 @@ func BenchmarkRender(b *testing.B) {
 				m = next.(Model)
 			}
 		})
+	}
+}
+
+func TestSLOBannerAndSave(t *testing.T) {
+	objs, _ := slo.ParseAll([]string{"ttft_p99<=500ms", "e2el_p99<=10s"})
+	var saved load.Snapshot
+	m, err := New(newEngine(t), Options{Renderer: asciiRenderer(), Objectives: objs, Save: func(s load.Snapshot) (string, error) {
+		saved = s
+		return "infertop-x.json, infertop-x.csv", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 100, Height: 30}, SnapshotMsg(fixedSnapshot()))
+	v := m.View()
+	if !strings.Contains(v, "SLO BREACHED over the 30s window: ttft_p99<=500ms (1.702s)") || strings.Contains(v, "e2el_p99<=10s (") {
+		t.Fatalf("banner:\n%s", v)
+	}
+	if n := len(strings.Split(v, "\n")); n != 30 {
+		t.Fatalf("%d lines with the banner, want 30", n)
+	}
+	m = press(m, runes("s"))
+	if saved.Seq != fixedSnapshot().Seq || !strings.Contains(m.View(), "saved infertop-x.json, infertop-x.csv") {
+		t.Fatalf("save: seq %d\n%s", saved.Seq, m.View())
+	}
+	m = press(m, runes("w"))
+	if strings.Contains(m.View(), "saved ") {
+		t.Fatal("the notice outlived the next key")
+	}
+	plain := newTestModel(t, nil)
+	plain = press[tea.Msg](plain, tea.WindowSizeMsg{Width: 80, Height: 24}, runes("s"))
+	if !strings.Contains(plain.View(), "saving is not available") {
+		t.Fatal("s without a saver")
 	}
 }

@@ -1,0 +1,166 @@
+// Package exporter serves infertop's client-side view of the load in the
+// Prometheus exposition format (--metrics-addr), so a dashboard can follow
+// a rollout: request, TTFT, TPOT, ITL and E2E histograms, token and error
+// counters by class, in-flight and knob gauges, and the SLOs' state.
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/slo"
+)
+
+// Latency buckets in seconds: fine where interactive serving lives, coarse
+// out to the minutes a stalled request can take.
+var (
+	ttftBuckets = []float64{.005, .01, .025, .05, .075, .1, .15, .2, .3, .5, .75, 1, 1.5, 2, 3, 5, 7.5, 10, 20, 30, 60}
+	tokBuckets  = []float64{.001, .0025, .005, .0075, .01, .015, .02, .03, .04, .05, .075, .1, .15, .2, .3, .5, 1, 2}
+	e2eBuckets  = []float64{.05, .1, .25, .5, .75, 1, 1.5, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 120, 300, 600}
+)
+
+// Exporter holds the collectors. Observe and Update may be called from any
+// goroutine.
+type Exporter struct {
+	reg                        *prometheus.Registry
+	requests                   *prometheus.CounterVec
+	good                       prometheus.Counter
+	ttft, tpot, itl, e2e, ttfb prometheus.Histogram
+	outTok, inTok              prometheus.Counter
+	inflight, conc, prompt     prometheus.Gauge
+	output, paused             prometheus.Gauge
+	sloHeld                    *prometheus.GaugeVec
+	objectives                 []slo.Objective
+}
+
+// New builds an exporter for the given objectives.
+func New(objectives []slo.Objective) *Exporter {
+	x := &Exporter{reg: prometheus.NewRegistry(), objectives: objectives}
+	hist := func(name, help string, b []float64) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	x.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "infertop_requests_total",
+		Help: "Requests finished, by class (ok or the error class)."}, []string{"class"})
+	x.good = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_good_requests_total", Help: "Requests that met every goodput limit."})
+	x.ttft = hist("infertop_ttft_seconds", "Time to the first output-bearing message.", ttftBuckets)
+	x.tpot = hist("infertop_tpot_seconds", "Time per output token after the first, per request.", tokBuckets)
+	x.itl = hist("infertop_itl_seconds", "Gaps between output-bearing messages.", tokBuckets)
+	x.e2e = hist("infertop_e2e_seconds", "Time to the last output-bearing message.", e2eBuckets)
+	x.ttfb = hist("infertop_ttfb_seconds", "Time to the response headers.", ttftBuckets)
+	x.outTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_output_tokens_total", Help: "Output tokens received."})
+	x.inTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_input_tokens_total", Help: "Prompt tokens sent, as the server counted them."})
+	x.inflight = gauge("infertop_in_flight_requests", "Requests sent and not yet finished.")
+	x.conc = gauge("infertop_concurrency_target", "The concurrency knob.")
+	x.prompt = gauge("infertop_prompt_tokens_target", "The prompt length knob.")
+	x.output = gauge("infertop_output_tokens_target", "The output length knob.")
+	x.paused = gauge("infertop_paused", "1 while the load is paused.")
+	x.sloHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "infertop_slo_held",
+		Help: "1 while the objective holds over the rolling window, 0 when it is breached."}, []string{"slo"})
+	x.reg.MustRegister(x.requests, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.outTok, x.inTok,
+		x.inflight, x.conc, x.prompt, x.output, x.paused, x.sloHeld,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range append([]probe.ErrorClass{probe.OK}, probe.FailureClasses()...) {
+		x.requests.WithLabelValues(c.String()) // every class shows, at zero
+	}
+	for _, o := range objectives {
+		x.sloHeld.WithLabelValues(o.Expr).Set(1)
+	}
+	return x
+}
+
+// Observe records one finished request (load.Config.OnResult).
+func (x *Exporter) Observe(r load.Record) {
+	x.requests.WithLabelValues(r.Class.String()).Inc()
+	if !r.OK() {
+		return
+	}
+	if r.Good {
+		x.good.Inc()
+	}
+	x.outTok.Add(float64(r.OutputTokens))
+	in := r.InputTokens
+	if r.InputEstimated {
+		in = r.PromptTokens
+	}
+	x.inTok.Add(float64(in))
+	if r.HasTTFT {
+		x.ttft.Observe(r.TTFT.Seconds())
+		r.ITLs(func(d time.Duration) { x.itl.Observe(d.Seconds()) })
+	}
+	if tpot, ok := r.TPOT(); ok {
+		x.tpot.Observe(tpot.Seconds())
+	}
+	x.e2e.Observe(r.E2E.Seconds())
+	if r.TTFB > 0 {
+		x.ttfb.Observe(r.TTFB.Seconds())
+	}
+}
+
+// Update sets the gauges from a snapshot and checks the SLOs over its window.
+func (x *Exporter) Update(s load.Snapshot) {
+	x.inflight.Set(float64(s.InFlight))
+	x.conc.Set(float64(s.Knobs.Concurrency))
+	x.prompt.Set(float64(s.Knobs.PromptTokens))
+	x.output.Set(float64(s.Knobs.OutputTokens))
+	p := 0.0
+	if s.Knobs.Paused {
+		p = 1
+	}
+	x.paused.Set(p)
+	for _, v := range slo.CheckAll(x.objectives, slo.FromWindow(s), "window") {
+		held := 0.0
+		if v.Held {
+			held = 1
+		}
+		x.sloHeld.WithLabelValues(v.Expr).Set(held)
+	}
+}
+
+// Handler serves /metrics.
+func (x *Exporter) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(x.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// Listen opens addr for Serve; it fails at once on a bad or busy address.
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	return ln, nil
+}
+
+// Serve serves the exporter on ln until ctx ends.
+func (x *Exporter) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: x.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+		<-errc
+		return nil
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("metrics: %w", err)
+	}
+}
