@@ -339,3 +339,16 @@ func (f *loadFlags) manifest(ctx context.Context, st *setup) report.Manifest {
 	}
 	return m
 }
+
+// parseLoad parses a load command's flags; done is true when the command
+// has nothing more to do (--version).
+func (f *loadFlags) parseLoad(fs *pflag.FlagSet, args []string, stdout io.Writer) (done bool, err error) {
+	if err := parse(fs, args); err != nil {
+		return false, err
+	}
+	if f.version {
+		fmt.Fprintf(stdout, "infertop %s\n", versionString())
+		return true, nil
+	}
+	return false, f.validate()
+}

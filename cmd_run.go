@@ -63,14 +63,7 @@ func runHeadless(args []string, stdout, stderr io.Writer) error {
 	var rf runFlags
 	rf.add(fs)
 	sf := addSimFlags(fs, "sim-")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if f.version {
-		fmt.Fprintf(stdout, "infertop %s\n", versionString())
-		return nil
-	}
-	if err := f.validate(); err != nil {
+	if done, err := f.parseLoad(fs, args, stdout); done || err != nil {
 		return err
 	}
 	objectives, goodput := f.objectives, f.limits

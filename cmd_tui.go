@@ -20,11 +20,12 @@ import (
 )
 
 const tuiSynopsis = `Usage: infertop [flags]          the live dashboard
+       infertop run [flags]      the same load, headless, with reports and SLO gates (infertop run --help)
        infertop sim [flags]      the simulated endpoint alone (infertop sim --help)
 
-Puts closed-loop load on an OpenAI-compatible endpoint (streamed
-/v1/chat/completions) and shows latency percentiles, TTFT, throughput, errors,
-in-flight requests and a table of phases, live. Without --url it starts an
+Puts closed-loop load on an inference endpoint (OpenAI chat or completions,
+Ollama, TGI, or any JSON API) and shows latency percentiles, TTFT, throughput,
+errors, in-flight requests and a table of phases, live. Without --url it starts an
 embedded simulated endpoint and watches that. Keys change the load while it
 runs; press ? in the dashboard for all of them.`
 
@@ -34,14 +35,7 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	f.add(fs)
 	reportDir := fs.String("report-dir", ".", "where the s key writes the reports (infertop-START.json, .csv, .txt)")
 	sf := addSimFlags(fs, "sim-")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if f.version {
-		fmt.Fprintf(stdout, "infertop %s\n", versionString())
-		return nil
-	}
-	if err := f.validate(); err != nil {
+	if done, err := f.parseLoad(fs, args, stdout); done || err != nil {
 		return err
 	}
 	term, ok := stdout.(*os.File)

@@ -28,17 +28,9 @@ func NewNDJSONReader(r io.Reader) *NDJSONReader {
 // final message, not here.
 func (n *NDJSONReader) Next() ([]byte, error) {
 	for {
-		line, err := n.r.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			n.long = append(n.long[:0], line...)
-			for err == bufio.ErrBufferFull {
-				line, err = n.r.ReadSlice('\n')
-				if len(n.long)+len(line) > MaxLineBytes {
-					return nil, ErrLineTooLong
-				}
-				n.long = append(n.long, line...)
-			}
-			line = n.long
+		line, err := readRawLine(n.r, &n.long)
+		if err == ErrLineTooLong {
+			return nil, err
 		}
 		if err != nil && err != io.EOF {
 			return nil, fmt.Errorf("read stream: %w", err)

@@ -97,17 +97,9 @@ func (s *SSEReader) dispatch() Event {
 // readLine returns one line without its line end. The slice is valid until
 // the next read.
 func (s *SSEReader) readLine() ([]byte, error) {
-	line, err := s.r.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		s.long = append(s.long[:0], line...)
-		for err == bufio.ErrBufferFull {
-			line, err = s.r.ReadSlice('\n')
-			if len(s.long)+len(line) > MaxLineBytes {
-				return nil, ErrLineTooLong
-			}
-			s.long = append(s.long, line...)
-		}
-		line = s.long
+	line, err := readRawLine(s.r, &s.long)
+	if err == ErrLineTooLong {
+		return nil, err
 	}
 	if err != nil {
 		if err == io.EOF {
@@ -123,4 +115,23 @@ func (s *SSEReader) readLine() ([]byte, error) {
 		line = line[:n-1]
 	}
 	return line, nil
+}
+
+// readRawLine reads up to and including the next '\n' (or to the end), past
+// the reader's buffer when need be, up to MaxLineBytes; long is the
+// caller's scratch buffer. The slice is valid until the next read.
+func readRawLine(r *bufio.Reader, long *[]byte) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return line, err
+	}
+	*long = append((*long)[:0], line...)
+	for err == bufio.ErrBufferFull {
+		line, err = r.ReadSlice('\n')
+		if len(*long)+len(line) > MaxLineBytes {
+			return nil, ErrLineTooLong
+		}
+		*long = append(*long, line...)
+	}
+	return *long, err
 }
