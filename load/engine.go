@@ -37,6 +37,11 @@ type Config struct {
 	// Goodput holds the per-request limits a request must meet to count as
 	// good (zero limits are not checked).
 	Goodput Goodput
+	// Arrivals spaces the open loop's requests (default constant).
+	Arrivals Arrivals
+	// MaxInFlight caps the open loop's requests in flight (0: no cap);
+	// arrivals past it wait in a backlog, their wait counted.
+	MaxInFlight int
 	// OnResult, if set, is called with every finished request (not those
 	// infertop cancelled itself), in order, on the aggregator's goroutine:
 	// it must not block for long.
@@ -74,8 +79,9 @@ type Record struct {
 	// Phase is the phase the request started in; Knobs its settings.
 	Phase int
 	Knobs Knobs
-	// At is the run time the request started.
-	At time.Duration
+	// At is the run time the request started; Queue is the open loop's
+	// wait from its intended send time to At (zero in the closed loop).
+	At, Queue time.Duration
 	// PromptTokens is the prompt length asked for.
 	PromptTokens int
 	// Good is true when the request met the goodput limits.
@@ -114,8 +120,14 @@ type Engine struct {
 	workers  sync.WaitGroup
 	inflight atomic.Int64
 	begun    atomic.Int64 // requests started, against MaxRequests
-	results  chan outcome
-	nudge    chan struct{}
+
+	// The open loop's senders and backlog, behind mu.
+	openInFlight int
+	backlog      []arrival
+	backlogHead  int
+	backlogLen   atomic.Int64
+	results      chan outcome
+	nudge        chan struct{}
 
 	subMu  sync.Mutex
 	subs   map[chan Snapshot]struct{}
@@ -133,6 +145,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Window <= 0 {
 		cfg.Window = 30 * time.Second
+	}
+	if cfg.Arrivals.Kind == "" {
+		cfg.Arrivals.Kind = "constant"
 	}
 	if cfg.Knobs.Concurrency < 0 {
 		return nil, fmt.Errorf("load: concurrency must be positive, got %d", cfg.Knobs.Concurrency)
@@ -176,6 +191,9 @@ func (e *Engine) Update(f func(*Knobs)) Knobs {
 	if !k.samePhase(e.knobs) {
 		e.phaseSeq++
 		e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: k, start: e.elapsedLocked()}
+	}
+	if k.Mode != OpenLoop {
+		e.dropBacklogLocked()
 	}
 	e.knobs = k
 	close(e.changed)
@@ -291,6 +309,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	agg := newAggregator(e.t0, e.window)
 	agg.goodput, agg.onResult = e.cfg.Goodput, e.cfg.OnResult
 	e.spawnLocked()
+	e.workers.Add(1)
+	go e.dispatch(ctx)
 	e.mu.Unlock()
 
 	ticker := time.NewTicker(e.cfg.Tick)
@@ -306,6 +326,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		agg.setWindow(win)
 		s := agg.snapshot(now, cur, int(e.inflight.Load()))
+		s.Backlog = int(e.backlogLen.Load())
 		seq++
 		s.Seq, s.Target, s.Knobs = seq, e.cfg.Target, knobs
 		e.publish(s)
@@ -327,6 +348,9 @@ loop:
 	}
 	e.mu.Lock()
 	e.stopping = true
+	e.dropBacklogLocked()
+	close(e.changed) // wake a waiting dispatcher and paused workers
+	e.changed = make(chan struct{})
 	e.mu.Unlock()
 	e.workers.Wait()
 	for drained := false; !drained; { // results sent before the stop still count
@@ -355,6 +379,9 @@ func (e *Engine) spawnLocked() {
 	if !e.started || e.stopping || e.runCtx.Err() != nil {
 		return
 	}
+	if e.knobs.Mode != ClosedLoop {
+		return
+	}
 	for id := range e.knobs.Concurrency {
 		if !e.alive[id] {
 			e.alive[id] = true
@@ -369,7 +396,7 @@ func (e *Engine) spawnLocked() {
 func (e *Engine) next(id int) (Knobs, *phaseInfo, <-chan struct{}, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if id >= e.knobs.Concurrency || e.stopping {
+	if id >= e.knobs.Concurrency || e.stopping || e.knobs.Mode != ClosedLoop {
 		delete(e.alive, id)
 		return Knobs{}, nil, nil, false
 	}
@@ -397,22 +424,13 @@ func (e *Engine) worker(ctx context.Context, id int) {
 			}
 			continue
 		}
-		req := probe.Request{Prompt: e.prompts.Next(k.PromptTokens), MaxTokens: k.OutputTokens}
-		e.inflight.Add(1)
-		res := e.cfg.Do(ctx, req)
-		e.inflight.Add(-1)
-		if res.Class == probe.Canceled || ctx.Err() != nil {
-			ph.outstanding.Add(-1)
+		start := time.Now()
+		succeeded, delivered := e.send(ctx, k, ph, time.Time{})
+		if !delivered {
 			return
 		}
-		select {
-		case e.results <- outcome{res: res, phase: ph, prompt: k.PromptTokens}:
-		case <-ctx.Done():
-			ph.outstanding.Add(-1)
-			return
-		}
-		if !res.OK() {
-			if wait := quickFailPause - time.Since(res.Start); wait > 0 {
+		if !succeeded {
+			if wait := quickFailPause - time.Since(start); wait > 0 {
 				t := time.NewTimer(wait)
 				select {
 				case <-t.C:

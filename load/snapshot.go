@@ -16,10 +16,17 @@ const (
 	ITL
 	E2E
 	TTFB
+	// Queue is the open loop's client queue time: from the intended send
+	// time to the actual start, when every slot was busy.
+	Queue
+	// TTFTIntended and E2EIntended are TTFT and E2E counted from the
+	// intended send time (open loop): the coordinated-omission-safe figures.
+	TTFTIntended
+	E2EIntended
 	NumMetrics
 )
 
-var metricNames = [NumMetrics]string{"TTFT", "TPOT", "ITL", "E2E", "TTFB"}
+var metricNames = [NumMetrics]string{"TTFT", "TPOT", "ITL", "E2E", "TTFB", "queue", "TTFT*", "E2E*"}
 
 // String is the metric's display name.
 func (m Metric) String() string { return metricNames[m] }
@@ -41,8 +48,9 @@ type Snapshot struct {
 	Elapsed time.Duration
 	Target  Target
 	Knobs   Knobs
-	// InFlight is requests sent and not yet finished.
-	InFlight int
+	// InFlight is requests sent and not yet finished; Backlog is open-loop
+	// arrivals waiting for a free slot (MaxInFlight).
+	InFlight, Backlog int
 	// Window is the rolling window selected; Covered how much of it holds
 	// data (less than Window early in a run or after a reset).
 	Window, Covered time.Duration

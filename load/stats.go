@@ -17,6 +17,8 @@ type outcome struct {
 	res    probe.Result
 	phase  *phaseInfo
 	prompt int // the prompt length asked for, when the server reports none
+	// intended is the open loop's scheduled send time (zero when closed).
+	intended time.Time
 }
 
 // counts are the request and token counters kept per second and per phase.
@@ -165,6 +167,9 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 	good := a.goodput.good(r)
 	if a.onResult != nil {
 		rec := Record{Result: *r, PromptTokens: o.prompt, Good: good, At: r.Start.Sub(a.t0)}
+		if !o.intended.IsZero() {
+			rec.Queue = max(r.Start.Sub(o.intended), 0)
+		}
 		if o.phase != nil {
 			rec.Phase, rec.Knobs = o.phase.id, o.phase.knobs
 		}
@@ -234,6 +239,14 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 	rec(E2E, r.E2E)
 	if r.TTFB > 0 {
 		rec(TTFB, r.TTFB)
+	}
+	if !o.intended.IsZero() {
+		queue := max(r.Start.Sub(o.intended), 0)
+		rec(Queue, queue)
+		rec(E2EIntended, queue+r.E2E)
+		if r.HasTTFT {
+			rec(TTFTIntended, queue+r.TTFT)
+		}
 	}
 }
 

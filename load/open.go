@@ -1,0 +1,209 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/infertop/infertop/probe"
+)
+
+// Arrivals is how the open loop spaces its requests.
+type Arrivals struct {
+	// Kind is "constant", "poisson" or "gamma".
+	Kind string
+	// Burstiness is the gamma distribution's shape (vLLM's burstiness): 1
+	// is Poisson, below 1 burstier, above 1 more regular.
+	Burstiness float64
+}
+
+// ParseArrivals checks an arrival process.
+func ParseArrivals(kind string, burstiness float64) (Arrivals, error) {
+	switch kind {
+	case "constant", "poisson":
+	case "gamma":
+		if burstiness <= 0 {
+			return Arrivals{}, fmt.Errorf("--burstiness must be positive, got %v", burstiness)
+		}
+	default:
+		return Arrivals{}, fmt.Errorf("unknown --arrivals %q (want constant, poisson or gamma)", kind)
+	}
+	return Arrivals{Kind: kind, Burstiness: burstiness}, nil
+}
+
+// gap draws the time to the next arrival at rate per second.
+func (a Arrivals) gap(rng *rand.Rand, rate float64) time.Duration {
+	mean := float64(time.Second) / rate
+	switch a.Kind {
+	case "poisson":
+		return time.Duration(rng.ExpFloat64() * mean)
+	case "gamma":
+		return time.Duration(gammaRand(rng, a.Burstiness) / a.Burstiness * mean)
+	}
+	return time.Duration(mean)
+}
+
+// gammaRand draws from Gamma(shape, 1) (Marsaglia and Tsang).
+func gammaRand(rng *rand.Rand, shape float64) float64 {
+	if shape < 1 {
+		return gammaRand(rng, shape+1) * math.Pow(rng.Float64(), 1/shape)
+	}
+	d := shape - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := rng.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := rng.Float64()
+		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
+			return d * v
+		}
+	}
+}
+
+// arrival is one open-loop request waiting to start.
+type arrival struct {
+	intended time.Time
+	knobs    Knobs
+	phase    *phaseInfo
+}
+
+// dispatch is the open loop: it schedules arrivals at the rate knob and
+// starts each at once, or queues it in the backlog when MaxInFlight
+// requests are already out. Arrivals are timed from their intended send
+// time, so a loop that falls behind catches up instead of skipping.
+func (e *Engine) dispatch(ctx context.Context) {
+	defer e.workers.Done()
+	rng := rand.New(rand.NewPCG(e.cfg.Seed, e.cfg.Seed^0x51ed27))
+	var next time.Time
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		e.mu.Lock()
+		k, changed, stopping := e.knobs, e.changed, e.stopping
+		e.mu.Unlock()
+		if stopping || ctx.Err() != nil {
+			return
+		}
+		if k.Mode != OpenLoop || k.Paused || k.Rate <= 0 {
+			next = time.Time{}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		now := time.Now()
+		if next.IsZero() {
+			next = now
+		}
+		if wait := next.Sub(now); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-changed:
+				continue // the rate or mode changed: look again
+			case <-ctx.Done():
+				return
+			}
+		}
+		if !e.arrive(ctx, next) {
+			return
+		}
+		next = next.Add(e.cfg.Arrivals.gap(rng, k.Rate))
+	}
+}
+
+// arrive starts or queues one arrival due at intended; false when the
+// request limit is reached.
+func (e *Engine) arrive(ctx context.Context, intended time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cfg.MaxRequests > 0 && e.begun.Add(1) > e.cfg.MaxRequests {
+		return false
+	}
+	e.phase.outstanding.Add(1)
+	a := arrival{intended: intended, knobs: e.knobs, phase: e.phase}
+	if e.cfg.MaxInFlight > 0 && e.openInFlight >= e.cfg.MaxInFlight {
+		e.backlog = append(e.backlog, a)
+		e.backlogLen.Store(int64(len(e.backlog) - e.backlogHead))
+		return true
+	}
+	e.openInFlight++
+	e.workers.Add(1)
+	go e.fire(ctx, a)
+	return true
+}
+
+// fire sends arrivals one after another: its own, then any waiting in the
+// backlog, so the number of senders never passes MaxInFlight.
+func (e *Engine) fire(ctx context.Context, a arrival) {
+	defer e.workers.Done()
+	for {
+		e.send(ctx, a.knobs, a.phase, a.intended) //nolint:errcheck // the result went to the aggregator
+
+		e.mu.Lock()
+		if e.backlogHead == len(e.backlog) || ctx.Err() != nil || e.stopping {
+			e.openInFlight--
+			e.mu.Unlock()
+			return
+		}
+		a = e.backlog[e.backlogHead]
+		e.backlog[e.backlogHead] = arrival{}
+		e.backlogHead++
+		if e.backlogHead == len(e.backlog) {
+			e.backlog, e.backlogHead = e.backlog[:0], 0
+		}
+		e.backlogLen.Store(int64(len(e.backlog) - e.backlogHead))
+		e.mu.Unlock()
+	}
+}
+
+// dropBacklog forgets arrivals still waiting (when the loop closes or the
+// engine stops); their phases stop waiting for them.
+func (e *Engine) dropBacklogLocked() {
+	for _, a := range e.backlog[e.backlogHead:] {
+		a.phase.outstanding.Add(-1)
+	}
+	e.backlog, e.backlogHead = nil, 0
+	e.backlogLen.Store(0)
+}
+
+// send runs one request and hands its result to the aggregator; intended
+// is zero in the closed loop. It reports whether the request succeeded and
+// whether its result was delivered (false once the engine is stopping).
+func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time) (succeeded, delivered bool) {
+	prompt := e.prompts.Next(k.PromptTokens)
+	req := probe.Request{Prompt: prompt, MaxTokens: k.OutputTokens}
+	e.inflight.Add(1)
+	res := e.cfg.Do(ctx, req)
+	e.inflight.Add(-1)
+	if res.Class == probe.Canceled || ctx.Err() != nil {
+		ph.outstanding.Add(-1)
+		return false, false
+	}
+	select {
+	case e.results <- outcome{res: res, phase: ph, prompt: k.PromptTokens, intended: intended}:
+	case <-ctx.Done():
+		ph.outstanding.Add(-1)
+		return false, false
+	}
+	return res.OK(), true
+}
+
+// ParseRate reads a rate: a number of requests per second ("inf" is not
+// allowed: an open loop needs a schedule).
+func ParseRate(s string) (float64, error) {
+	r, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || r < 0 || r > MaxRate || math.IsNaN(r) {
+		return 0, fmt.Errorf("bad --rate %q: want requests per second, 0..%d", s, MaxRate)
+	}
+	return r, nil
+}
