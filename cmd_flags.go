@@ -38,6 +38,9 @@ type loadFlags struct {
 	chunkPath                                           string
 	slos                                                []string
 	goodput, metricsAddr                                string
+	rate, burstiness                                    float64
+	arrivals                                            string
+	maxInFlight                                         int
 	fs                                                  *pflag.FlagSet
 
 	// Parsed by validate.
@@ -57,6 +60,10 @@ func (f *loadFlags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.insecure, "insecure", false, "do not verify the server's TLS certificate")
 	fs.StringVar(&f.cacert, "cacert", "", "PEM file of extra root certificates")
 	fs.IntVarP(&f.concurrency, "concurrency", "c", 8, "requests kept in flight (closed loop)")
+	fs.Float64Var(&f.rate, "rate", 0, "open loop: requests per second whatever the server does (0: closed loop)")
+	fs.StringVar(&f.arrivals, "arrivals", "constant", "open loop arrivals: constant, poisson or gamma")
+	fs.Float64Var(&f.burstiness, "burstiness", 1, "gamma arrivals' shape, as vLLM's: 1 is Poisson, <1 burstier")
+	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "open loop: most requests in flight; later arrivals wait in a backlog, the wait counted (0: no cap)")
 	fs.IntVar(&f.prompt, "prompt-tokens", 256, "prompt length in tokens (1..32768)")
 	fs.IntVar(&f.output, "output-tokens", 128, "output tokens per request, the request's output limit (1..32768)")
 	fs.BoolVar(&f.fixedOutput, "fixed-output", false, "make every request produce exactly --output-tokens (ignore_eos and min_tokens, where the server takes them)")
@@ -97,6 +104,13 @@ func (f *loadFlags) validate() error {
 		return usagef("--timeout and --connect-timeout must be positive")
 	case f.maxTokensField != "max_tokens" && f.maxTokensField != "max_completion_tokens":
 		return usagef("--max-tokens-field must be max_tokens or max_completion_tokens")
+	case f.rate < 0 || f.rate > load.MaxRate:
+		return usagef("--rate must be within 0..%d requests per second", load.MaxRate)
+	case f.maxInFlight < 0:
+		return usagef("--max-in-flight must not be negative")
+	}
+	if _, err := load.ParseArrivals(f.arrivals, f.burstiness); err != nil {
+		return usageError{err}
 	}
 	if f.api != "" {
 		if _, err := probe.ParseKind(f.api); err != nil {
@@ -330,7 +344,12 @@ func (f *loadFlags) manifest(ctx context.Context, st *setup) report.Manifest {
 	m := report.NewManifest(versionString())
 	m.URL, m.API, m.Model, m.Stream = st.target.URL, string(st.kind), st.target.Model, !f.noStream
 	m.Seed = f.seed
-	m.Knobs = report.KnobsJSON{Concurrency: f.concurrency, PromptTokens: f.prompt, OutputTokens: f.output}
+	m.Knobs = report.KnobsJSON{Concurrency: f.concurrency, PromptTokens: f.prompt, OutputTokens: f.output, Rate: f.rate}
+	if f.rate > 0 {
+		m.Knobs.Mode = "open"
+	} else {
+		m.Knobs.Mode = "closed"
+	}
 	m.Server = st.client.ServerInfo(ctx, st.rawURL)
 	m.Settings = map[string]string{}
 	f.fs.Visit(func(fl *pflag.Flag) { m.Settings[fl.Name] = fl.Value.String() })
@@ -351,4 +370,22 @@ func (f *loadFlags) parseLoad(fs *pflag.FlagSet, args []string, stdout io.Writer
 		return true, nil
 	}
 	return false, f.validate()
+}
+
+// knobs are the starting knob values.
+func (f *loadFlags) knobs() load.Knobs {
+	k := load.Knobs{Concurrency: f.concurrency, PromptTokens: f.prompt, OutputTokens: f.output, Rate: f.rate}
+	if f.rate > 0 {
+		k.Mode = load.OpenLoop
+	}
+	return k
+}
+
+// engineConfig is the engine's configuration from the flags.
+func (f *loadFlags) engineConfig(st *setup, window time.Duration) load.Config {
+	arr, _ := load.ParseArrivals(f.arrivals, f.burstiness) // checked in validate
+	return load.Config{
+		Do: st.client.Do, Target: st.target, Tick: f.tick, Window: window, Seed: f.seed,
+		Knobs: f.knobs(), Goodput: f.limits, Arrivals: arr, MaxInFlight: f.maxInFlight,
+	}
 }

@@ -66,7 +66,7 @@ func runHeadless(args []string, stdout, stderr io.Writer) error {
 	if done, err := f.parseLoad(fs, args, stdout); done || err != nil {
 		return err
 	}
-	objectives, goodput := f.objectives, f.limits
+	objectives := f.objectives
 	switch {
 	case rf.duration < 0 || rf.requests < 0:
 		return usagef("--duration and --requests must not be negative")
@@ -106,11 +106,8 @@ func runHeadless(args []string, stdout, stderr io.Writer) error {
 	}
 	manifest := f.manifest(ctx, st)
 
-	cfg := load.Config{
-		Do: st.client.Do, Target: st.target, Tick: f.tick, Window: rf.sloWindow, Seed: f.seed,
-		Knobs:       load.Knobs{Concurrency: f.concurrency, PromptTokens: f.prompt, OutputTokens: f.output},
-		MaxRequests: rf.requests, Goodput: goodput,
-	}
+	cfg := f.engineConfig(st, rf.sloWindow)
+	cfg.MaxRequests = rf.requests
 	cfg.OnResult = chain(logHook, observe)
 	eng, err := load.New(cfg)
 	if err != nil {

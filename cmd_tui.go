@@ -62,12 +62,9 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 		observe = x.Observe
 		defer func() { stopExporter(); <-xDone }()
 	}
-	eng, err := load.New(load.Config{
-		Do: st.client.Do, Target: st.target, Tick: f.tick, Window: f.window, Seed: f.seed,
-		Knobs:    load.Knobs{Concurrency: f.concurrency, PromptTokens: f.prompt, OutputTokens: f.output},
-		Goodput:  f.limits,
-		OnResult: observe,
-	})
+	cfg := f.engineConfig(st, f.window)
+	cfg.OnResult = observe
+	eng, err := load.New(cfg)
 	if err != nil {
 		return usageError{err}
 	}

@@ -27,6 +27,16 @@ var vllmMetric = []struct {
 	m   load.Metric
 }{{"ttft", load.TTFT}, {"tpot", load.TPOT}, {"itl", load.ITL}, {"e2el", load.E2E}, {"ttfb", load.TTFB}}
 
+// allMetrics adds infertop's open-loop figures to vLLM's: the client queue
+// time and TTFT and E2E from the intended send time.
+var allMetrics = append(append([]struct {
+	key string
+	m   load.Metric
+}{}, vllmMetric...), []struct {
+	key string
+	m   load.Metric
+}{{"queue", load.Queue}, {"ttft_intended", load.TTFTIntended}, {"e2el_intended", load.E2EIntended}}...)
+
 // DistJSON is one distribution in milliseconds.
 type DistJSON struct {
 	Count int64   `json:"count"`
@@ -74,7 +84,7 @@ func phaseJSON(p load.Phase) PhaseJSON {
 		OutputThroughput: p.OutTokPerSec, InputThroughput: p.InTokPerSec, TotalTokenThroughput: p.OutTokPerSec + p.InTokPerSec,
 		Latency: map[string]DistJSON{},
 	}
-	for _, m := range vllmMetric {
+	for _, m := range allMetrics {
 		out.Latency[m.key] = dist(p.Latency[m.m])
 	}
 	return out

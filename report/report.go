@@ -42,13 +42,17 @@ type Manifest struct {
 
 // KnobsJSON is a knob setting as reports write it.
 type KnobsJSON struct {
-	Concurrency  int `json:"concurrency"`
-	PromptTokens int `json:"prompt_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	// Mode is "closed" or "open"; Rate is the open loop's requests per
+	// second, Concurrency the closed loop's requests in flight.
+	Mode         string  `json:"mode"`
+	Concurrency  int     `json:"concurrency"`
+	Rate         float64 `json:"rate"`
+	PromptTokens int     `json:"prompt_tokens"`
+	OutputTokens int     `json:"output_tokens"`
 }
 
 func knobs(k load.Knobs) KnobsJSON {
-	return KnobsJSON{Concurrency: k.Concurrency, PromptTokens: k.PromptTokens, OutputTokens: k.OutputTokens}
+	return KnobsJSON{Mode: k.Mode.String(), Concurrency: k.Concurrency, Rate: k.Rate, PromptTokens: k.PromptTokens, OutputTokens: k.OutputTokens}
 }
 
 // NewManifest fills in the host's side.

@@ -35,7 +35,7 @@ func testReport() *Report {
 	run.ByClass = p2.ByClass
 	m := NewManifest("v1.2.3")
 	m.URL, m.API, m.Model, m.Stream, m.Seed = "http://127.0.0.1:8000/v1/chat/completions", "openai-chat", "sim", true, 1
-	m.Knobs = KnobsJSON{Concurrency: 8, PromptTokens: 256, OutputTokens: 128}
+	m.Knobs = KnobsJSON{Mode: "closed", Concurrency: 8, PromptTokens: 256, OutputTokens: 128}
 	m.Start = time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
 	m.End = m.Start.Add(time.Minute)
 	final := load.Snapshot{Phases: []load.Phase{p1, {ID: 3}, p2}, Run: run}

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/infertop/infertop/load"
+	loadpkg "github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 )
 
@@ -26,8 +26,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		if p.Completed+p.Failed == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\nPhase %d: concurrency %d, prompt %d, output %d tokens · from %s for %s\n",
-			p.ID, p.Knobs.Concurrency, p.Knobs.PromptTokens, p.Knobs.OutputTokens, p.Start.Round(time.Millisecond), p.Duration.Round(time.Millisecond))
+		load := fmt.Sprintf("concurrency %d", p.Knobs.Concurrency)
+		if p.Knobs.Mode == loadpkg.OpenLoop {
+			load = fmt.Sprintf("open loop %.4g req/s", p.Knobs.Rate)
+		}
+		fmt.Fprintf(&b, "\nPhase %d: %s, prompt %d, output %d tokens · from %s for %s\n",
+			p.ID, load, p.Knobs.PromptTokens, p.Knobs.OutputTokens, p.Start.Round(time.Millisecond), p.Duration.Round(time.Millisecond))
 		writeFigures(&b, p)
 	}
 	fmt.Fprintf(&b, "\nWhole run · %s\n", r.Final.Run.Duration.Round(time.Millisecond))
@@ -47,7 +51,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-func writeFigures(b *strings.Builder, p load.Phase) {
+func writeFigures(b *strings.Builder, p loadpkg.Phase) {
 	fmt.Fprintf(b, "  requests %d ok, %d failed", p.Completed, p.Failed)
 	var classes []string
 	for _, c := range probe.FailureClasses() {
@@ -62,7 +66,14 @@ func writeFigures(b *strings.Builder, p load.Phase) {
 		p.ReqPerSec, p.OutTokPerSec, p.InTokPerSec, p.GoodPerSec)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "  \tcount\tmean\tstd\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
-	for _, m := range []load.Metric{load.TTFT, load.TPOT, load.ITL, load.E2E, load.TTFB} {
+	if p.Latency[loadpkg.Queue].Count == 0 && p.Latency[loadpkg.E2E].Count > 0 {
+		defer fmt.Fprintln(b, "  (closed loop: service times)")
+	}
+	metrics := []loadpkg.Metric{loadpkg.TTFT, loadpkg.TPOT, loadpkg.ITL, loadpkg.E2E, loadpkg.TTFB}
+	if p.Latency[loadpkg.Queue].Count > 0 { // open loop: from the intended send time too
+		metrics = append(metrics, loadpkg.Queue, loadpkg.TTFTIntended, loadpkg.E2EIntended)
+	}
+	for _, m := range metrics {
 		d := p.Latency[m]
 		if d.Count == 0 {
 			fmt.Fprintf(tw, "  %s\t0\t—\t—\t—\t—\t—\t—\t—\t—\t\n", m)

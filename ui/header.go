@@ -3,6 +3,8 @@ package ui
 import (
 	"fmt"
 	"strings"
+
+	"github.com/infertop/infertop/load"
 )
 
 // header is two lines: what is watched and how it goes, then the knobs.
@@ -27,8 +29,15 @@ func (m *Model) header(w int) string {
 
 	k := s.Knobs
 	item := func(label, value string) string { return t.Muted.Render(label+" ") + t.Value.Render(value) }
+	loop := item("concurrency", fmt.Sprint(k.Concurrency))
+	if k.Mode == load.OpenLoop {
+		loop = item("open loop", fmt.Sprintf("%.4g req/s", k.Rate))
+		if s.Backlog > 0 {
+			loop += t.Warn.Render(fmt.Sprintf(" backlog %d", s.Backlog))
+		}
+	}
 	parts := []string{
-		item("concurrency", fmt.Sprint(k.Concurrency)),
+		loop,
 		item("prompt", fmt.Sprintf("%d tok", k.PromptTokens)),
 		item("output", fmt.Sprintf("%d tok", k.OutputTokens)),
 		item("window", window(s.Window)),

@@ -8,7 +8,7 @@ type keyMap struct {
 	PromptUp, PromptDown                    key.Binding
 	OutputUp, OutputDown                    key.Binding
 	Pause, Window, Chart, Theme, Reset      key.Binding
-	Save                                    key.Binding
+	Save, RateUp, RateDown, Loop            key.Binding
 	Help, Quit                              key.Binding
 }
 
@@ -31,6 +31,9 @@ func newKeyMap() keyMap {
 		Theme:      b([]string{"t"}, "t", "theme"),
 		Reset:      b([]string{"r"}, "r", "reset stats"),
 		Save:       b([]string{"s"}, "s", "save reports"),
+		RateUp:     b([]string{"+", "="}, "+", "rate ×1.25"),
+		RateDown:   b([]string{"-", "_"}, "-", "rate ÷1.25"),
+		Loop:       b([]string{"o"}, "o", "open/closed loop"),
 		Help:       b([]string{"?"}, "?", "help"),
 		Quit:       b([]string{"q", "ctrl+c"}, "q", "quit"),
 	}
@@ -46,7 +49,8 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.ConcUp, k.ConcDown, k.ConcDouble, k.ConcHalve},
 		{k.PromptUp, k.PromptDown, k.OutputUp, k.OutputDown},
-		{k.Pause, k.Window, k.Chart, k.Theme},
+		{k.Loop, k.RateUp, k.RateDown, k.Pause},
+		{k.Window, k.Chart, k.Theme},
 		{k.Reset, k.Save, k.Help, k.Quit},
 	}
 }

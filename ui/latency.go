@@ -30,9 +30,15 @@ func (m *Model) latencyTable(w, h int) string {
 		head += padLeft(c, 8)
 	}
 	lines = append(lines, t.Muted.Render(head))
-	metrics := []load.Metric{load.TTFT, load.TPOT, load.ITL, load.E2E}
-	if h >= 8 {
-		metrics = append(metrics, load.TTFB)
+	metrics := []load.Metric{load.TTFT, load.TPOT, load.ITL, load.E2E, load.TTFB}
+	open := s.Knobs.Mode == load.OpenLoop || s.Latency[load.Queue].Count > 0
+	if open {
+		// From the intended send time first: what a user of the endpoint
+		// would have waited; then the service times and the queue.
+		metrics = []load.Metric{load.TTFTIntended, load.TPOT, load.ITL, load.E2EIntended, load.Queue, load.TTFT, load.E2E}
+	}
+	if room := h - 3; len(metrics) > room { // title, head and the note line
+		metrics = metrics[:max(room, 4)]
 	}
 	for _, met := range metrics {
 		d := s.Latency[met]
@@ -57,6 +63,9 @@ func (m *Model) latencyTable(w, h int) string {
 			num(float64(s.Latency[load.ITL].Count)) + " token gaps"))
 		if s.OutputEstimated {
 			note += t.Warn.Render("  tokens estimated")
+		}
+		if open {
+			note = t.Muted.Render("* from the intended send time · ") + note
 		}
 		lines = append(lines, note)
 	}

@@ -7,6 +7,7 @@ package ui
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -201,6 +202,28 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		knob(func(k *load.Knobs) { k.OutputTokens /= 2 })
 	case key.Matches(msg, k.Pause):
 		knob(func(k *load.Knobs) { k.Paused = !k.Paused })
+	case key.Matches(msg, k.RateUp), key.Matches(msg, k.RateDown):
+		if m.snap.Knobs.Mode != load.OpenLoop {
+			m.flash = "the rate sets the open loop: press o to open it"
+			break
+		}
+		f := 1.25
+		if key.Matches(msg, k.RateDown) {
+			f = 1 / 1.25
+		}
+		knob(func(k *load.Knobs) { k.Rate = math.Round(k.Rate*f*100) / 100 })
+	case key.Matches(msg, k.Loop):
+		achieved := m.snap.ReqPerSec
+		knob(func(k *load.Knobs) {
+			if k.Mode == load.OpenLoop {
+				k.Mode = load.ClosedLoop
+				return
+			}
+			k.Mode = load.OpenLoop
+			if k.Rate <= 0 { // open at the rate the closed loop reached
+				k.Rate = math.Max(math.Round(achieved*10)/10, 1)
+			}
+		})
 	case key.Matches(msg, k.Window):
 		next := load.Windows[0]
 		for i, w := range load.Windows {

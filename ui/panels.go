@@ -119,6 +119,14 @@ func (m *Model) inflightPanel(w, h int) string {
 		t.Value.Render(fmt.Sprint(s.InFlight)) + t.Muted.Render(fmt.Sprintf(" of %d", s.Knobs.Concurrency)),
 		bar,
 	}
+	if s.Knobs.Mode == load.OpenLoop {
+		backlog := t.Muted.Render(fmt.Sprintf("backlog %d", s.Backlog))
+		if s.Backlog > 0 {
+			backlog = t.Warn.Render(fmt.Sprintf("backlog %d", s.Backlog))
+		}
+		lines[1] = t.Value.Render(fmt.Sprint(s.InFlight)) + t.Muted.Render(" in flight")
+		lines[2] = backlog + t.Muted.Render(fmt.Sprintf(" · %.4g req/s", s.Knobs.Rate))
+	}
 	lines = append(lines, m.spark(w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.InFlight) })...)
 	return block(lines, w, h)
 }
@@ -130,7 +138,7 @@ func (m *Model) phasesPanel(w, h int) string {
 	cols := []struct {
 		name  string
 		width int
-	}{{"#", 3}, {"conc", 5}, {"prompt", 7}, {"output", 7}, {"reqs", 7}, {"ttft p50", 9}, {"ttft p99", 9}, {"e2e p99", 9}, {"tok/s", 7}, {"err", 6}, {"time", 7}}
+	}{{"#", 3}, {"load", 7}, {"prompt", 7}, {"output", 7}, {"reqs", 7}, {"ttft p50", 9}, {"ttft p99", 9}, {"e2e p99", 9}, {"tok/s", 7}, {"err", 6}, {"time", 7}}
 	head := ""
 	for _, c := range cols {
 		head += padLeft(c.name, c.width)
@@ -149,8 +157,12 @@ func (m *Model) phasesPanel(w, h int) string {
 		if ph.Current {
 			span = s.Elapsed - ph.Start
 		}
+		level := fmt.Sprint(ph.Knobs.Concurrency)
+		if ph.Knobs.Mode == load.OpenLoop {
+			level = fmt.Sprintf("%.3g/s", ph.Knobs.Rate)
+		}
 		cells := []string{
-			fmt.Sprint(ph.ID), fmt.Sprint(ph.Knobs.Concurrency), fmt.Sprint(ph.Knobs.PromptTokens), fmt.Sprint(ph.Knobs.OutputTokens),
+			fmt.Sprint(ph.ID), level, fmt.Sprint(ph.Knobs.PromptTokens), fmt.Sprint(ph.Knobs.OutputTokens),
 			fmt.Sprint(ph.Completed), dur(ph.Latency[load.TTFT].P50), dur(ph.Latency[load.TTFT].P99), dur(ph.Latency[load.E2E].P99),
 			num(ph.OutTokPerSec), errs, clock(span),
 		}

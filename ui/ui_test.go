@@ -103,11 +103,29 @@ func newEngine(t testing.TB) *load.Engine {
 	return e
 }
 
+// openSnapshot is fixedSnapshot in the open loop, with a backlog and the
+// intended-time figures.
+func openSnapshot() load.Snapshot {
+	s := fixedSnapshot()
+	ms := time.Millisecond
+	s.Knobs.Mode, s.Knobs.Rate, s.Backlog = load.OpenLoop, 20, 7
+	s.Latency[load.Queue] = load.Dist{Count: 392, Mean: 300 * ms, P50: 120 * ms, P90: 800 * ms, P95: 1100 * ms, P99: 1500 * ms, Max: 1900 * ms}
+	s.Latency[load.TTFTIntended] = load.Dist{Count: 392, Mean: 900 * ms, P50: 530 * ms, P90: 2200 * ms, P95: 2700 * ms, P99: 3200 * ms, Max: 3600 * ms}
+	s.Latency[load.E2EIntended] = load.Dist{Count: 392, Mean: 3300 * ms, P50: 2930 * ms, P90: 4500 * ms, P95: 4980 * ms, P99: 5450 * ms, Max: 5900 * ms}
+	s.Phases[2].Knobs.Mode, s.Phases[2].Knobs.Rate = load.OpenLoop, 20
+	return s
+}
+
 func TestGolden(t *testing.T) {
-	for _, size := range [][2]int{{80, 24}, {160, 48}} {
-		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		size [2]int
+		snap load.Snapshot
+	}{{"80x24", [2]int{80, 24}, fixedSnapshot()}, {"160x48", [2]int{160, 48}, fixedSnapshot()}, {"open-80x24", [2]int{80, 24}, openSnapshot()}} {
+		size := c.size
+		t.Run(c.name, func(t *testing.T) {
 			tm := teatest.NewTestModel(t, newTestModel(t, nil), teatest.WithInitialTermSize(size[0], size[1]))
-			tm.Send(SnapshotMsg(fixedSnapshot()))
+			tm.Send(SnapshotMsg(c.snap))
 			tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
 			fm := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(Model)
 			view := fm.View()
@@ -201,6 +219,28 @@ func TestKeysTurnKnobs(t *testing.T) {
 	m = press(m, runes("?"))
 	if strings.Contains(m.View(), "Press ? again") {
 		t.Fatal("? did not close the help")
+	}
+	// The open loop: o opens it (at 1 req/s when nothing was measured), +
+	// and - move the rate, o closes it again.
+	m = press(m, runes("+"))
+	if !strings.Contains(m.View(), "press o to open it") || e.Knobs().Mode != load.ClosedLoop {
+		t.Fatal("+ in the closed loop")
+	}
+	m = press(m, runes("o"))
+	if k := e.Knobs(); k.Mode != load.OpenLoop || k.Rate != 1 {
+		t.Fatalf("after o: %+v", k)
+	}
+	m = press(m, runes("+"), runes("+"))
+	if k := e.Knobs(); k.Rate != 1.56 {
+		t.Fatalf("rate %v after ++", k.Rate)
+	}
+	m = press(m, runes("-"))
+	if k := e.Knobs(); k.Rate != 1.25 || !strings.Contains(m.View(), "open loop 1.25 req/s") {
+		t.Fatalf("rate %v after -\n%s", k.Rate, m.View())
+	}
+	m = press(m, runes("o"))
+	if k := e.Knobs(); k.Mode != load.ClosedLoop {
+		t.Fatalf("after the second o: %+v", k)
 	}
 	if _, cmd := m.Update(runes("q")); cmd == nil || cmd() != tea.Quit() {
 		t.Fatal("q does not quit")
