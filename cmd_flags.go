@@ -27,6 +27,10 @@ import (
 type loadFlags struct {
 	url, model, api, apiKeyEnv, apiKeyFile, theme, ttft string
 	concurrency, prompt, output                         int
+	promptSpec, outputSpec                              string
+	promptLen, outputLen                                load.Length
+	prefixTokens                                        int
+	noCalibrate                                         bool
 	window, tick, timeout, connectTimeout               time.Duration
 	seed                                                uint64
 	headers                                             []string
@@ -64,8 +68,10 @@ func (f *loadFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.arrivals, "arrivals", "constant", "open loop arrivals: constant, poisson or gamma")
 	fs.Float64Var(&f.burstiness, "burstiness", 1, "gamma arrivals' shape, as vLLM's: 1 is Poisson, <1 burstier")
 	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "open loop: most requests in flight; later arrivals wait in a backlog, the wait counted (0: no cap)")
-	fs.IntVar(&f.prompt, "prompt-tokens", 256, "prompt length in tokens (1..32768)")
-	fs.IntVar(&f.output, "output-tokens", 128, "output tokens per request, the request's output limit (1..32768)")
+	fs.StringVar(&f.promptSpec, "prompt-tokens", "256", "prompt length in tokens: N, uniform:MIN-MAX or normal:MEAN,SD (1..32768; keys move the centre)")
+	fs.StringVar(&f.outputSpec, "output-tokens", "128", "output tokens per request (the output limit): N, uniform:MIN-MAX or normal:MEAN,SD (1..32768)")
+	fs.IntVar(&f.prefixTokens, "prefix-tokens", 0, "start every prompt with the same text of about N tokens (prefix-cache experiments)")
+	fs.BoolVar(&f.noCalibrate, "no-calibrate", false, "send the asked number of words instead of learning the server's tokens per word from its usage")
 	fs.BoolVar(&f.fixedOutput, "fixed-output", false, "make every request produce exactly --output-tokens (ignore_eos and min_tokens, where the server takes them)")
 	fs.StringVar(&f.maxTokensField, "max-tokens-field", "max_tokens", "OpenAI output-limit field: max_tokens or max_completion_tokens")
 	fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature (sent only when given)")
@@ -94,10 +100,8 @@ func (f *loadFlags) validate() error {
 	switch {
 	case f.concurrency < 1 || f.concurrency > load.MaxConcurrency:
 		return usagef("--concurrency must be within 1..%d, got %d", load.MaxConcurrency, f.concurrency)
-	case f.prompt < 1 || f.prompt > load.MaxPromptTokens:
-		return usagef("--prompt-tokens must be within 1..%d, got %d", load.MaxPromptTokens, f.prompt)
-	case f.output < 1 || f.output > load.MaxOutputTokens:
-		return usagef("--output-tokens must be within 1..%d, got %d", load.MaxOutputTokens, f.output)
+	case f.prefixTokens < 0 || f.prefixTokens > load.MaxPromptTokens:
+		return usagef("--prefix-tokens must be within 0..%d", load.MaxPromptTokens)
 	case f.tick < 10*time.Millisecond:
 		return usagef("--tick must be at least 10ms")
 	case f.timeout <= 0 || f.connectTimeout <= 0:
@@ -111,6 +115,13 @@ func (f *loadFlags) validate() error {
 	}
 	if _, err := load.ParseArrivals(f.arrivals, f.burstiness); err != nil {
 		return usageError{err}
+	}
+	var err error
+	if f.prompt, f.promptLen, err = load.ParseLength(f.promptSpec, load.MaxPromptTokens); err != nil {
+		return usagef("--prompt-tokens: %v", err)
+	}
+	if f.output, f.outputLen, err = load.ParseLength(f.outputSpec, load.MaxOutputTokens); err != nil {
+		return usagef("--output-tokens: %v", err)
 	}
 	if f.api != "" {
 		if _, err := probe.ParseKind(f.api); err != nil {
@@ -136,7 +147,6 @@ func (f *loadFlags) validate() error {
 			return usagef("--extra-body must be a JSON object: %v", err)
 		}
 	}
-	var err error
 	if f.objectives, err = slo.ParseAll(f.slos); err != nil {
 		return usageError{err}
 	}
@@ -387,5 +397,6 @@ func (f *loadFlags) engineConfig(st *setup, window time.Duration) load.Config {
 	return load.Config{
 		Do: st.client.Do, Target: st.target, Tick: f.tick, Window: window, Seed: f.seed,
 		Knobs: f.knobs(), Goodput: f.limits, Arrivals: arr, MaxInFlight: f.maxInFlight,
+		PromptLength: f.promptLen, OutputLength: f.outputLen, PrefixTokens: f.prefixTokens, NoCalibrate: f.noCalibrate,
 	}
 }

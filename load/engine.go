@@ -37,6 +37,16 @@ type Config struct {
 	// Goodput holds the per-request limits a request must meet to count as
 	// good (zero limits are not checked).
 	Goodput Goodput
+	// PromptLength and OutputLength spread the lengths around the knobs
+	// (zero: fixed). Draws depend only on Seed and the request's number.
+	PromptLength, OutputLength Length
+	// NoCalibrate keeps prompts at the asked number of words instead of
+	// learning, from the server's reported prompt tokens, how many words
+	// make the asked number of tokens.
+	NoCalibrate bool
+	// PrefixTokens starts every prompt with the same text of about this
+	// many tokens (prefix-cache experiments); the rest stays unique.
+	PrefixTokens int
 	// Arrivals spaces the open loop's requests (default constant).
 	Arrivals Arrivals
 	// MaxInFlight caps the open loop's requests in flight (0: no cap);
@@ -119,7 +129,9 @@ type Engine struct {
 
 	workers  sync.WaitGroup
 	inflight atomic.Int64
-	begun    atomic.Int64 // requests started, against MaxRequests
+	begun    atomic.Int64  // requests started, against MaxRequests
+	reqSeq   atomic.Uint64 // numbers requests for their length draws
+	cal      calibrator
 
 	// The open loop's senders and backlog, behind mu.
 	openInFlight int
@@ -153,7 +165,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("load: concurrency must be positive, got %d", cfg.Knobs.Concurrency)
 	}
 	e := &Engine{
-		cfg: cfg, prompts: NewPromptGen(cfg.Seed), knobs: cfg.Knobs.clamp(), window: cfg.Window,
+		cfg: cfg, prompts: NewPromptGen(cfg.Seed, cfg.PrefixTokens), knobs: cfg.Knobs.clamp(), window: cfg.Window,
 		changed: make(chan struct{}), alive: map[int]bool{}, results: make(chan outcome, 4096),
 		nudge: make(chan struct{}, 1), subs: map[chan Snapshot]struct{}{},
 	}
@@ -308,6 +320,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.started, e.runCtx, e.t0 = true, ctx, time.Now()
 	agg := newAggregator(e.t0, e.window)
 	agg.goodput, agg.onResult = e.cfg.Goodput, e.cfg.OnResult
+	if !e.cfg.NoCalibrate {
+		agg.cal = &e.cal
+	}
 	e.spawnLocked()
 	e.workers.Add(1)
 	go e.dispatch(ctx)
@@ -329,6 +344,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		s.Backlog = int(e.backlogLen.Load())
 		seq++
 		s.Seq, s.Target, s.Knobs = seq, e.cfg.Target, knobs
+		s.PromptLength, s.OutputLength = e.cfg.PromptLength, e.cfg.OutputLength
 		e.publish(s)
 	}
 	snap()

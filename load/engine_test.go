@@ -2,9 +2,13 @@ package load
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net"
 	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,11 +121,11 @@ func TestEngineMatchesSim(t *testing.T) {
 	// The bound of the issue is 2 ms at p50. Under -race the instrumented
 	// HTTP stacks of both sides (on the same two cores) add a few ms of CPU
 	// queueing between the client's start and the server's first byte, so
-	// that build checks looser bounds (8 ms, 15 %); `make test` runs this
+	// that build checks looser bounds (8 ms, 25 %); `make test` runs this
 	// test without -race too, against the issue's 2 ms and 5 %.
 	p50Tol, p99Tol := 2*time.Millisecond, 0.05
 	if raceDetector {
-		p50Tol, p99Tol = 8*time.Millisecond, 0.15
+		p50Tol, p99Tol = 8*time.Millisecond, 0.25
 	}
 	for _, c := range []struct {
 		name   string
@@ -170,7 +174,7 @@ func TestConcurrencyFollows(t *testing.T) {
 
 func TestPhasesFollowKnobs(t *testing.T) {
 	p, _ := sim.Preset("default")
-	r := startRig(t, p, Knobs{Concurrency: 2, PromptTokens: 16, OutputTokens: 8})
+	r := startRig(t, p, Knobs{Concurrency: 2, PromptTokens: 16, OutputTokens: 8}, func(c *Config) { c.NoCalibrate = true })
 	waitFor(t, r.eng, 5*time.Second, "first requests", func(s Snapshot) bool { return s.TotalCompleted >= 4 })
 	r.eng.Update(func(k *Knobs) { k.PromptTokens *= 2 })
 	r.eng.Update(func(k *Knobs) { k.Paused = true }) // not a new phase
@@ -313,5 +317,69 @@ func TestGoodputLimits(t *testing.T) {
 	failed := probe.Result{Class: probe.HTTP5xx}
 	if (Goodput{}).good(&failed) {
 		t.Error("a failed request counted as good")
+	}
+}
+
+// TestCalibrationAgainstSim: the sim counts long words as two tokens and
+// adds a chat template; within 20 requests the prompts it reports are
+// within 5 % of the length asked for.
+func TestCalibrationAgainstSim(t *testing.T) {
+	p, _ := sim.Preset("fast")
+	var mu sync.Mutex
+	var got []int
+	r := startRig(t, p, Knobs{Concurrency: 1, PromptTokens: 512, OutputTokens: 1}, func(c *Config) {
+		c.OnResult = func(rec Record) { mu.Lock(); got = append(got, rec.InputTokens); mu.Unlock() }
+	})
+	waitFor(t, r.eng, 10*time.Second, "20 requests", func(s Snapshot) bool { return s.TotalCompleted >= 20 })
+	r.stop()
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("prompt tokens reported: first %d, 20th %d (asked 512)", got[0], got[19])
+	if math.Abs(float64(got[19]-512))/512 > 0.05 {
+		t.Fatalf("20th request: %d prompt tokens, asked 512 (all: %v)", got[19], got[:20])
+	}
+	if math.Abs(float64(got[0]-512))/512 < 0.05 {
+		t.Fatalf("the first request was already within 5 %% (%d): the test shows nothing", got[0])
+	}
+}
+
+// TestSameSeedSameRequests: a seed fixes the sequence of prompts and lengths.
+func TestSameSeedSameRequests(t *testing.T) {
+	run := func(seed uint64) []string {
+		var mu sync.Mutex
+		var reqs []string
+		do := func(ctx context.Context, r probe.Request) probe.Result {
+			mu.Lock()
+			if len(reqs) < 30 {
+				reqs = append(reqs, fmt.Sprintf("%d|%s", r.MaxTokens, r.Prompt))
+			}
+			mu.Unlock()
+			return probe.Result{Start: time.Now(), E2E: time.Millisecond, OutputTokens: 1, InputEstimated: true}
+		}
+		_, pl, _ := ParseLength("uniform:50-150", MaxPromptTokens)
+		_, ol, _ := ParseLength("normal:64,16", MaxOutputTokens)
+		eng, _ := New(Config{Do: do, Seed: seed, Knobs: Knobs{Concurrency: 1, PromptTokens: 100, OutputTokens: 64},
+			PromptLength: pl, OutputLength: ol, MaxRequests: 30})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); eng.Run(ctx) }()
+		waitFor(t, eng, 5*time.Second, "30 requests", func(s Snapshot) bool { return s.TotalCompleted == 30 })
+		cancel()
+		<-done
+		return reqs
+	}
+	a, b, c := run(5), run(5), run(6)
+	if strings.Join(a, "\n") != strings.Join(b, "\n") {
+		t.Fatal("the same seed gave different requests")
+	}
+	if strings.Join(a, "\n") == strings.Join(c, "\n") {
+		t.Fatal("different seeds gave the same requests")
+	}
+	lengths := map[string]bool{}
+	for _, r := range a {
+		lengths[strings.SplitN(r, "|", 2)[0]] = true
+	}
+	if len(lengths) < 5 {
+		t.Fatalf("output lengths do not vary: %v", lengths)
 	}
 }

@@ -180,8 +180,15 @@ func (e *Engine) dropBacklogLocked() {
 // is zero in the closed loop. It reports whether the request succeeded and
 // whether its result was delivered (false once the engine is stopping).
 func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time) (succeeded, delivered bool) {
-	prompt := e.prompts.Next(k.PromptTokens)
-	req := probe.Request{Prompt: prompt, MaxTokens: k.OutputTokens}
+	n := e.reqSeq.Add(1)
+	rng := rand.New(rand.NewPCG(e.cfg.Seed^0xa0761d6478bd642f, n))
+	promptLen := e.cfg.PromptLength.sample(rng, k.PromptTokens, MaxPromptTokens)
+	outputLen := e.cfg.OutputLength.sample(rng, k.OutputTokens, MaxOutputTokens)
+	words := promptLen
+	if !e.cfg.NoCalibrate {
+		words = e.cal.words(promptLen)
+	}
+	req := probe.Request{Prompt: e.prompts.Next(words), MaxTokens: outputLen}
 	e.inflight.Add(1)
 	res := e.cfg.Do(ctx, req)
 	e.inflight.Add(-1)
@@ -190,7 +197,7 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 		return false, false
 	}
 	select {
-	case e.results <- outcome{res: res, phase: ph, prompt: k.PromptTokens, intended: intended}:
+	case e.results <- outcome{res: res, phase: ph, prompt: promptLen, words: words, intended: intended}:
 	case <-ctx.Done():
 		ph.outstanding.Add(-1)
 		return false, false

@@ -24,13 +24,16 @@ type PromptGen struct {
 	text   string
 	starts []int // byte offset of each word in text
 	seq    atomic.Uint64
+	prefix string // shared by every prompt (prefix-cache experiments)
+	pwords int
 }
 
 // textWords is the length of the base text; prompts longer than this wrap.
 const textWords = MaxPromptTokens + 4096
 
-// NewPromptGen builds the base text from seed.
-func NewPromptGen(seed uint64) *PromptGen {
+// NewPromptGen builds the base text from seed; every prompt starts with the
+// same prefixWords words when prefixWords > 0.
+func NewPromptGen(seed uint64, prefixWords int) *PromptGen {
 	var b strings.Builder
 	g := &PromptGen{starts: make([]int, 0, textWords)}
 	x := seed*0x9e3779b97f4a7c15 + 1
@@ -43,6 +46,10 @@ func NewPromptGen(seed uint64) *PromptGen {
 		b.WriteByte(' ')
 	}
 	g.text = b.String()
+	if prefixWords > 0 {
+		g.pwords = min(prefixWords, textWords-1)
+		g.prefix = strings.TrimSuffix(g.text[:g.starts[g.pwords]], " ")
+	}
 	return g
 }
 
@@ -51,10 +58,15 @@ func (g *PromptGen) Next(tokens int) string {
 	n := g.seq.Add(1)
 	tokens = max(tokens, 1)
 	var b strings.Builder
-	b.Grow(tokens*6 + 16)
+	b.Grow(tokens*6 + len(g.prefix) + 16)
+	rest := tokens - 1
+	if g.pwords > 0 && tokens > g.pwords {
+		b.WriteString(g.prefix)
+		b.WriteByte(' ')
+		rest -= g.pwords
+	}
 	b.WriteByte('r')
 	b.WriteString(strconv.FormatUint(n, 36))
-	rest := tokens - 1
 	off := int((n * 7919) % uint64(len(g.starts)))
 	for rest > 0 {
 		take := min(rest, len(g.starts)-off)

@@ -51,6 +51,9 @@ type Snapshot struct {
 	// InFlight is requests sent and not yet finished; Backlog is open-loop
 	// arrivals waiting for a free slot (MaxInFlight).
 	InFlight, Backlog int
+	// PromptLength and OutputLength are the length distributions around the
+	// knobs.
+	PromptLength, OutputLength Length
 	// Window is the rolling window selected; Covered how much of it holds
 	// data (less than Window early in a run or after a reset).
 	Window, Covered time.Duration

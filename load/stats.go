@@ -19,6 +19,8 @@ type outcome struct {
 	prompt int // the prompt length asked for, when the server reports none
 	// intended is the open loop's scheduled send time (zero when closed).
 	intended time.Time
+	// words is the prompt's length in the generator's words.
+	words int
 }
 
 // counts are the request and token counters kept per second and per phase.
@@ -53,6 +55,7 @@ type phaseAcc struct {
 
 // aggregator owns every histogram; only the engine's Run goroutine calls it.
 type aggregator struct {
+	cal      *calibrator // nil: no calibration
 	goodput  Goodput
 	onResult func(Record)
 	// run accumulates everything since the start or the last reset.
@@ -201,6 +204,8 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 	in := r.InputTokens
 	if r.InputEstimated {
 		in = o.prompt
+	} else if a.cal != nil {
+		a.cal.observe(o.words, r.InputTokens)
 	}
 	c.completed++
 	c.outTok += int64(r.OutputTokens)

@@ -2,6 +2,7 @@ package load
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -118,7 +119,7 @@ func TestAggregatorPhases(t *testing.T) {
 }
 
 func TestPromptGen(t *testing.T) {
-	g := NewPromptGen(1)
+	g := NewPromptGen(1, 0)
 	seen := map[string]bool{}
 	for _, n := range []int{1, 2, 10, 256, 4096, MaxPromptTokens} {
 		p := g.Next(n)
@@ -132,7 +133,7 @@ func TestPromptGen(t *testing.T) {
 		}
 		seen[prefix] = true
 	}
-	if a, b := NewPromptGen(7).Next(50), NewPromptGen(7).Next(50); a != b {
+	if a, b := NewPromptGen(7, 0).Next(50), NewPromptGen(7, 0).Next(50); a != b {
 		t.Error("same seed, different prompts")
 	}
 }
@@ -154,4 +155,89 @@ func splitWords(s string) []string {
 		out = append(out, word)
 	}
 	return out
+}
+
+func TestLengths(t *testing.T) {
+	tests := []struct {
+		in     string
+		centre int
+		kind   string
+		spread float64
+	}{
+		{"256", 256, "fixed", 0}, {"fixed:64", 64, "fixed", 0}, {"uniform:128-384", 256, "uniform", 0.5}, {"normal:200,50", 200, "normal", 0.25},
+	}
+	for _, tt := range tests {
+		c, l, err := ParseLength(tt.in, MaxPromptTokens)
+		if err != nil || c != tt.centre || l.Kind != tt.kind || math.Abs(l.Spread-tt.spread) > 1e-12 {
+			t.Errorf("%s: %d %+v %v", tt.in, c, l, err)
+		}
+		if got := l.String(c); tt.kind != "fixed" && got != tt.in {
+			t.Errorf("%s written back as %s", tt.in, got)
+		}
+	}
+	for _, bad := range []string{"0", "x", "uniform:5", "uniform:9-3", "normal:10", "normal:10,-1", "poisson:3", "40000"} {
+		if _, _, err := ParseLength(bad, MaxPromptTokens); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	// Draws stay inside the uniform range, centre on the mean, and are the
+	// same for the same seed and request numbers.
+	_, u, _ := ParseLength("uniform:100-300", MaxPromptTokens)
+	draw := func(seed uint64) []int {
+		var out []int
+		for n := uint64(1); n <= 2000; n++ {
+			out = append(out, u.sample(rand.New(rand.NewPCG(seed, n)), 200, MaxPromptTokens))
+		}
+		return out
+	}
+	a, b := draw(7), draw(7)
+	sum := 0
+	for i, v := range a {
+		if v < 100 || v > 300 || v != b[i] {
+			t.Fatalf("draw %d: %d (again %d)", i, v, b[i])
+		}
+		sum += v
+	}
+	if mean := float64(sum) / float64(len(a)); math.Abs(mean-200) > 5 {
+		t.Fatalf("mean %v", mean)
+	}
+	_, nrm, _ := ParseLength("normal:10,100", MaxPromptTokens)
+	if v := nrm.sample(rand.New(rand.NewPCG(1, 1)), 10, 50); v < 1 || v > 50 {
+		t.Fatalf("normal draw %d outside 1..50", v)
+	}
+}
+
+func TestPromptPrefix(t *testing.T) {
+	g := NewPromptGen(3, 100)
+	a, b := g.Next(300), g.Next(300)
+	wa, wb := splitWords(a), splitWords(b)
+	if len(wa) != 300 || len(wb) != 300 {
+		t.Fatalf("%d and %d words", len(wa), len(wb))
+	}
+	for i := range 100 {
+		if wa[i] != wb[i] {
+			t.Fatalf("word %d differs within the shared prefix", i)
+		}
+	}
+	if wa[100] == wb[100] {
+		t.Fatal("the unique marker after the prefix is shared")
+	}
+}
+
+func TestCalibrator(t *testing.T) {
+	var c calibrator
+	// A server that counts 1.3 tokens a word plus 12 of template.
+	count := func(w int) int { return int(math.Round(1.3*float64(w))) + 12 }
+	w := 0
+	for range 10 {
+		w = c.words(500)
+		c.observe(w, count(w))
+	}
+	if got := count(c.words(500)); math.Abs(float64(got-500)) > 5 {
+		t.Fatalf("after 10 requests %d words make %d tokens, want 500", w, got)
+	}
+	// A new target is met at once: the fit knows the overhead.
+	if got := count(c.words(2000)); math.Abs(float64(got-2000)) > 20 {
+		t.Fatalf("2000 → %d tokens", got)
+	}
 }

@@ -38,8 +38,8 @@ func (m *Model) header(w int) string {
 	}
 	parts := []string{
 		loop,
-		item("prompt", fmt.Sprintf("%d tok", k.PromptTokens)),
-		item("output", fmt.Sprintf("%d tok", k.OutputTokens)),
+		item("prompt", lengthLabel(s.PromptLength, k.PromptTokens)),
+		item("output", lengthLabel(s.OutputLength, k.OutputTokens)),
 		item("window", window(s.Window)),
 	}
 	if w >= 110 {
@@ -50,4 +50,11 @@ func (m *Model) header(w int) string {
 		line2 = fit(t.Muted.Render("waiting for the first snapshot…"), w)
 	}
 	return line1 + "\n" + line2
+}
+
+func lengthLabel(l load.Length, centre int) string {
+	if l.Kind == "" || l.Kind == "fixed" {
+		return fmt.Sprintf("%d tok", centre)
+	}
+	return l.String(centre)
 }
