@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,9 @@ type Config struct {
 	// PrefixTokens starts every prompt with the same text of about this
 	// many tokens (prefix-cache experiments); the rest stays unique.
 	PrefixTokens int
+	// Warmup is the start of the run kept out of the statistics: a phase of
+	// its own, marked warm-up, and nothing else.
+	Warmup Warmup
 	// Arrivals spaces the open loop's requests (default constant).
 	Arrivals Arrivals
 	// MaxInFlight caps the open loop's requests in flight (0: no cap);
@@ -57,6 +61,28 @@ type Config struct {
 	// it must not block for long.
 	OnResult func(Record)
 }
+
+// Warmup is a number of requests or a time (whichever is set).
+type Warmup struct {
+	Requests int64
+	Duration time.Duration
+}
+
+// ParseWarmup reads '--warmup N' (requests) or a duration such as '30s'.
+func ParseWarmup(s string) (Warmup, error) {
+	if s == "" {
+		return Warmup{}, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+		return Warmup{Requests: n}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return Warmup{Duration: d}, nil
+	}
+	return Warmup{}, fmt.Errorf("bad --warmup %q: want a number of requests or a duration", s)
+}
+
+func (w Warmup) set() bool { return w.Requests > 0 || w.Duration > 0 }
 
 // Goodput is vLLM's per-request service-level limits: a request is good when
 // it succeeded and met every limit given.
@@ -94,8 +120,9 @@ type Record struct {
 	At, Queue time.Duration
 	// PromptTokens is the prompt length asked for.
 	PromptTokens int
-	// Good is true when the request met the goodput limits.
-	Good bool
+	// Good is true when the request met the goodput limits; Warmup when it
+	// belongs to the warm-up.
+	Good, Warmup bool
 }
 
 // phaseInfo is a phase as the workers see it: fixed when created, except
@@ -103,6 +130,7 @@ type Record struct {
 type phaseInfo struct {
 	id          int
 	gen         int // reset generation
+	warmup      bool
 	knobs       Knobs
 	start       time.Duration
 	outstanding atomic.Int64
@@ -131,6 +159,7 @@ type Engine struct {
 	inflight atomic.Int64
 	begun    atomic.Int64  // requests started, against MaxRequests
 	reqSeq   atomic.Uint64 // numbers requests for their length draws
+	begunAll atomic.Int64  // requests started, for the warm-up
 	cal      calibrator
 
 	// The open loop's senders and backlog, behind mu.
@@ -169,7 +198,7 @@ func New(cfg Config) (*Engine, error) {
 		changed: make(chan struct{}), alive: map[int]bool{}, results: make(chan outcome, 4096),
 		nudge: make(chan struct{}, 1), subs: map[chan Snapshot]struct{}{},
 	}
-	e.phase = &phaseInfo{id: 1, knobs: e.knobs}
+	e.phase = &phaseInfo{id: 1, knobs: e.knobs, warmup: cfg.Warmup.set()}
 	e.phaseSeq = 1
 	return e, nil
 }
@@ -191,18 +220,22 @@ func (e *Engine) Window() time.Duration {
 // Update changes the knobs through f (values are clamped to their limits).
 // A change of concurrency, prompt or output length starts a new phase;
 // added workers start at once, removed ones finish their request first.
-func (e *Engine) Update(f func(*Knobs)) Knobs {
+func (e *Engine) Update(f func(*Knobs)) Knobs { return e.update(f, false) }
+
+// update changes the knobs; newPhase starts a phase even when the setting
+// is the same (a stage of a walk).
+func (e *Engine) update(f func(*Knobs), newPhase bool) Knobs {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	k := e.knobs
 	f(&k)
 	k = k.clamp()
-	if k == e.knobs {
+	if k == e.knobs && !newPhase {
 		return k
 	}
-	if !k.samePhase(e.knobs) {
+	if newPhase || !k.samePhase(e.knobs) {
 		e.phaseSeq++
-		e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: k, start: e.elapsedLocked()}
+		e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: k, start: e.elapsedLocked(), warmup: e.phase.warmup}
 	}
 	if k.Mode != OpenLoop {
 		e.dropBacklogLocked()
@@ -227,6 +260,20 @@ func (e *Engine) SetWindow(w time.Duration) {
 	e.window = w
 	e.mu.Unlock()
 	e.poke()
+}
+
+// endWarmupLocked starts the first measured phase once the warm-up's
+// requests have started or its time has passed.
+func (e *Engine) endWarmupLocked() {
+	if !e.phase.warmup || !e.started {
+		return
+	}
+	w := e.cfg.Warmup
+	if w.Requests > 0 && e.begunAll.Load() < w.Requests || w.Duration > 0 && e.elapsedLocked() < w.Duration {
+		return
+	}
+	e.phaseSeq++
+	e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: e.knobs, start: e.elapsedLocked()}
 }
 
 // Reset forgets every statistic and starts a new phase; the load goes on.
@@ -333,6 +380,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	var seq uint64
 	snap := func() {
 		e.mu.Lock()
+		e.endWarmupLocked()
 		cur, gen, win, knobs := e.phase, e.gen, e.window, e.knobs
 		e.mu.Unlock()
 		now := time.Since(e.t0)
@@ -421,6 +469,8 @@ func (e *Engine) next(id int) (Knobs, *phaseInfo, <-chan struct{}, bool) {
 			delete(e.alive, id)
 			return Knobs{}, nil, nil, false
 		}
+		e.endWarmupLocked()
+		e.begunAll.Add(1)
 		e.phase.outstanding.Add(1)
 	}
 	return e.knobs, e.phase, e.changed, true

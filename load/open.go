@@ -129,6 +129,8 @@ func (e *Engine) arrive(ctx context.Context, intended time.Time) bool {
 	if e.cfg.MaxRequests > 0 && e.begun.Add(1) > e.cfg.MaxRequests {
 		return false
 	}
+	e.endWarmupLocked()
+	e.begunAll.Add(1)
 	e.phase.outstanding.Add(1)
 	a := arrival{intended: intended, knobs: e.knobs, phase: e.phase}
 	if e.cfg.MaxInFlight > 0 && e.openInFlight >= e.cfg.MaxInFlight {

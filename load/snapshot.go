@@ -108,13 +108,15 @@ type Phase struct {
 	// Start and End are run times; End is zero for the current phase.
 	Start, End time.Duration
 	Current    bool
-	Completed  int64
-	Failed     int64
-	Good       int64
-	ByClass    [probe.NumClasses]int64
-	OutTokens  int64
-	InTokens   int64
-	Latency    [NumMetrics]Dist
+	// Warmup marks the warm-up phase: its requests are in no other figure.
+	Warmup    bool
+	Completed int64
+	Failed    int64
+	Good      int64
+	ByClass   [probe.NumClasses]int64
+	OutTokens int64
+	InTokens  int64
+	Latency   [NumMetrics]Dist
 	// Duration is the phase's span: from its start to the last completion
 	// of its requests (or now); the rates are over it.
 	Duration                                         time.Duration

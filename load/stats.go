@@ -53,6 +53,40 @@ type phaseAcc struct {
 	final   *Phase
 }
 
+// addOnly folds a result into this phase alone (a warm-up request).
+func (p *phaseAcc) addOnly(r *probe.Result, good bool, prompt int) {
+	if !r.OK() {
+		p.failed++
+		p.byClass[r.Class]++
+		return
+	}
+	p.completed++
+	if good {
+		p.good++
+	}
+	in := r.InputTokens
+	if r.InputEstimated {
+		in = prompt
+	}
+	p.outTok += int64(r.OutputTokens)
+	p.inTok += int64(in)
+	rec := func(m Metric, d time.Duration) {
+		if p.hist[m] != nil {
+			v, _ := us(d)
+			_ = p.hist[m].RecordValue(v)
+			p.mom[m].add(v)
+		}
+	}
+	if r.HasTTFT {
+		rec(TTFT, r.TTFT)
+		r.ITLs(func(d time.Duration) { rec(ITL, d) })
+	}
+	if tpot, ok := r.TPOT(); ok {
+		rec(TPOT, tpot)
+	}
+	rec(E2E, r.E2E)
+}
+
 // aggregator owns every histogram; only the engine's Run goroutine calls it.
 type aggregator struct {
 	cal      *calibrator // nil: no calibration
@@ -165,9 +199,18 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 		ph = a.phase(o.phase)
 		ph.lastEnd = max(ph.lastEnd, end)
 	}
+	good := a.goodput.good(r)
+	if o.phase != nil && o.phase.warmup {
+		if a.onResult != nil {
+			a.onResult(Record{Result: *r, PromptTokens: o.prompt, Good: good, At: r.Start.Sub(a.t0), Phase: o.phase.id, Knobs: o.phase.knobs, Warmup: true})
+		}
+		if ph != nil {
+			ph.addOnly(r, good, o.prompt)
+		}
+		return
+	}
 	run := a.run
 	run.lastEnd = max(run.lastEnd, end)
-	good := a.goodput.good(r)
 	if a.onResult != nil {
 		rec := Record{Result: *r, PromptTokens: o.prompt, Good: good, At: r.Start.Sub(a.t0)}
 		if !o.intended.IsZero() {
@@ -416,7 +459,7 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 
 func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool) Phase {
 	ph := Phase{
-		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current,
+		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current, Warmup: p.info.warmup,
 		Completed: p.completed, Failed: p.failed, Good: p.good, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
 	}
 	if !current {
