@@ -31,6 +31,9 @@ type loadFlags struct {
 	promptLen, outputLen                                load.Length
 	prefixTokens                                        int
 	noCalibrate                                         bool
+	warmup, stagesSpec, rampSpec                        string
+	duration                                            time.Duration
+	requests                                            int64
 	window, tick, timeout, connectTimeout               time.Duration
 	seed                                                uint64
 	headers                                             []string
@@ -50,6 +53,8 @@ type loadFlags struct {
 	// Parsed by validate.
 	objectives []slo.Objective
 	limits     load.Goodput
+	warm       load.Warmup
+	walk       []load.Stage
 }
 
 func (f *loadFlags) add(fs *pflag.FlagSet) {
@@ -90,6 +95,11 @@ func (f *loadFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.ttft, "ttft", "first-output", "what ends TTFT: first-output (first message with text) or first-chunk (vLLM's: first message with choices)")
 	fs.StringVar(&f.theme, "theme", "dark", "theme: "+strings.Join(themes.Names(), ", "))
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for prompt synthesis")
+	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: no limit); the dashboard counts down and pauses")
+	fs.Int64Var(&f.requests, "requests", 0, "stop after this many requests (0: no limit)")
+	fs.StringVar(&f.warmup, "warmup", "", "keep the first N requests or DURATION out of the figures, as a warm-up phase")
+	fs.StringVar(&f.stagesSpec, "stages", "", "walk through stages, each a phase: 'concurrency=8,duration=30s;rate=50,duration=1m' (keys: concurrency, rate, prompt, output, duration)")
+	fs.StringVar(&f.rampSpec, "ramp", "", "ramp linearly FROM:TO:DURATION, the concurrency (or the rate, with --rate), a phase a second")
 	fs.StringArrayVar(&f.slos, "slo", nil, "objective, repeatable: e.g. 'ttft_p99<=500ms', 'e2el_p95<5s', 'error_rate<1%', 'output_throughput>=2000'")
 	fs.StringVar(&f.goodput, "goodput", "", "per-request limits for goodput, e.g. ttft:500ms,tpot:50ms,e2el:10s")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve infertop's own Prometheus metrics here, e.g. 127.0.0.1:9464")
@@ -145,6 +155,25 @@ func (f *loadFlags) validate() error {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(f.extraBody), &m); err != nil {
 			return usagef("--extra-body must be a JSON object: %v", err)
+		}
+	}
+	switch {
+	case f.duration < 0 || f.requests < 0:
+		return usagef("--duration and --requests must not be negative")
+	case f.stagesSpec != "" && f.rampSpec != "":
+		return usagef("give --stages or --ramp, not both")
+	}
+	if f.warm, err = load.ParseWarmup(f.warmup); err != nil {
+		return usageError{err}
+	}
+	if f.stagesSpec != "" {
+		if f.walk, err = load.ParseStages(f.stagesSpec); err != nil {
+			return usagef("--stages: %v", err)
+		}
+	}
+	if f.rampSpec != "" {
+		if f.walk, err = load.Ramp(f.rampSpec, f.rate > 0); err != nil {
+			return usageError{err}
 		}
 	}
 	if f.objectives, err = slo.ParseAll(f.slos); err != nil {
@@ -388,6 +417,9 @@ func (f *loadFlags) knobs() load.Knobs {
 	if f.rate > 0 {
 		k.Mode = load.OpenLoop
 	}
+	if len(f.walk) > 0 { // the first stage is where the run starts
+		f.walk[0].Apply(&k)
+	}
 	return k
 }
 
@@ -398,5 +430,6 @@ func (f *loadFlags) engineConfig(st *setup, window time.Duration) load.Config {
 		Do: st.client.Do, Target: st.target, Tick: f.tick, Window: window, Seed: f.seed,
 		Knobs: f.knobs(), Goodput: f.limits, Arrivals: arr, MaxInFlight: f.maxInFlight,
 		PromptLength: f.promptLen, OutputLength: f.outputLen, PrefixTokens: f.prefixTokens, NoCalibrate: f.noCalibrate,
+		Warmup: f.warm, MaxRequests: f.requests,
 	}
 }

@@ -38,15 +38,12 @@ func (e exitError) Unwrap() error { return e.err }
 
 // runFlags are the headless run's own flags.
 type runFlags struct {
-	duration, progressEvery, sloWindow time.Duration
-	requests                           int64
-	jsonPath, csvPath, requestsLog     string
-	failFast                           bool
+	progressEvery, sloWindow       time.Duration
+	jsonPath, csvPath, requestsLog string
+	failFast                       bool
 }
 
 func (r *runFlags) add(fs *pflag.FlagSet) {
-	fs.DurationVar(&r.duration, "duration", 0, "stop after this long (0: no limit)")
-	fs.Int64Var(&r.requests, "requests", 0, "stop after this many requests have finished (0: no limit)")
 	fs.DurationVar(&r.progressEvery, "progress-every", 10*time.Second, "a progress line this often on stderr when it is not a terminal")
 	fs.StringVar(&r.jsonPath, "json", "", "write the whole result as JSON (vLLM's keys plus infertop's) to this file")
 	fs.StringVar(&r.csvPath, "csv", "", "write one row per phase to this CSV file")
@@ -68,8 +65,6 @@ func runHeadless(args []string, stdout, stderr io.Writer) error {
 	}
 	objectives := f.objectives
 	switch {
-	case rf.duration < 0 || rf.requests < 0:
-		return usagef("--duration and --requests must not be negative")
 	case rf.sloWindow < 10*time.Second || rf.sloWindow > 5*time.Minute:
 		return usagef("--slo-window must be within 10s..5m, got %v", rf.sloWindow)
 	case rf.failFast && len(objectives) == 0:
@@ -107,7 +102,6 @@ func runHeadless(args []string, stdout, stderr io.Writer) error {
 	manifest := f.manifest(ctx, st)
 
 	cfg := f.engineConfig(st, rf.sloWindow)
-	cfg.MaxRequests = rf.requests
 	cfg.OnResult = chain(logHook, observe)
 	eng, err := load.New(cfg)
 	if err != nil {
@@ -122,10 +116,21 @@ func runHeadless(args []string, stdout, stderr io.Writer) error {
 	live := isTerminal(stderr)
 	var windowBreaches []slo.Verdict
 	var deadline <-chan time.Time
-	if rf.duration > 0 {
-		t := time.NewTimer(rf.duration)
+	if f.duration > 0 {
+		t := time.NewTimer(f.duration)
 		defer t.Stop()
 		deadline = t.C
+	}
+	// A walk (--stages, --ramp) ends the run when it is over, unless a
+	// duration or a request count says how long to hold the last stage.
+	var walked chan error
+	var walkDone <-chan error
+	if len(f.walk) > 0 {
+		walked = make(chan error, 1)
+		go func() { walked <- eng.Walk(engCtx, f.walk) }()
+		if f.duration == 0 && f.requests == 0 {
+			walkDone = walked
+		}
 	}
 	lastProgress := time.Now()
 	why := "interrupted"
@@ -137,6 +142,9 @@ loop:
 		case <-deadline:
 			why = "duration reached"
 			break loop
+		case <-walkDone:
+			why, walkDone, walked = "the last stage ended", nil, nil
+			break loop
 		case s, ok := <-snaps:
 			if !ok {
 				break loop
@@ -144,7 +152,7 @@ loop:
 			if x != nil {
 				x.Update(s)
 			}
-			if rf.requests > 0 && s.TotalCompleted+s.TotalFailed >= rf.requests {
+			if f.requests > 0 && s.TotalCompleted+s.TotalFailed+warmupRequests(s) >= f.requests {
 				why = "requests reached"
 				break loop
 			}
@@ -172,6 +180,9 @@ loop:
 	unsubscribe()
 	stopEngine()
 	<-engDone
+	if walked != nil {
+		<-walked
+	}
 	manifest.End = time.Now()
 	if live {
 		fmt.Fprint(stderr, "\r\033[K")
@@ -236,4 +247,16 @@ func progressLine(s load.Snapshot) string {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// warmupRequests counts the requests of the warm-up phase, which the run's
+// totals leave out.
+func warmupRequests(s load.Snapshot) int64 {
+	var n int64
+	for _, p := range s.Phases {
+		if p.Warmup {
+			n += p.Completed + p.Failed
+		}
+	}
+	return n
 }

@@ -78,6 +78,15 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	}
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(ctx) }()
+	if len(f.walk) > 0 {
+		walked := make(chan error, 1)
+		go func() { walked <- eng.Walk(ctx, f.walk) }()
+		defer func() { cancel(); <-walked }()
+	}
+	if f.duration > 0 { // the time is up: the load pauses, the screen stays
+		t := time.AfterFunc(f.duration, func() { eng.SetPaused(true) })
+		defer t.Stop()
+	}
 	// Stopping the engine cancels what is in flight at once.
 	defer func() { cancel(); <-engDone }()
 
@@ -107,7 +116,8 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 		}
 		return base + ".{json,csv,txt}", nil
 	}
-	model, err := ui.New(eng, ui.Options{Renderer: r, Theme: f.theme, Snapshots: snaps, Objectives: f.objectives, Save: save})
+	model, err := ui.New(eng, ui.Options{Renderer: r, Theme: f.theme, Snapshots: snaps, Objectives: f.objectives, Save: save,
+		Duration: f.duration, Requests: f.requests})
 	if err != nil {
 		return usageError{err}
 	}

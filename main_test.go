@@ -125,3 +125,22 @@ func TestRunHeadless(t *testing.T) {
 		t.Fatalf("unreachable: exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// TestRunStagesAndWarmup: a headless walk ends with its last stage, each
+// stage a phase, and the warm-up stays out of the run's figures.
+func TestRunStagesAndWarmup(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--stages", "concurrency=2,duration=600ms;concurrency=4,duration=600ms", "--warmup", "4",
+		"--prompt-tokens", "8", "--output-tokens", "4", "--sim-preset", "fast"}, &out, &errb)
+	if code != 0 || !strings.Contains(errb.String(), "the last stage ended") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"Phase 1: concurrency 2", "(warm-up, not in the run's figures)", "Phase 2: concurrency 2", "Phase 3: concurrency 4"} {
+		if strings.Contains(out.String(), "Phase 4") {
+			t.Fatalf("more phases than the warm-up and two stages:\n%s", out.String())
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -101,26 +101,29 @@ func Ramp(spec string, open bool) ([]Stage, error) {
 	return out, nil
 }
 
+// Apply sets the knobs the stage names.
+func (st Stage) Apply(k *Knobs) {
+	if st.Concurrency > 0 {
+		k.Mode, k.Concurrency = ClosedLoop, st.Concurrency
+	}
+	if st.Rate > 0 {
+		k.Mode, k.Rate = OpenLoop, st.Rate
+	}
+	if st.PromptTokens > 0 {
+		k.PromptTokens = st.PromptTokens
+	}
+	if st.OutputTokens > 0 {
+		k.OutputTokens = st.OutputTokens
+	}
+}
+
 // Walk applies the stages in turn, each for its duration, every one a new
 // phase; it returns nil when the last is over, or ctx's error.
 func (e *Engine) Walk(ctx context.Context, stages []Stage) error {
 	for i, st := range stages {
-		// The first stage takes over the opening phase if nothing ran in it.
-		force := i > 0 || e.begunAll.Load() > 0
-		e.update(func(k *Knobs) {
-			if st.Concurrency > 0 {
-				k.Mode, k.Concurrency = ClosedLoop, st.Concurrency
-			}
-			if st.Rate > 0 {
-				k.Mode, k.Rate = OpenLoop, st.Rate
-			}
-			if st.PromptTokens > 0 {
-				k.PromptTokens = st.PromptTokens
-			}
-			if st.OutputTokens > 0 {
-				k.OutputTokens = st.OutputTokens
-			}
-		}, force)
+		// The first stage is the opening phase when the engine started with
+		// its knobs (Stage.Apply on Config.Knobs); every later one is new.
+		e.update(st.Apply, i > 0)
 		t := time.NewTimer(st.Duration)
 		select {
 		case <-ctx.Done():

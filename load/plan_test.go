@@ -56,7 +56,9 @@ func TestStages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, stop := runEngine(t, Config{Knobs: Knobs{Concurrency: 2, PromptTokens: 4, OutputTokens: 2}})
+	k := Knobs{Concurrency: 1, PromptTokens: 4, OutputTokens: 2}
+	stages[0].Apply(&k)
+	e, stop := runEngine(t, Config{Knobs: k})
 	defer stop()
 	if err := e.Walk(context.Background(), stages); err != nil {
 		t.Fatal(err)

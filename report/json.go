@@ -59,6 +59,7 @@ func dist(d load.Dist) DistJSON {
 // PhaseJSON is a phase (or the whole run) in the JSON result.
 type PhaseJSON struct {
 	ID                   int                 `json:"id"`
+	Warmup               bool                `json:"warmup"`
 	Knobs                KnobsJSON           `json:"knobs"`
 	StartS               float64             `json:"start_s"`
 	DurationS            float64             `json:"duration_s"`
@@ -78,7 +79,7 @@ type PhaseJSON struct {
 
 func phaseJSON(p load.Phase) PhaseJSON {
 	out := PhaseJSON{
-		ID: p.ID, Knobs: knobs(p.Knobs), StartS: p.Start.Seconds(), DurationS: p.Duration.Seconds(),
+		ID: p.ID, Warmup: p.Warmup, Knobs: knobs(p.Knobs), StartS: p.Start.Seconds(), DurationS: p.Duration.Seconds(),
 		Completed: p.Completed, Failed: p.Failed, Good: p.Good, ErrorsByClass: classCounts(p.ByClass),
 		InputTokens: p.InTokens, OutputTokens: p.OutTokens, RequestThroughput: p.ReqPerSec, RequestGoodput: p.GoodPerSec,
 		OutputThroughput: p.OutTokPerSec, InputThroughput: p.InTokPerSec, TotalTokenThroughput: p.OutTokPerSec + p.InTokPerSec,

@@ -30,8 +30,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		if p.Knobs.Mode == loadpkg.OpenLoop {
 			load = fmt.Sprintf("open loop %.4g req/s", p.Knobs.Rate)
 		}
-		fmt.Fprintf(&b, "\nPhase %d: %s, prompt %d, output %d tokens · from %s for %s\n",
-			p.ID, load, p.Knobs.PromptTokens, p.Knobs.OutputTokens, p.Start.Round(time.Millisecond), p.Duration.Round(time.Millisecond))
+		warm := ""
+		if p.Warmup {
+			warm = " (warm-up, not in the run's figures)"
+		}
+		fmt.Fprintf(&b, "\nPhase %d: %s, prompt %d, output %d tokens · from %s for %s%s\n",
+			p.ID, load, p.Knobs.PromptTokens, p.Knobs.OutputTokens, p.Start.Round(time.Millisecond), p.Duration.Round(time.Millisecond), warm)
 		writeFigures(&b, p)
 	}
 	fmt.Fprintf(&b, "\nWhole run · %s\n", r.Final.Run.Duration.Round(time.Millisecond))

@@ -49,6 +49,10 @@ type Options struct {
 	// Save, if set, writes the reports for the run so far (the `s` key)
 	// and says where.
 	Save func(load.Snapshot) (string, error)
+	// Duration and Requests are the run's limits (zero: none): the header
+	// counts down to them and says when the run is done.
+	Duration time.Duration
+	Requests int64
 }
 
 // SnapshotMsg delivers a new engine snapshot to the model.
@@ -71,6 +75,8 @@ type Model struct {
 	help     help.Model
 	snaps    <-chan load.Snapshot
 	objs     []slo.Objective
+	limitDur time.Duration
+	limitReq int64
 	save     func(load.Snapshot) (string, error)
 	verdicts []slo.Verdict
 	// flash is a one-line notice (a save, a locked key) shown in the
@@ -94,7 +100,7 @@ func New(ctl Controller, o Options) (Model, error) {
 		o.Renderer = lipgloss.DefaultRenderer()
 	}
 	m := Model{ctl: ctl, renderer: o.Renderer, palettes: themes.Palettes(), keys: newKeyMap(), snaps: o.Snapshots,
-		objs: o.Objectives, save: o.Save, width: MinWidth, height: MinHeight}
+		objs: o.Objectives, save: o.Save, limitDur: o.Duration, limitReq: o.Requests, width: MinWidth, height: MinHeight}
 	if o.Theme != "" {
 		found := false
 		for i, p := range m.palettes {

@@ -146,7 +146,7 @@ func (m *Model) phasesPanel(w, h int) string {
 	lines = append(lines, t.Muted.Render(head))
 	var rows []string
 	for _, ph := range s.Phases {
-		if !ph.Current && (ph.Completed+ph.Failed == 0 || ph.End-ph.Start < time.Second) {
+		if !ph.Current && !ph.Warmup && (ph.Completed+ph.Failed == 0 || ph.End-ph.Start < time.Second) {
 			continue // a setting passed through on the way to another (keys held down)
 		}
 		errs := "0"
@@ -161,8 +161,12 @@ func (m *Model) phasesPanel(w, h int) string {
 		if ph.Knobs.Mode == load.OpenLoop {
 			level = fmt.Sprintf("%.3g/s", ph.Knobs.Rate)
 		}
+		id := fmt.Sprint(ph.ID)
+		if ph.Warmup {
+			id += "w"
+		}
 		cells := []string{
-			fmt.Sprint(ph.ID), level, fmt.Sprint(ph.Knobs.PromptTokens), fmt.Sprint(ph.Knobs.OutputTokens),
+			id, level, fmt.Sprint(ph.Knobs.PromptTokens), fmt.Sprint(ph.Knobs.OutputTokens),
 			fmt.Sprint(ph.Completed), dur(ph.Latency[load.TTFT].P50), dur(ph.Latency[load.TTFT].P99), dur(ph.Latency[load.E2E].P99),
 			num(ph.OutTokPerSec), errs, clock(span),
 		}

@@ -326,3 +326,22 @@ func TestSLOBannerAndSave(t *testing.T) {
 		t.Fatal("s without a saver")
 	}
 }
+
+func TestLimitsInHeader(t *testing.T) {
+	for _, c := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Duration: 2 * time.Minute}, "ends in 0:24"},
+		{Options{Duration: time.Minute}, "■ done"},
+		{Options{Requests: 5000}, "1213/5000 requests"},
+		{Options{Requests: 1000}, "■ done"},
+	} {
+		c.opts.Renderer = asciiRenderer()
+		m, _ := New(nil, c.opts)
+		m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 30}, SnapshotMsg(fixedSnapshot()))
+		if first := strings.SplitN(m.View(), "\n", 2)[0]; !strings.Contains(first, c.want) {
+			t.Errorf("%+v: header %q lacks %q", c.opts, first, c.want)
+		}
+	}
+}
