@@ -31,7 +31,7 @@ type loadFlags struct {
 	promptLen, outputLen                                load.Length
 	prefixTokens                                        int
 	noCalibrate                                         bool
-	warmup, stagesSpec, rampSpec                        string
+	warmup, stagesSpec, rampSpec, datasetPath           string
 	duration                                            time.Duration
 	requests                                            int64
 	window, tick, timeout, connectTimeout               time.Duration
@@ -55,6 +55,7 @@ type loadFlags struct {
 	limits     load.Goodput
 	warm       load.Warmup
 	walk       []load.Stage
+	dataset    *load.Dataset
 }
 
 func (f *loadFlags) add(fs *pflag.FlagSet) {
@@ -75,6 +76,7 @@ func (f *loadFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "open loop: most requests in flight; later arrivals wait in a backlog, the wait counted (0: no cap)")
 	fs.StringVar(&f.promptSpec, "prompt-tokens", "256", "prompt length in tokens: N, uniform:MIN-MAX or normal:MEAN,SD (1..32768; keys move the centre)")
 	fs.StringVar(&f.outputSpec, "output-tokens", "128", "output tokens per request (the output limit): N, uniform:MIN-MAX or normal:MEAN,SD (1..32768)")
+	fs.StringVar(&f.datasetPath, "dataset", "", "prompts from a JSONL file ({\"prompt\"} or {\"messages\"} a line) or a ShareGPT JSON file, shuffled by --seed")
 	fs.IntVar(&f.prefixTokens, "prefix-tokens", 0, "start every prompt with the same text of about N tokens (prefix-cache experiments)")
 	fs.BoolVar(&f.noCalibrate, "no-calibrate", false, "send the asked number of words instead of learning the server's tokens per word from its usage")
 	fs.BoolVar(&f.fixedOutput, "fixed-output", false, "make every request produce exactly --output-tokens (ignore_eos and min_tokens, where the server takes them)")
@@ -162,6 +164,11 @@ func (f *loadFlags) validate() error {
 		return usagef("--duration and --requests must not be negative")
 	case f.stagesSpec != "" && f.rampSpec != "":
 		return usagef("give --stages or --ramp, not both")
+	}
+	if f.datasetPath != "" {
+		if f.dataset, err = load.LoadDataset(f.datasetPath, f.seed); err != nil {
+			return usageError{err}
+		}
 	}
 	if f.warm, err = load.ParseWarmup(f.warmup); err != nil {
 		return usageError{err}
@@ -430,6 +437,6 @@ func (f *loadFlags) engineConfig(st *setup, window time.Duration) load.Config {
 		Do: st.client.Do, Target: st.target, Tick: f.tick, Window: window, Seed: f.seed,
 		Knobs: f.knobs(), Goodput: f.limits, Arrivals: arr, MaxInFlight: f.maxInFlight,
 		PromptLength: f.promptLen, OutputLength: f.outputLen, PrefixTokens: f.prefixTokens, NoCalibrate: f.noCalibrate,
-		Warmup: f.warm, MaxRequests: f.requests,
+		Warmup: f.warm, MaxRequests: f.requests, Dataset: f.dataset,
 	}
 }

@@ -48,6 +48,9 @@ type Config struct {
 	// PrefixTokens starts every prompt with the same text of about this
 	// many tokens (prefix-cache experiments); the rest stays unique.
 	PrefixTokens int
+	// Dataset, if set, supplies the prompts (the prompt knob and the
+	// calibration then do not apply).
+	Dataset *Dataset
 	// Warmup is the start of the run kept out of the statistics: a phase of
 	// its own, marked warm-up, and nothing else.
 	Warmup Warmup
@@ -393,6 +396,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		seq++
 		s.Seq, s.Target, s.Knobs = seq, e.cfg.Target, knobs
 		s.PromptLength, s.OutputLength = e.cfg.PromptLength, e.cfg.OutputLength
+		if e.cfg.Dataset != nil {
+			s.Dataset = e.cfg.Dataset.Len()
+		}
 		e.publish(s)
 	}
 	snap()

@@ -187,10 +187,20 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	promptLen := e.cfg.PromptLength.sample(rng, k.PromptTokens, MaxPromptTokens)
 	outputLen := e.cfg.OutputLength.sample(rng, k.OutputTokens, MaxOutputTokens)
 	words := promptLen
-	if !e.cfg.NoCalibrate {
-		words = e.cal.words(promptLen)
+	var req probe.Request
+	if e.cfg.Dataset != nil {
+		req = e.cfg.Dataset.take()
+		words, promptLen = 0, len(strings.Fields(req.Prompt))
+		for _, m := range req.Messages {
+			promptLen += len(strings.Fields(m.Content))
+		}
+	} else {
+		if !e.cfg.NoCalibrate {
+			words = e.cal.words(promptLen)
+		}
+		req.Prompt = e.prompts.Next(words)
 	}
-	req := probe.Request{Prompt: e.prompts.Next(words), MaxTokens: outputLen}
+	req.MaxTokens = outputLen
 	e.inflight.Add(1)
 	res := e.cfg.Do(ctx, req)
 	e.inflight.Add(-1)

@@ -52,8 +52,10 @@ type Snapshot struct {
 	// arrivals waiting for a free slot (MaxInFlight).
 	InFlight, Backlog int
 	// PromptLength and OutputLength are the length distributions around the
-	// knobs.
+	// knobs; Dataset is the number of prompts in the dataset in use (0: the
+	// prompts are synthesised and the prompt knob applies).
 	PromptLength, OutputLength Length
+	Dataset                    int
 	// Window is the rolling window selected; Covered how much of it holds
 	// data (less than Window early in a run or after a reset).
 	Window, Covered time.Duration

@@ -74,10 +74,41 @@ type Config struct {
 	CACert   string
 }
 
-// Request is what varies from one request to the next.
+// Request is what varies from one request to the next: a prompt, or a
+// conversation (chat kinds send it as messages, the others as its text).
 type Request struct {
 	Prompt    string
+	Messages  []Message
 	MaxTokens int
+}
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// text is the request as one prompt.
+func (r Request) text() string {
+	if len(r.Messages) == 0 {
+		return r.Prompt
+	}
+	var b strings.Builder
+	for i, m := range r.Messages {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(m.Content)
+	}
+	return b.String()
+}
+
+// messages is the request as a conversation.
+func (r Request) messages() []Message {
+	if len(r.Messages) > 0 {
+		return r.Messages
+	}
+	return []Message{{Role: "user", Content: r.Prompt}}
 }
 
 // Client sends requests to one endpoint. It is safe for concurrent use.

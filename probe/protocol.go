@@ -178,9 +178,9 @@ type openaiProto struct {
 func (o *openaiProto) body(model string, req Request) ([]byte, error) {
 	m := map[string]any{"model": model, "stream": o.stream, o.opts.MaxTokensField: req.MaxTokens}
 	if o.chat {
-		m["messages"] = []map[string]string{{"role": "user", "content": req.Prompt}}
+		m["messages"] = req.messages()
 	} else {
-		m["prompt"] = req.Prompt
+		m["prompt"] = req.text()
 	}
 	if o.stream {
 		m["stream_options"] = map[string]bool{"include_usage": true}
@@ -302,9 +302,9 @@ func (o *ollamaProto) body(model string, req Request) ([]byte, error) {
 	sampling(options, o.opts, "temperature", "top_p", "seed")
 	m := map[string]any{"model": model, "stream": o.stream, "options": options}
 	if o.chat {
-		m["messages"] = []map[string]string{{"role": "user", "content": req.Prompt}}
+		m["messages"] = req.messages()
 	} else {
-		m["prompt"] = req.Prompt
+		m["prompt"] = req.text()
 	}
 	return marshal(m, o.opts.Extra)
 }
@@ -347,7 +347,7 @@ type tgiProto struct {
 func (t *tgiProto) body(_ string, req Request) ([]byte, error) {
 	params := map[string]any{"max_new_tokens": req.MaxTokens, "details": true}
 	sampling(params, t.opts, "temperature", "top_p", "seed")
-	return marshal(map[string]any{"inputs": req.Prompt, "parameters": params}, t.opts.Extra)
+	return marshal(map[string]any{"inputs": req.text(), "parameters": params}, t.opts.Extra)
 }
 
 func (t *tgiProto) framing() framing {
@@ -398,13 +398,13 @@ type genericProto struct {
 
 func (g *genericProto) body(model string, req Request) ([]byte, error) {
 	if g.opts.Template == "" {
-		return marshal(map[string]any{"model": model, "input": req.Prompt, "max_tokens": req.MaxTokens}, g.extra)
+		return marshal(map[string]any{"model": model, "input": req.text(), "max_tokens": req.MaxTokens}, g.extra)
 	}
 	esc := func(s string) string {
 		b, _ := json.Marshal(s)
 		return string(b[1 : len(b)-1])
 	}
-	out := strings.NewReplacer("{{prompt}}", esc(req.Prompt), "{{max_tokens}}", strconv.Itoa(req.MaxTokens), "{{model}}", esc(model)).Replace(g.opts.Template)
+	out := strings.NewReplacer("{{prompt}}", esc(req.text()), "{{max_tokens}}", strconv.Itoa(req.MaxTokens), "{{model}}", esc(model)).Replace(g.opts.Template)
 	if len(g.extra) == 0 {
 		return []byte(out), nil
 	}

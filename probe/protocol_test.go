@@ -357,3 +357,20 @@ func TestWholeAnswerNotJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestConversationBodies(t *testing.T) {
+	req := Request{Messages: []Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hi"}}, MaxTokens: 3}
+	chat, _ := newProtocol(&Config{API: OpenAIChat})
+	b, _ := chat.body("m", req)
+	var doc any
+	json.Unmarshal(b, &doc)
+	if dig(doc, "messages.0.role") != "system" || dig(doc, "messages.1.content") != "hi" {
+		t.Fatalf("chat body %s", b)
+	}
+	comp, _ := newProtocol(&Config{API: OpenAICompletions})
+	b, _ = comp.body("m", req)
+	json.Unmarshal(b, &doc)
+	if dig(doc, "prompt") != "be brief\nhi" {
+		t.Fatalf("completions body %s", b)
+	}
+}

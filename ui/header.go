@@ -51,6 +51,9 @@ func (m *Model) header(w int) string {
 		item("output", lengthLabel(s.OutputLength, k.OutputTokens)),
 		item("window", window(s.Window)),
 	}
+	if s.Dataset > 0 {
+		parts[1] = item("prompts", fmt.Sprintf("dataset of %d", s.Dataset))
+	}
 	if w >= 110 {
 		parts = append(parts, item("theme", m.theme.Name))
 	}

@@ -1,0 +1,100 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/infertop/infertop/probe"
+)
+
+// Dataset is a fixed set of prompts, in an order shuffled by the seed and
+// cycled through. With a dataset the prompt-length knob does not apply.
+type Dataset struct {
+	items []probe.Request
+	next  atomic.Uint64
+}
+
+// LoadDataset reads JSONL (one {"prompt": ...} or {"messages": [...]} a
+// line) or a ShareGPT JSON file (a list of {"conversations": [{"from":
+// "human", "value": ...}, ...]}, whose first human turn is the prompt).
+func LoadDataset(path string, seed uint64) (*Dataset, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--dataset: %w", err)
+	}
+	var items []probe.Request
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
+		items, err = shareGPT(t)
+	} else {
+		items, err = jsonl(data)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--dataset %s: %w", path, err)
+	}
+	if len(items) == 0 {
+		return nil, fmt.Errorf("--dataset %s: no prompts in it", path)
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0xda7a5e7))
+	rng.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
+	return &Dataset{items: items}, nil
+}
+
+func jsonl(data []byte) ([]probe.Request, error) {
+	var out []probe.Request
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var item struct {
+			Prompt   string          `json:"prompt"`
+			Messages []probe.Message `json:"messages"`
+		}
+		if err := json.Unmarshal(line, &item); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		if item.Prompt == "" && len(item.Messages) == 0 {
+			return nil, fmt.Errorf(`line %d: neither "prompt" nor "messages"`, n)
+		}
+		out = append(out, probe.Request{Prompt: item.Prompt, Messages: item.Messages})
+	}
+	return out, sc.Err()
+}
+
+func shareGPT(data []byte) ([]probe.Request, error) {
+	var convs []struct {
+		Conversations []struct {
+			From  string `json:"from"`
+			Value string `json:"value"`
+		} `json:"conversations"`
+	}
+	if err := json.Unmarshal(data, &convs); err != nil {
+		return nil, fmt.Errorf("not a ShareGPT list: %w", err)
+	}
+	var out []probe.Request
+	for _, c := range convs {
+		for _, turn := range c.Conversations {
+			if (turn.From == "human" || turn.From == "user") && strings.TrimSpace(turn.Value) != "" {
+				out = append(out, probe.Request{Prompt: turn.Value})
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// Len is the number of prompts.
+func (d *Dataset) Len() int { return len(d.items) }
+
+// take returns the next prompt, cycling.
+func (d *Dataset) take() probe.Request {
+	return d.items[(d.next.Add(1)-1)%uint64(len(d.items))]
+}
