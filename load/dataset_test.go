@@ -41,7 +41,7 @@ func TestLoadDataset(t *testing.T) {
 		}
 		return out
 	}
-	if order(3) != order(3) {
+	if first, again := order(3), order(3); first != again {
 		t.Fatal("the same seed shuffled differently")
 	}
 	dir := t.TempDir()
