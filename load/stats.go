@@ -54,7 +54,7 @@ type phaseAcc struct {
 }
 
 // addOnly folds a result into this phase alone (a warm-up request).
-func (p *phaseAcc) addOnly(r *probe.Result, good bool, prompt int) {
+func (p *phaseAcc) addOnly(r *probe.Result, good bool, prompt int, intended time.Time) {
 	if !r.OK() {
 		p.failed++
 		p.byClass[r.Class]++
@@ -85,6 +85,17 @@ func (p *phaseAcc) addOnly(r *probe.Result, good bool, prompt int) {
 		rec(TPOT, tpot)
 	}
 	rec(E2E, r.E2E)
+	if r.TTFB > 0 {
+		rec(TTFB, r.TTFB)
+	}
+	if !intended.IsZero() {
+		queue := max(r.Start.Sub(intended), 0)
+		rec(Queue, queue)
+		rec(E2EIntended, queue+r.E2E)
+		if r.HasTTFT {
+			rec(TTFTIntended, queue+r.TTFT)
+		}
+	}
 }
 
 // aggregator owns every histogram; only the engine's Run goroutine calls it.
@@ -205,7 +216,7 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 			a.onResult(Record{Result: *r, PromptTokens: o.prompt, Good: good, At: r.Start.Sub(a.t0), Phase: o.phase.id, Knobs: o.phase.knobs, Warmup: true})
 		}
 		if ph != nil {
-			ph.addOnly(r, good, o.prompt)
+			ph.addOnly(r, good, o.prompt, o.intended)
 		}
 		return
 	}

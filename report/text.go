@@ -70,7 +70,7 @@ func writeFigures(b *strings.Builder, p loadpkg.Phase) {
 		p.ReqPerSec, p.OutTokPerSec, p.InTokPerSec, p.GoodPerSec)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "  \tcount\tmean\tstd\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
-	if p.Latency[loadpkg.Queue].Count == 0 && p.Latency[loadpkg.E2E].Count > 0 {
+	if p.Knobs.Mode == loadpkg.ClosedLoop && p.ID > 0 && p.Latency[loadpkg.E2E].Count > 0 {
 		defer fmt.Fprintln(b, "  (closed loop: service times)")
 	}
 	metrics := []loadpkg.Metric{loadpkg.TTFT, loadpkg.TPOT, loadpkg.ITL, loadpkg.E2E, loadpkg.TTFB}
