@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -438,5 +441,85 @@ func (f *loadFlags) engineConfig(st *setup, window time.Duration) load.Config {
 		Knobs: f.knobs(), Goodput: f.limits, Arrivals: arr, MaxInFlight: f.maxInFlight,
 		PromptLength: f.promptLen, OutputLength: f.outputLen, PrefixTokens: f.prefixTokens, NoCalibrate: f.noCalibrate,
 		Warmup: f.warm, MaxRequests: f.requests, Dataset: f.dataset,
+	}
+}
+
+// startLive starts the engine for a live view (the dashboard, the SSH
+// server): the exporter, a walk, the time limit. stop cancels ctx's load
+// and waits for all of it.
+func (f *loadFlags) startLive(ctx context.Context, st *setup) (*load.Engine, func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	xctx, stopExporter := context.WithCancel(context.Background())
+	x, xDone, err := f.startExporter(xctx)
+	if err != nil {
+		cancel()
+		stopExporter()
+		return nil, nil, err
+	}
+	cfg := f.engineConfig(st, f.window)
+	if x != nil {
+		cfg.OnResult = x.Observe
+	}
+	eng, err := load.New(cfg)
+	if err != nil {
+		cancel()
+		stopExporter()
+		return nil, nil, usageError{err}
+	}
+	var wg sync.WaitGroup
+	if x != nil { // the exporter follows the snapshots until the engine stops
+		xs, _ := eng.Subscribe()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range xs {
+				x.Update(s)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); eng.Run(ctx) }()
+	if len(f.walk) > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); eng.Walk(ctx, f.walk) }()
+	}
+	var timer *time.Timer
+	if f.duration > 0 { // the time is up: the load pauses, the screens stay
+		timer = time.AfterFunc(f.duration, func() { eng.SetPaused(true) })
+	}
+	return eng, func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		cancel() // cancels what is in flight at once
+		wg.Wait()
+		stopExporter()
+		if xDone != nil {
+			<-xDone
+		}
+	}, nil
+}
+
+// saver writes the reports for the run so far into dir (the s key).
+func (f *loadFlags) saver(ctx context.Context, st *setup, dir string) func(load.Snapshot) (string, error) {
+	start := time.Now()
+	return func(s load.Snapshot) (string, error) {
+		sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		m := f.manifest(sctx, st)
+		m.Start, m.End = start, start.Add(s.Elapsed)
+		rep := &report.Report{Manifest: m, Final: s, Verdicts: report.Verdicts(f.objectives, s)}
+		base := filepath.Join(dir, "infertop-"+start.Format("20060102-150405"))
+		var text bytes.Buffer
+		if err := rep.WriteText(&text); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(base+".txt", text.Bytes(), 0o644); err != nil {
+			return "", fmt.Errorf("write report: %w", err)
+		}
+		if err := writeReports(rep, base+".json", base+".csv"); err != nil {
+			return "", err
+		}
+		return base + ".{json,csv,txt}", nil
 	}
 }

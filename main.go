@@ -49,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runSim(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "run":
 		err = runHeadless(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "ssh":
+		err = runSSH(args[1:], stdout, stderr)
 	default:
 		err = runTUI(args, stdout, stderr)
 	}

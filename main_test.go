@@ -43,6 +43,10 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"run", "--fail-fast"}, 2, "", "--fail-fast needs"},
 		{[]string{"run", "--slo-window", "1s"}, 2, "", "--slo-window must be"},
 		{[]string{"run", "--help"}, 0, "--requests-log", ""},
+		{[]string{"ssh", "--help"}, 0, "--authorized-keys", ""},
+		{[]string{"ssh", "--max-sessions", "0"}, 2, "", "--max-sessions must be"},
+		{[]string{"ssh", "--local"}, 2, "", "--local needs a terminal"},
+		{[]string{"ssh", "--authorized-keys", "/nonexistent/keys", "--host-key", "/tmp/infertop-test-hk"}, 2, "", "--authorized-keys"},
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer

@@ -57,6 +57,9 @@ func (m *Model) header(w int) string {
 	if w >= 110 {
 		parts = append(parts, item("theme", m.theme.Name))
 	}
+	if m.readOnly {
+		parts = append(parts, t.Muted.Render("watching"))
+	}
 	line2 := fit(strings.Join(parts, t.Muted.Render(" · ")), w)
 	if !m.haveSnap {
 		line2 = fit(t.Muted.Render("waiting for the first snapshot…"), w)

@@ -53,6 +53,9 @@ type Options struct {
 	// counts down to them and says when the run is done.
 	Duration time.Duration
 	Requests int64
+	// ReadOnly makes a watcher's view: the keys that act on the load (knobs,
+	// window, reset, save) are locked and say so.
+	ReadOnly bool
 }
 
 // SnapshotMsg delivers a new engine snapshot to the model.
@@ -77,6 +80,7 @@ type Model struct {
 	objs     []slo.Objective
 	limitDur time.Duration
 	limitReq int64
+	readOnly bool
 	save     func(load.Snapshot) (string, error)
 	verdicts []slo.Verdict
 	// flash is a one-line notice (a save, a locked key) shown in the
@@ -100,7 +104,7 @@ func New(ctl Controller, o Options) (Model, error) {
 		o.Renderer = lipgloss.DefaultRenderer()
 	}
 	m := Model{ctl: ctl, renderer: o.Renderer, palettes: themes.Palettes(), keys: newKeyMap(), snaps: o.Snapshots,
-		objs: o.Objectives, save: o.Save, limitDur: o.Duration, limitReq: o.Requests, width: MinWidth, height: MinHeight}
+		objs: o.Objectives, save: o.Save, limitDur: o.Duration, limitReq: o.Requests, readOnly: o.ReadOnly, width: MinWidth, height: MinHeight}
 	if o.Theme != "" {
 		found := false
 		for i, p := range m.palettes {
@@ -186,6 +190,12 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	knob := func(f func(*load.Knobs)) {
 		kn := m.ctl.Update(f)
 		m.snap.Knobs = kn // show the new values at once, before the next snapshot
+	}
+	if m.readOnly && key.Matches(msg, k.ConcUp, k.ConcDown, k.ConcDouble, k.ConcHalve, k.PromptUp, k.PromptDown,
+		k.OutputUp, k.OutputDown, k.Pause, k.Window, k.Reset, k.Save, k.RateUp, k.RateDown, k.Loop) {
+		m.flash = "this session watches: the knobs are locked (a controller's key turns them)"
+		m.render()
+		return m, nil
 	}
 	switch {
 	case key.Matches(msg, k.Quit):

@@ -1,0 +1,262 @@
+// Package sshserver serves infertop's dashboard over SSH with wish: one
+// engine puts the load on the endpoint and every session gets its own view
+// of it, its own renderer (colours its terminal can show) and its own size.
+// Keys listed as controllers turn the knobs; every other session watches.
+package sshserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/ssh"
+	"github.com/charmbracelet/wish"
+	bm "github.com/charmbracelet/wish/bubbletea"
+	"github.com/muesli/termenv"
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/ui"
+)
+
+// Config configures the server.
+type Config struct {
+	// HostKeyPath is the server's ed25519 key, generated on first start.
+	HostKeyPath string
+	// AuthorizedKeys lists the keys that may connect; AllowAnyKey lets any
+	// key in (never a password).
+	AuthorizedKeys string
+	AllowAnyKey    bool
+	// Controllers lists the keys that may turn the knobs.
+	Controllers string
+	// MaxSessions bounds the sessions at once; IdleTimeout ends a session
+	// that sends nothing for that long (0: never).
+	MaxSessions int
+	IdleTimeout time.Duration
+	// Theme is the default theme; a session may ask for another.
+	Theme string
+	// Log gets one line per connection and disconnection.
+	Log io.Writer
+	// Engine is the one load every session watches.
+	Engine *load.Engine
+	// Objectives, Duration, Requests and Save are passed to every view.
+	Objectives []slo.Objective
+	Duration   time.Duration
+	Requests   int64
+	Save       func(load.Snapshot) (string, error)
+}
+
+// Server is the SSH server.
+type Server struct {
+	cfg         Config
+	srv         *ssh.Server
+	allowed     []ssh.PublicKey
+	controllers []ssh.PublicKey
+	active      atomic.Int64
+	logMu       sync.Mutex
+}
+
+// New builds a server; the host key is created at HostKeyPath if missing.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 16
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	s := &Server{cfg: cfg}
+	var err error
+	if !cfg.AllowAnyKey {
+		if s.allowed, err = readKeys(cfg.AuthorizedKeys); err != nil {
+			return nil, fmt.Errorf("--authorized-keys: %w", err)
+		}
+		if len(s.allowed) == 0 {
+			return nil, fmt.Errorf("--authorized-keys %s lists no keys (or pass --allow-any-key)", cfg.AuthorizedKeys)
+		}
+	}
+	if cfg.Controllers != "" {
+		if s.controllers, err = readKeys(cfg.Controllers); err != nil {
+			return nil, fmt.Errorf("--controllers: %w", err)
+		}
+	}
+	if dir := dirOf(cfg.HostKeyPath); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("--host-key: %w", err)
+		}
+	}
+	opts := []ssh.Option{
+		wish.WithHostKeyPath(cfg.HostKeyPath),
+		wish.WithPublicKeyAuth(func(_ ssh.Context, key ssh.PublicKey) bool { return s.authorized(key) }),
+		wish.WithMiddleware(
+			bm.MiddlewareWithProgramHandler(s.program, termenv.ANSI256),
+			s.gate, // runs first: the middleware listed last wraps the others
+		),
+	}
+	if cfg.IdleTimeout > 0 {
+		opts = append(opts, wish.WithIdleTimeout(cfg.IdleTimeout))
+	}
+	if s.srv, err = wish.NewServer(opts...); err != nil {
+		return nil, fmt.Errorf("ssh server: %w", err)
+	}
+	return s, nil
+}
+
+func dirOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i > 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+// readKeys parses an authorized_keys file.
+func readKeys(path string) ([]ssh.PublicKey, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var keys []ssh.PublicKey
+	for len(data) > 0 {
+		key, _, _, rest, err := gossh.ParseAuthorizedKey(data)
+		if err != nil {
+			if len(strings.TrimSpace(string(data))) == 0 {
+				break
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		keys = append(keys, key)
+		data = rest
+	}
+	return keys, nil
+}
+
+func contains(keys []ssh.PublicKey, k ssh.PublicKey) bool {
+	for _, x := range keys {
+		if ssh.KeysEqual(x, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) authorized(k ssh.PublicKey) bool {
+	return s.cfg.AllowAnyKey || contains(s.allowed, k)
+}
+
+func (s *Server) controller(k ssh.PublicKey) bool {
+	return k != nil && contains(s.controllers, k)
+}
+
+func (s *Server) logf(format string, a ...any) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintf(s.cfg.Log, "%s infertop ssh: "+format+"\n", append([]any{time.Now().Format(time.TimeOnly)}, a...)...)
+}
+
+// gate refuses sessions past MaxSessions and without a terminal, and logs
+// every connection and disconnection.
+func (s *Server) gate(next ssh.Handler) ssh.Handler {
+	return func(sess ssh.Session) {
+		role := "watcher"
+		if s.controller(sess.PublicKey()) {
+			role = "controller"
+		}
+		fp := "no key"
+		if k := sess.PublicKey(); k != nil {
+			fp = gossh.FingerprintSHA256(k)
+		}
+		if _, _, ok := sess.Pty(); !ok {
+			wish.Fatalln(sess, "infertop: a terminal is needed: connect with ssh -t")
+			s.logf("refused %s %s: no terminal", sess.RemoteAddr(), fp)
+			return
+		}
+		if n := s.active.Add(1); n > int64(s.cfg.MaxSessions) {
+			s.active.Add(-1)
+			wish.Fatalf(sess, "infertop: the server is full (%d sessions); try again later\n", s.cfg.MaxSessions)
+			s.logf("refused %s %s: full", sess.RemoteAddr(), fp)
+			return
+		}
+		start := time.Now()
+		s.logf("connected %s %s as %s", sess.RemoteAddr(), fp, role)
+		defer func() {
+			s.active.Add(-1)
+			s.logf("disconnected %s %s as %s after %s", sess.RemoteAddr(), fp, role, time.Since(start).Round(time.Second))
+		}()
+		next(sess)
+	}
+}
+
+// theme is the session's theme: 'theme=NAME' as the command, or
+// INFERTOP_THEME in its environment, else the default.
+func (s *Server) theme(sess ssh.Session) string {
+	for _, arg := range sess.Command() {
+		if v, ok := strings.CutPrefix(arg, "theme="); ok {
+			return v
+		}
+	}
+	for _, kv := range sess.Environ() {
+		if v, ok := strings.CutPrefix(kv, "INFERTOP_THEME="); ok {
+			return v
+		}
+	}
+	for _, kv := range sess.Environ() { // COLORFGBG=fg;bg: a light background is 7 or 15
+		if v, ok := strings.CutPrefix(kv, "COLORFGBG="); ok && (strings.HasSuffix(v, ";15") || strings.HasSuffix(v, ";7")) {
+			return "light"
+		}
+	}
+	return s.cfg.Theme
+}
+
+// program builds one session's dashboard.
+func (s *Server) program(sess ssh.Session) *tea.Program {
+	snaps, unsubscribe := s.cfg.Engine.Subscribe()
+	go func() { <-sess.Context().Done(); unsubscribe() }()
+	opts := ui.Options{
+		Renderer: bm.MakeRenderer(sess), Theme: s.theme(sess), Snapshots: snaps, Objectives: s.cfg.Objectives,
+		Duration: s.cfg.Duration, Requests: s.cfg.Requests, ReadOnly: !s.controller(sess.PublicKey()),
+	}
+	if !opts.ReadOnly {
+		opts.Save = s.cfg.Save
+	}
+	m, err := ui.New(s.cfg.Engine, opts)
+	if err != nil { // an unknown theme asked for: the default instead, and say so
+		opts.Theme = s.cfg.Theme
+		m, _ = ui.New(s.cfg.Engine, opts)
+		fmt.Fprintf(sess.Stderr(), "infertop: %v; using %s\r\n", err, s.cfg.Theme)
+	}
+	// No WithContext: the middleware quits the program when the session
+	// ends, which is a clean exit rather than a "killed" error on stderr.
+	return tea.NewProgram(m, append(bm.MakeOptions(sess), tea.WithAltScreen(), tea.WithoutSignalHandler())...)
+}
+
+// Serve accepts sessions on ln until ctx ends, then closes every session.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := s.srv.Shutdown(sctx); err != nil {
+			s.srv.Close()
+		}
+		<-errc
+		return nil
+	case err := <-errc:
+		if errors.Is(err, ssh.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("ssh: %w", err)
+	}
+}
+
+// Active is the number of sessions open.
+func (s *Server) Active() int { return int(s.active.Load()) }

@@ -1,0 +1,308 @@
+package sshserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+)
+
+func newKey(t *testing.T) (gossh.Signer, []byte) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := gossh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer, gossh.MarshalAuthorizedKey(signer.PublicKey())
+}
+
+func writeFile(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// rig runs an engine on a quick fake endpoint and the server around it.
+type rig struct {
+	eng  *load.Engine
+	srv  *Server
+	addr string
+	log  *syncBuffer
+}
+
+func startServer(t *testing.T, cfg Config, tick ...time.Duration) *rig {
+	t.Helper()
+	do := func(ctx context.Context, _ probe.Request) probe.Result {
+		start := time.Now()
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			return probe.Result{Start: start, Class: probe.Canceled}
+		}
+		return probe.Result{Start: start, HasTTFT: true, TTFT: 2 * time.Millisecond, E2E: 5 * time.Millisecond, OutputTokens: 2, Chunks: []time.Duration{5 * time.Millisecond}}
+	}
+	every := 100 * time.Millisecond
+	if len(tick) > 0 {
+		every = tick[0]
+	}
+	eng, err := load.New(load.Config{Do: do, Knobs: load.Knobs{Concurrency: 4, PromptTokens: 8, OutputTokens: 2}, Tick: every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{eng: eng, log: &syncBuffer{}}
+	cfg.Engine, cfg.Log, cfg.Theme = eng, r.log, "dark"
+	if r.srv, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.addr = ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	engDone, srvDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(engDone); eng.Run(ctx) }()
+	go func() { defer close(srvDone); r.srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-srvDone; <-engDone })
+	return r
+}
+
+// syncBuffer is a buffer safe for the server's and the test's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// session is one SSH client with a PTY and a shell.
+type session struct {
+	conn   net.Conn
+	client *gossh.Client
+	sess   *gossh.Session
+	in     interface{ Write([]byte) (int, error) }
+	out    *syncBuffer
+}
+
+func dial(t *testing.T, addr string, signer gossh.Signer, hostKey *gossh.PublicKey) (*session, error) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &gossh.ClientConfig{User: "demo", Auth: []gossh.AuthMethod{gossh.PublicKeys(signer)}, Timeout: 5 * time.Second,
+		HostKeyCallback: func(_ string, _ net.Addr, k gossh.PublicKey) error {
+			if hostKey != nil {
+				*hostKey = k
+			}
+			return nil
+		}}
+	c, chans, reqs, err := gossh.NewClientConn(conn, addr, cfg)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	client := gossh.NewClient(c, chans, reqs)
+	sess, err := client.NewSession()
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	if err := sess.RequestPty("xterm-256color", 30, 100, gossh.TerminalModes{}); err != nil {
+		client.Close()
+		return nil, err
+	}
+	in, _ := sess.StdinPipe()
+	s := &session{conn: conn, client: client, sess: sess, in: in, out: &syncBuffer{}}
+	sess.Stdout, sess.Stderr = s.out, s.out
+	if err := sess.Shell(); err != nil {
+		client.Close()
+		return nil, err
+	}
+	// Answer the terminal queries a renderer sends at the start (the
+	// background colour, the device attributes), as a terminal would.
+	in.Write([]byte("\x1b]11;rgb:1c1c/1c1c/1c1c\x1b\\\x1b[?62;22c"))
+	t.Cleanup(func() { client.Close() })
+	return s, nil
+}
+
+func (s *session) waitFor(t *testing.T, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(ansi.Strip(s.out.String()), what) {
+		if time.Now().After(deadline) {
+			plain := ansi.Strip(s.out.String())
+			i := strings.LastIndex(plain, "concurrency")
+			t.Fatalf("session never showed %q; got %d bytes; last header: %q", what, len(plain), plain[max(i, 0):min(len(plain), max(i, 0)+120)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 400 {
+		return s[len(s)-400:]
+	}
+	return s
+}
+
+func TestControllersAndWatchers(t *testing.T) {
+	dir := t.TempDir()
+	ctl, ctlPub := newKey(t)
+	watch, watchPub := newKey(t)
+	r := startServer(t, Config{
+		HostKeyPath:    filepath.Join(dir, "host"),
+		AuthorizedKeys: writeFile(t, dir, "authorized", append(append([]byte{}, ctlPub...), watchPub...)),
+		Controllers:    writeFile(t, dir, "controllers", ctlPub),
+	})
+	w, err := dial(t, r.addr, watch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor(t, "Latency")
+	w.waitFor(t, "Phases")
+	w.in.Write([]byte("k"))
+	w.waitFor(t, "knobs are locked")
+	if c := r.eng.Knobs().Concurrency; c != 4 {
+		t.Fatalf("a watcher's key changed the concurrency to %d", c)
+	}
+	c, err := dial(t, r.addr, ctl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(t, "Latency")
+	c.in.Write([]byte("k"))
+	deadline := time.Now().Add(5 * time.Second)
+	for r.eng.Knobs().Concurrency != 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a controller's key left the concurrency at %d", r.eng.Knobs().Concurrency)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	w.waitFor(t, "5 of 5")  // the watcher sees it too
+	c.in.Write([]byte("q")) // q ends that session, not the server
+	c.sess.Wait()
+	n := len(w.out.String())
+	for deadline := time.Now().Add(5 * time.Second); len(w.out.String()) == n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher stopped receiving frames when the controller left")
+		}
+	}
+	for _, want := range []string{"connected", "as controller", "as watcher", "disconnected", "SHA256:"} {
+		if !strings.Contains(r.log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, r.log.String())
+		}
+	}
+}
+
+func TestManySessionsOneDropped(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := newKey(t)
+	// One frame a second: twenty sessions drawing at 4 Hz under the race
+	// detector would take both cores.
+	r := startServer(t, Config{HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true, MaxSessions: 32}, time.Second)
+	var sessions []*session
+	for range 20 {
+		s, err := dial(t, r.addr, key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	for _, s := range sessions {
+		s.waitFor(t, "Latency")
+	}
+	sessions[7].conn.Close() // dropped abruptly, no goodbye
+	deadline := time.Now().Add(5 * time.Second)
+	for r.srv.Active() != 19 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions active after one dropped", r.srv.Active())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// New frames keep coming to every other session (one a second).
+	before := make([]int, len(sessions))
+	for i, s := range sessions {
+		before[i] = len(s.out.String())
+	}
+	time.Sleep(2500 * time.Millisecond)
+	for i, s := range sessions {
+		if i != 7 && len(s.out.String()) == before[i] {
+			t.Fatalf("session %d stopped receiving frames", i)
+		}
+	}
+	if s := r.eng.Latest(); s.InFlight == 0 || s.TotalCompleted == 0 {
+		t.Fatalf("the load stopped: %+v", s.InFlight)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	dir := t.TempDir()
+	known, knownPub := newKey(t)
+	stranger, _ := newKey(t)
+	r := startServer(t, Config{HostKeyPath: filepath.Join(dir, "host"), AuthorizedKeys: writeFile(t, dir, "authorized", knownPub), MaxSessions: 1})
+	if _, err := dial(t, r.addr, stranger, nil); err == nil || !strings.Contains(err.Error(), "unable to authenticate") {
+		t.Fatalf("an unknown key: %v", err)
+	}
+	first, err := dial(t, r.addr, known, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.waitFor(t, "Latency")
+	second, err := dial(t, r.addr, known, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.waitFor(t, "the server is full (1 sessions)")
+	if _, err := New(Config{HostKeyPath: filepath.Join(dir, "h2"), AuthorizedKeys: filepath.Join(dir, "missing")}); err == nil {
+		t.Fatal("a missing authorized_keys file was accepted")
+	}
+}
+
+func TestHostKeyStable(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := newKey(t)
+	path := filepath.Join(dir, "sub", "host_ed25519")
+	var first, second gossh.PublicKey
+	for _, hk := range []*gossh.PublicKey{&first, &second} {
+		r := startServer(t, Config{HostKeyPath: path, AllowAnyKey: true})
+		s, err := dial(t, r.addr, key, hk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.client.Close()
+	}
+	if first == nil || first.Type() != "ssh-ed25519" || !bytes.Equal(first.Marshal(), second.Marshal()) {
+		t.Fatalf("host key changed across restarts (%v, %v)", first, second)
+	}
+}
