@@ -169,12 +169,6 @@ func (s *session) waitFor(t *testing.T, what string) {
 	}
 }
 
-func tail(s string) string {
-	if len(s) > 400 {
-		return s[len(s)-400:]
-	}
-	return s
-}
 
 func TestControllersAndWatchers(t *testing.T) {
 	dir := t.TempDir()
