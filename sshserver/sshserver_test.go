@@ -169,7 +169,6 @@ func (s *session) waitFor(t *testing.T, what string) {
 	}
 }
 
-
 func TestControllersAndWatchers(t *testing.T) {
 	dir := t.TempDir()
 	ctl, ctlPub := newKey(t)
