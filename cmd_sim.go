@@ -39,6 +39,7 @@ func addSimFlags(fs *pflag.FlagSet, prefix string) *simFlags {
 	fs.Float64Var(&f.p.Faults.HTTP500, prefix+"error-rate", 0, "fraction of requests answered with HTTP 500")
 	fs.Float64Var(&f.p.Faults.HTTP429, prefix+"rate-limit-rate", 0, "fraction of requests answered with HTTP 429 and Retry-After")
 	fs.Uint64Var(&f.p.Seed, prefix+"seed", d.Seed, "seed for jitter, faults and text")
+	fs.IntVar(&f.p.GPUs, prefix+"gpus", d.GPUs, "simulated GPUs reported at /dcgm in DCGM's names")
 	return f
 }
 
@@ -55,7 +56,7 @@ func (f *simFlags) params(prefix string) (sim.Params, error) {
 		"step-base": func() { p.StepBase = f.p.StepBase }, "step-per-seq": func() { p.StepPerSeq = f.p.StepPerSeq },
 		"step-per-ktok": func() { p.StepPerKTok = f.p.StepPerKTok }, "jitter": func() { p.Jitter = f.p.Jitter },
 		"error-rate": func() { p.Faults.HTTP500 = f.p.Faults.HTTP500 }, "rate-limit-rate": func() { p.Faults.HTTP429 = f.p.Faults.HTTP429 },
-		"seed": func() { p.Seed = f.p.Seed },
+		"seed": func() { p.Seed = f.p.Seed }, "gpus": func() { p.GPUs = f.p.GPUs },
 	}
 	for name, apply := range set {
 		if f.fs.Changed(prefix + name) {

@@ -41,6 +41,10 @@ type Params struct {
 	ChatOverhead int
 	// Faults are injected failures, each a probability per request.
 	Faults Faults
+	// GPUs is how many GPUs /dcgm reports, each drawing IdleW plus up to
+	// BusyW more as the batch fills.
+	GPUs         int
+	IdleW, BusyW float64
 	// Seed makes jitter, faults and generated text repeatable.
 	Seed uint64
 }
@@ -60,20 +64,24 @@ var presets = map[string]Params{
 		Model: "sim-llama-8b", Slots: 32, KVTokens: 131072, MaxModelLen: 40960, MaxBatchTokens: 8192,
 		PrefillRate: 16000, StepBase: 6 * time.Millisecond, StepPerSeq: 250 * time.Microsecond,
 		StepPerKTok: 50 * time.Microsecond, MinStep: 500 * time.Microsecond, Jitter: 0.05, ChatOverhead: 7, Seed: 1,
+		GPUs: 1, IdleW: 90, BusyW: 610,
 	},
 	"fast": {
 		Model: "sim-llama-8b", Slots: 100000, KVTokens: 1 << 40, MaxModelLen: 1 << 30, MaxBatchTokens: 1 << 30,
 		PrefillRate: 0, MinStep: 500 * time.Microsecond, ChatOverhead: 7, Seed: 1,
+		GPUs: 1, IdleW: 90, BusyW: 610,
 	},
 	"small": {
 		Model: "sim-llama-8b", Slots: 8, KVTokens: 32768, MaxModelLen: 40960, MaxBatchTokens: 4096,
 		PrefillRate: 8000, StepBase: 10 * time.Millisecond, StepPerSeq: 1 * time.Millisecond,
 		StepPerKTok: 100 * time.Microsecond, MinStep: 500 * time.Microsecond, Jitter: 0.05, ChatOverhead: 7, Seed: 1,
+		GPUs: 1, IdleW: 60, BusyW: 290,
 	},
 	"large": {
 		Model: "sim-llama-70b", Slots: 256, KVTokens: 1 << 20, MaxModelLen: 131072, MaxBatchTokens: 16384,
 		PrefillRate: 40000, StepBase: 12 * time.Millisecond, StepPerSeq: 80 * time.Microsecond,
 		StepPerKTok: 10 * time.Microsecond, MinStep: 500 * time.Microsecond, Jitter: 0.05, ChatOverhead: 7, Seed: 1,
+		GPUs: 8, IdleW: 90, BusyW: 610,
 	},
 }
 
@@ -111,6 +119,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("sim: jitter must be within 0..1")
 	case p.Faults.HTTP500 < 0 || p.Faults.HTTP429 < 0 || p.Faults.HTTP500+p.Faults.HTTP429 > 1:
 		return fmt.Errorf("sim: fault rates must be within 0..1")
+	case p.GPUs < 0 || p.GPUs > 1024 || p.IdleW < 0 || p.BusyW < 0:
+		return fmt.Errorf("sim: gpus must be within 0..1024 and watts not negative")
 	}
 	return nil
 }

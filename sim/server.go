@@ -25,6 +25,7 @@ type Server struct {
 	stopped chan struct{}
 	mux     *http.ServeMux
 	clocks  sync.Map // net.Conn → *atomic.Pointer[time.Time]
+	power   power
 	created int64
 }
 
@@ -43,6 +44,7 @@ func New(p Params) (*Server, error) {
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	s.mux.HandleFunc("GET /dcgm", s.handleDCGM)
 	return s, nil
 }
 

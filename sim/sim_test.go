@@ -363,3 +363,31 @@ func TestServeStops(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
+
+func TestDCGM(t *testing.T) {
+	p := testParams()
+	p.GPUs = 3
+	_, url := startSim(t, p)
+	get := func() string {
+		resp, err := http.Get(url + "/dcgm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	first := get()
+	if strings.Count(first, "DCGM_FI_DEV_POWER_USAGE{") != 3 || !strings.Contains(first, `DCGM_FI_DEV_POWER_USAGE{gpu="0"`) {
+		t.Fatalf("page:\n%s", first)
+	}
+	// Idle: 90 W each.
+	if !strings.Contains(first, `modelName="infertop sim GPU",Hostname="sim"} 90`) {
+		t.Fatalf("idle power missing:\n%s", first)
+	}
+	time.Sleep(200 * time.Millisecond)
+	second := get()
+	if second == first {
+		t.Fatal("the energy counter did not move")
+	}
+}

@@ -1,0 +1,382 @@
+package telemetry
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config says where to read from. Empty URLs and GPULocal false turn a
+// source off.
+type Config struct {
+	// ServerURL is the engine's /metrics; Quiet hides a server that turns
+	// out not to have one (a guessed URL): it is dropped after its first
+	// failure instead of shown as stale.
+	ServerURL string
+	Quiet     bool
+	// GPUURL is a DCGM exporter's /metrics; GPULocal runs nvidia-smi here.
+	GPUURL   string
+	GPULocal bool
+	// Every is the scrape interval (default 1 s).
+	Every time.Duration
+	// Headers go with every scrape (an API key, a proxy's header).
+	Headers http.Header
+}
+
+// source is one scraped target's state.
+type source struct {
+	ok      bool // ever read
+	last    time.Time
+	err     string
+	backoff time.Duration
+	next    time.Time
+	dropped bool
+}
+
+// Scraper reads the sources on a schedule and keeps the last five minutes
+// of readings. Its methods are safe from any goroutine.
+type Scraper struct {
+	cfg    Config
+	client *http.Client
+
+	mu      sync.Mutex
+	servers []timedServer
+	gpus    []Sample
+	srv     source
+	gpu     source
+	gpuFrom string // "DCGM" or "nvidia-smi"
+}
+
+type timedServer struct {
+	At time.Time
+	S  Server
+}
+
+// keep is how long readings are kept: the longest window.
+const keep = 5*time.Minute + 10*time.Second
+
+// NewScraper builds a scraper; it does nothing until Run.
+func NewScraper(cfg Config) *Scraper {
+	if cfg.Every <= 0 {
+		cfg.Every = time.Second
+	}
+	s := &Scraper{cfg: cfg, client: &http.Client{Timeout: 3 * time.Second}}
+	if cfg.GPULocal {
+		s.gpuFrom = "nvidia-smi"
+	} else if cfg.GPUURL != "" {
+		s.gpuFrom = "DCGM"
+	}
+	return s
+}
+
+// Run scrapes until ctx ends. nvidia-smi, when asked for, runs as one child
+// process for the whole run.
+func (s *Scraper) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	if s.cfg.GPULocal {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.runNvidiaSMI(ctx) }()
+	}
+	t := time.NewTicker(s.cfg.Every)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		if s.cfg.ServerURL != "" {
+			s.scrape(ctx, now, &s.srv, s.cfg.ServerURL, s.readServer)
+		}
+		if s.cfg.GPUURL != "" && !s.cfg.GPULocal {
+			s.scrape(ctx, now, &s.gpu, s.cfg.GPUURL, s.readDCGM)
+		}
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// scrape reads one target when it is due, backing off after failures.
+func (s *Scraper) scrape(ctx context.Context, now time.Time, src *source, url string, read func(io.Reader, time.Time) error) {
+	s.mu.Lock()
+	due := !src.dropped && !now.Before(src.next)
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	err := s.get(ctx, url, func(r io.Reader) error { return read(r, now) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		src.ok, src.last, src.err, src.backoff, src.next = true, now, "", 0, time.Time{}
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if src == &s.srv && s.cfg.Quiet && !src.ok {
+		src.dropped = true // a guessed /metrics that is not there: quietly nothing
+		return
+	}
+	src.err = err.Error()
+	src.backoff = min(max(2*src.backoff, s.cfg.Every), 30*time.Second)
+	src.next = now.Add(src.backoff)
+}
+
+func (s *Scraper) get(ctx context.Context, url string, read func(io.Reader) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	for k, vs := range s.cfg.Headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("scrape: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("scrape: HTTP %d", resp.StatusCode)
+	}
+	return read(io.LimitReader(resp.Body, 16<<20))
+}
+
+func (s *Scraper) readServer(r io.Reader, at time.Time) error {
+	srv, ok, err := ParseServer(r)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("no serving engine's metrics recognised")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.servers = append(trimServers(s.servers, at), timedServer{At: at, S: srv})
+	return nil
+}
+
+func (s *Scraper) readDCGM(r io.Reader, at time.Time) error {
+	gpus, err := ParseDCGM(r)
+	if err != nil {
+		return err
+	}
+	s.addGPU(Sample{At: at, GPUs: gpus})
+	return nil
+}
+
+func (s *Scraper) addGPU(smp Sample) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := 0
+	for i < len(s.gpus) && smp.At.Sub(s.gpus[i].At) > keep {
+		i++
+	}
+	s.gpus = append(s.gpus[i:], smp)
+	s.gpu.ok, s.gpu.last, s.gpu.err = true, smp.At, ""
+}
+
+func trimServers(xs []timedServer, now time.Time) []timedServer {
+	i := 0
+	for i < len(xs) && now.Sub(xs[i].At) > keep {
+		i++
+	}
+	return xs[i:]
+}
+
+// runNvidiaSMI reads `nvidia-smi -lms 500` until ctx ends: one process,
+// its lines grouped into one sample per round of GPU indexes.
+func (s *Scraper) runNvidiaSMI(ctx context.Context) {
+	cmd := exec.CommandContext(ctx, "nvidia-smi", "--query-gpu="+NvidiaSMIQuery, "--format=csv,noheader,nounits", "-lms", "500")
+	out, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		s.mu.Lock()
+		s.gpu.err = fmt.Sprintf("nvidia-smi: %v", err)
+		s.mu.Unlock()
+		return
+	}
+	defer cmd.Wait() //nolint:errcheck // ended by ctx
+	sc := bufio.NewScanner(out)
+	var cur Sample
+	seen := map[string]bool{}
+	for sc.Scan() {
+		g, err := ParseNvidiaSMILine(sc.Text())
+		if err != nil {
+			s.mu.Lock()
+			s.gpu.err = err.Error()
+			s.mu.Unlock()
+			continue
+		}
+		if seen[g.Index] { // a new round: the last one is complete
+			s.addGPU(cur)
+			cur, seen = Sample{}, map[string]bool{}
+		}
+		if len(cur.GPUs) == 0 {
+			cur.At = time.Now()
+		}
+		cur.GPUs = append(cur.GPUs, g)
+		seen[g.Index] = true
+	}
+	if ctx.Err() == nil {
+		s.mu.Lock()
+		s.gpu.err = "nvidia-smi ended"
+		s.mu.Unlock()
+	}
+}
+
+// View is what the dashboard and the reports show, over a window.
+type View struct {
+	Server *ServerView
+	GPU    *GPUView
+}
+
+// ServerView is the engine's side over the window.
+type ServerView struct {
+	Kind                       string
+	Running, Waiting, KVUsage  float64
+	HasKV, HasPreempt          bool
+	PromptTokPerSec, GenPerSec float64
+	Preemptions                float64 // in the window
+	TTFTP50, TTFTP99           float64 // seconds; 0 when unknown
+	HasTTFT                    bool
+	Age                        time.Duration
+	Stale                      bool
+	Err                        string
+}
+
+// GPUView is the GPUs' side over the window.
+type GPUView struct {
+	Source  string // "DCGM" or "nvidia-smi"
+	Count   int
+	PowerW  float64 // now, summed
+	AvgW    float64 // over the window
+	EnergyJ float64 // over the window
+	// EnergyFrom says how the energy was had: "energy counter" or "power × time".
+	EnergyFrom             string
+	UtilPct, TempC, MemMiB float64 // mean utilisation and temperature, summed memory
+	Age                    time.Duration
+	Stale                  bool
+	Err                    string
+	GPUs                   []GPU
+}
+
+// View summarises the readings of the last window.
+func (s *Scraper) View(window time.Duration) View {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	var v View
+	stale := func(src *source) bool { return src.err != "" || now.Sub(src.last) > 3*s.cfg.Every+time.Second }
+	if n := len(s.servers); n > 0 && !s.srv.dropped {
+		last := s.servers[n-1]
+		first := last
+		for _, x := range s.servers {
+			if last.At.Sub(x.At) <= window {
+				first = x
+				break
+			}
+		}
+		sv := &ServerView{Kind: last.S.Kind, Running: last.S.Running, Waiting: last.S.Waiting, KVUsage: last.S.KVUsage,
+			HasKV: last.S.HasKV, HasPreempt: last.S.HasPreempt, Age: now.Sub(last.At), Stale: stale(&s.srv), Err: s.srv.err}
+		if dt := last.At.Sub(first.At).Seconds(); dt > 0 {
+			sv.PromptTokPerSec = max(last.S.PromptTokens-first.S.PromptTokens, 0) / dt
+			sv.GenPerSec = max(last.S.GenTokens-first.S.GenTokens, 0) / dt
+			sv.Preemptions = max(last.S.Preemptions-first.S.Preemptions, 0)
+		}
+		var prev *Histogram
+		if first.At.Before(last.At) {
+			prev = first.S.TTFT
+		}
+		if p50, ok := Quantile(last.S.TTFT, prev, 0.5); ok {
+			sv.TTFTP50, sv.HasTTFT = p50, true
+			sv.TTFTP99, _ = Quantile(last.S.TTFT, prev, 0.99)
+		}
+		v.Server = sv
+	} else if s.srv.err != "" && !s.srv.dropped {
+		v.Server = &ServerView{Stale: true, Err: s.srv.err}
+	}
+	if n := len(s.gpus); n > 0 {
+		last := s.gpus[n-1]
+		first := last
+		for _, x := range s.gpus {
+			if last.At.Sub(x.At) <= window {
+				first = x
+				break
+			}
+		}
+		gv := &GPUView{Source: s.gpuFrom, Count: len(last.GPUs), PowerW: last.Power(), Age: now.Sub(last.At),
+			Stale: stale(&s.gpu), Err: s.gpu.err, GPUs: append([]GPU(nil), last.GPUs...)}
+		gv.EnergyJ, gv.EnergyFrom = s.energyLocked(first.At, last.At)
+		if dt := last.At.Sub(first.At).Seconds(); dt > 0 {
+			gv.AvgW = gv.EnergyJ / dt
+		} else {
+			gv.AvgW = gv.PowerW
+		}
+		for _, g := range last.GPUs {
+			gv.UtilPct += g.UtilPct / float64(len(last.GPUs))
+			gv.TempC += g.TempC / float64(len(last.GPUs))
+			gv.MemMiB += g.MemUsedMiB
+		}
+		v.GPU = gv
+	} else if s.gpu.err != "" {
+		v.GPU = &GPUView{Source: s.gpuFrom, Stale: true, Err: s.gpu.err}
+	}
+	return v
+}
+
+// energyLocked sums the energy between consecutive samples in [a, b].
+func (s *Scraper) energyLocked(a, b time.Time) (float64, string) {
+	total, from := 0.0, ""
+	var prev *Sample
+	for i := range s.gpus {
+		x := &s.gpus[i]
+		if x.At.Before(a) || x.At.After(b) {
+			continue
+		}
+		if prev != nil {
+			j, src := Energy(*prev, *x)
+			total += j
+			if from == "" {
+				from = src
+			} else if src != "" && src != from {
+				from = "energy counter and power × time"
+			}
+		}
+		prev = x
+	}
+	return total, from
+}
+
+// EnergyBetween is the GPUs' energy between two times (a phase, a run),
+// from the readings kept, with its source; ok is false without readings.
+func (s *Scraper) EnergyBetween(a, b time.Time) (joules float64, from string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, src := s.energyLocked(a, b)
+	return j, src, src != ""
+}
+
+// HasGPU reports whether a GPU source is configured.
+func (s *Scraper) HasGPU() bool { return s.gpuFrom != "" }
+
+// ServerURLFor guesses an engine's /metrics from its API URL: the root.
+func ServerURLFor(apiURL string) string {
+	if i := strings.Index(apiURL, "://"); i >= 0 {
+		if j := strings.IndexByte(apiURL[i+3:], '/'); j >= 0 {
+			return apiURL[:i+3+j] + "/metrics"
+		}
+		return apiURL + "/metrics"
+	}
+	return ""
+}
