@@ -22,6 +22,7 @@ import (
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/sim"
 	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/telemetry"
 	"github.com/infertop/infertop/themes"
 )
 
@@ -49,6 +50,8 @@ type loadFlags struct {
 	slos                                                []string
 	goodput, metricsAddr                                string
 	rate, burstiness                                    float64
+	serverMetrics, gpuMetrics, gpu                      string
+	scrapeEvery                                         time.Duration
 	arrivals                                            string
 	maxInFlight                                         int
 	fs                                                  *pflag.FlagSet
@@ -107,6 +110,10 @@ func (f *loadFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.rampSpec, "ramp", "", "ramp linearly FROM:TO:DURATION, the concurrency (or the rate, with --rate), a phase a second")
 	fs.StringArrayVar(&f.slos, "slo", nil, "objective, repeatable: e.g. 'ttft_p99<=500ms', 'e2el_p95<5s', 'error_rate<1%', 'output_throughput>=2000'")
 	fs.StringVar(&f.goodput, "goodput", "", "per-request limits for goodput, e.g. ttft:500ms,tpot:50ms,e2el:10s")
+	fs.StringVar(&f.serverMetrics, "server-metrics", "", "the serving engine's Prometheus /metrics (default: try the server's root /metrics quietly; off: none)")
+	fs.StringVar(&f.gpuMetrics, "gpu-metrics", "", "a DCGM exporter's /metrics, for GPU power, energy, utilisation")
+	fs.StringVar(&f.gpu, "gpu", "", "local: read the GPUs of this machine with nvidia-smi")
+	fs.DurationVar(&f.scrapeEvery, "scrape-every", time.Second, "how often the server's and the GPUs' metrics are read")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve infertop's own Prometheus metrics here, e.g. 127.0.0.1:9464")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 }
@@ -127,6 +134,12 @@ func (f *loadFlags) validate() error {
 		return usagef("--rate must be within 0..%d requests per second", load.MaxRate)
 	case f.maxInFlight < 0:
 		return usagef("--max-in-flight must not be negative")
+	case f.gpu != "" && f.gpu != "local":
+		return usagef("--gpu takes local (nvidia-smi on this machine), got %q", f.gpu)
+	case f.gpu == "local" && f.gpuMetrics != "":
+		return usagef("give --gpu local or --gpu-metrics, not both")
+	case f.scrapeEvery < 100*time.Millisecond:
+		return usagef("--scrape-every must be at least 100ms")
 	}
 	if _, err := load.ParseArrivals(f.arrivals, f.burstiness); err != nil {
 		return usageError{err}
@@ -335,11 +348,12 @@ func (f *loadFlags) apiLabel(k probe.Kind) string {
 // setup is what every load command shares: the endpoint (the embedded sim
 // when there is no --url), the client, and the target as shown.
 type setup struct {
-	client *probe.Client
-	kind   probe.Kind
-	target load.Target
-	rawURL string
-	stop   func() // stops the embedded sim and closes the client
+	simGPUs int // the embedded sim's GPUs (0: no sim, or none)
+	client  *probe.Client
+	kind    probe.Kind
+	target  load.Target
+	rawURL  string
+	stop    func() // stops the embedded sim and closes the client
 }
 
 func (f *loadFlags) setup(ctx context.Context, sf *simFlags, stderr io.Writer) (*setup, error) {
@@ -365,7 +379,7 @@ func (f *loadFlags) setup(ctx context.Context, sf *simFlags, stderr io.Writer) (
 		go func() { simDone <- srv.Serve(simCtx, ln, nil) }()
 		st.stop = func() { stopSim(); <-simDone }
 		st.rawURL = "http://" + ln.Addr().String() + "/v1"
-		st.target.Sim = true
+		st.target.Sim, st.simGPUs = true, p.GPUs
 		if f.model == "" {
 			f.model = p.Model
 		}
@@ -447,14 +461,14 @@ func (f *loadFlags) engineConfig(st *setup, window time.Duration) load.Config {
 // startLive starts the engine for a live view (the dashboard, the SSH
 // server): the exporter, a walk, the time limit. stop cancels ctx's load
 // and waits for all of it.
-func (f *loadFlags) startLive(ctx context.Context, st *setup) (*load.Engine, func(), error) {
+func (f *loadFlags) startLive(ctx context.Context, st *setup) (*load.Engine, *telemetry.Scraper, func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
 	xctx, stopExporter := context.WithCancel(context.Background())
 	x, xDone, err := f.startExporter(xctx)
 	if err != nil {
 		cancel()
 		stopExporter()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg := f.engineConfig(st, f.window)
 	if x != nil {
@@ -464,9 +478,14 @@ func (f *loadFlags) startLive(ctx context.Context, st *setup) (*load.Engine, fun
 	if err != nil {
 		cancel()
 		stopExporter()
-		return nil, nil, usageError{err}
+		return nil, nil, nil, usageError{err}
 	}
 	var wg sync.WaitGroup
+	sc := f.scraper(st)
+	if sc != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); sc.Run(ctx) }()
+	}
 	if x != nil { // the exporter follows the snapshots until the engine stops
 		xs, _ := eng.Subscribe()
 		wg.Add(1)
@@ -487,7 +506,7 @@ func (f *loadFlags) startLive(ctx context.Context, st *setup) (*load.Engine, fun
 	if f.duration > 0 { // the time is up: the load pauses, the screens stay
 		timer = time.AfterFunc(f.duration, func() { eng.SetPaused(true) })
 	}
-	return eng, func() {
+	return eng, sc, func() {
 		if timer != nil {
 			timer.Stop()
 		}
@@ -501,14 +520,15 @@ func (f *loadFlags) startLive(ctx context.Context, st *setup) (*load.Engine, fun
 }
 
 // saver writes the reports for the run so far into dir (the s key).
-func (f *loadFlags) saver(ctx context.Context, st *setup, dir string) func(load.Snapshot) (string, error) {
+func (f *loadFlags) saver(ctx context.Context, st *setup, sc *telemetry.Scraper, dir string) func(load.Snapshot) (string, error) {
 	start := time.Now()
 	return func(s load.Snapshot) (string, error) {
 		sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		m := f.manifest(sctx, st)
 		m.Start, m.End = start, start.Add(s.Elapsed)
-		rep := &report.Report{Manifest: m, Final: s, Verdicts: report.Verdicts(f.objectives, s)}
+		rep := &report.Report{Manifest: m, Final: s, Energy: report.EnergyOf(sc, start, s)}
+		rep.Verdicts = report.Verdicts(f.objectives, s, rep.Energy)
 		base := filepath.Join(dir, "infertop-"+start.Format("20060102-150405"))
 		var text bytes.Buffer
 		if err := rep.WriteText(&text); err != nil {
@@ -522,4 +542,42 @@ func (f *loadFlags) saver(ctx context.Context, st *setup, dir string) func(load.
 		}
 		return base + ".{json,csv,txt}", nil
 	}
+}
+
+// scraper reads the server's and the GPUs' metrics; nil when there is
+// nothing to read. For the embedded sim: its /metrics and /dcgm.
+func (f *loadFlags) scraper(st *setup) *telemetry.Scraper {
+	cfg := telemetry.Config{Every: f.scrapeEvery, GPUURL: f.gpuMetrics, GPULocal: f.gpu == "local"}
+	switch {
+	case f.serverMetrics == "off":
+	case f.serverMetrics != "":
+		cfg.ServerURL = f.serverMetrics
+	default:
+		cfg.ServerURL, cfg.Quiet = telemetry.ServerURLFor(st.rawURL), !st.target.Sim
+	}
+	if st.target.Sim && st.simGPUs > 0 && cfg.GPUURL == "" && !cfg.GPULocal {
+		cfg.GPUURL = strings.TrimSuffix(telemetry.ServerURLFor(st.rawURL), "/metrics") + "/dcgm"
+	}
+	if cfg.ServerURL == "" && cfg.GPUURL == "" && !cfg.GPULocal {
+		return nil
+	}
+	return telemetry.NewScraper(cfg)
+}
+
+// windowFigures are the window's figures for SLO checks, with the energy
+// per token when the GPUs are read.
+func windowFigures(s load.Snapshot, sc *telemetry.Scraper) slo.Figures {
+	f := slo.FromWindow(s)
+	if sc != nil {
+		f.JoulesPerToken, f.HasEnergy = telemetry.PerToken(sc.View(s.Window), s.OutTokPerSec)
+	}
+	return f
+}
+
+// telemetryView is the dashboard's hook to the scraper (nil: none).
+func telemetryView(sc *telemetry.Scraper) func(time.Duration) telemetry.View {
+	if sc == nil {
+		return nil
+	}
+	return sc.View
 }

@@ -108,6 +108,13 @@ func runHeadless(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	engCtx, stopEngine := context.WithCancel(context.Background())
+	sc := f.scraper(st)
+	scDone := make(chan struct{})
+	if sc != nil {
+		go func() { defer close(scDone); sc.Run(engCtx) }()
+	} else {
+		close(scDone)
+	}
 	engDone := make(chan error, 1)
 	manifest.Start = time.Now()
 	go func() { engDone <- eng.Run(engCtx) }()
@@ -158,7 +165,7 @@ loop:
 			}
 			if rf.failFast && s.Covered >= rf.sloWindow-time.Second {
 				scope := "window ending " + s.Elapsed.Round(time.Second).String()
-				for _, v := range slo.CheckAll(objectives, slo.FromWindow(s), scope) {
+				for _, v := range slo.CheckAll(objectives, windowFigures(s, sc), scope) {
 					if !v.Held {
 						windowBreaches = append(windowBreaches, v)
 					}
@@ -180,6 +187,7 @@ loop:
 	unsubscribe()
 	stopEngine()
 	<-engDone
+	<-scDone
 	if walked != nil {
 		<-walked
 	}
@@ -195,8 +203,8 @@ loop:
 		}
 	}
 
-	rep := &report.Report{Manifest: manifest, Final: final}
-	rep.Verdicts = append(report.Verdicts(objectives, final), windowBreaches...)
+	rep := &report.Report{Manifest: manifest, Final: final, Energy: report.EnergyOf(sc, manifest.Start, final)}
+	rep.Verdicts = append(report.Verdicts(objectives, final, rep.Energy), windowBreaches...)
 	if err := rep.WriteText(stdout); err != nil {
 		return err
 	}

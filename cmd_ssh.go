@@ -83,15 +83,15 @@ func runSSH(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.stop()
-	eng, stopLoad, err := f.startLive(ctx, st)
+	eng, sc, stopLoad, err := f.startLive(ctx, st)
 	if err != nil {
 		return err
 	}
 	defer stopLoad()
-	save := f.saver(ctx, st, *reportDir)
+	save := f.saver(ctx, st, sc, *reportDir)
 	srv, err := sshserver.New(sshserver.Config{
 		HostKeyPath: *hostKey, AuthorizedKeys: *authorized, AllowAnyKey: *anyKey, Controllers: *controllers,
-		MaxSessions: *maxSessions, IdleTimeout: *idle, Theme: f.theme, Log: logw, Engine: eng,
+		MaxSessions: *maxSessions, IdleTimeout: *idle, Theme: f.theme, Log: logw, Engine: eng, Telemetry: telemetryView(sc),
 		Objectives: f.objectives, Duration: f.duration, Requests: f.requests, Save: save,
 	})
 	if err != nil {
@@ -110,7 +110,7 @@ func runSSH(args []string, stdout, stderr io.Writer) error {
 		snaps, unsubscribe := eng.Subscribe()
 		defer unsubscribe()
 		model, err := ui.New(eng, ui.Options{Renderer: lipgloss.NewRenderer(term), Theme: f.theme, Snapshots: snaps,
-			Objectives: f.objectives, Save: save, Duration: f.duration, Requests: f.requests})
+			Objectives: f.objectives, Save: save, Telemetry: telemetryView(sc), Duration: f.duration, Requests: f.requests})
 		if err != nil {
 			stopServer()
 			<-served

@@ -47,7 +47,7 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	}
 	defer st.stop()
 
-	eng, stopLoad, err := f.startLive(ctx, st)
+	eng, sc, stopLoad, err := f.startLive(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -59,8 +59,8 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 	}
 	snaps, unsubscribe := eng.Subscribe()
 	defer unsubscribe()
-	save := f.saver(ctx, st, *reportDir)
-	model, err := ui.New(eng, ui.Options{Renderer: r, Theme: f.theme, Snapshots: snaps, Objectives: f.objectives, Save: save,
+	save := f.saver(ctx, st, sc, *reportDir)
+	model, err := ui.New(eng, ui.Options{Renderer: r, Theme: f.theme, Snapshots: snaps, Objectives: f.objectives, Save: save, Telemetry: telemetryView(sc),
 		Duration: f.duration, Requests: f.requests})
 	if err != nil {
 		return usageError{err}

@@ -148,3 +148,29 @@ func TestRunStagesAndWarmup(t *testing.T) {
 		}
 	}
 }
+
+// TestRunEnergy: against the embedded sim's simulated GPUs the result has
+// vLLM's energy keys, per phase too, and an energy objective is checked.
+func TestRunEnergy(t *testing.T) {
+	path := t.TempDir() + "/r.json"
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--duration", "2500ms", "-c", "4", "--prompt-tokens", "16", "--output-tokens", "16",
+		"--sim-gpus", "2", "--scrape-every", "200ms", "--slo", "energy_per_token<=100J", "--json", path}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	if !strings.Contains(out.String(), "GPU energy") || !strings.Contains(out.String(), "(DCGM, energy counter)") ||
+		!strings.Contains(out.String(), "energy_per_token<=100J held in run") {
+		t.Fatalf("summary:\n%s", out.String())
+	}
+	var res map[string]any
+	b, _ := os.ReadFile(path)
+	json.Unmarshal(b, &res)
+	j, _ := res["gpu_energy_j"].(float64)
+	w, _ := res["gpu_avg_power_w"].(float64)
+	jpt, _ := res["gpu_energy_per_output_token_j"].(float64)
+	// Two GPUs at 90 W idle plus up to 610 W busy each.
+	if j <= 0 || w < 180 || w > 1400 || jpt <= 0 {
+		t.Fatalf("energy %v J, %v W, %v J/token", j, w, jpt)
+	}
+}

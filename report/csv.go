@@ -24,6 +24,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	for _, c := range probe.FailureClasses() {
 		head = append(head, "errors_"+c.String())
 	}
+	head = append(head, "gpu_avg_power_w", "gpu_energy_j", "gpu_energy_per_output_token_j")
 	if err := cw.Write(head); err != nil {
 		return fmt.Errorf("write CSV: %w", err)
 	}
@@ -42,7 +43,17 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		for _, c := range probe.FailureClasses() {
 			out = append(out, i(p.ByClass[c]))
 		}
-		return out
+		e := EnergyFigures{}
+		if r.Energy != nil {
+			e = r.Energy.Run
+			if p.ID != 0 {
+				e = r.Energy.Phases[p.ID]
+			}
+		}
+		if e.OK {
+			return append(out, f(e.AvgWatts), f(e.Joules), strconv.FormatFloat(e.JoulesPerToken, 'f', 6, 64))
+		}
+		return append(out, "", "", "")
 	}
 	for _, p := range r.Final.Phases {
 		if p.Completed+p.Failed > 0 {

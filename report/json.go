@@ -149,13 +149,30 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	if phases == nil {
 		phases = []PhaseJSON{}
 	}
-	top["infertop"] = map[string]any{
+	inf := map[string]any{}
+	if e := r.Energy; e != nil && e.Run.OK {
+		// vLLM's names for the whole run.
+		top["gpu_avg_power_w"] = e.Run.AvgWatts
+		top["gpu_energy_j"] = e.Run.Joules
+		top["gpu_energy_per_output_token_j"] = e.Run.JoulesPerToken
+		var phases []map[string]any
+		for _, p := range r.Final.Phases {
+			if f, ok := e.Phases[p.ID]; ok && p.Completed+p.Failed > 0 {
+				phases = append(phases, energyJSON(p.ID, f))
+			}
+		}
+		inf["energy"] = map[string]any{"source": e.Source, "run": energyJSON(0, e.Run), "phases": phases}
+	}
+	top["infertop"] = inf
+	for k, v := range map[string]any{
 		"manifest":        r.Manifest,
 		"run":             phaseJSON(run),
 		"phases":          phases,
 		"errors_by_class": classCounts(run.ByClass),
 		"slo":             verdicts,
 		"slo_held":        Held(r.Verdicts),
+	} {
+		inf[k] = v
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -163,4 +180,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil
+}
+
+func energyJSON(id int, f EnergyFigures) map[string]any {
+	return map[string]any{"id": id, "energy_j": f.Joules, "avg_power_w": f.AvgWatts,
+		"energy_per_output_token_j": f.JoulesPerToken, "output_tokens_per_j": f.TokensPerJoule, "from": f.From}
 }

@@ -66,19 +66,27 @@ type Report struct {
 	Manifest Manifest
 	Final    load.Snapshot
 	Verdicts []slo.Verdict
+	// Energy is the GPUs' side, when there was GPU telemetry.
+	Energy *Energy
 }
 
-// Verdicts checks objs over the whole run and every phase with requests.
-func Verdicts(objs []slo.Objective, s load.Snapshot) []slo.Verdict {
+// Verdicts checks objs over the whole run and every phase with requests;
+// energy (nil without GPU telemetry) supplies the energy per token.
+func Verdicts(objs []slo.Objective, s load.Snapshot, energy *Energy) []slo.Verdict {
 	if len(objs) == 0 {
 		return nil
 	}
-	out := slo.CheckAll(objs, slo.FromPhase(s.Run), "run")
+	fig := func(p load.Phase) slo.Figures {
+		f := slo.FromPhase(p)
+		f.JoulesPerToken, f.HasEnergy = energy.PerToken(p)
+		return f
+	}
+	out := slo.CheckAll(objs, fig(s.Run), "run")
 	for _, p := range s.Phases {
-		if p.Completed+p.Failed == 0 {
+		if p.Completed+p.Failed == 0 || p.Warmup {
 			continue
 		}
-		out = append(out, slo.CheckAll(objs, slo.FromPhase(p), "phase "+itoa(p.ID))...)
+		out = append(out, slo.CheckAll(objs, fig(p), "phase "+itoa(p.ID))...)
 	}
 	return out
 }

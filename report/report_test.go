@@ -40,7 +40,7 @@ func testReport() *Report {
 	m.End = m.Start.Add(time.Minute)
 	final := load.Snapshot{Phases: []load.Phase{p1, {ID: 3}, p2}, Run: run}
 	objs, _ := slo.ParseAll([]string{"ttft_p99<=500ms", "error_rate<1%", "itl_p50<1ms"})
-	return &Report{Manifest: m, Final: final, Verdicts: Verdicts(objs, final)}
+	return &Report{Manifest: m, Final: final, Verdicts: Verdicts(objs, final, nil)}
 }
 
 func TestVerdicts(t *testing.T) {

@@ -37,9 +37,15 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "\nPhase %d: %s, prompt %d, output %d tokens · from %s for %s%s\n",
 			p.ID, load, p.Knobs.PromptTokens, p.Knobs.OutputTokens, p.Start.Round(time.Millisecond), p.Duration.Round(time.Millisecond), warm)
 		writeFigures(&b, p)
+		if r.Energy != nil {
+			writeEnergy(&b, r.Energy.Source, r.Energy.Phases[p.ID])
+		}
 	}
 	fmt.Fprintf(&b, "\nWhole run · %s\n", r.Final.Run.Duration.Round(time.Millisecond))
 	writeFigures(&b, r.Final.Run)
+	if r.Energy != nil {
+		writeEnergy(&b, r.Energy.Source, r.Energy.Run)
+	}
 	if len(r.Verdicts) > 0 {
 		b.WriteString("\nSLOs:\n")
 		for _, v := range r.Verdicts {
@@ -90,3 +96,11 @@ func writeFigures(b *strings.Builder, p loadpkg.Phase) {
 }
 
 func fms(d time.Duration) string { return fmt.Sprintf("%.2fms", ms(d)) }
+
+func writeEnergy(b *strings.Builder, source string, f EnergyFigures) {
+	if !f.OK {
+		return
+	}
+	fmt.Fprintf(b, "  GPU energy %.0f J · %.0f W average · %.4f J per output token · %.2f tokens per J (%s, %s)\n",
+		f.Joules, f.AvgWatts, f.JoulesPerToken, f.TokensPerJoule, source, f.From)
+}

@@ -15,7 +15,8 @@ import (
 	"github.com/infertop/infertop/load"
 )
 
-// Objective is one parsed condition.
+// Objective is one parsed condition. energy_per_token (J or mJ per output
+// token) needs GPU telemetry.
 type Objective struct {
 	// Expr is the text as given.
 	Expr string
@@ -33,7 +34,7 @@ type Objective struct {
 
 var latencyMetrics = map[string]load.Metric{"ttft": load.TTFT, "tpot": load.TPOT, "itl": load.ITL, "e2el": load.E2E, "e2e": load.E2E, "ttfb": load.TTFB}
 
-var rateMetrics = map[string]bool{"error_rate": true, "request_throughput": true, "output_throughput": true,
+var rateMetrics = map[string]bool{"energy_per_token": true, "error_rate": true, "request_throughput": true, "output_throughput": true,
 	"input_throughput": true, "total_token_throughput": true, "request_goodput": true}
 
 var exprRE = regexp.MustCompile(`^\s*([a-z0-9_]+?)(?:_(p\d+(?:\.\d+)?|mean|median|std|min|max))?\s*(<=|>=|<|>)\s*([0-9.]+)\s*([a-zµ%]*)\s*$`)
@@ -75,6 +76,12 @@ func Parse(expr string) (Objective, error) {
 		switch {
 		case unit == "%" && o.Metric == "error_rate":
 			o.Value = num / 100
+		case o.Metric == "energy_per_token" && (unit == "j" || unit == ""):
+			o.Value = num
+		case o.Metric == "energy_per_token" && unit == "mj":
+			o.Value = num / 1000
+		case o.Metric == "energy_per_token":
+			return Objective{}, fmt.Errorf("bad SLO %q: energy is in J or mJ per token", expr)
 		case unit == "":
 			o.Value = num
 		default:
@@ -129,6 +136,9 @@ type Figures struct {
 	Latency                                          [load.NumMetrics]load.Dist
 	Completed, Failed                                int64
 	ReqPerSec, OutTokPerSec, InTokPerSec, GoodPerSec float64
+	// JoulesPerToken is the GPUs' energy per output token, when known.
+	JoulesPerToken float64
+	HasEnergy      bool
 }
 
 // FromPhase takes the figures of a phase (or of the whole run, Snapshot.Run).
@@ -165,6 +175,8 @@ func (o Objective) Check(f Figures, scope string) Verdict {
 			val, _ := statValue(d, o.Stat)
 			v.Actual, v.Known = val.Seconds(), true
 		}
+	} else if o.Metric == "energy_per_token" {
+		v.Actual, v.Known = f.JoulesPerToken, f.HasEnergy
 	} else {
 		v.Known = f.Completed+f.Failed > 0
 		switch o.Metric {
@@ -216,6 +228,9 @@ func (o Objective) Format(v float64) string {
 	}
 	if o.Metric == "error_rate" {
 		return strconv.FormatFloat(v*100, 'f', 2, 64) + "%"
+	}
+	if o.Metric == "energy_per_token" {
+		return strconv.FormatFloat(v, 'f', 3, 64) + " J/token"
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64) + "/s"
 }

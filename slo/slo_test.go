@@ -23,6 +23,8 @@ func TestParse(t *testing.T) {
 		{"error_rate<=0.02", "error_rate", "", "<=", 0.02},
 		{"output_throughput>=2000", "output_throughput", "", ">=", 2000},
 		{"request_goodput>5", "request_goodput", "", ">", 5},
+		{"energy_per_token<=0.5J", "energy_per_token", "", "<=", 0.5},
+		{"energy_per_token<300mJ", "energy_per_token", "", "<", 0.3},
 	}
 	for _, tt := range tests {
 		o, err := Parse(tt.in)
@@ -50,6 +52,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"ttft_p99<=500ms", false}, {"ttft_p50<=500ms", true}, {"error_rate<1%", false}, {"error_rate<5%", true},
 		{"output_throughput>=2000", false}, {"request_goodput>=8", true}, {"itl_p99<1ms", true}, // no ITL data: holds, unknown
+		{"energy_per_token<=0.5J", true}, // no GPU telemetry: unknown
 	}
 	for _, tt := range tests {
 		o, _ := Parse(tt.expr)
@@ -77,5 +80,16 @@ func TestParseGoodput(t *testing.T) {
 		if _, err := ParseGoodput(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+func TestEnergyObjective(t *testing.T) {
+	o, _ := Parse("energy_per_token<=0.5J")
+	v := o.Check(Figures{JoulesPerToken: 0.62, HasEnergy: true}, "run")
+	if v.Held || !v.Known || !strings.Contains(v.String(), "0.620 J/token") {
+		t.Fatalf("%s", v)
+	}
+	if _, err := Parse("energy_per_token<1kWh"); err == nil {
+		t.Fatal("kWh accepted")
 	}
 }

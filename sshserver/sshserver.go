@@ -25,6 +25,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/telemetry"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -53,6 +54,7 @@ type Config struct {
 	Duration   time.Duration
 	Requests   int64
 	Save       func(load.Snapshot) (string, error)
+	Telemetry  func(time.Duration) telemetry.View
 }
 
 // Server is the SSH server.
@@ -221,7 +223,7 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 	go func() { <-sess.Context().Done(); unsubscribe() }()
 	opts := ui.Options{
 		Renderer: bm.MakeRenderer(sess), Theme: s.theme(sess), Snapshots: snaps, Objectives: s.cfg.Objectives,
-		Duration: s.cfg.Duration, Requests: s.cfg.Requests, ReadOnly: !s.controller(sess.PublicKey()),
+		Duration: s.cfg.Duration, Requests: s.cfg.Requests, ReadOnly: !s.controller(sess.PublicKey()), Telemetry: s.cfg.Telemetry,
 	}
 	if !opts.ReadOnly {
 		opts.Save = s.cfg.Save

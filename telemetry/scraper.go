@@ -380,3 +380,21 @@ func ServerURLFor(apiURL string) string {
 	}
 	return ""
 }
+
+// GPUSource names the GPU source of the view ("" without one).
+func (v View) GPUSource() string {
+	if v.GPU == nil {
+		return ""
+	}
+	return v.GPU.Source
+}
+
+// PerToken is the energy per output token over the window: the GPUs'
+// average power divided by the output token rate; ok is false without a
+// fresh GPU reading or without output.
+func PerToken(v View, outTokPerSec float64) (float64, bool) {
+	if v.GPU == nil || v.GPU.Stale || v.GPU.Count == 0 || outTokPerSec <= 0 {
+		return 0, false
+	}
+	return v.GPU.AvgW / outTokPerSec, true
+}

@@ -104,3 +104,6 @@ func padLeft(s string, w int) string {
 	}
 	return s
 }
+
+// secs turns seconds into a duration.
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/telemetry"
 	"github.com/infertop/infertop/themes"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	// counts down to them and says when the run is done.
 	Duration time.Duration
 	Requests int64
+	// Telemetry, if set, reads the server's and the GPUs' side over a
+	// window, for the server panel and energy objectives.
+	Telemetry func(time.Duration) telemetry.View
 	// ReadOnly makes a watcher's view: the keys that act on the load (knobs,
 	// window, reset, save) are locked and say so.
 	ReadOnly bool
@@ -81,6 +85,8 @@ type Model struct {
 	limitDur time.Duration
 	limitReq int64
 	readOnly bool
+	telem    func(time.Duration) telemetry.View
+	tview    telemetry.View
 	save     func(load.Snapshot) (string, error)
 	verdicts []slo.Verdict
 	// flash is a one-line notice (a save, a locked key) shown in the
@@ -104,7 +110,7 @@ func New(ctl Controller, o Options) (Model, error) {
 		o.Renderer = lipgloss.DefaultRenderer()
 	}
 	m := Model{ctl: ctl, renderer: o.Renderer, palettes: themes.Palettes(), keys: newKeyMap(), snaps: o.Snapshots,
-		objs: o.Objectives, save: o.Save, limitDur: o.Duration, limitReq: o.Requests, readOnly: o.ReadOnly, width: MinWidth, height: MinHeight}
+		objs: o.Objectives, save: o.Save, limitDur: o.Duration, limitReq: o.Requests, readOnly: o.ReadOnly, telem: o.Telemetry, width: MinWidth, height: MinHeight}
 	if o.Theme != "" {
 		found := false
 		for i, p := range m.palettes {
@@ -154,7 +160,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case SnapshotMsg:
 		m.snap, m.haveSnap = load.Snapshot(msg), true
-		m.verdicts = slo.CheckAll(m.objs, slo.FromWindow(m.snap), "window")
+		fig := slo.FromWindow(m.snap)
+		if m.telem != nil {
+			m.tview = m.telem(m.snap.Window)
+			fig.JoulesPerToken, fig.HasEnergy = telemetry.PerToken(m.tview, m.snap.OutTokPerSec)
+		}
+		m.verdicts = slo.CheckAll(m.objs, fig, "window")
 		m.render()
 		return m, listen(m.snaps)
 	case engineDoneMsg:
@@ -299,12 +310,16 @@ func (m *Model) render() {
 	} else {
 		latH := min(max(avail*35/100, 6), 20)
 		smallH := min(max(avail*28/100, 6), 14)
-		phaseH := avail - latH - smallH
-		body = lipgloss.JoinVertical(lipgloss.Left,
-			m.latencyPanel(w, latH),
-			m.smallPanels(w, smallH),
-			m.phasesPanel(w, phaseH),
-		)
+		server := m.serverPanel(w)
+		phaseH := avail - latH - smallH - lipgloss.Height(server)
+		if server == "" {
+			phaseH = avail - latH - smallH
+		}
+		parts := []string{m.latencyPanel(w, latH), m.smallPanels(w, smallH)}
+		if server != "" {
+			parts = append(parts, server)
+		}
+		body = lipgloss.JoinVertical(lipgloss.Left, append(parts, m.phasesPanel(w, phaseH))...)
 	}
 	m.cache = lipgloss.JoinVertical(lipgloss.Left, header, body, footer)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/telemetry"
 )
 
 func asciiRenderer() *lipgloss.Renderer {
@@ -343,5 +344,31 @@ func TestLimitsInHeader(t *testing.T) {
 		if first := strings.SplitN(m.View(), "\n", 2)[0]; !strings.Contains(first, c.want) {
 			t.Errorf("%+v: header %q lacks %q", c.opts, first, c.want)
 		}
+	}
+}
+
+func TestServerPanel(t *testing.T) {
+	view := telemetry.View{
+		Server: &telemetry.ServerView{Kind: "vllm", Running: 32, Waiting: 5, KVUsage: 0.78, HasKV: true, GenPerSec: 1700, PromptTokPerSec: 7000, HasTTFT: true, TTFTP50: 0.4, TTFTP99: 1.7},
+		GPU:    &telemetry.GPUView{Source: "DCGM", Count: 2, PowerW: 1400, AvgW: 1360, EnergyFrom: "energy counter", UtilPct: 93, TempC: 61},
+	}
+	objs, _ := slo.ParseAll([]string{"energy_per_token<=0.5J"})
+	m, _ := New(nil, Options{Renderer: asciiRenderer(), Objectives: objs, Telemetry: func(time.Duration) telemetry.View { return view }})
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 48}, SnapshotMsg(fixedSnapshot()))
+	v := m.View()
+	// 1360 W at 1712 output tokens/s: 0.794 J per token, breaking the SLO.
+	for _, want := range []string{"vLLM · running 32 · waiting 5 · KV 78.0%", "GPU ×2 (DCGM) · now 1.40 kW · avg 1.36 kW · 0.794 J/token", "SLO BREACHED over the 30s window: energy_per_token<=0.5J (0.794 J/token)"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+	if n := len(strings.Split(v, "\n")); n != 48 {
+		t.Fatalf("%d lines, want 48", n)
+	}
+	// A stale source says so, with its age.
+	view.GPU.Stale, view.GPU.Age, view.GPU.Err = true, 12*time.Second, "scrape: HTTP 503"
+	m = press[tea.Msg](m, SnapshotMsg(fixedSnapshot()))
+	if !strings.Contains(m.View(), "stale 0:12: scrape: HTTP 503") {
+		t.Fatalf("no stale notice:\n%s", m.View())
 	}
 }
