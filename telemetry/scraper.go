@@ -294,13 +294,17 @@ func (s *Scraper) View(window time.Duration) View {
 			sv.GenPerSec = max(last.S.GenTokens-first.S.GenTokens, 0) / dt
 			sv.Preemptions = max(last.S.Preemptions-first.S.Preemptions, 0)
 		}
-		var prev *Histogram
+		var prevTTFT, prevITL *Histogram
 		if first.At.Before(last.At) {
-			prev = first.S.TTFT
+			prevTTFT, prevITL = first.S.TTFT, first.S.ITL
 		}
-		if p50, ok := Quantile(last.S.TTFT, prev, 0.5); ok {
+		if p50, ok := Quantile(last.S.TTFT, prevTTFT, 0.5); ok {
 			sv.TTFTP50, sv.HasTTFT = p50, true
-			sv.TTFTP99, _ = Quantile(last.S.TTFT, prev, 0.99)
+			sv.TTFTP99, _ = Quantile(last.S.TTFT, prevTTFT, 0.99)
+		}
+		if p50, ok := Quantile(last.S.ITL, prevITL, 0.5); ok {
+			sv.ITLP50, sv.HasITL = p50, true
+			sv.ITLP99, _ = Quantile(last.S.ITL, prevITL, 0.99)
 		}
 		v.Server = sv
 	} else if s.srv.err != "" && !s.srv.dropped {

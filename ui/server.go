@@ -35,7 +35,10 @@ func (m *Model) serverPanel(w int) string {
 				parts = append(parts, item("preempted", fmt.Sprintf("%.0f", s.Preemptions)))
 			}
 			if s.HasTTFT {
-				parts = append(parts, t.Muted.Render("TTFT p50 ")+t.P50.Render(dur(secs(s.TTFTP50)))+t.Muted.Render(" p99 ")+t.P99.Render(dur(secs(s.TTFTP99))))
+				parts = append(parts, t.Muted.Render("server TTFT p50 ")+t.P50.Render(dur(secs(s.TTFTP50)))+t.Muted.Render(" p99 ")+t.P99.Render(dur(secs(s.TTFTP99))))
+			}
+			if s.HasITL {
+				parts = append(parts, t.Muted.Render("ITL p50 ")+t.P50.Render(dur(secs(s.ITLP50)))+t.Muted.Render(" p99 ")+t.P99.Render(dur(secs(s.ITLP99))))
 			}
 			if s.Stale {
 				parts = append(parts, t.Warn.Render(fmt.Sprintf("stale %s: %s", clock(s.Age), s.Err)))
@@ -58,6 +61,13 @@ func (m *Model) serverPanel(w int) string {
 			}
 		}
 		lines = append(lines, strings.Join(parts, sep))
+		if g.Count > 1 && g.Count <= 16 { // each GPU, on a line of its own
+			var each []string
+			for _, x := range g.GPUs {
+				each = append(each, t.Muted.Render("GPU"+x.Index+" ")+t.Text.Render(watts(x.PowerW))+t.Muted.Render(fmt.Sprintf(" %.0f%%", x.UtilPct)))
+			}
+			lines = append(lines, strings.Join(each, sep))
+		}
 	}
 	return block(lines, w, len(lines))
 }

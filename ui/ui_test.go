@@ -350,14 +350,15 @@ func TestLimitsInHeader(t *testing.T) {
 func TestServerPanel(t *testing.T) {
 	view := telemetry.View{
 		Server: &telemetry.ServerView{Kind: "vllm", Running: 32, Waiting: 5, KVUsage: 0.78, HasKV: true, GenPerSec: 1700, PromptTokPerSec: 7000, HasTTFT: true, TTFTP50: 0.4, TTFTP99: 1.7},
-		GPU:    &telemetry.GPUView{Source: "DCGM", Count: 2, PowerW: 1400, AvgW: 1360, EnergyFrom: "energy counter", UtilPct: 93, TempC: 61},
+		GPU: &telemetry.GPUView{Source: "DCGM", Count: 2, PowerW: 1400, AvgW: 1360, EnergyFrom: "energy counter", UtilPct: 93, TempC: 61,
+			GPUs: []telemetry.GPU{{Index: "0", PowerW: 720, UtilPct: 95}, {Index: "1", PowerW: 680, UtilPct: 91}}},
 	}
 	objs, _ := slo.ParseAll([]string{"energy_per_token<=0.5J"})
 	m, _ := New(nil, Options{Renderer: asciiRenderer(), Objectives: objs, Telemetry: func(time.Duration) telemetry.View { return view }})
 	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 48}, SnapshotMsg(fixedSnapshot()))
 	v := m.View()
 	// 1360 W at 1712 output tokens/s: 0.794 J per token, breaking the SLO.
-	for _, want := range []string{"vLLM · running 32 · waiting 5 · KV 78.0%", "GPU ×2 (DCGM) · now 1.40 kW · avg 1.36 kW · 0.794 J/token", "SLO BREACHED over the 30s window: energy_per_token<=0.5J (0.794 J/token)"} {
+	for _, want := range []string{"vLLM · running 32 · waiting 5 · KV 78.0%", "GPU ×2 (DCGM) · now 1.40 kW · avg 1.36 kW · 0.794 J/token", "GPU0 720 W 95% · GPU1 680 W 91%", "SLO BREACHED over the 30s window: energy_per_token<=0.5J (0.794 J/token)"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q:\n%s", want, v)
 		}
