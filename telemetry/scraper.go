@@ -250,6 +250,8 @@ type ServerView struct {
 	Preemptions                float64 // in the window
 	TTFTP50, TTFTP99           float64 // seconds; 0 when unknown
 	HasTTFT                    bool
+	ITLP50, ITLP99             float64 // the server\'s inter-token latency, seconds
+	HasITL                     bool
 	Age                        time.Duration
 	Stale                      bool
 	Err                        string
