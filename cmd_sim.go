@@ -18,6 +18,7 @@ import (
 // from a preset chosen with --preset (read before the others apply).
 type simFlags struct {
 	preset string
+	faults string
 	p      sim.Params
 	fs     *pflag.FlagSet
 }
@@ -36,6 +37,7 @@ func addSimFlags(fs *pflag.FlagSet, prefix string) *simFlags {
 	fs.DurationVar(&f.p.StepPerSeq, prefix+"step-per-seq", d.StepPerSeq, "added step cost per running sequence")
 	fs.DurationVar(&f.p.StepPerKTok, prefix+"step-per-ktok", d.StepPerKTok, "added step cost per 1000 context tokens")
 	fs.Float64Var(&f.p.Jitter, prefix+"jitter", d.Jitter, "relative standard deviation of step time")
+	fs.StringVar(&f.faults, prefix+"faults", "", "injected faults, each a fraction of requests: 500, 429, reset, stall, stall-mid, malformed, huge-line, trickle, and pause=DURATION for stalls, e.g. reset=0.01,stall=0.02,pause=3s")
 	fs.Float64Var(&f.p.Faults.HTTP500, prefix+"error-rate", 0, "fraction of requests answered with HTTP 500")
 	fs.Float64Var(&f.p.Faults.HTTP429, prefix+"rate-limit-rate", 0, "fraction of requests answered with HTTP 429 and Retry-After")
 	fs.Uint64Var(&f.p.Seed, prefix+"seed", d.Seed, "seed for jitter, faults and text")
@@ -48,6 +50,13 @@ func (f *simFlags) params(prefix string) (sim.Params, error) {
 	p, err := sim.Preset(f.preset)
 	if err != nil {
 		return p, usageError{err}
+	}
+	if f.faults != "" {
+		fl, err := sim.ParseFaults(f.faults)
+		if err != nil {
+			return p, usageError{err}
+		}
+		p.Faults = fl
 	}
 	set := map[string]func(){
 		"model": func() { p.Model = f.p.Model }, "slots": func() { p.Slots = f.p.Slots },

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -49,12 +51,78 @@ type Params struct {
 	Seed uint64
 }
 
-// Faults are per-request probabilities of injected failures.
+// Faults are per-request probabilities of injected failures (at most one
+// a request; their sum at most 1).
 type Faults struct {
 	// HTTP500 answers 500 before the stream starts.
 	HTTP500 float64
 	// HTTP429 answers 429 with Retry-After before the stream starts.
 	HTTP429 float64
+	// Reset resets the connection half way through a stream.
+	Reset float64
+	// Stall waits Pause before the first byte; StallMid waits Pause half
+	// way through a stream.
+	Stall, StallMid float64
+	// Malformed sends a chunk that is not JSON half way through a stream.
+	Malformed float64
+	// HugeLine sends a data line of 17 MiB (past any sane line limit) half
+	// way through a stream.
+	HugeLine float64
+	// Trickle writes the whole stream one byte at a time.
+	Trickle float64
+	// Pause is the length of a stall (default 2 s).
+	Pause time.Duration
+}
+
+// faultNames are --faults' names, in draw order.
+var faultNames = []string{"500", "429", "reset", "stall", "stall-mid", "malformed", "huge-line", "trickle"}
+
+func (f *Faults) rates() []*float64 {
+	return []*float64{&f.HTTP500, &f.HTTP429, &f.Reset, &f.Stall, &f.StallMid, &f.Malformed, &f.HugeLine, &f.Trickle}
+}
+
+// ParseFaults reads --faults: 'reset=0.01,stall=0.02,...' (names: 500,
+// 429, reset, stall, stall-mid, malformed, huge-line, trickle) and the stall
+// length 'pause=3s'.
+func ParseFaults(s string) (Faults, error) {
+	var f Faults
+	if strings.TrimSpace(s) == "" {
+		return f, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return f, fmt.Errorf("bad --faults %q: want name=rate,... (%s) and pause=DURATION", s, strings.Join(faultNames, ", "))
+		}
+		if k == "pause" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return f, fmt.Errorf("bad --faults pause %q", v)
+			}
+			f.Pause = d
+			continue
+		}
+		i := slices.Index(faultNames, k)
+		r, err := strconv.ParseFloat(v, 64)
+		if i < 0 || err != nil || r < 0 || r > 1 {
+			return f, fmt.Errorf("bad --faults %q: unknown fault or rate (%s)", kv, strings.Join(faultNames, ", "))
+		}
+		*f.rates()[i] = r
+	}
+	return f, nil
+}
+
+// pick chooses the fault for a draw u in [0,1): its index in faultNames,
+// or -1 for none.
+func (f *Faults) pick(u float64) int {
+	acc := 0.0
+	for i, r := range f.rates() {
+		acc += *r
+		if u < acc {
+			return i
+		}
+	}
+	return -1
 }
 
 // Presets are named parameter sets. "default" shows the behaviour infertop
@@ -117,10 +185,21 @@ func (p Params) Validate() error {
 		return fmt.Errorf("sim: costs must not be negative")
 	case p.Jitter < 0 || p.Jitter > 1:
 		return fmt.Errorf("sim: jitter must be within 0..1")
-	case p.Faults.HTTP500 < 0 || p.Faults.HTTP429 < 0 || p.Faults.HTTP500+p.Faults.HTTP429 > 1:
-		return fmt.Errorf("sim: fault rates must be within 0..1")
+	case faultSum(&p.Faults) > 1+1e-9:
+		return fmt.Errorf("sim: fault rates must add up to at most 1")
 	case p.GPUs < 0 || p.GPUs > 1024 || p.IdleW < 0 || p.BusyW < 0:
 		return fmt.Errorf("sim: gpus must be within 0..1024 and watts not negative")
 	}
 	return nil
+}
+
+func faultSum(f *Faults) float64 {
+	t := 0.0
+	for _, r := range f.rates() {
+		if *r < 0 {
+			return 2
+		}
+		t += *r
+	}
+	return t
 }

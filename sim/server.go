@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -208,11 +209,13 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 				min(s.p.MaxModelLen, s.p.KVTokens), prompt+maxTokens, prompt, maxTokens))
 			return
 		}
-		if f := s.faultDraw(id); f < s.p.Faults.HTTP500 {
+		fault := s.p.Faults.pick(s.faultDraw(id))
+		switch fault {
+		case 0:
 			s.metrics.failed.Add(1)
 			writeError(w, http.StatusInternalServerError, "InternalServerError", "simulated internal error")
 			return
-		} else if f < s.p.Faults.HTTP500+s.p.Faults.HTTP429 {
+		case 1:
 			s.metrics.failed.Add(1)
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusTooManyRequests, "RateLimitError", "simulated rate limit")
@@ -223,7 +226,7 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 		q.queued.Store(-1)
 		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, Stream: req.Stream}
 		s.sched.submit(q)
-		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec,
+		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault,
 			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
 		if req.Stream && kind != kindInfer {
 			g.stream(w, r)
@@ -317,13 +320,33 @@ func (s *Server) faultDraw(id uint64) float64 {
 }
 
 // generation writes one request's answer as the engine produces it.
+// trickler writes one byte at a time, flushing each.
+type trickler struct {
+	w  io.Writer
+	fl http.Flusher
+}
+
+func (t *trickler) Write(p []byte) (int, error) {
+	for i := range p {
+		if _, err := t.w.Write(p[i : i+1]); err != nil {
+			return i, err
+		}
+		if t.fl != nil {
+			t.fl.Flush()
+		}
+	}
+	return len(p), nil
+}
+
 type generation struct {
-	s     *Server
-	kind  apiKind
-	id    uint64
-	q     *seq
-	rec   *Record
-	usage bool
+	s        *Server
+	kind     apiKind
+	id       uint64
+	q        *seq
+	rec      *Record
+	usage    bool
+	fault    int  // index in faultNames, -1 for none
+	injected bool // the mid-stream fault has happened
 }
 
 // wait blocks until the engine has news for this sequence; false when the
@@ -342,6 +365,30 @@ func (g *generation) wait(r *http.Request) bool {
 
 func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 	fl, _ := w.(http.Flusher)
+	pause := g.s.p.Faults.Pause
+	if pause <= 0 {
+		pause = 2 * time.Second
+	}
+	sleep := func() bool {
+		t := time.NewTimer(pause)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-r.Context().Done():
+		case <-g.s.stopped:
+		}
+		g.q.cancelled.Store(true)
+		g.rec.Cancelled = true
+		return false
+	}
+	if g.fault == 3 && !sleep() { // stall before the first byte
+		return
+	}
+	var out io.Writer = w
+	if g.fault == 7 { // trickle: one byte at a time
+		out = &trickler{w: w, fl: fl}
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -375,7 +422,41 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 			}
 			buf = append(buf, "data: [DONE]\n\n"...)
 		}
-		if _, err := w.Write(buf); err != nil {
+		if half := g.q.maxTokens / 2; g.fault >= 2 && g.fault <= 6 && g.fault != 3 && sent >= half && !g.injected {
+			g.injected = true
+			switch g.fault {
+			case 2: // reset the connection after what was written so far
+				w.Write(buf)
+				if fl != nil {
+					fl.Flush()
+				}
+				if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+					if tc, ok := conn.(*net.TCPConn); ok {
+						tc.SetLinger(0)
+					}
+					conn.Close()
+				}
+				g.q.cancelled.Store(true)
+				g.rec.Cancelled = true
+				return
+			case 4: // stall half way
+				w.Write(buf)
+				if fl != nil {
+					fl.Flush()
+				}
+				buf = buf[:0]
+				if !sleep() {
+					return
+				}
+			case 5:
+				buf = append(buf, "data: {\"choices\":[{\"delta\":{\"content\":\"oops\"}\n\n"...)
+			case 6:
+				buf = append(buf, "data: {\"pad\":\""...)
+				buf = append(buf, strings.Repeat("x", 17<<20)...)
+				buf = append(buf, "\"}\n\n"...)
+			}
+		}
+		if _, err := out.Write(buf); err != nil {
 			g.q.cancelled.Store(true)
 			g.rec.Cancelled = true
 			return

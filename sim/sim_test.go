@@ -391,3 +391,23 @@ func TestDCGM(t *testing.T) {
 		t.Fatal("the energy counter did not move")
 	}
 }
+
+func TestParseFaults(t *testing.T) {
+	f, err := ParseFaults("500=0.1, reset=0.2,stall-mid=0.05,trickle=0.01,pause=3s")
+	if err != nil || f.HTTP500 != 0.1 || f.Reset != 0.2 || f.StallMid != 0.05 || f.Trickle != 0.01 || f.Pause != 3*time.Second {
+		t.Fatalf("%+v %v", f, err)
+	}
+	if f.pick(0.05) != 0 || f.pick(0.15) != 2 || f.pick(0.32) != 4 || f.pick(0.355) != 7 || f.pick(0.9) != -1 {
+		t.Fatal("pick")
+	}
+	for _, bad := range []string{"boom=0.1", "reset=2", "reset", "pause=-1s"} {
+		if _, err := ParseFaults(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	p := testParams()
+	p.Faults = Faults{Reset: 0.7, Stall: 0.6}
+	if p.Validate() == nil {
+		t.Error("faults adding up past 1 accepted")
+	}
+}

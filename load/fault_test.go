@@ -1,0 +1,104 @@
+package load
+
+import (
+	"context"
+	"net/http/httptest"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/sim"
+)
+
+// faultRun sends n requests to a sim injecting one fault into every one,
+// and returns what the engine counted.
+func faultRun(t *testing.T, f sim.Faults, timeout time.Duration, n int64) Snapshot {
+	t.Helper()
+	p, _ := sim.Preset("fast")
+	p.Faults = f
+	srv, err := sim.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	simDone := make(chan struct{})
+	go func() { defer close(simDone); srv.Run(ctx) }()
+	hs := httptest.NewServer(srv.Handler())
+	defer func() { cancel(); <-simDone; hs.Close() }()
+	client, _ := probe.New(probe.Config{URL: hs.URL + "/v1/chat/completions", Model: p.Model, Timeout: timeout})
+	defer client.Close()
+	eng, _ := New(Config{Do: client.Do, Knobs: Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 20}, MaxRequests: n, Tick: 20 * time.Millisecond})
+	engCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); eng.Run(engCtx) }()
+	s := waitFor(t, eng, 20*time.Second, "every request", func(s Snapshot) bool { return s.TotalCompleted+s.TotalFailed >= n })
+	// The knobs answer at once while the endpoint misbehaves.
+	t0 := time.Now()
+	eng.Update(func(k *Knobs) { k.OutputTokens = 21 })
+	if d := time.Since(t0); d > 100*time.Millisecond {
+		t.Errorf("a knob change took %v", d)
+	}
+	stop()
+	<-done
+	client.Close()
+	return s
+}
+
+func TestFaultClasses(t *testing.T) {
+	pause := 300 * time.Millisecond
+	tests := []struct {
+		name    string
+		f       sim.Faults
+		timeout time.Duration
+		class   probe.ErrorClass
+	}{
+		{"500", sim.Faults{HTTP500: 1}, 0, probe.HTTP5xx},
+		{"429", sim.Faults{HTTP429: 1}, 0, probe.HTTP429},
+		{"reset mid-stream", sim.Faults{Reset: 1}, 0, probe.StreamCut},
+		{"stall before the first byte, past the timeout", sim.Faults{Stall: 1, Pause: time.Second}, 200 * time.Millisecond, probe.Timeout},
+		{"stall before the first byte", sim.Faults{Stall: 1, Pause: pause}, 0, probe.OK},
+		{"stall mid-stream", sim.Faults{StallMid: 1, Pause: pause}, 0, probe.OK},
+		{"malformed chunk", sim.Faults{Malformed: 1}, 0, probe.Malformed},
+		{"one byte at a time", sim.Faults{Trickle: 1}, 0, probe.OK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := faultRun(t, tt.f, tt.timeout, 4)
+			if tt.class == probe.OK {
+				if s.TotalFailed != 0 || s.TotalCompleted != 4 {
+					t.Fatalf("%d ok, %d failed (%s)", s.TotalCompleted, s.TotalFailed, s.LastError)
+				}
+			} else if s.TotalByClass[tt.class] != s.TotalFailed || s.TotalFailed < 4 {
+				t.Fatalf("classes %v (want all %v), last error %q", s.TotalByClass, tt.class, s.LastError)
+			}
+			switch tt.name {
+			case "stall before the first byte":
+				if s.Latency[TTFB].Min < pause {
+					t.Errorf("TTFB min %v: the stall is not in it", s.Latency[TTFB].Min)
+				}
+			case "stall mid-stream":
+				if s.Latency[ITL].Max < pause || s.Latency[TTFT].Max > pause {
+					t.Errorf("ITL max %v, TTFT max %v: the stall should be one gap, after the first token", s.Latency[ITL].Max, s.Latency[TTFT].Max)
+				}
+			}
+		})
+	}
+}
+
+// TestHugeLinesHoldMemory: lines past the limit (17 MiB) are refused as
+// malformed, not kept.
+func TestHugeLinesHoldMemory(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := faultRun(t, sim.Faults{HugeLine: 1}, 0, 4)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if s.TotalByClass[probe.Malformed] < 4 || s.TotalByClass[probe.Malformed] != s.TotalFailed {
+		t.Fatalf("classes %v", s.TotalByClass)
+	}
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 64<<20 {
+		t.Fatalf("heap grew by %d MiB after 4 lines of 17 MiB", grew>>20)
+	}
+}
