@@ -42,10 +42,15 @@ func (c *calibrator) words(target int) int {
 			a, b = fa, my-fa*mx
 		}
 	}
-	if a <= 0 || math.IsNaN(a) {
+	// A server whose count does not follow the words (a fixed usage, an API
+	// that counts something else) must not send the prompts to extremes:
+	// outside a plausible tokens-per-word the words stay as asked, and the
+	// correction is bounded to a factor of three either way.
+	if a < 0.2 || a > 5 || math.IsNaN(a) || math.IsNaN(b) {
 		return target
 	}
-	return min(max(int(math.Round((float64(target)-b)/a)), 1), 4*MaxPromptTokens)
+	w := int(math.Round((float64(target) - b) / a))
+	return min(max(w, target/3, 1), 3*target+3)
 }
 
 // observe records that words made tokens as the server counted them.

@@ -241,3 +241,19 @@ func TestCalibrator(t *testing.T) {
 		t.Fatalf("2000 → %d tokens", got)
 	}
 }
+
+// TestCalibratorIgnoresAFixedCount: a server that reports the same prompt
+// tokens whatever it is sent must not make the prompts grow without bound.
+func TestCalibratorIgnoresAFixedCount(t *testing.T) {
+	var c calibrator
+	for range 50 {
+		w := c.words(100)
+		if w > 303 {
+			t.Fatalf("asked for 100 tokens, sent %d words", w)
+		}
+		c.observe(w, 1)
+	}
+	if w := c.words(100); w != 100 {
+		t.Fatalf("a server that counts 1 token whatever it gets: %d words for 100", w)
+	}
+}
