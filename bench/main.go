@@ -192,7 +192,7 @@ func rawStreams(url string, n int, d time.Duration) float64 {
 	defer cancel()
 	var tokens atomic.Int64
 	var wg sync.WaitGroup
-	body := `{"model":"sim-llama-8b","messages":[{"role":"user","content":"hi"}],"max_tokens":2000,"stream":true}`
+	body := `{"model":"sim-llama-8b","messages":[{"role":"user","content":"hi"}],"max_tokens":200,"stream":true}`
 	for range n {
 		wg.Add(1)
 		go func() {
@@ -223,16 +223,16 @@ func streaming(out *bytes.Buffer, d time.Duration, n int) {
 	defer stop()
 	raw := rawStreams(url, n, d)
 	client, _ := probe.New(probe.Config{URL: url + "/v1/chat/completions", Model: p.Model, MaxConns: n * 2})
-	s := engineRun(client.Do, load.Knobs{Concurrency: n, PromptTokens: 4, OutputTokens: 2000}, d, false)
+	s := engineRun(client.Do, load.Knobs{Concurrency: n, PromptTokens: 4, OutputTokens: 200}, d, false)
 	client.Close()
 	client2, _ := probe.New(probe.Config{URL: url + "/v1/chat/completions", Model: p.Model, MaxConns: n * 2})
-	withUI := engineRun(client2.Do, load.Knobs{Concurrency: n, PromptTokens: 4, OutputTokens: 2000}, d, true)
+	withUI := engineRun(client2.Do, load.Knobs{Concurrency: n, PromptTokens: 4, OutputTokens: 200}, d, true)
 	client2.Close()
 	rate := func(s load.Snapshot) float64 { return float64(s.Run.OutTokens) / s.Elapsed.Seconds() }
 	// Output tokens counted when requests end: requests still in flight at
 	// the end are not counted, so long outputs understate; the in-flight
 	// messages are the same order for both readers.
-	fmt.Fprintf(out, "## 2. Streaming\n\nThe sim at zero model cost, %d concurrent streams of 2000 tokens, %s each. The raw reader counts token messages and measures nothing; infertop counts the output tokens of finished requests.\n\n", n, d)
+	fmt.Fprintf(out, "## 2. Streaming\n\nThe sim at zero model cost, %d concurrent streams of 200 tokens, %s each. The raw reader counts token messages and measures nothing; infertop counts the output tokens of finished requests.\n\n", n, d)
 	fmt.Fprintf(out, "| reader | tokens/s | ÷ raw |\n|---|---:|---:|\n| raw reader | %.0f | 1.00 |\n| infertop | %.0f | %.2f |\n| infertop with a 160x48 dashboard rendering every snapshot | %.0f | %.2f |\n\n",
 		raw, rate(s), rate(s)/raw, rate(withUI), rate(withUI)/raw)
 }
