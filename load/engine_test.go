@@ -94,6 +94,12 @@ func exact(sorted []time.Duration, q float64) time.Duration {
 // TestEngineMatchesSim holds the client's TTFT and E2E against the sim's own
 // server-side record of the same requests.
 func TestEngineMatchesSim(t *testing.T) {
+	if raceDetector {
+		// The race detector slows both HTTP stacks on the same two cores by
+		// more than the bound being checked; `make test` runs this test
+		// again without it, against the issue's 2 ms and 5 %.
+		t.Skip("a timing test: run without -race (make test does)")
+	}
 	p, _ := sim.Preset("default")
 	// 400 requests, so that p99 is not one of the two slowest requests
 	// (a single scheduling hiccup on two shared cores would move it).
@@ -118,15 +124,8 @@ func TestEngineMatchesSim(t *testing.T) {
 	}
 	slices.Sort(ttft)
 	slices.Sort(e2e)
-	// The bound of the issue is 2 ms at p50. Under -race the instrumented
-	// HTTP stacks of both sides (on the same two cores) add a few ms of CPU
-	// queueing between the client's start and the server's first byte, so
-	// that build checks looser bounds (8 ms, 25 %); `make test` runs this
-	// test without -race too, against the issue's 2 ms and 5 %.
+	// The issue's bounds: 2 ms at p50, 5 % at p99.
 	p50Tol, p99Tol := 2*time.Millisecond, 0.05
-	if raceDetector {
-		p50Tol, p99Tol = 8*time.Millisecond, 0.25
-	}
 	for _, c := range []struct {
 		name   string
 		client Dist
