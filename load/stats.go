@@ -70,13 +70,19 @@ func (p *phaseAcc) addOnly(r *probe.Result, good bool, prompt int, intended time
 	}
 	p.outTok += int64(r.OutputTokens)
 	p.inTok += int64(in)
-	rec := func(m Metric, d time.Duration) {
+	eachMetric(r, intended, func(m Metric, d time.Duration) {
 		if p.hist[m] != nil {
 			v, _ := us(d)
 			_ = p.hist[m].RecordValue(v)
 			p.mom[m].add(v)
 		}
-	}
+	})
+}
+
+// eachMetric calls rec with every latency a successful result yields:
+// TTFT and its ITLs, TPOT, E2E, TTFB, and in the open loop the queue time
+// and the times from the intended send.
+func eachMetric(r *probe.Result, intended time.Time, rec func(Metric, time.Duration)) {
 	if r.HasTTFT {
 		rec(TTFT, r.TTFT)
 		r.ITLs(func(d time.Duration) { rec(ITL, d) })
@@ -288,25 +294,7 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 			ph.mom[m].add(v)
 		}
 	}
-	if r.HasTTFT {
-		rec(TTFT, r.TTFT)
-		r.ITLs(func(d time.Duration) { rec(ITL, d) })
-	}
-	if tpot, ok := r.TPOT(); ok {
-		rec(TPOT, tpot)
-	}
-	rec(E2E, r.E2E)
-	if r.TTFB > 0 {
-		rec(TTFB, r.TTFB)
-	}
-	if !o.intended.IsZero() {
-		queue := max(r.Start.Sub(o.intended), 0)
-		rec(Queue, queue)
-		rec(E2EIntended, queue+r.E2E)
-		if r.HasTTFT {
-			rec(TTFTIntended, queue+r.TTFT)
-		}
-	}
+	eachMetric(r, o.intended, rec)
 }
 
 // phase returns the accumulator of info, creating it (and ending the phase

@@ -195,12 +195,15 @@ func (o *openaiProto) body(model string, req Request) ([]byte, error) {
 	return marshal(m, o.opts.Extra)
 }
 
-func (o *openaiProto) framing() framing {
-	if o.stream {
-		return frameSSE
+// streamed is f when the answer is streamed, else a whole answer.
+func streamed(stream bool, f framing) framing {
+	if stream {
+		return f
 	}
 	return frameWhole
 }
+
+func (o *openaiProto) framing() framing { return streamed(o.stream, frameSSE) }
 
 func (o *openaiProto) endsOnEOF() bool { return false }
 
@@ -309,12 +312,7 @@ func (o *ollamaProto) body(model string, req Request) ([]byte, error) {
 	return marshal(m, o.opts.Extra)
 }
 
-func (o *ollamaProto) framing() framing {
-	if o.stream {
-		return frameNDJSON
-	}
-	return frameWhole
-}
+func (o *ollamaProto) framing() framing { return streamed(o.stream, frameNDJSON) }
 
 func (o *ollamaProto) endsOnEOF() bool { return false }
 
@@ -350,12 +348,7 @@ func (t *tgiProto) body(_ string, req Request) ([]byte, error) {
 	return marshal(map[string]any{"inputs": req.text(), "parameters": params}, t.opts.Extra)
 }
 
-func (t *tgiProto) framing() framing {
-	if t.stream {
-		return frameSSE
-	}
-	return frameWhole
-}
+func (t *tgiProto) framing() framing { return streamed(t.stream, frameSSE) }
 
 // endsOnEOF: TGI sends no [DONE]; its last message carries the details.
 func (t *tgiProto) endsOnEOF() bool { return false }
