@@ -519,6 +519,21 @@ func (f *loadFlags) startLive(ctx context.Context, st *setup) (*load.Engine, *te
 	}, nil
 }
 
+// live is what the dashboard and the SSH server share: the endpoint (or
+// the embedded sim) and the live load on it. stop ends both.
+func (f *loadFlags) live(ctx context.Context, sf *simFlags, stderr io.Writer) (*setup, *load.Engine, *telemetry.Scraper, func(), error) {
+	st, err := f.setup(ctx, sf, stderr)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	eng, sc, stopLoad, err := f.startLive(ctx, st)
+	if err != nil {
+		st.stop()
+		return nil, nil, nil, nil, err
+	}
+	return st, eng, sc, func() { stopLoad(); st.stop() }, nil
+}
+
 // saver writes the reports for the run so far into dir (the s key).
 func (f *loadFlags) saver(ctx context.Context, st *setup, sc *telemetry.Scraper, dir string) func(load.Snapshot) (string, error) {
 	start := time.Now()

@@ -159,7 +159,7 @@ loop:
 			if x != nil {
 				x.Update(s)
 			}
-			if f.requests > 0 && s.TotalCompleted+s.TotalFailed+warmupRequests(s) >= f.requests {
+			if f.requests > 0 && s.Finished() >= f.requests {
 				why = "requests reached"
 				break loop
 			}
@@ -255,16 +255,4 @@ func progressLine(s load.Snapshot) string {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
-}
-
-// warmupRequests counts the requests of the warm-up phase, which the run's
-// totals leave out.
-func warmupRequests(s load.Snapshot) int64 {
-	var n int64
-	for _, p := range s.Phases {
-		if p.Warmup {
-			n += p.Completed + p.Failed
-		}
-	}
-	return n
 }

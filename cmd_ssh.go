@@ -78,16 +78,11 @@ func runSSH(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	st, err := f.setup(ctx, sf, stderr)
+	st, eng, sc, stopLive, err := f.live(ctx, sf, stderr)
 	if err != nil {
 		return err
 	}
-	defer st.stop()
-	eng, sc, stopLoad, err := f.startLive(ctx, st)
-	if err != nil {
-		return err
-	}
-	defer stopLoad()
+	defer stopLive()
 	save := f.saver(ctx, st, sc, *reportDir)
 	srv, err := sshserver.New(sshserver.Config{
 		HostKeyPath: *hostKey, AuthorizedKeys: *authorized, AllowAnyKey: *anyKey, Controllers: *controllers,

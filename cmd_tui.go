@@ -41,17 +41,11 @@ func runTUI(args []string, stdout, stderr io.Writer) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, err := f.setup(ctx, sf, stderr)
+	st, eng, sc, stopLive, err := f.live(ctx, sf, stderr)
 	if err != nil {
 		return err
 	}
-	defer st.stop()
-
-	eng, sc, stopLoad, err := f.startLive(ctx, st)
-	if err != nil {
-		return err
-	}
-	defer stopLoad()
+	defer stopLive()
 
 	r := lipgloss.NewRenderer(term)
 	if os.Getenv("NO_COLOR") != "" {

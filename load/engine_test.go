@@ -25,6 +25,13 @@ type rig struct {
 // startRig runs the in-process sim and an engine against it.
 func startRig(t *testing.T, p sim.Params, k Knobs, opts ...func(*Config)) *rig {
 	t.Helper()
+	return startRigTimeout(t, p, k, 0, opts...)
+}
+
+// startRigTimeout is startRig with a per-request timeout for the client (0:
+// the default).
+func startRigTimeout(t *testing.T, p sim.Params, k Knobs, timeout time.Duration, opts ...func(*Config)) *rig {
+	t.Helper()
 	srv, err := sim.New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +42,7 @@ func startRig(t *testing.T, p sim.Params, k Knobs, opts ...func(*Config)) *rig {
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	srv.ConfigureHTTP(hs.Config)
 	hs.Start()
-	client, err := probe.New(probe.Config{URL: hs.URL + "/v1/chat/completions", Model: p.Model, MaxConns: 64})
+	client, err := probe.New(probe.Config{URL: hs.URL + "/v1/chat/completions", Model: p.Model, MaxConns: 64, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}

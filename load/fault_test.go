@@ -1,8 +1,6 @@
 package load
 
 import (
-	"context"
-	"net/http/httptest"
 	"runtime"
 	"testing"
 	"time"
@@ -17,31 +15,17 @@ func faultRun(t *testing.T, f sim.Faults, timeout time.Duration, n int64) Snapsh
 	t.Helper()
 	p, _ := sim.Preset("fast")
 	p.Faults = f
-	srv, err := sim.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	simDone := make(chan struct{})
-	go func() { defer close(simDone); srv.Run(ctx) }()
-	hs := httptest.NewServer(srv.Handler())
-	defer func() { cancel(); <-simDone; hs.Close() }()
-	client, _ := probe.New(probe.Config{URL: hs.URL + "/v1/chat/completions", Model: p.Model, Timeout: timeout})
-	defer client.Close()
-	eng, _ := New(Config{Do: client.Do, Knobs: Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 20}, MaxRequests: n, Tick: 20 * time.Millisecond})
-	engCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); eng.Run(engCtx) }()
-	s := waitFor(t, eng, 20*time.Second, "every request", func(s Snapshot) bool { return s.TotalCompleted+s.TotalFailed >= n })
+	r := startRigTimeout(t, p, Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 20}, timeout, func(c *Config) {
+		c.MaxRequests, c.Tick = n, 20*time.Millisecond
+	})
+	s := waitFor(t, r.eng, 20*time.Second, "every request", func(s Snapshot) bool { return s.TotalCompleted+s.TotalFailed >= n })
 	// The knobs answer at once while the endpoint misbehaves.
 	t0 := time.Now()
-	eng.Update(func(k *Knobs) { k.OutputTokens = 21 })
+	r.eng.Update(func(k *Knobs) { k.OutputTokens = 21 })
 	if d := time.Since(t0); d > 100*time.Millisecond {
 		t.Errorf("a knob change took %v", d)
 	}
-	stop()
-	<-done
-	client.Close()
+	r.stop()
 	return s
 }
 

@@ -69,6 +69,9 @@ func (l Length) String(centre int) string {
 	return strconv.Itoa(centre)
 }
 
+// varies reports whether lengths are drawn (not fixed).
+func (l Length) varies() bool { return l.Kind == "uniform" || l.Kind == "normal" }
+
 // sample draws a length around centre, clamped to 1..limit.
 func (l Length) sample(rng *rand.Rand, centre, limit int) int {
 	c := float64(centre)

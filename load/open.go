@@ -182,10 +182,12 @@ func (e *Engine) dropBacklogLocked() {
 // is zero in the closed loop. It reports whether the request succeeded and
 // whether its result was delivered (false once the engine is stopping).
 func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time) (succeeded, delivered bool) {
-	n := e.reqSeq.Add(1)
-	rng := rand.New(rand.NewPCG(e.cfg.Seed^0xa0761d6478bd642f, n))
-	promptLen := e.cfg.PromptLength.sample(rng, k.PromptTokens, MaxPromptTokens)
-	outputLen := e.cfg.OutputLength.sample(rng, k.OutputTokens, MaxOutputTokens)
+	promptLen, outputLen := k.PromptTokens, k.OutputTokens
+	if n := e.reqSeq.Add(1); e.cfg.PromptLength.varies() || e.cfg.OutputLength.varies() {
+		rng := rand.New(rand.NewPCG(e.cfg.Seed^0xa0761d6478bd642f, n))
+		promptLen = e.cfg.PromptLength.sample(rng, k.PromptTokens, MaxPromptTokens)
+		outputLen = e.cfg.OutputLength.sample(rng, k.OutputTokens, MaxOutputTokens)
+	}
 	words := promptLen
 	var req probe.Request
 	if e.cfg.Dataset != nil {

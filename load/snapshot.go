@@ -124,3 +124,16 @@ type Phase struct {
 	Duration                                         time.Duration
 	OutTokPerSec, InTokPerSec, ReqPerSec, GoodPerSec float64
 }
+
+// Finished counts every request that came back since the start or the last
+// reset, the warm-up's included (the totals leave those out): what a
+// request limit counts.
+func (s *Snapshot) Finished() int64 {
+	n := s.TotalCompleted + s.TotalFailed
+	for _, p := range s.Phases {
+		if p.Warmup {
+			n += p.Completed + p.Failed
+		}
+	}
+	return n
+}

@@ -202,7 +202,7 @@ func (c *Client) Models(ctx context.Context, raw string) ([]string, error) {
 		ids = append(ids, m.ID)
 	}
 	for _, m := range doc.Models {
-		ids = append(ids, cmp(m.Name, m.Model))
+		ids = append(ids, firstNonEmpty(m.Name, m.Model))
 	}
 	if doc.ModelID != "" {
 		ids = append(ids, doc.ModelID)
@@ -210,7 +210,7 @@ func (c *Client) Models(ctx context.Context, raw string) ([]string, error) {
 	return ids, nil
 }
 
-func cmp(a, b string) string {
+func firstNonEmpty(a, b string) string {
 	if a != "" {
 		return a
 	}

@@ -216,16 +216,10 @@ var textFields = [][]string{
 }
 
 func (o *openaiProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) {
-	var info chunkInfo
-	if isDone(data) {
-		info.done = true
-		return info, nil
-	}
-	v, err := parseObject(p, data)
-	if err != nil {
+	v, info, err := openMessage(p, data)
+	if v == nil {
 		return info, err
 	}
-	info.errMsg = errorField(v)
 	if string(v.GetStringBytes("object")) == "error" { // vLLM: {"object":"error","message":...,"code":400}
 		info.errMsg = append([]byte(nil), data...)
 	}
@@ -250,6 +244,21 @@ func (o *openaiProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) 
 }
 
 var doneMarker = []byte("[DONE]")
+
+// openMessage starts reading an SSE-style JSON message: the [DONE]
+// sentinel (info.done, v nil), or the parsed object with its "error"
+// member. v is nil when there is nothing more to read.
+func openMessage(p *fastjson.Parser, data []byte) (v *fastjson.Value, info chunkInfo, err error) {
+	if isDone(data) {
+		info.done = true
+		return nil, info, nil
+	}
+	if v, err = parseObject(p, data); err != nil {
+		return nil, info, err
+	}
+	info.errMsg = errorField(v)
+	return v, info, nil
+}
 
 func isDone(data []byte) bool {
 	return bytes.Equal(bytes.TrimSpace(data), doneMarker)
@@ -429,16 +438,10 @@ func path(p string) []string {
 }
 
 func (g *genericProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) {
-	var info chunkInfo
-	if isDone(data) {
-		info.done = true
-		return info, nil
-	}
-	v, err := parseObject(p, data)
-	if err != nil {
+	v, info, err := openMessage(p, data)
+	if v == nil {
 		return info, err
 	}
-	info.errMsg = errorField(v)
 	textPath := g.opts.OutputPath
 	if g.opts.Stream != "none" {
 		textPath = g.opts.ChunkPath

@@ -86,7 +86,7 @@ func Verdicts(objs []slo.Objective, s load.Snapshot, energy *Energy) []slo.Verdi
 		if p.Completed+p.Failed == 0 || p.Warmup {
 			continue
 		}
-		out = append(out, slo.CheckAll(objs, fig(p), "phase "+itoa(p.ID))...)
+		out = append(out, slo.CheckAll(objs, fig(p), "phase "+strconv.Itoa(p.ID))...)
 	}
 	return out
 }
@@ -100,8 +100,6 @@ func Held(vs []slo.Verdict) bool {
 	}
 	return true
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 

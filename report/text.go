@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	loadpkg "github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 )
 
@@ -26,16 +26,16 @@ func (r *Report) WriteText(w io.Writer) error {
 		if p.Completed+p.Failed == 0 {
 			continue
 		}
-		load := fmt.Sprintf("concurrency %d", p.Knobs.Concurrency)
-		if p.Knobs.Mode == loadpkg.OpenLoop {
-			load = fmt.Sprintf("open loop %.4g req/s", p.Knobs.Rate)
+		level := fmt.Sprintf("concurrency %d", p.Knobs.Concurrency)
+		if p.Knobs.Mode == load.OpenLoop {
+			level = fmt.Sprintf("open loop %.4g req/s", p.Knobs.Rate)
 		}
 		warm := ""
 		if p.Warmup {
 			warm = " (warm-up, not in the run's figures)"
 		}
 		fmt.Fprintf(&b, "\nPhase %d: %s, prompt %d, output %d tokens · from %s for %s%s\n",
-			p.ID, load, p.Knobs.PromptTokens, p.Knobs.OutputTokens, p.Start.Round(time.Millisecond), p.Duration.Round(time.Millisecond), warm)
+			p.ID, level, p.Knobs.PromptTokens, p.Knobs.OutputTokens, p.Start.Round(time.Millisecond), p.Duration.Round(time.Millisecond), warm)
 		writeFigures(&b, p)
 		if r.Energy != nil {
 			writeEnergy(&b, r.Energy.Source, r.Energy.Phases[p.ID])
@@ -61,7 +61,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-func writeFigures(b *strings.Builder, p loadpkg.Phase) {
+func writeFigures(b *strings.Builder, p load.Phase) {
 	fmt.Fprintf(b, "  requests %d ok, %d failed", p.Completed, p.Failed)
 	var classes []string
 	for _, c := range probe.FailureClasses() {
@@ -76,12 +76,12 @@ func writeFigures(b *strings.Builder, p loadpkg.Phase) {
 		p.ReqPerSec, p.OutTokPerSec, p.InTokPerSec, p.GoodPerSec)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "  \tcount\tmean\tstd\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
-	if p.Knobs.Mode == loadpkg.ClosedLoop && p.ID > 0 && p.Latency[loadpkg.E2E].Count > 0 {
+	if p.Knobs.Mode == load.ClosedLoop && p.ID > 0 && p.Latency[load.E2E].Count > 0 {
 		defer fmt.Fprintln(b, "  (closed loop: service times)")
 	}
-	metrics := []loadpkg.Metric{loadpkg.TTFT, loadpkg.TPOT, loadpkg.ITL, loadpkg.E2E, loadpkg.TTFB}
-	if p.Latency[loadpkg.Queue].Count > 0 { // open loop: from the intended send time too
-		metrics = append(metrics, loadpkg.Queue, loadpkg.TTFTIntended, loadpkg.E2EIntended)
+	metrics := []load.Metric{load.TTFT, load.TPOT, load.ITL, load.E2E, load.TTFB}
+	if p.Latency[load.Queue].Count > 0 { // open loop: from the intended send time too
+		metrics = append(metrics, load.Queue, load.TTFTIntended, load.E2EIntended)
 	}
 	for _, m := range metrics {
 		d := p.Latency[m]

@@ -15,7 +15,7 @@ func (m *Model) header(w int) string {
 		target += " (embedded sim)"
 	}
 	state := t.Good.Render("● running")
-	done := m.limitDur > 0 && s.Elapsed >= m.limitDur || m.limitReq > 0 && s.TotalCompleted+s.TotalFailed+warmups(s) >= m.limitReq
+	done := m.limitDur > 0 && s.Elapsed >= m.limitDur || m.limitReq > 0 && s.Finished() >= m.limitReq
 	switch {
 	case m.stopped:
 		state = t.Bad.Render("■ stopped")
@@ -29,7 +29,7 @@ func (m *Model) header(w int) string {
 	case m.limitDur > 0 && !done:
 		right = t.Muted.Render("ends in ") + t.Value.Render(clock(m.limitDur-s.Elapsed)) + "  " + right
 	case m.limitReq > 0 && !done:
-		right = t.Value.Render(fmt.Sprintf("%d/%d", s.TotalCompleted+s.TotalFailed+warmups(s), m.limitReq)) + t.Muted.Render(" requests  ") + right
+		right = t.Value.Render(fmt.Sprintf("%d/%d", s.Finished(), m.limitReq)) + t.Muted.Render(" requests  ") + right
 	}
 	left := t.Header.Render("infertop") + "  " + t.Value.Render(s.Target.Model) + t.Muted.Render(" · "+s.Target.API+" · ") +
 		t.Text.Render(target)
@@ -72,15 +72,4 @@ func lengthLabel(l load.Length, centre int) string {
 		return fmt.Sprintf("%d tok", centre)
 	}
 	return l.String(centre)
-}
-
-// warmups counts the warm-up phase's requests, which the totals leave out.
-func warmups(s *load.Snapshot) int64 {
-	var n int64
-	for _, p := range s.Phases {
-		if p.Warmup {
-			n += p.Completed + p.Failed
-		}
-	}
-	return n
 }
