@@ -349,6 +349,12 @@ type generation struct {
 	injected bool // the mid-stream fault has happened
 }
 
+// abandon gives the sequence up: the client left or the server stopped.
+func (g *generation) abandon() {
+	g.q.cancelled.Store(true)
+	g.rec.Cancelled = true
+}
+
 // wait blocks until the engine has news for this sequence; false when the
 // client went away or the server stopped.
 func (g *generation) wait(r *http.Request) bool {
@@ -358,8 +364,7 @@ func (g *generation) wait(r *http.Request) bool {
 	case <-r.Context().Done():
 	case <-g.s.stopped:
 	}
-	g.q.cancelled.Store(true)
-	g.rec.Cancelled = true
+	g.abandon()
 	return false
 }
 
@@ -378,8 +383,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		case <-g.s.stopped:
 		}
-		g.q.cancelled.Store(true)
-		g.rec.Cancelled = true
+		g.abandon()
 		return false
 	}
 	if g.fault == 3 && !sleep() { // stall before the first byte
@@ -436,8 +440,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 					}
 					conn.Close()
 				}
-				g.q.cancelled.Store(true)
-				g.rec.Cancelled = true
+				g.abandon()
 				return
 			case 4: // stall half way
 				w.Write(buf)
@@ -457,8 +460,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if _, err := out.Write(buf); err != nil {
-			g.q.cancelled.Store(true)
-			g.rec.Cancelled = true
+			g.abandon()
 			return
 		}
 		if fl != nil {
