@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/infertop/infertop/endurance"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/ui"
+)
+
+func uiCost(out *bytes.Buffer, d time.Duration) error {
+	fmt.Fprintf(out, "## 4. The UI's cost\n\nOne full redraw of every panel from a busy snapshot (the engine's own, after two seconds of load on the fast sim); the dashboard redraws on each snapshot, four a second by default, and on keys.\n\n| size | per frame |\n|---|---:|\n")
+	p, _ := sim.Preset("fast")
+	_, url, stop, err := startSim(p)
+	if err != nil {
+		return err
+	}
+	snap, err := engineRun(probe.Config{URL: url + "/v1/chat/completions", Model: p.Model},
+		load.Knobs{Concurrency: 16, PromptTokens: 64, OutputTokens: 64}, 2*time.Second, false)
+	stop()
+	if err != nil {
+		return err
+	}
+	for _, size := range [][2]int{{80, 24}, {160, 48}, {240, 70}} {
+		m, err := ui.New(nil, ui.Options{Renderer: plain()})
+		if err != nil {
+			return err
+		}
+		var model tea.Model = m
+		model, _ = model.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		const n = 50
+		t0 := time.Now()
+		for range n {
+			model, _ = model.Update(ui.SnapshotMsg(snap))
+			model.View()
+		}
+		fmt.Fprintf(out, "| %dx%d | %v |\n", size[0], size[1], (time.Since(t0) / n).Round(10*time.Microsecond))
+	}
+	bin, cleanup, err := buildInfertop()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	fmt.Fprintf(out, "\nThe dashboard process itself, in tmux at 160x48, for %s at concurrency 32, its CPU from its own exporter (user and system, the engine and client included):\n\n| endpoint | req/s | CPU, %% of one core | resident memory |\n|---|---:|---:|---:|\n", d)
+	for _, preset := range []string{"default", "fast"} {
+		res, err := endurance.Run(context.Background(), endurance.Config{
+			Infertop: []string{bin}, Env: []string{"TERM=xterm-256color"}, Duration: d, Width: 160, Height: 48,
+			SimArgs: []string{"--preset", preset}, LoadArgs: []string{"-c", "32"}, Measure: true,
+		})
+		if err != nil {
+			return err
+		}
+		first, last := res.Samples[0], res.Samples[len(res.Samples)-1]
+		secs := (last.At - first.At).Seconds()
+		fmt.Fprintf(out, "| `infertop sim --preset %s` | %.0f | %.0f | %d MiB |\n", preset,
+			(last.Requests()-first.Requests())/secs, 100*(last.CPU-first.CPU)/secs, last.RSS>>20)
+	}
+	out.WriteString("\nThe engine's streaming rate with a dashboard rendering and without is in section 2.\n\n")
+	return nil
+}
