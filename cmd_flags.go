@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/exporter"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
@@ -223,7 +224,7 @@ func (f *loadFlags) startExporter(ctx context.Context) (*exporter.Exporter, <-ch
 	}
 	x := exporter.New(f.objectives)
 	done := make(chan error, 1)
-	go func() { done <- x.Serve(ctx, ln) }()
+	go func() { defer crash.Recover(); done <- x.Serve(ctx, ln) }()
 	return x, done, nil
 }
 
@@ -376,7 +377,7 @@ func (f *loadFlags) setup(ctx context.Context, sf *simFlags, stderr io.Writer) (
 		}
 		simCtx, stopSim := context.WithCancel(context.Background())
 		simDone := make(chan error, 1)
-		go func() { simDone <- srv.Serve(simCtx, ln, nil) }()
+		go func() { defer crash.Recover(); simDone <- srv.Serve(simCtx, ln, nil) }()
 		st.stop = func() { stopSim(); <-simDone }
 		st.rawURL = "http://" + ln.Addr().String() + "/v1"
 		st.target.Sim, st.simGPUs = true, p.GPUs
@@ -451,7 +452,7 @@ func (f *loadFlags) knobs() load.Knobs {
 func (f *loadFlags) engineConfig(st *setup, window time.Duration) load.Config {
 	arr, _ := load.ParseArrivals(f.arrivals, f.burstiness) // checked in validate
 	return load.Config{
-		Do: st.client.Do, Target: st.target, Tick: f.tick, Window: window, Seed: f.seed,
+		Do: wrapDo(st.client.Do), Target: st.target, Tick: f.tick, Window: window, Seed: f.seed,
 		Knobs: f.knobs(), Goodput: f.limits, Arrivals: arr, MaxInFlight: f.maxInFlight,
 		PromptLength: f.promptLen, OutputLength: f.outputLen, PrefixTokens: f.prefixTokens, NoCalibrate: f.noCalibrate,
 		Warmup: f.warm, MaxRequests: f.requests, Dataset: f.dataset,
@@ -484,23 +485,24 @@ func (f *loadFlags) startLive(ctx context.Context, st *setup) (*load.Engine, *te
 	sc := f.scraper(st)
 	if sc != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); sc.Run(ctx) }()
+		go func() { defer wg.Done(); defer crash.Recover(); sc.Run(ctx) }()
 	}
 	if x != nil { // the exporter follows the snapshots until the engine stops
 		xs, _ := eng.Subscribe()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer crash.Recover()
 			for s := range xs {
 				x.Update(s)
 			}
 		}()
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); eng.Run(ctx) }()
+	go func() { defer wg.Done(); defer crash.Recover(); eng.Run(ctx) }()
 	if len(f.walk) > 0 {
 		wg.Add(1)
-		go func() { defer wg.Done(); eng.Walk(ctx, f.walk) }()
+		go func() { defer wg.Done(); defer crash.Recover(); eng.Walk(ctx, f.walk) }()
 	}
 	var timer *time.Timer
 	if f.duration > 0 { // the time is up: the load pauses, the screens stay
@@ -595,4 +597,10 @@ func telemetryView(sc *telemetry.Scraper) func(time.Duration) telemetry.View {
 		return nil
 	}
 	return sc.View
+}
+
+// wrapDo lets the tests put a function around every request (to make one
+// panic in the engine's own goroutine); it is the identity otherwise.
+var wrapDo = func(do func(context.Context, probe.Request) probe.Result) func(context.Context, probe.Request) probe.Result {
+	return do
 }

@@ -14,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/sshserver"
 	"github.com/infertop/infertop/ui"
 )
@@ -76,6 +77,11 @@ func runSSH(args []string, stdout, stderr io.Writer) error {
 		logw = io.Discard
 	}
 
+	var guard *terminalGuard
+	if *local {
+		guard = guardTerminal(term, stderr)
+		defer crash.Handle(nil)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	st, eng, sc, stopLive, err := f.live(ctx, sf, stderr)
@@ -111,7 +117,7 @@ func runSSH(args []string, stdout, stderr io.Writer) error {
 			<-served
 			return usageError{err}
 		}
-		_, err = tea.NewProgram(model, tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx)).Run()
+		err = guard.run(tea.NewProgram(model, tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics()))
 		stopServer()
 		if serr := <-served; serr != nil {
 			return serr

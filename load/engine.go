@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/probe"
 )
 
@@ -484,6 +485,7 @@ func (e *Engine) next(id int) (Knobs, *phaseInfo, <-chan struct{}, bool) {
 
 func (e *Engine) worker(ctx context.Context, id int) {
 	defer e.workers.Done()
+	defer crash.Recover()
 	for ctx.Err() == nil {
 		k, ph, changed, ok := e.next(id)
 		if !ok {

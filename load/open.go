@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/probe"
 )
 
@@ -81,6 +82,7 @@ type arrival struct {
 // time, so a loop that falls behind catches up instead of skipping.
 func (e *Engine) dispatch(ctx context.Context) {
 	defer e.workers.Done()
+	defer crash.Recover()
 	rng := rand.New(rand.NewPCG(e.cfg.Seed, e.cfg.Seed^0x51ed27))
 	var next time.Time
 	timer := time.NewTimer(time.Hour)
@@ -148,6 +150,7 @@ func (e *Engine) arrive(ctx context.Context, intended time.Time) bool {
 // backlog, so the number of senders never passes MaxInFlight.
 func (e *Engine) fire(ctx context.Context, a arrival) {
 	defer e.workers.Done()
+	defer crash.Recover()
 	for {
 		e.send(ctx, a.knobs, a.phase, a.intended) //nolint:errcheck // the result went to the aggregator
 

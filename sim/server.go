@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/infertop/infertop/crash"
 )
 
 // Server is the simulated endpoint. Create it with New, run its engine with
@@ -75,6 +77,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, errLog *log.Logger)
 	engineDone := make(chan struct{})
 	go func() {
 		defer close(engineDone)
+		defer crash.Recover()
 		s.Run(ctx)
 	}()
 	errc := make(chan error, 1)

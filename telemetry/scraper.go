@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/infertop/infertop/crash"
 )
 
 // Config says where to read from. Empty URLs and GPULocal false turn a
@@ -81,7 +83,7 @@ func (s *Scraper) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	if s.cfg.GPULocal {
 		wg.Add(1)
-		go func() { defer wg.Done(); s.runNvidiaSMI(ctx) }()
+		go func() { defer wg.Done(); defer crash.Recover(); s.runNvidiaSMI(ctx) }()
 	}
 	t := time.NewTicker(s.cfg.Every)
 	defer t.Stop()

@@ -16,6 +16,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/slo"
 	"github.com/infertop/infertop/telemetry"
@@ -144,6 +145,7 @@ func listen(ch <-chan load.Snapshot) tea.Cmd {
 		return nil
 	}
 	return func() tea.Msg {
+		defer crash.Recover() // a command's goroutine
 		s, ok := <-ch
 		if !ok {
 			return engineDoneMsg{}
