@@ -15,16 +15,17 @@ import (
 	"github.com/infertop/infertop/ui"
 )
 
-// engineRun runs infertop's engine against url for d and returns its last
-// snapshot. With watch, a 160x48 dashboard renders every snapshot meanwhile,
-// as the real one does.
-func engineRun(cfg probe.Config, k load.Knobs, d time.Duration, watch bool) (load.Snapshot, error) {
+// engineRun runs infertop's engine against url for d and returns its
+// snapshot at d (its own Elapsed says when it was taken, shutdown not
+// included). With watch, a 160x48 dashboard renders every snapshot
+// meanwhile, as the real one does. out spreads the output lengths.
+func engineRun(cfg probe.Config, k load.Knobs, out load.Length, d time.Duration, watch bool) (load.Snapshot, error) {
 	client, err := probe.New(cfg)
 	if err != nil {
 		return load.Snapshot{}, fmt.Errorf("client: %w", err)
 	}
 	defer client.Close()
-	eng, err := load.New(load.Config{Do: client.Do, Knobs: k})
+	eng, err := load.New(load.Config{Do: client.Do, Knobs: k, OutputLength: out})
 	if err != nil {
 		return load.Snapshot{}, fmt.Errorf("engine: %w", err)
 	}
@@ -52,10 +53,11 @@ func engineRun(cfg probe.Config, k load.Knobs, d time.Duration, watch bool) (loa
 		close(rendered)
 	}
 	time.Sleep(d)
+	s := eng.Latest()
 	cancel()
 	<-done
 	<-rendered
-	return eng.Latest(), nil
+	return s, nil
 }
 
 // plain renders without colour, into nothing.

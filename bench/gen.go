@@ -42,7 +42,7 @@ func requestGeneration(out *bytes.Buffer, d time.Duration, conc int) error {
 	defer srv.Close()
 	url := srv.URL + "/v1/infer"
 	s, err := engineRun(probe.Config{URL: url, Model: "m", API: probe.Generic, MaxConns: conc * 2},
-		load.Knobs{Concurrency: conc, PromptTokens: 4, OutputTokens: 1}, d, false)
+		load.Knobs{Concurrency: conc, PromptTokens: 4, OutputTokens: 1}, load.Length{}, d, false)
 	if err != nil {
 		return err
 	}

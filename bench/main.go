@@ -26,6 +26,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -37,7 +38,17 @@ func main() {
 	memDur := flag.Duration("memory", 10*time.Minute, "length of the memory run")
 	endDur := flag.Duration("endurance", time.Hour, "length of the endurance run")
 	only := flag.String("only", "", "comma-separated sections to run: gen, streaming, accuracy, ui, memory, endurance (default all)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the bench's own process to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			os.Exit(2)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	want := func(name string) bool {
 		return *only == "" || strings.Contains(","+*only+",", ","+name+",")
 	}
@@ -69,6 +80,7 @@ func main() {
 	}
 	os.Stdout.Write(out.Bytes())
 	if failed {
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

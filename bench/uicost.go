@@ -23,7 +23,7 @@ func uiCost(out *bytes.Buffer, d time.Duration) error {
 		return err
 	}
 	snap, err := engineRun(probe.Config{URL: url + "/v1/chat/completions", Model: p.Model},
-		load.Knobs{Concurrency: 16, PromptTokens: 64, OutputTokens: 64}, 2*time.Second, false)
+		load.Knobs{Concurrency: 16, PromptTokens: 64, OutputTokens: 64}, load.Length{}, 2*time.Second, false)
 	stop()
 	if err != nil {
 		return err

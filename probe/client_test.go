@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -434,4 +435,61 @@ func TestChunkParse(t *testing.T) {
 			t.Errorf("%s: usage %+v", tt.in, info.usage)
 		}
 	}
+}
+
+// BenchmarkReadStream reads a recorded vLLM stream, its content messages
+// repeated to 200, from memory: the client's own work per message, with no
+// network or server. "raw" is the bench's raw reader on the same bytes (a
+// line scanner and a substring test per line), the floor for any client.
+func BenchmarkReadStream(b *testing.B) {
+	rec, err := os.ReadFile("testdata/vllm-sim/chat-stream-usage.body")
+	if err != nil {
+		b.Fatal(err)
+	}
+	events := bytes.SplitAfter(rec, []byte("\n\n"))
+	var content [][]byte
+	for _, e := range events[1:] {
+		if bytes.Contains(e, []byte(`"content":"`)) {
+			content = append(content, e)
+		}
+	}
+	var stream bytes.Buffer
+	stream.Write(events[0])
+	for i := range 200 {
+		stream.Write(content[i%len(content)])
+	}
+	for _, e := range events[1:] {
+		if !bytes.Contains(e, []byte(`"content":"`)) {
+			stream.Write(e)
+		}
+	}
+	payload := stream.Bytes()
+	b.Run("infertop", func(b *testing.B) {
+		c, _ := New(Config{URL: "http://127.0.0.1:1/v1/chat/completions"})
+		b.ReportAllocs()
+		for b.Loop() {
+			res := Result{Start: time.Now(), Chunks: make([]time.Duration, 0, 256)}
+			c.readStream(context.Background(), bytes.NewReader(payload), frameSSE, &res)
+			if !res.OK() || res.Messages != 200 {
+				b.Fatalf("%d messages, %v", res.Messages, res.Err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*200), "ns/msg")
+	})
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sc := bufio.NewScanner(bytes.NewReader(payload))
+			n := 0
+			for sc.Scan() {
+				if bytes.Contains(sc.Bytes(), []byte(`"content":"`)) {
+					n++
+				}
+			}
+			if n != 200 {
+				b.Fatal(n)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*200), "ns/msg")
+	})
 }

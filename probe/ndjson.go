@@ -19,7 +19,7 @@ type NDJSONReader struct {
 
 // NewNDJSONReader reads lines from r.
 func NewNDJSONReader(r io.Reader) *NDJSONReader {
-	return &NDJSONReader{r: bufio.NewReaderSize(r, 32<<10)}
+	return &NDJSONReader{r: bufio.NewReaderSize(r, readBufSize)}
 }
 
 // Next returns the next non-blank line, valid until the next call. At the

@@ -207,40 +207,98 @@ func (o *openaiProto) framing() framing { return streamed(o.stream, frameSSE) }
 
 func (o *openaiProto) endsOnEOF() bool { return false }
 
-// textFields are where OpenAI-style output text can be, per choice: chat
-// deltas (content; reasoning models' reasoning_content or reasoning),
+// openaiTextKeys are where OpenAI-style output text can be, per choice:
+// chat deltas (content; reasoning models' reasoning_content or reasoning),
 // completions' text, and a non-streamed message.
-var textFields = [][]string{
-	{"delta", "content"}, {"delta", "reasoning_content"}, {"delta", "reasoning"},
-	{"text"}, {"message", "content"}, {"message", "reasoning_content"}, {"message", "reasoning"},
+func openaiTextKey(k []byte) bool {
+	switch string(k) {
+	case "content", "reasoning_content", "reasoning":
+		return true
+	}
+	return false
 }
 
+// parse reads an OpenAI-style message in one pass over its members (and
+// each choice's): this runs once per token, and looking each member up by
+// path cost as much as parsing the message.
 func (o *openaiProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) {
-	v, info, err := openMessage(p, data)
-	if v == nil {
+	var info chunkInfo
+	if isDone(data) {
+		info.done = true
+		return info, nil
+	}
+	if info, ok := fastChunk(data); ok {
+		return info, nil
+	}
+	return o.parseFull(p, data)
+}
+
+// parseFull is parse without the fast path.
+func (o *openaiProto) parseFull(p *fastjson.Parser, data []byte) (chunkInfo, error) {
+	var info chunkInfo
+	if isDone(data) {
+		info.done = true
+		return info, nil
+	}
+	v, err := parseObject(p, data)
+	if err != nil {
 		return info, err
 	}
-	if string(v.GetStringBytes("object")) == "error" { // vLLM: {"object":"error","message":...,"code":400}
-		info.errMsg = append([]byte(nil), data...)
-	}
-	info.id = v.GetStringBytes("id")
-	choices := v.GetArray("choices")
-	info.choices = len(choices) > 0
-	for _, ch := range choices {
-		for _, path := range textFields {
-			if len(ch.GetStringBytes(path...)) > 0 {
-				info.output = true
-				break
+	errObject := false
+	obj, _ := v.Object() // an object: parseObject checked
+	obj.Visit(func(k []byte, x *fastjson.Value) {
+		switch string(k) {
+		case "object": // vLLM: {"object":"error","message":...,"code":400}
+			errObject = errObject || string(x.GetStringBytes()) == "error"
+		case "id":
+			if len(info.id) == 0 {
+				info.id = x.GetStringBytes()
+			}
+		case "choices":
+			choices, _ := x.Array()
+			info.choices = info.choices || len(choices) > 0
+			for _, ch := range choices {
+				readChoice(ch, &info)
+			}
+		case "usage":
+			if x.Type() == fastjson.TypeObject && info.usage == nil {
+				info.usage = readUsage(x)
+			}
+		case "error":
+			if x.Type() != fastjson.TypeNull && info.errMsg == nil {
+				info.errMsg = x.MarshalTo(nil)
 			}
 		}
-		if len(ch.GetStringBytes("finish_reason")) > 0 {
-			info.finished = true
-		}
-	}
-	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
-		info.usage = readUsage(u)
+	})
+	if errObject {
+		info.errMsg = append([]byte(nil), data...)
 	}
 	return info, nil
+}
+
+// readChoice notes whether one choice carries output text or a finish
+// reason.
+func readChoice(ch *fastjson.Value, info *chunkInfo) {
+	o, err := ch.Object()
+	if err != nil {
+		return
+	}
+	o.Visit(func(k []byte, x *fastjson.Value) {
+		switch string(k) {
+		case "delta", "message":
+			if m, err := x.Object(); err == nil {
+				m.Visit(func(k []byte, x *fastjson.Value) {
+					if openaiTextKey(k) && len(x.GetStringBytes()) > 0 {
+						info.output = true
+					}
+				})
+			}
+		case "text":
+			info.output = info.output || len(x.GetStringBytes()) > 0
+		case "finish_reason":
+			info.finished = info.finished || len(x.GetStringBytes()) > 0
+		}
+	})
 }
 
 var doneMarker = []byte("[DONE]")

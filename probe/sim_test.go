@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/infertop/infertop/sim"
 )
@@ -73,5 +74,69 @@ func TestGenericAgainstSim(t *testing.T) {
 		if !res.OK() || res.OutputTokens != 12 || res.HasTTFT == tc.noStream || (!tc.noStream && res.Messages != 12) {
 			t.Errorf("%s no-stream=%v: %v %s, out %d, messages %d, TTFT %v", tc.kind, tc.noStream, res.Class, res.Err, res.OutputTokens, res.Messages, res.HasTTFT)
 		}
+	}
+}
+
+// TestConnectionsReused: every kind of answer leaves its connection for the
+// next request (a stream, a whole answer, a 429), so no request but the
+// first pays a TCP handshake inside its TTFT.
+func TestConnectionsReused(t *testing.T) {
+	p, _ := sim.Preset("fast")
+	p.Faults.HTTP429 = 0.3
+	s, err := sim.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	hs := httptest.NewServer(s.Handler())
+	defer func() { cancel(); <-done; hs.Close() }()
+	for _, cfg := range []Config{
+		{URL: hs.URL + "/v1/chat/completions", Model: p.Model},
+		{URL: hs.URL + "/v1/completions", Model: p.Model, NoStream: true},
+	} {
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reused, limited := 0, 0
+		for range 40 {
+			r := c.Do(context.Background(), Request{Prompt: "hi there", MaxTokens: 16})
+			if r.ConnReused {
+				reused++
+			}
+			if r.Class == HTTP429 {
+				limited++
+			}
+		}
+		c.Close()
+		if reused < 39 || limited == 0 {
+			t.Errorf("%s: %d of 40 requests on a reused connection (%d answered 429)", cfg.URL, reused, limited)
+		}
+	}
+}
+
+// TestStreamHeldOpenAfterDone: a server that keeps the stream open after
+// [DONE] costs the worker at most drainWait, and the answer counts.
+func TestStreamHeldOpenAfterDone(t *testing.T) {
+	release := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hs.Close()
+	defer close(release)
+	c, _ := New(Config{URL: hs.URL + "/v1/chat/completions", Model: "m"})
+	defer c.Close()
+	t0 := time.Now()
+	r := c.Do(context.Background(), Request{Prompt: "x", MaxTokens: 4})
+	if took := time.Since(t0); !r.OK() || took > drainWait+time.Second || r.E2E > 500*time.Millisecond {
+		t.Fatalf("class %v (%s), Do took %v, E2E %v", r.Class, r.Err, took, r.E2E)
 	}
 }

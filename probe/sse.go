@@ -35,7 +35,7 @@ type SSEReader struct {
 
 // NewSSEReader reads events from r.
 func NewSSEReader(r io.Reader) *SSEReader {
-	return &SSEReader{r: bufio.NewReaderSize(r, 32<<10)}
+	return &SSEReader{r: bufio.NewReaderSize(r, readBufSize)}
 }
 
 // Next returns the next event. At the end of the stream it returns io.EOF;

@@ -1,0 +1,393 @@
+package probe
+
+// A fast path for the message that arrives once per token: an OpenAI-style
+// chunk with an id, choices carrying a delta, and null usage and error.
+// It validates the whole message as strict JSON in one pass, building
+// nothing, and notes what parse would. Anything it does not expect (a
+// usage or error object, vLLM's error object, an escaped key, deep
+// nesting, anything invalid) makes it give up, and the full parser
+// decides: so it can only ever agree with parse (FuzzFastChunk holds it to
+// that), and costs a fraction of it.
+
+// fastChunk reads data as an OpenAI-style chunk; ok is false when the full
+// parser must decide.
+func fastChunk(data []byte) (info chunkInfo, ok bool) {
+	s := scanner{b: data}
+	s.ws()
+	if !s.eat('{') {
+		return info, false
+	}
+	s.ws()
+	if s.eat('}') {
+		return info, s.end()
+	}
+	for {
+		key, ok := s.key()
+		if !ok {
+			return info, false
+		}
+		switch string(key) {
+		case "object":
+			v, escaped, ok := s.stringOrNull()
+			if !ok || escaped || string(v) == "error" {
+				return info, false
+			}
+		case "id":
+			v, escaped, ok := s.stringOrNull()
+			if !ok || escaped {
+				return info, false
+			}
+			if len(info.id) == 0 {
+				info.id = v
+			}
+		case "usage", "error":
+			if !s.null() {
+				return info, false // rare: the full parser reads them
+			}
+		case "choices":
+			if !s.choices(&info) {
+				return info, false
+			}
+		default:
+			if !s.value(0) {
+				return info, false
+			}
+		}
+		s.ws()
+		if s.eat('}') {
+			return info, s.end()
+		}
+		if !s.eat(',') {
+			return info, false
+		}
+	}
+}
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	b, i := s.b, s.i
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	s.i = i
+}
+
+func (s *scanner) eat(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// end: nothing but white space may follow the message.
+func (s *scanner) end() bool {
+	s.ws()
+	return s.i == len(s.b)
+}
+
+// key reads a member's name and its colon; names with escapes give up.
+func (s *scanner) key() ([]byte, bool) {
+	s.ws()
+	v, escaped, ok := s.str()
+	if !ok || escaped {
+		return nil, false
+	}
+	s.ws()
+	return v, s.eat(':')
+}
+
+// plain marks the bytes a string holds as they are: not a quote, a
+// backslash or a control character.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// str reads a string (the cursor on its quote) and returns its raw bytes.
+// (Locals, not the fields, in the loop: they stay in registers.)
+func (s *scanner) str() (raw []byte, escaped, ok bool) {
+	b, i := s.b, s.i
+	if i >= len(b) || b[i] != '"' {
+		return nil, false, false
+	}
+	i++
+	start := i
+	for {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) || b[i] < 0x20 {
+			return nil, false, false
+		}
+		if b[i] == '"' {
+			s.i = i + 1
+			return b[start:i], escaped, true
+		}
+		// a backslash
+		escaped = true
+		if i+1 >= len(b) {
+			return nil, false, false
+		}
+		switch b[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if i+6 > len(b) || !hex4(b[i+2:i+6]) {
+				return nil, false, false
+			}
+			i += 6
+		default:
+			return nil, false, false
+		}
+	}
+}
+
+func hex4(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// literal reads one of true, false, null.
+func (s *scanner) literal(w string) bool {
+	if len(s.b)-s.i >= len(w) && string(s.b[s.i:s.i+len(w)]) == w {
+		s.i += len(w)
+		return true
+	}
+	return false
+}
+
+func (s *scanner) null() bool {
+	s.ws()
+	return s.literal("null")
+}
+
+// stringOrNull reads a string (raw, escapes and all) or null (v nil).
+func (s *scanner) stringOrNull() (v []byte, escaped, ok bool) {
+	s.ws()
+	if s.literal("null") {
+		return nil, false, true
+	}
+	return s.str()
+}
+
+// number reads a JSON number, strictly: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() bool {
+	s.eat('-')
+	if s.eat('0') {
+	} else if s.digits() == 0 {
+		return false
+	}
+	if s.eat('.') && s.digits() == 0 {
+		return false
+	}
+	if s.eat('e') || s.eat('E') {
+		if !s.eat('+') {
+			s.eat('-')
+		}
+		if s.digits() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *scanner) digits() int {
+	n := 0
+	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+		s.i++
+		n++
+	}
+	return n
+}
+
+// maxDepth bounds value's recursion; deeper messages go to the full parser.
+const maxDepth = 16
+
+// value skips any JSON value, validating it.
+func (s *scanner) value(depth int) bool {
+	s.ws()
+	if s.i >= len(s.b) || depth > maxDepth {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '"':
+		_, _, ok := s.str()
+		return ok
+	case c == '{':
+		s.i++
+		s.ws()
+		if s.eat('}') {
+			return true
+		}
+		for {
+			s.ws()
+			if _, _, ok := s.str(); !ok {
+				return false
+			}
+			s.ws()
+			if !s.eat(':') || !s.value(depth+1) {
+				return false
+			}
+			s.ws()
+			if s.eat('}') {
+				return true
+			}
+			if !s.eat(',') {
+				return false
+			}
+		}
+	case c == '[':
+		s.i++
+		s.ws()
+		if s.eat(']') {
+			return true
+		}
+		for {
+			if !s.value(depth + 1) {
+				return false
+			}
+			s.ws()
+			if s.eat(']') {
+				return true
+			}
+			if !s.eat(',') {
+				return false
+			}
+		}
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || '0' <= c && c <= '9':
+		return s.number()
+	}
+	return false
+}
+
+// choices reads the choices array, noting output and finish reasons.
+func (s *scanner) choices(info *chunkInfo) bool {
+	s.ws()
+	if s.literal("null") {
+		return true
+	}
+	if !s.eat('[') {
+		return false
+	}
+	s.ws()
+	if s.eat(']') {
+		return true
+	}
+	for {
+		s.ws()
+		if !s.eat('{') {
+			return false // a choice that is not an object: the full parser
+		}
+		info.choices = true
+		if !s.choice(info) {
+			return false
+		}
+		s.ws()
+		if s.eat(']') {
+			return true
+		}
+		if !s.eat(',') {
+			return false
+		}
+	}
+}
+
+// choice reads one choice's members after its brace.
+func (s *scanner) choice(info *chunkInfo) bool {
+	s.ws()
+	if s.eat('}') {
+		return true
+	}
+	for {
+		key, ok := s.key()
+		if !ok {
+			return false
+		}
+		switch string(key) {
+		case "delta", "message":
+			if !s.delta(info) {
+				return false
+			}
+		case "text":
+			v, _, ok := s.stringOrNull()
+			if !ok {
+				return false
+			}
+			info.output = info.output || len(v) > 0
+		case "finish_reason":
+			v, _, ok := s.stringOrNull()
+			if !ok {
+				return false
+			}
+			info.finished = info.finished || len(v) > 0
+		default:
+			if !s.value(2) {
+				return false
+			}
+		}
+		s.ws()
+		if s.eat('}') {
+			return true
+		}
+		if !s.eat(',') {
+			return false
+		}
+	}
+}
+
+// delta reads a delta or message object, noting output text.
+func (s *scanner) delta(info *chunkInfo) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] != '{' {
+		return s.value(2) // not an object: no text in it
+	}
+	s.i++
+	s.ws()
+	if s.eat('}') {
+		return true
+	}
+	for {
+		key, ok := s.key()
+		if !ok {
+			return false
+		}
+		if openaiTextKey(key) {
+			s.ws()
+			if s.i < len(s.b) && s.b[s.i] == '"' {
+				v, _, ok := s.str()
+				if !ok {
+					return false
+				}
+				info.output = info.output || len(v) > 0
+			} else if !s.value(3) {
+				return false
+			}
+		} else if !s.value(3) {
+			return false
+		}
+		s.ws()
+		if s.eat('}') {
+			return true
+		}
+		if !s.eat(',') {
+			return false
+		}
+	}
+}
