@@ -17,50 +17,25 @@ func fastChunk(data []byte) (info chunkInfo, ok bool) {
 	if !s.eat('{') {
 		return info, false
 	}
-	s.ws()
-	if s.eat('}') {
-		return info, s.end()
-	}
-	for {
-		key, ok := s.key()
-		if !ok {
-			return info, false
-		}
+	ok = s.members(func(key []byte) bool {
 		switch string(key) {
 		case "object":
 			v, escaped, ok := s.stringOrNull()
-			if !ok || escaped || string(v) == "error" {
-				return info, false
-			}
+			return ok && !escaped && string(v) != "error"
 		case "id":
 			v, escaped, ok := s.stringOrNull()
-			if !ok || escaped {
-				return info, false
-			}
 			if len(info.id) == 0 {
 				info.id = v
 			}
+			return ok && !escaped
 		case "usage", "error":
-			if !s.null() {
-				return info, false // rare: the full parser reads them
-			}
+			return s.null() // anything else is rare: the full parser reads it
 		case "choices":
-			if !s.choices(&info) {
-				return info, false
-			}
-		default:
-			if !s.value(0) {
-				return info, false
-			}
+			return s.choices(&info)
 		}
-		s.ws()
-		if s.eat('}') {
-			return info, s.end()
-		}
-		if !s.eat(',') {
-			return info, false
-		}
-	}
+		return s.value(1)
+	})
+	return info, ok && s.end()
 }
 
 type scanner struct {
@@ -82,6 +57,29 @@ func (s *scanner) eat(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// members reads an object's members, the cursor after its brace: read is
+// called on each name (unescaped names only) to read its value, and
+// false from it gives up.
+func (s *scanner) members(read func(key []byte) bool) bool {
+	s.ws()
+	if s.eat('}') {
+		return true
+	}
+	for {
+		key, ok := s.key()
+		if !ok || !read(key) {
+			return false
+		}
+		s.ws()
+		if s.eat('}') {
+			return true
+		}
+		if !s.eat(',') {
+			return false
+		}
+	}
 }
 
 // end: nothing but white space may follow the message.
@@ -311,83 +309,36 @@ func (s *scanner) choices(info *chunkInfo) bool {
 
 // choice reads one choice's members after its brace.
 func (s *scanner) choice(info *chunkInfo) bool {
-	s.ws()
-	if s.eat('}') {
-		return true
-	}
-	for {
-		key, ok := s.key()
-		if !ok {
-			return false
-		}
+	return s.members(func(key []byte) bool {
 		switch string(key) {
 		case "delta", "message":
-			if !s.delta(info) {
-				return false
-			}
+			return s.delta(info)
 		case "text":
 			v, _, ok := s.stringOrNull()
-			if !ok {
-				return false
-			}
 			info.output = info.output || len(v) > 0
+			return ok
 		case "finish_reason":
 			v, _, ok := s.stringOrNull()
-			if !ok {
-				return false
-			}
 			info.finished = info.finished || len(v) > 0
-		default:
-			if !s.value(2) {
-				return false
-			}
+			return ok
 		}
-		s.ws()
-		if s.eat('}') {
-			return true
-		}
-		if !s.eat(',') {
-			return false
-		}
-	}
+		return s.value(2)
+	})
 }
 
 // delta reads a delta or message object, noting output text.
 func (s *scanner) delta(info *chunkInfo) bool {
 	s.ws()
-	if s.i < len(s.b) && s.b[s.i] != '{' {
+	if !s.eat('{') {
 		return s.value(2) // not an object: no text in it
 	}
-	s.i++
-	s.ws()
-	if s.eat('}') {
-		return true
-	}
-	for {
-		key, ok := s.key()
-		if !ok {
-			return false
-		}
-		if openaiTextKey(key) {
-			s.ws()
-			if s.i < len(s.b) && s.b[s.i] == '"' {
-				v, _, ok := s.str()
-				if !ok {
-					return false
-				}
-				info.output = info.output || len(v) > 0
-			} else if !s.value(3) {
-				return false
-			}
-		} else if !s.value(3) {
-			return false
-		}
+	return s.members(func(key []byte) bool {
 		s.ws()
-		if s.eat('}') {
-			return true
+		if openaiTextKey(key) && s.i < len(s.b) && s.b[s.i] == '"' {
+			v, _, ok := s.str()
+			info.output = info.output || len(v) > 0
+			return ok
 		}
-		if !s.eat(',') {
-			return false
-		}
-	}
+		return s.value(3)
+	})
 }

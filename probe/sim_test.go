@@ -16,15 +16,7 @@ import (
 // (POST /v1/infer) sees the same figures infertop's generic kind does.
 func TestGenericAgainstSim(t *testing.T) {
 	p, _ := sim.Preset("fast")
-	s, err := sim.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Run(ctx) }()
-	hs := httptest.NewServer(s.Handler())
-	defer func() { cancel(); <-done; hs.Close() }()
+	hs := startSim(t, p)
 
 	prompt := "tell me about the river and the sea in seven words"
 	// The script: plain net/http and encoding/json.
@@ -83,15 +75,7 @@ func TestGenericAgainstSim(t *testing.T) {
 func TestConnectionsReused(t *testing.T) {
 	p, _ := sim.Preset("fast")
 	p.Faults.HTTP429 = 0.3
-	s, err := sim.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Run(ctx) }()
-	hs := httptest.NewServer(s.Handler())
-	defer func() { cancel(); <-done; hs.Close() }()
+	hs := startSim(t, p)
 	for _, cfg := range []Config{
 		{URL: hs.URL + "/v1/chat/completions", Model: p.Model},
 		{URL: hs.URL + "/v1/completions", Model: p.Model, NoStream: true},
@@ -139,4 +123,19 @@ func TestStreamHeldOpenAfterDone(t *testing.T) {
 	if took := time.Since(t0); !r.OK() || took > drainWait+time.Second || r.E2E > 500*time.Millisecond {
 		t.Fatalf("class %v (%s), Do took %v, E2E %v", r.Class, r.Err, took, r.E2E)
 	}
+}
+
+// startSim serves a sim with p until the test ends.
+func startSim(t *testing.T, p sim.Params) *httptest.Server {
+	t.Helper()
+	s, err := sim.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { cancel(); <-done; hs.Close() })
+	return hs
 }
