@@ -371,6 +371,14 @@ func (g *generation) wait(r *http.Request) bool {
 	return false
 }
 
+// streamBufs hold the per-stream write buffers: a new one per stream, grown
+// whenever a stream fell behind its generation, was most of the sim's
+// garbage at a thousand streams (and the client's GC paid for it when
+// both share a process, as in the bench).
+var streamBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
+
+const maxPooledBuf = 256 << 10
+
 func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 	fl, _ := w.(http.Flusher)
 	pause := g.s.p.Faults.Pause
@@ -404,7 +412,14 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	g.rec.Status = http.StatusOK
 	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model)
-	buf := make([]byte, 0, 8192)
+	pb := streamBufs.Get().(*[]byte)
+	buf := (*pb)[:0]
+	defer func() { // the buffer, grown by a burst of tokens, serves the next stream
+		if cap(buf) <= maxPooledBuf {
+			*pb = buf
+			streamBufs.Put(pb)
+		}
+	}()
 	sent := 0
 	for {
 		if !g.wait(r) {
