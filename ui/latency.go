@@ -89,35 +89,78 @@ func (m *Model) latencyChart(w, h int) string {
 	span := max(s.Window, time.Minute)
 	end := max(s.Elapsed.Truncate(time.Second), span)
 	start := end - span
-	ts := func(d time.Duration) time.Time { return time.Unix(int64(d/time.Second), 0) }
-
-	type series struct {
-		name  string
-		style lipgloss.Style
-		pick  func(load.Point) time.Duration
-	}
-	var sets []series
+	var sets []latencySeries
 	if met == load.E2E {
-		sets = []series{
+		sets = []latencySeries{
 			{"a50", t.P50, func(p load.Point) time.Duration { return p.E2EP50 }},
 			{"b95", t.P95, func(p load.Point) time.Duration { return p.E2EP95 }},
 			{"c99", t.P99, func(p load.Point) time.Duration { return p.E2EP99 }},
 		}
 	} else {
-		sets = []series{
+		sets = []latencySeries{
 			{"a50", t.P50, func(p load.Point) time.Duration { return p.TTFTP50 }},
 			{"c99", t.P99, func(p load.Point) time.Duration { return p.TTFTP99 }},
 		}
 	}
 	var top time.Duration
+	key := chartKey{w: w, h: h, metric: met, start: start, end: end, legend: title}
 	for _, p := range s.Series {
 		if time.Duration(p.Sec)*time.Second < start {
 			continue
 		}
+		key.mix(uint64(p.Sec))
 		for _, st := range sets {
 			top = max(top, st.pick(p))
+			key.mix(uint64(st.pick(p)))
 		}
 	}
+	for _, ph := range s.Phases {
+		key.mix(uint64(ph.Start))
+	}
+	if m.chart != nil && m.chart.key == key {
+		return m.chart.view
+	}
+	view := m.drawLatencyChart(title, w, ch, sets, top, start, end, span)
+	m.chart = &chartDrawing{key: key, view: view}
+	return view
+}
+
+// chartKey is everything the latency chart is drawn from; the chart is
+// drawn again only when it changes (once a second, as the series moves on,
+// or on a key), not on every frame.
+type chartKey struct {
+	w, h       int
+	metric     load.Metric
+	start, end time.Duration
+	legend     string
+	sum        uint64 // FNV-1a of the points and phase starts drawn
+}
+
+func (k *chartKey) mix(v uint64) {
+	if k.sum == 0 {
+		k.sum = 14695981039346656037
+	}
+	for range 8 {
+		k.sum = (k.sum ^ (v & 0xff)) * 1099511628211
+		v >>= 8
+	}
+}
+
+type chartDrawing struct {
+	key  chartKey
+	view string
+}
+
+// latencySeries is one line of the chart.
+type latencySeries struct {
+	name  string
+	style lipgloss.Style
+	pick  func(load.Point) time.Duration
+}
+
+func (m *Model) drawLatencyChart(title string, w, ch int, sets []latencySeries, top, start, end, span time.Duration) string {
+	t, s := m.theme, &m.snap
+	ts := func(d time.Duration) time.Time { return time.Unix(int64(d/time.Second), 0) }
 	yMax := niceCeil(float64(max(top, time.Millisecond)) * 1.1 / 1e6) // ms
 	c := timeserieslinechart.New(w, ch,
 		timeserieslinechart.WithTimeRange(ts(start), ts(end)),

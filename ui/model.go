@@ -103,6 +103,10 @@ type Model struct {
 
 	// cache is the rendered screen; View returns it.
 	cache string
+	// sparks keeps each sparkline's last drawing, by panel; chart the
+	// latency chart's.
+	sparks map[string]*sparkDrawing
+	chart  *chartDrawing
 }
 
 // New returns a dashboard acting on ctl.
@@ -111,7 +115,8 @@ func New(ctl Controller, o Options) (Model, error) {
 		o.Renderer = lipgloss.DefaultRenderer()
 	}
 	m := Model{ctl: ctl, renderer: o.Renderer, palettes: themes.Palettes(), keys: newKeyMap(), snaps: o.Snapshots,
-		objs: o.Objectives, save: o.Save, limitDur: o.Duration, limitReq: o.Requests, readOnly: o.ReadOnly, telem: o.Telemetry, width: MinWidth, height: MinHeight}
+		objs: o.Objectives, save: o.Save, limitDur: o.Duration, limitReq: o.Requests, readOnly: o.ReadOnly, telem: o.Telemetry, width: MinWidth, height: MinHeight,
+		sparks: map[string]*sparkDrawing{}}
 	if o.Theme != "" {
 		found := false
 		for i, p := range m.palettes {

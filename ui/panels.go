@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +23,7 @@ func (m *Model) smallPanels(w, h int) string {
 
 // spark draws one bar per second of the newest seconds, scaled to the
 // largest value shown (never to a maximum that only grows).
-func (m *Model) spark(w, h int, style lipgloss.Style, value func(load.Point) float64) []string {
+func (m *Model) spark(name string, w, h int, style lipgloss.Style, value func(load.Point) float64) []string {
 	if h <= 0 || w <= 0 {
 		return nil
 	}
@@ -36,11 +37,25 @@ func (m *Model) spark(w, h int, style lipgloss.Style, value func(load.Point) flo
 		vals[i] = value(p)
 		top = max(top, vals[i])
 	}
+	if c := m.sparks[name]; c != nil && c.w == w && c.h == h && slices.Equal(c.vals, vals) {
+		return c.lines
+	}
 	sl := sparkline.New(w, h, sparkline.WithNoAutoMaxValue(), sparkline.WithStyle(style))
 	sl.SetMax(max(top, 1e-9))
 	sl.PushAll(vals)
 	sl.Draw()
-	return strings.Split(sl.View(), "\n")
+	lines := strings.Split(sl.View(), "\n")
+	m.sparks[name] = &sparkDrawing{w: w, h: h, vals: vals, lines: lines}
+	return lines
+}
+
+// sparkDrawing is a sparkline's last drawing. The series changes once a
+// second and the dashboard redraws four times a second and on every key;
+// ntcharts styles each cell, which made the sparklines a third of a frame.
+type sparkDrawing struct {
+	w, h  int
+	vals  []float64
+	lines []string
 }
 
 func (m *Model) ttftPanel(w, h int) string {
@@ -51,7 +66,7 @@ func (m *Model) ttftPanel(w, h int) string {
 		t.Muted.Render("p50 ") + t.P50.Render(dur(d.P50)),
 		t.Muted.Render("p99 ") + t.P99.Render(dur(d.P99)) + t.Muted.Render(" (last s "+dur(lastPoint(s).TTFTP99)+")"),
 	}
-	lines = append(lines, m.spark(w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.TTFTP99) })...)
+	lines = append(lines, m.spark("ttft", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.TTFTP99) })...)
 	return block(lines, w, h)
 }
 
@@ -73,7 +88,7 @@ func (m *Model) throughputPanel(w, h int) string {
 		t.Value.Render(est+num(s.OutTokPerSec)) + t.Muted.Render(" tok/s out"),
 		t.Text.Render(num(s.ReqPerSec)) + t.Muted.Render(" req/s · ") + t.Text.Render(num(s.InTokPerSec)) + t.Muted.Render(" in"),
 	}
-	lines = append(lines, m.spark(w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.OutTokens) })...)
+	lines = append(lines, m.spark("tokens", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.OutTokens) })...)
 	return block(lines, w, h)
 }
 
@@ -104,7 +119,7 @@ func (m *Model) errorsPanel(w, h int) string {
 	if s.LastError != "" {
 		lines = append(lines, t.Muted.Render(clock(s.LastErrorAt)+" ")+t.Text.Render(s.LastError))
 	}
-	lines = append(lines, m.spark(w, h-len(lines), t.Bad, func(p load.Point) float64 { return float64(p.Failed) })...)
+	lines = append(lines, m.spark("errors", w, h-len(lines), t.Bad, func(p load.Point) float64 { return float64(p.Failed) })...)
 	return block(lines, w, h)
 }
 
@@ -127,7 +142,7 @@ func (m *Model) inflightPanel(w, h int) string {
 		lines[1] = t.Value.Render(fmt.Sprint(s.InFlight)) + t.Muted.Render(" in flight")
 		lines[2] = backlog + t.Muted.Render(fmt.Sprintf(" · %.4g req/s", s.Knobs.Rate))
 	}
-	lines = append(lines, m.spark(w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.InFlight) })...)
+	lines = append(lines, m.spark("inflight", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.InFlight) })...)
 	return block(lines, w, h)
 }
 

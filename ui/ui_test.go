@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -280,16 +281,37 @@ func TestUnknownTheme(t *testing.T) {
 
 // BenchmarkRender is one full redraw of every panel from a snapshot, the
 // cost paid 4 times a second; View itself only returns the cache.
+// secondsOfFrames returns perSecond frames of s, then perSecond of s a
+// second later (its series moved on by a point), and so on for 8 seconds.
+func secondsOfFrames(s load.Snapshot, perSecond int) []tea.Msg {
+	var frames []tea.Msg
+	for sec := range 8 {
+		next := s
+		next.Series = slices.Clone(s.Series)
+		for i := range next.Series {
+			next.Series[i] = s.Series[(i+sec)%len(s.Series)]
+		}
+		for range perSecond {
+			frames = append(frames, SnapshotMsg(next))
+		}
+	}
+	return frames
+}
+
 func BenchmarkRender(b *testing.B) {
 	for _, size := range [][2]int{{80, 24}, {160, 48}, {240, 70}} {
 		b.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(b *testing.B) {
 			m := newTestModel(b, nil)
 			m = press(m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
-			msg := SnapshotMsg(fixedSnapshot())
+			// Four frames a second, as at the default tick: the series (one
+			// point a second) changes every fourth frame.
+			frames := secondsOfFrames(fixedSnapshot(), 4)
 			b.ReportAllocs()
+			i := 0
 			for b.Loop() {
-				next, _ := m.Update(msg)
+				next, _ := m.Update(frames[i%len(frames)])
 				m = next.(Model)
+				i++
 			}
 		})
 	}
@@ -371,5 +393,33 @@ func TestServerPanel(t *testing.T) {
 	m = press[tea.Msg](m, SnapshotMsg(fixedSnapshot()))
 	if !strings.Contains(m.View(), "stale 0:12: scrape: HTTP 503") {
 		t.Fatalf("no stale notice:\n%s", m.View())
+	}
+}
+
+// TestDrawingsFollowTheSeries: the cached sparklines and chart are drawn
+// again when the series moves on, and not otherwise.
+func TestDrawingsFollowTheSeries(t *testing.T) {
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	frames := secondsOfFrames(fixedSnapshot(), 1)
+	view := func(msg tea.Msg) string {
+		next, _ := m.Update(msg)
+		m = next.(Model)
+		return m.View()
+	}
+	a := view(frames[0])
+	b := view(frames[1])
+	if a == b {
+		t.Fatal("the screen did not change when the series moved on a second")
+	}
+	if again := view(frames[0]); again != a {
+		t.Fatalf("the same snapshot drew a different screen:\n%s\n---\n%s", a, again)
+	}
+	// Each cached part against a model that never drew anything before.
+	fresh := newTestModel(t, nil)
+	fresh = press[tea.Msg](fresh, tea.WindowSizeMsg{Width: 120, Height: 40}, frames[1])
+	view(frames[1])
+	if got := view(frames[1]); got != fresh.View() { // drawn from the caches
+		t.Fatalf("a cached drawing differs from a fresh one:\n%s\n---\n%s", got, fresh.View())
 	}
 }
