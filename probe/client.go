@@ -258,7 +258,8 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, c.cfg.URL, bytes.NewReader(body))
+	var tr timing
+	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, tr.trace()), http.MethodPost, c.cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		res.Class, res.Err = Malformed, c.redact(err.Error())
 		return res
@@ -273,8 +274,6 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		hreq.Header.Set("Accept", "application/json")
 	}
 	c.setHeaders(hreq)
-	var tr timing
-	hreq = hreq.WithContext(httptrace.WithClientTrace(rctx, tr.trace()))
 
 	res.Start = time.Now()
 	resp, err := c.http.Do(hreq)

@@ -150,7 +150,7 @@ func marshal(body map[string]any, extra map[string]any) ([]byte, error) {
 	for k, v := range extra {
 		body[k] = v
 	}
-	b, err := json.Marshal(body)
+	b, err := encodeBody(body)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
