@@ -19,8 +19,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/valyala/fastjson"
 )
 
 // TTFTMode chooses which stream message ends TTFT.
@@ -443,7 +441,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) {
 		res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
 		return
 	}
-	var p fastjson.Parser
+	var p parser
 	info, err := c.proto.parse(&p, data)
 	if err != nil {
 		res.Class, res.Err = Malformed, c.redact(err.Error())

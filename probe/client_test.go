@@ -15,8 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/valyala/fastjson"
 )
 
 // fixtureServer replays a recorded response: its status, Content-Type and
@@ -418,7 +416,7 @@ func FuzzChunkParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var p fastjson.Parser
+		var p parser
 		info, err := (&openaiProto{chat: true, stream: true}).parse(&p, data)
 		if err != nil && (info.output || info.usage != nil) {
 			t.Fatalf("error %v with a result %+v", err, info)
@@ -447,7 +445,7 @@ func TestChunkParse(t *testing.T) {
 		{in: `"just a string"`, err: true},
 	}
 	for _, tt := range tests {
-		var p fastjson.Parser
+		var p parser
 		info, err := (&openaiProto{chat: true, stream: true}).parse(&p, []byte(tt.in))
 		if (err != nil) != tt.err {
 			t.Errorf("%s: err %v", tt.in, err)

@@ -10,32 +10,68 @@ package probe
 // that), and costs a fraction of it.
 
 // fastChunk reads data as an OpenAI-style chunk; ok is false when the full
-// parser must decide.
-func fastChunk(data []byte) (info chunkInfo, ok bool) {
+// parser must decide. memo (nil for none) carries what the stream's last
+// chunk taught.
+func fastChunk(data []byte, memo *chunkMemo) (info chunkInfo, ok bool) {
 	s := scanner{b: data}
-	s.ws()
-	if !s.eat('{') {
-		return info, false
-	}
-	ok = s.members(func(key []byte) bool {
+	cut, idAt := -1, -1
+	read := func(key []byte) bool {
 		switch string(key) {
 		case "object":
 			v, escaped, ok := s.stringOrNull()
 			return ok && !escaped && string(v) != "error"
 		case "id":
 			v, escaped, ok := s.stringOrNull()
-			if len(info.id) == 0 {
-				info.id = v
+			if len(info.id) == 0 && len(v) > 0 {
+				info.id, idAt = v, s.i-1-len(v)
 			}
 			return ok && !escaped
 		case "usage", "error":
 			return s.null() // anything else is rare: the full parser reads it
 		case "choices":
+			if cut < 0 {
+				s.ws()
+				cut = s.i
+			}
 			return s.choices(&info)
 		}
 		return s.value(1)
-	})
-	return info, ok && s.end()
+	}
+	if memo != nil && memo.valid && len(data) > len(memo.prefix) && string(data[:len(memo.prefix)]) == string(memo.prefix) {
+		// The same bytes up to the choices: the same state there.
+		s.i, cut = len(memo.prefix), len(memo.prefix)
+		if memo.idLen > 0 {
+			info.id = data[memo.idAt : memo.idAt+memo.idLen]
+		}
+		if !s.choices(&info) {
+			return info, false
+		}
+		done, ok := s.afterMember()
+		if !ok || (!done && !s.moreMembers(read)) {
+			return info, false
+		}
+		return info, s.end()
+	}
+	s.ws()
+	if !s.eat('{') || !s.members(read) || !s.end() {
+		return info, false
+	}
+	if memo != nil && cut > 0 {
+		memo.prefix = append(memo.prefix[:0], data[:cut]...)
+		memo.idAt, memo.idLen, memo.valid = idAt, len(info.id), true
+	}
+	return info, true
+}
+
+// chunkMemo remembers the bytes of a stream's last chunk up to its choices.
+// A stream's chunks repeat them (the id, object, created time and model:
+// about 150 of vLLM's 230 bytes), and a scanner reading the same bytes
+// ends in the same state, so a chunk that starts with them is scanned
+// from its choices on (FuzzFastChunkMemo holds it to the same answers).
+type chunkMemo struct {
+	prefix      []byte
+	idAt, idLen int // where the id is in prefix (idLen 0: none)
+	valid       bool
 }
 
 type scanner struct {
@@ -67,19 +103,34 @@ func (s *scanner) members(read func(key []byte) bool) bool {
 	if s.eat('}') {
 		return true
 	}
+	return s.moreMembers(read)
+}
+
+// moreMembers reads members from the next name to the closing brace.
+func (s *scanner) moreMembers(read func(key []byte) bool) bool {
 	for {
 		key, ok := s.key()
 		if !ok || !read(key) {
 			return false
 		}
-		s.ws()
-		if s.eat('}') {
-			return true
-		}
-		if !s.eat(',') {
+		done, ok := s.afterMember()
+		if !ok {
 			return false
 		}
+		if done {
+			return true
+		}
 	}
+}
+
+// afterMember reads what follows a member's value: the closing brace
+// (done) or a comma.
+func (s *scanner) afterMember() (done, ok bool) {
+	s.ws()
+	if s.eat('}') {
+		return true, true
+	}
+	return false, s.eat(',')
 }
 
 // end: nothing but white space may follow the message.

@@ -19,7 +19,7 @@ func fullParse(data []byte) (chunkInfo, error) {
 // parser says.
 func agree(t *testing.T, data []byte) (fast bool) {
 	t.Helper()
-	got, ok := fastChunk(data)
+	got, ok := fastChunk(data, nil)
 	if !ok {
 		return false
 	}
@@ -83,4 +83,56 @@ func FuzzFastChunk(f *testing.F) {
 	}
 	f.Add([]byte(`{"choices":[{"delta":{"content":"a"},"finish_reason":null}],"usage":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) { agree(t, data) })
+}
+
+// FuzzFastChunkMemo: a chunk read after another, from what the first
+// taught, reads as it does alone.
+func FuzzFastChunkMemo(f *testing.F) {
+	rec, err := os.ReadFile("testdata/vllm-sim/chat-stream-usage.body")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var msgs []string
+	for _, line := range strings.Split(string(rec), "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			msgs = append(msgs, d)
+		}
+	}
+	for i := 1; i < len(msgs); i++ {
+		f.Add([]byte(msgs[i-1]), []byte(msgs[i]))
+	}
+	f.Add([]byte(`{"id":"a","choices":[]}`), []byte(`{"id":"a","choices":[],"id":"b"}`))
+	f.Fuzz(func(t *testing.T, first, second []byte) {
+		var memo chunkMemo
+		fastChunk(first, &memo)
+		got, gotOK := fastChunk(second, &memo)
+		want, wantOK := fastChunk(second, nil)
+		if gotOK != wantOK || (gotOK && (got.output != want.output || got.choices != want.choices ||
+			got.finished != want.finished || string(got.id) != string(want.id))) {
+			t.Fatalf("after %q, %q: with memory %v %+v, alone %v %+v", first, second, gotOK, got, wantOK, want)
+		}
+	})
+}
+
+// TestFastChunkMemoIsUsed: the second chunk of a recorded stream is read
+// from the memory.
+func TestFastChunkMemoIsUsed(t *testing.T) {
+	a := []byte(`{"id":"x1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"a"}}]}`)
+	b := []byte(`{"id":"x1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"bc"},"finish_reason":"stop"}]}`)
+	var memo chunkMemo
+	if _, ok := fastChunk(a, &memo); !ok || !memo.valid || string(memo.prefix) != string(a[:strings.Index(string(a), "[")]) {
+		t.Fatalf("memo %+v", memo)
+	}
+	// Break the remembered prefix's JSON in place: only a scan from the
+	// memory can still accept the chunk.
+	broken := append([]byte(nil), b...)
+	info, ok := fastChunk(broken, &memo)
+	if !ok || !info.output || !info.finished || string(info.id) != "x1" {
+		t.Fatalf("%v %+v", ok, info)
+	}
+	copy(memo.prefix[5:], "!!")
+	copy(broken[5:], "!!")
+	if _, ok := fastChunk(broken, &memo); !ok {
+		t.Fatal("the chunk was scanned from its start: the memory was not used")
+	}
 }

@@ -19,7 +19,14 @@ type streamState struct {
 	br     *bufio.Reader
 	sse    SSEReader
 	nd     NDJSONReader
-	parser fastjson.Parser
+	parser parser
+}
+
+// parser is what the protocols parse messages with: a reused JSON parser
+// and the fast path's memory of the stream's last chunk.
+type parser struct {
+	json fastjson.Parser
+	memo chunkMemo
 }
 
 var streamStates = sync.Pool{New: func() any { return &streamState{br: bufio.NewReaderSize(nil, readBufSize)} }}
@@ -31,6 +38,7 @@ func getStreamState(body io.Reader) *streamState {
 	s.br.Reset(body)
 	s.sse = SSEReader{r: s.br, data: s.sse.data[:0], long: s.sse.long[:0]}
 	s.nd = NDJSONReader{r: s.br, long: s.nd.long[:0]}
+	s.parser.memo.valid = false // a new stream
 	return s
 }
 

@@ -84,7 +84,7 @@ type protocol interface {
 	body(model string, req Request) ([]byte, error)
 	framing() framing
 	// parse reads one message; p is reused per response.
-	parse(p *fastjson.Parser, data []byte) (chunkInfo, error)
+	parse(p *parser, data []byte) (chunkInfo, error)
 	// endsOnEOF is true when the stream carries no end marker of its own,
 	// so the end of the body is the end of the answer.
 	endsOnEOF() bool
@@ -221,16 +221,16 @@ func openaiTextKey(k []byte) bool {
 // parse reads an OpenAI-style message in one pass over its members (and
 // each choice's): this runs once per token, and looking each member up by
 // path cost as much as parsing the message.
-func (o *openaiProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) {
+func (o *openaiProto) parse(p *parser, data []byte) (chunkInfo, error) {
 	var info chunkInfo
 	if isDone(data) {
 		info.done = true
 		return info, nil
 	}
-	if info, ok := fastChunk(data); ok {
+	if info, ok := fastChunk(data, &p.memo); ok {
 		return info, nil
 	}
-	return o.parseFull(p, data)
+	return o.parseFull(&p.json, data)
 }
 
 // parseFull is parse without the fast path.
@@ -383,7 +383,8 @@ func (o *ollamaProto) framing() framing { return streamed(o.stream, frameNDJSON)
 
 func (o *ollamaProto) endsOnEOF() bool { return false }
 
-func (o *ollamaProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) {
+func (o *ollamaProto) parse(ps *parser, data []byte) (chunkInfo, error) {
+	p := &ps.json
 	var info chunkInfo
 	v, err := parseObject(p, data)
 	if err != nil {
@@ -420,7 +421,8 @@ func (t *tgiProto) framing() framing { return streamed(t.stream, frameSSE) }
 // endsOnEOF: TGI sends no [DONE]; its last message carries the details.
 func (t *tgiProto) endsOnEOF() bool { return false }
 
-func (t *tgiProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) {
+func (t *tgiProto) parse(ps *parser, data []byte) (chunkInfo, error) {
+	p := &ps.json
 	var info chunkInfo
 	v, err := p.ParseBytes(data)
 	if err != nil {
@@ -495,7 +497,8 @@ func path(p string) []string {
 	return strings.Split(p, ".")
 }
 
-func (g *genericProto) parse(p *fastjson.Parser, data []byte) (chunkInfo, error) {
+func (g *genericProto) parse(ps *parser, data []byte) (chunkInfo, error) {
+	p := &ps.json
 	v, info, err := openMessage(p, data)
 	if v == nil {
 		return info, err

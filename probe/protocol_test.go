@@ -14,8 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/valyala/fastjson"
 )
 
 func TestBodies(t *testing.T) {
@@ -330,7 +328,7 @@ func BenchmarkParse(b *testing.B) {
 	} {
 		b.Run(string(c.kind), func(b *testing.B) {
 			proto, _ := newProtocol(&Config{API: c.kind, URL: "http://h/"})
-			var p fastjson.Parser
+			var p parser
 			data := []byte(c.msg)
 			b.ReportAllocs()
 			for b.Loop() {
