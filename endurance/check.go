@@ -124,6 +124,9 @@ func (r *Result) Summary() string {
 			peak(part, rss)>>20, peak(part, func(s Sample) int64 { return s.Heap })>>20,
 			peak(part, func(s Sample) int64 { return int64(s.Goroutines) }))
 	}
+	if r.Missed > 0 {
+		fmt.Fprintf(&b, "\n%d readings missed (the exporter took over 5 s to answer).", r.Missed)
+	}
 	fmt.Fprintf(&b, "\nWith the load paused and drained: %d goroutines and %d open files early, %d and %d at the end.", r.IdleEarly, r.IdleFDsEarly, r.IdleEnd, r.IdleFDsEnd)
 	if len(r.KeyLatency) > 0 {
 		k := slices.Clone(r.KeyLatency)

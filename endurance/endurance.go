@@ -41,6 +41,7 @@ type Config struct {
 	KeyEvery           time.Duration // between key presses (K and J in turn); 10s when zero
 	IdleSettle         time.Duration // wait after the load drains before counting goroutines; 2s when zero
 	DrainTimeout       time.Duration // longest wait for the in-flight requests to finish when paused; 30s when zero
+	StallLimit         time.Duration // the longest without a reading before the dashboard counts as stuck; 30s when zero
 	Socket             string        // tmux's -L socket; one per process when empty
 	KeepScreenOnFailed bool          // leave tmux running when Run fails (for a person to look)
 	// Measure only: no pauses to count what is left and no key presses,
@@ -72,6 +73,7 @@ type Result struct {
 	KeyLatency []time.Duration
 	Screen     string // the last screen
 	Exit       string // what the dashboard printed as it quit
+	Missed     int    // readings that failed (the exporter busy past 5 s), none more than StallLimit in a row
 }
 
 var simAddr = regexp.MustCompile(`at http://([0-9.:]+)/v1`)
@@ -95,6 +97,9 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = 30 * time.Second
+	}
+	if cfg.StallLimit <= 0 {
+		cfg.StallLimit = 30 * time.Second
 	}
 	if cfg.Socket == "" {
 		cfg.Socket = fmt.Sprintf("infertop-endurance-%d", time.Now().UnixNano())
@@ -151,19 +156,22 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		deadline := time.Now().Add(cfg.DrainTimeout)
 		for {
 			s, err := sample()
-			if err != nil {
-				return Sample{}, err
-			}
-			if s.InFlight == 0 {
+			if err == nil && s.InFlight == 0 {
 				break
 			}
 			if time.Now().After(deadline) {
+				if err != nil {
+					return Sample{}, err
+				}
 				return Sample{}, fmt.Errorf("endurance: %d requests still in flight %v after pausing", s.InFlight, cfg.DrainTimeout)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 		time.Sleep(cfg.IdleSettle)
 		s, err := sample()
+		for tries := 1; err != nil && tries < 3; tries++ {
+			s, err = sample()
+		}
 		if err != nil {
 			return Sample{}, err
 		}
@@ -172,7 +180,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 
 	next := time.NewTicker(cfg.Every)
 	defer next.Stop()
-	lastKey, up := time.Now(), false
+	lastKey, up, lastSample := time.Now(), false, time.Now()
 	early := cfg.Duration / 10
 	for time.Since(start) < cfg.Duration {
 		select {
@@ -181,11 +189,19 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 			return nil, err
 		case <-next.C:
 		}
-		var s Sample
-		if s, err = sample(); err != nil {
-			err = fmt.Errorf("%w at %v; the screen:\n%s", err, time.Since(start).Round(time.Second), t.screen())
-			return nil, err
+		s, serr := sample()
+		if serr != nil {
+			// One missed reading is the machine being busy; the
+			// dashboard has stopped answering only after StallLimit.
+			res.Missed++
+			if time.Since(lastSample) > cfg.StallLimit {
+				err = fmt.Errorf("%w (no reading for %v) at %v; the screen:\n%s", serr, time.Since(lastSample).Round(time.Second),
+					time.Since(start).Round(time.Second), t.screen())
+				return nil, err
+			}
+			continue
 		}
+		lastSample = time.Now()
 		res.Samples = append(res.Samples, s)
 		if len(res.Samples)%60 == 0 {
 			logf("endurance: %v rss %d MiB heap %d MiB goroutines %d requests %v", s.At.Round(time.Second), s.RSS>>20, s.Heap>>20, s.Goroutines, s.Classes)
