@@ -111,10 +111,11 @@ func (r Request) messages() []Message {
 
 // Client sends requests to one endpoint. It is safe for concurrent use.
 type Client struct {
-	cfg   Config
-	proto protocol
-	http  *http.Client
-	tr    *http.Transport
+	cfg    Config
+	proto  protocol
+	http   *http.Client
+	tr     *http.Transport
+	header http.Header // every request's, shared
 }
 
 // New returns a client for cfg.
@@ -161,18 +162,29 @@ func New(cfg Config) (*Client, error) {
 		DisableCompression:  true, // compression would delay and batch stream chunks
 		ForceAttemptHTTP2:   true,
 	}
-	return &Client{cfg: cfg, proto: proto, tr: tr, http: &http.Client{Transport: tr}}, nil
+	c := &Client{cfg: cfg, proto: proto, tr: tr, http: &http.Client{Transport: tr}}
+	c.header = http.Header{"Content-Type": {"application/json"}}
+	switch proto.framing() {
+	case frameSSE:
+		c.header.Set("Accept", "text/event-stream")
+	case frameNDJSON:
+		c.header.Set("Accept", "application/x-ndjson")
+	default:
+		c.header.Set("Accept", "application/json")
+	}
+	c.setHeaders(c.header)
+	return c, nil
 }
 
-// setHeaders adds the configured headers and the API key.
-func (c *Client) setHeaders(r *http.Request) {
+// setHeaders adds the configured headers and the API key to h.
+func (c *Client) setHeaders(h http.Header) {
 	for k, vs := range c.cfg.Header {
 		for _, v := range vs {
-			r.Header.Add(k, v)
+			h.Add(k, v)
 		}
 	}
 	if c.cfg.APIKey != "" {
-		r.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+		h.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
 }
 
@@ -262,16 +274,9 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		res.Class, res.Err = Malformed, c.redact(err.Error())
 		return res
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	switch c.proto.framing() {
-	case frameSSE:
-		hreq.Header.Set("Accept", "text/event-stream")
-	case frameNDJSON:
-		hreq.Header.Set("Accept", "application/x-ndjson")
-	default:
-		hreq.Header.Set("Accept", "application/json")
-	}
-	c.setHeaders(hreq)
+	// Built once (New), read only: neither http.Client nor the transport
+	// writes to a request's headers without copying them first.
+	hreq.Header = c.header
 
 	res.Start = time.Now()
 	resp, err := c.http.Do(hreq)
@@ -441,8 +446,9 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) {
 		res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
 		return
 	}
-	var p parser
-	info, err := c.proto.parse(&p, data)
+	st := getStreamState(nil) // for its parser
+	defer st.release()
+	info, err := c.proto.parse(&st.parser, data)
 	if err != nil {
 		res.Class, res.Err = Malformed, c.redact(err.Error())
 		return

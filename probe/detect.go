@@ -144,7 +144,7 @@ func (c *Client) get(ctx context.Context, u string) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	c.setHeaders(req)
+	c.setHeaders(req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s", c.redact(err.Error()))
