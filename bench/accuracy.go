@@ -35,13 +35,16 @@ func accuracy(out *bytes.Buffer, d time.Duration) error {
 		}
 		slices.Sort(ttft)
 		slices.Sort(e2e)
+		// The value at rank round(q·n), as HdrHistogram takes a quantile:
+		// with a few hundred requests the next rank up can be a whole
+		// batch later (at saturation requests finish in waves).
 		pct := func(x []time.Duration, q float64) time.Duration {
 			if len(x) == 0 {
 				return 0
 			}
-			return x[min(len(x)-1, int(q*float64(len(x))))]
+			return x[min(len(x), max(1, int(q*float64(len(x))+0.5)))-1]
 		}
-		label := fmt.Sprintf("concurrency %d (%s)", c, map[bool]string{true: "under the slots", false: "saturating"}[c <= p.Slots])
+		label := fmt.Sprintf("concurrency %d (%s), %d requests", c, map[bool]string{true: "under the slots", false: "saturating"}[c <= p.Slots], len(e2e))
 		for _, m := range []struct {
 			name string
 			srv  []time.Duration
