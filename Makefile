@@ -2,12 +2,15 @@
 # (the timing tests of load and sim share two cores badly), then the
 # client-versus-server accuracy test again without it, against its 2 ms / 5 %
 # bounds (the race detector's slowdown of both HTTP stacks is larger).
+# -p 1 serializes the builds too, so a first pass that runs no test builds
+# everything on every core.
 # go test runs vet's high-confidence checks itself; the full vet is in
 # lint, since a separate vet compiles every dependency a second time
 # without -race, which took a cold run on two cores past five minutes.
 .PHONY: test build bench lint
 
 test:
+	go test -race -count=1 -run '^$$' ./... >/dev/null
 	go test -race -count=1 -p 1 ./...
 	go test -count=1 -run 'TestEngineMatchesSim' ./load
 
