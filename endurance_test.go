@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -17,13 +15,7 @@ import (
 // the load is paused and drained, every fault is counted in its class,
 // keys are answered throughout and q quits cleanly.
 func TestEndurance(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := selfForTmux(t)
 	cfg := endurance.Standard([]string{self}, []string{"INFERTOP_TEST_MAIN=1", "TERM=xterm-256color"}, 30*time.Second, 3*time.Second)
 	res, err := endurance.Run(context.Background(), cfg)
 	if err != nil {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -50,42 +48,23 @@ func (p panicky) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // after: the panic and its stack on the main screen, the cursor shown, the
 // terminal back in cooked mode, exit status 2.
 func TestPanicRestoresTerminal(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := selfForTmux(t)
 	for _, where := range []string{"update", "worker"} {
 		t.Run(where, func(t *testing.T) {
-			sock := fmt.Sprintf("infertop-panic-%d-%s", os.Getpid(), where)
-			tmux := func(args ...string) string {
-				out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
-				if err != nil {
-					t.Fatalf("tmux %v: %v: %s", args, err, out)
-				}
-				return string(out)
-			}
 			cmd := fmt.Sprintf("env INFERTOP_TEST_MAIN=1 INFERTOP_TEST_PANIC=%s TERM=xterm-256color %q --tick 100ms -c 2 --prompt-tokens 16 --output-tokens 8 2>&1;"+
 				" echo EXITED $?; if stty -a | grep -q -- -icanon; then echo RAW; else echo COOKED; fi; sleep 30", where, self)
-			tmux("new-session", "-d", "-s", "t", "-x", "100", "-y", "40", cmd)
-			t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
+			term := newTmux(t, fmt.Sprintf("infertop-panic-%d-%s", os.Getpid(), where), 100, 40, cmd)
+			tmux := term.run
 			wait := func(what ...string) string {
 				t.Helper()
-				deadline := time.Now().Add(20 * time.Second)
-				for {
-					s := tmux("capture-pane", "-p", "-S", "-300", "-t", "t") // with what scrolled off
+				return term.wait(fmt.Sprintf("%q", what), term.scrollback, func(s string) bool { // with what scrolled off
 					for _, w := range what {
 						if strings.Contains(s, w) {
-							return s
+							return true
 						}
 					}
-					if time.Now().After(deadline) {
-						t.Fatalf("screen never showed %q:\n%s", what, s)
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
+					return false
+				})
 			}
 			if where == "update" {
 				wait("Latency")

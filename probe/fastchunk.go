@@ -47,13 +47,13 @@ func fastChunk(data []byte, memo *chunkMemo) (info chunkInfo, ok bool) {
 			return info, false
 		}
 		done, ok := s.afterMember()
-		if !ok || (!done && !s.moreMembers(read)) {
+		if !ok || (!done && !s.moreMembers(false, read)) {
 			return info, false
 		}
 		return info, s.end()
 	}
 	s.ws()
-	if !s.eat('{') || !s.members(read) || !s.end() {
+	if !s.eat('{') || !s.members(false, read) || !s.end() {
 		return info, false
 	}
 	if memo != nil && cut > 0 {
@@ -96,20 +96,21 @@ func (s *scanner) eat(c byte) bool {
 }
 
 // members reads an object's members, the cursor after its brace: read is
-// called on each name (unescaped names only) to read its value, and
-// false from it gives up.
-func (s *scanner) members(read func(key []byte) bool) bool {
+// called on each name to read its value, and false from it gives up.
+// Names with escapes give up too, unless anyName (an object only skipped,
+// whose names are not looked at).
+func (s *scanner) members(anyName bool, read func(key []byte) bool) bool {
 	s.ws()
 	if s.eat('}') {
 		return true
 	}
-	return s.moreMembers(read)
+	return s.moreMembers(anyName, read)
 }
 
 // moreMembers reads members from the next name to the closing brace.
-func (s *scanner) moreMembers(read func(key []byte) bool) bool {
+func (s *scanner) moreMembers(anyName bool, read func(key []byte) bool) bool {
 	for {
-		key, ok := s.key()
+		key, ok := s.key(anyName)
 		if !ok || !read(key) {
 			return false
 		}
@@ -139,11 +140,12 @@ func (s *scanner) end() bool {
 	return s.i == len(s.b)
 }
 
-// key reads a member's name and its colon; names with escapes give up.
-func (s *scanner) key() ([]byte, bool) {
+// key reads a member's name and its colon; names with escapes give up
+// unless anyName.
+func (s *scanner) key(anyName bool) ([]byte, bool) {
 	s.ws()
 	v, escaped, ok := s.str()
-	if !ok || escaped {
+	if !ok || (escaped && !anyName) {
 		return nil, false
 	}
 	s.ws()
@@ -275,27 +277,7 @@ func (s *scanner) value(depth int) bool {
 		return ok
 	case c == '{':
 		s.i++
-		s.ws()
-		if s.eat('}') {
-			return true
-		}
-		for {
-			s.ws()
-			if _, _, ok := s.str(); !ok {
-				return false
-			}
-			s.ws()
-			if !s.eat(':') || !s.value(depth+1) {
-				return false
-			}
-			s.ws()
-			if s.eat('}') {
-				return true
-			}
-			if !s.eat(',') {
-				return false
-			}
-		}
+		return s.members(true, func([]byte) bool { return s.value(depth + 1) })
 	case c == '[':
 		s.i++
 		s.ws()
@@ -360,7 +342,7 @@ func (s *scanner) choices(info *chunkInfo) bool {
 
 // choice reads one choice's members after its brace.
 func (s *scanner) choice(info *chunkInfo) bool {
-	return s.members(func(key []byte) bool {
+	return s.members(false, func(key []byte) bool {
 		switch string(key) {
 		case "delta", "message":
 			return s.delta(info)
@@ -383,7 +365,7 @@ func (s *scanner) delta(info *chunkInfo) bool {
 	if !s.eat('{') {
 		return s.value(2) // not an object: no text in it
 	}
-	return s.members(func(key []byte) bool {
+	return s.members(false, func(key []byte) bool {
 		s.ws()
 		if openaiTextKey(key) && s.i < len(s.b) && s.b[s.i] == '"' {
 			v, _, ok := s.str()

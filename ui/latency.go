@@ -110,8 +110,9 @@ func (m *Model) latencyChart(w, h int) string {
 		}
 		key.mix(uint64(p.Sec))
 		for _, st := range sets {
-			top = max(top, st.pick(p))
-			key.mix(uint64(st.pick(p)))
+			v := st.pick(p)
+			top = max(top, v)
+			key.mix(uint64(v))
 		}
 	}
 	for _, ph := range s.Phases {
