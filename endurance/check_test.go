@@ -9,7 +9,7 @@ import (
 func run(rss func(i int) int64, idleEarly, idleEnd, fdsEarly, fdsEnd int) *Result {
 	r := &Result{IdleEarly: idleEarly, IdleEnd: idleEnd, IdleFDsEarly: fdsEarly, IdleFDsEnd: fdsEnd, Exit: "EXITED 0"}
 	for i := range 30 {
-		r.Samples = append(r.Samples, Sample{At: time.Duration(i+1) * time.Second, RSS: rss(i), Goroutines: 50,
+		r.Samples = append(r.Samples, Sample{At: time.Duration(i+1) * time.Second, RSS: rss(i), Heap: rss(i), Goroutines: 50,
 			Classes: map[string]float64{"ok": float64(100 * i), "5xx": float64(i)}})
 	}
 	return r
@@ -24,7 +24,7 @@ func TestCheck(t *testing.T) {
 		want string // "" holds
 	}{
 		{"flat", run(flat, 50, 52, 20, 21), Bounds{Classes: []string{"ok", "5xx"}}, ""},
-		{"leaking memory", run(func(i int) int64 { return int64(100+10*i) << 20 }, 50, 50, 20, 20), Bounds{}, "resident memory grew"},
+		{"leaking memory", run(func(i int) int64 { return int64(100+20*i) << 20 }, 50, 50, 20, 20), Bounds{}, "the Go heap grew"},
 		{"goroutines left", run(flat, 50, 80, 20, 20), Bounds{}, "goroutines left behind"},
 		{"idle connections explain them", run(flat, 50, 80, 20, 35), Bounds{ExtraConns: 16}, ""},
 		{"sockets left open", run(flat, 50, 80, 20, 35), Bounds{}, "files or sockets left open"},
