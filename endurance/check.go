@@ -12,7 +12,8 @@ import (
 type Bounds struct {
 	// Growth is how far the Go heap's peak over the last third may exceed
 	// its peak over the middle third: a factor and an allowance (1.25 and
-	// 32 MiB: a huge-line fault's buffer grows to 16 MiB by doubling). The
+	// 64 MiB: a huge-line fault's buffer grows to 16 MiB by doubling, and
+	// a few can be in flight at once). The
 	// first third is warm-up: pools, idle connections, the rolling window
 	// and five minutes of history filling. The heap, not the resident
 	// memory: a leak shows in the heap, while the resident memory also
@@ -39,7 +40,7 @@ type Bounds struct {
 // and a clean exit.
 func (r *Result) Check(b Bounds) error {
 	if b.GrowthFactor == 0 {
-		b.GrowthFactor, b.GrowthSlack = 1.25, 32<<20
+		b.GrowthFactor, b.GrowthSlack = 1.25, 64<<20
 	}
 	if b.IdleSlack == 0 {
 		b.IdleSlack = 8
