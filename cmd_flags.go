@@ -158,7 +158,7 @@ func (f *loadFlags) validate() error {
 		}
 	}
 	ok := false
-	for _, w := range load.Windows {
+	for _, w := range load.Windows() {
 		ok = ok || w == f.window
 	}
 	if !ok {

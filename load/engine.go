@@ -13,8 +13,23 @@ import (
 	"github.com/infertop/infertop/probe"
 )
 
-// Windows are the rolling windows a user can choose, in cycling order.
-var Windows = []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute}
+// Windows returns the rolling windows a user can choose, in cycling order.
+func Windows() []time.Duration {
+	return []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute}
+}
+
+// DefaultDrain is how long requests still in flight when a run ends get to
+// finish before they are cancelled and counted incomplete (k6's graceful
+// stop is 30 s too).
+const DefaultDrain = 30 * time.Second
+
+// Why a run ended, as Snapshot.DoneWhy says it.
+const (
+	EndDuration    = "duration reached"
+	EndRequests    = "request limit reached"
+	EndStages      = "the last stage ended"
+	EndInterrupted = "interrupted"
+)
 
 // quickFailPause is the least time a worker spends on a failed request, so
 // that an endpoint refusing connections does not spin a core.
@@ -34,8 +49,19 @@ type Config struct {
 	Window time.Duration
 	// Seed makes the prompts repeatable.
 	Seed uint64
-	// MaxRequests stops starting requests after this many (0: no limit).
+	// MaxRequests ends the run once this many requests have started (0: no
+	// limit); Duration once the run has lasted this long (0: no limit).
+	// Either way no new request starts; those in flight get Drain (0:
+	// DefaultDrain) to finish, then are cancelled and counted incomplete.
+	// The engine is the one place that decides a run is over: its
+	// snapshots say so (Done, DoneWhy) and their clock stops there.
 	MaxRequests int64
+	Duration    time.Duration
+	Drain       time.Duration
+	// Stages, if set, are walked from the start (see Walk);
+	// EndAfterStages ends the run when the last stage is over.
+	Stages         []Stage
+	EndAfterStages bool
 	// Goodput holds the per-request limits a request must meet to count as
 	// good (zero limits are not checked).
 	Goodput Goodput
@@ -83,7 +109,7 @@ func ParseWarmup(s string) (Warmup, error) {
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return Warmup{Duration: d}, nil
 	}
-	return Warmup{}, fmt.Errorf("bad --warmup %q: want a number of requests or a duration", s)
+	return Warmup{}, fmt.Errorf("bad warm-up %q: want a number of requests or a duration", s)
 }
 
 func (w Warmup) set() bool { return w.Requests > 0 || w.Duration > 0 }
@@ -159,8 +185,20 @@ type Engine struct {
 	stopping bool
 	t0       time.Time
 
-	workers  sync.WaitGroup
-	inflight atomic.Int64
+	// The end of the run, behind mu: ending is set once no new request
+	// may start (why says why), done once every request started has been
+	// counted; endAt is then the run time the clock stops at.
+	ending     bool
+	why        string
+	done       bool
+	endAt      time.Duration
+	endingCh   chan struct{} // closed when ending is set
+	cancelReqs context.CancelFunc
+
+	workers    sync.WaitGroup
+	inflight   atomic.Int64
+	unsettled  atomic.Int64 // started and not yet counted (or dropped)
+	incomplete atomic.Int64 // cancelled by the engine before they finished
 	begun    atomic.Int64  // requests started, against MaxRequests
 	reqSeq   atomic.Uint64 // numbers requests for their length draws
 	begunAll atomic.Int64  // requests started, for the warm-up
@@ -194,13 +232,19 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Arrivals.Kind == "" {
 		cfg.Arrivals.Kind = "constant"
 	}
+	if len(cfg.Stages) > 0 { // the first stage is where the run starts
+		cfg.Stages[0].Apply(&cfg.Knobs)
+	}
 	if cfg.Knobs.Concurrency < 0 {
 		return nil, fmt.Errorf("load: concurrency must be positive, got %d", cfg.Knobs.Concurrency)
 	}
 	e := &Engine{
 		cfg: cfg, prompts: NewPromptGen(cfg.Seed, cfg.PrefixTokens), knobs: cfg.Knobs.clamp(), window: cfg.Window,
 		changed: make(chan struct{}), alive: map[int]bool{}, results: make(chan outcome, 4096),
-		nudge: make(chan struct{}, 1), subs: map[chan Snapshot]struct{}{},
+		nudge: make(chan struct{}, 1), subs: map[chan Snapshot]struct{}{}, endingCh: make(chan struct{}),
+	}
+	if e.cfg.Drain <= 0 {
+		e.cfg.Drain = DefaultDrain
 	}
 	e.phase = &phaseInfo{id: 1, knobs: e.knobs, warmup: cfg.Warmup.set()}
 	e.phaseSeq = 1
@@ -290,6 +334,31 @@ func (e *Engine) Reset() {
 	e.poke()
 }
 
+// Finish ends the run for why: no new request starts, those in flight get
+// the drain time to finish. It is a no-op once the run is ending.
+func (e *Engine) Finish(why string) {
+	e.mu.Lock()
+	e.finishLocked(why)
+	e.mu.Unlock()
+	e.poke()
+}
+
+// finishLocked marks the run as ending and wakes every waiting worker.
+func (e *Engine) finishLocked(why string) {
+	if e.ending {
+		return
+	}
+	e.ending, e.why = true, why
+	close(e.endingCh)
+	e.dropBacklogLocked() // never sent: not counted
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+// Ending returns a channel closed once the run is ending (a limit reached,
+// Finish called): no new request starts after it.
+func (e *Engine) Ending() <-chan struct{} { return e.endingCh }
+
 // InFlight returns the requests in flight now.
 func (e *Engine) InFlight() int { return int(e.inflight.Load()) }
 
@@ -368,7 +437,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.mu.Unlock()
 		return errors.New("load: engine already run")
 	}
-	e.started, e.runCtx, e.t0 = true, ctx, time.Now()
+	reqCtx, cancelReqs := context.WithCancel(ctx)
+	defer cancelReqs()
+	e.started, e.runCtx, e.t0, e.cancelReqs = true, reqCtx, time.Now(), cancelReqs
 	agg := newAggregator(e.t0, e.window)
 	agg.goodput, agg.onResult = e.cfg.Goodput, e.cfg.OnResult
 	if !e.cfg.NoCalibrate {
@@ -376,18 +447,46 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.spawnLocked()
 	e.workers.Add(1)
-	go e.dispatch(ctx)
+	go e.dispatch(reqCtx)
 	e.mu.Unlock()
+	if len(e.cfg.Stages) > 0 {
+		e.workers.Add(1)
+		go func() {
+			defer e.workers.Done()
+			defer crash.Recover()
+			if e.Walk(reqCtx, e.cfg.Stages) == nil && e.cfg.EndAfterStages {
+				e.Finish(EndStages)
+			}
+		}()
+	}
+	var limit <-chan time.Time
+	if e.cfg.Duration > 0 {
+		t := time.NewTimer(e.cfg.Duration)
+		defer t.Stop()
+		limit = t.C
+	}
+	var drain <-chan time.Time
+	drainTimer := time.NewTimer(time.Hour)
+	drainTimer.Stop()
+	defer drainTimer.Stop()
+	ending := e.endingCh
 
 	ticker := time.NewTicker(e.cfg.Tick)
 	defer ticker.Stop()
 	var seq uint64
 	snap := func() {
+		now := time.Since(e.t0)
 		e.mu.Lock()
 		e.endWarmupLocked()
+		if e.ending && !e.done && e.unsettled.Load() == 0 {
+			e.done, e.endAt = true, now
+		}
+		if e.done { // the clock stops where the run ended
+			now = e.endAt
+		}
 		cur, gen, win, knobs := e.phase, e.gen, e.window, e.knobs
+		done, why := e.done, e.why
 		e.mu.Unlock()
-		now := time.Since(e.t0)
 		if gen != agg.gen {
 			agg.reset(now, gen)
 		}
@@ -396,6 +495,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		s.Backlog = int(e.backlogLen.Load())
 		seq++
 		s.Seq, s.Target, s.Knobs = seq, e.cfg.Target, knobs
+		s.Done, s.DoneWhy, s.Incomplete = done, why, e.incomplete.Load()
+		s.Limits = Limits{Duration: e.cfg.Duration, Requests: e.cfg.MaxRequests}
 		s.PromptLength, s.OutputLength = e.cfg.PromptLength, e.cfg.OutputLength
 		if e.cfg.Dataset != nil {
 			s.Dataset = e.cfg.Dataset.Len()
@@ -411,6 +512,20 @@ loop:
 		case o := <-e.results:
 			agg.add(o, time.Since(e.t0))
 			o.phase.outstanding.Add(-1)
+			if e.unsettled.Add(-1) == 0 && ending == nil {
+				snap() // the last request of an ending run: done now
+			}
+		case <-limit:
+			limit = nil
+			e.Finish(EndDuration)
+		case <-ending:
+			ending = nil
+			drainTimer.Reset(e.cfg.Drain)
+			drain = drainTimer.C
+			snap()
+		case <-drain: // what is still out is cancelled, counted incomplete
+			drain = nil
+			cancelReqs()
 		case <-ticker.C:
 			snap()
 		case <-e.nudge:
@@ -418,6 +533,7 @@ loop:
 		}
 	}
 	e.mu.Lock()
+	e.finishLocked(EndInterrupted) // a no-op when the run was already ending
 	e.stopping = true
 	e.dropBacklogLocked()
 	close(e.changed) // wake a waiting dispatcher and paused workers
@@ -429,6 +545,7 @@ loop:
 		case o := <-e.results:
 			agg.add(o, time.Since(e.t0))
 			o.phase.outstanding.Add(-1)
+			e.unsettled.Add(-1)
 		default:
 			drained = true
 		}
@@ -447,7 +564,7 @@ loop:
 // spawnLocked starts the workers the concurrency asks for and are not
 // running. Workers above the concurrency stop by themselves.
 func (e *Engine) spawnLocked() {
-	if !e.started || e.stopping || e.runCtx.Err() != nil {
+	if !e.started || e.stopping || e.ending || e.runCtx.Err() != nil {
 		return
 	}
 	if e.knobs.Mode != ClosedLoop {
@@ -462,17 +579,31 @@ func (e *Engine) spawnLocked() {
 	}
 }
 
+// admitLocked counts one more request started, or ends the run when the
+// request limit is reached (false: the request must not start).
+func (e *Engine) admitLocked() bool {
+	if e.ending {
+		return false
+	}
+	if e.cfg.MaxRequests > 0 && e.begun.Add(1) > e.cfg.MaxRequests {
+		e.finishLocked(EndRequests)
+		return false
+	}
+	e.unsettled.Add(1)
+	return true
+}
+
 // next tells worker id what to do: its knobs and phase, a channel closed at
 // the next knob change, and false when it must stop.
 func (e *Engine) next(id int) (Knobs, *phaseInfo, <-chan struct{}, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if id >= e.knobs.Concurrency || e.stopping || e.knobs.Mode != ClosedLoop {
+	if id >= e.knobs.Concurrency || e.stopping || e.ending || e.knobs.Mode != ClosedLoop {
 		delete(e.alive, id)
 		return Knobs{}, nil, nil, false
 	}
 	if !e.knobs.Paused {
-		if e.cfg.MaxRequests > 0 && e.begun.Add(1) > e.cfg.MaxRequests {
+		if !e.admitLocked() {
 			delete(e.alive, id)
 			return Knobs{}, nil, nil, false
 		}

@@ -28,10 +28,10 @@ func ParseArrivals(kind string, burstiness float64) (Arrivals, error) {
 	case "constant", "poisson":
 	case "gamma":
 		if burstiness <= 0 {
-			return Arrivals{}, fmt.Errorf("--burstiness must be positive, got %v", burstiness)
+			return Arrivals{}, fmt.Errorf("the burstiness must be positive, got %v", burstiness)
 		}
 	default:
-		return Arrivals{}, fmt.Errorf("unknown --arrivals %q (want constant, poisson or gamma)", kind)
+		return Arrivals{}, fmt.Errorf("unknown arrival process %q (want constant, poisson or gamma)", kind)
 	}
 	return Arrivals{Kind: kind, Burstiness: burstiness}, nil
 }
@@ -89,7 +89,7 @@ func (e *Engine) dispatch(ctx context.Context) {
 	defer timer.Stop()
 	for {
 		e.mu.Lock()
-		k, changed, stopping := e.knobs, e.changed, e.stopping
+		k, changed, stopping := e.knobs, e.changed, e.stopping || e.ending
 		e.mu.Unlock()
 		if stopping || ctx.Err() != nil {
 			return
@@ -128,7 +128,7 @@ func (e *Engine) dispatch(ctx context.Context) {
 func (e *Engine) arrive(ctx context.Context, intended time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.cfg.MaxRequests > 0 && e.begun.Add(1) > e.cfg.MaxRequests {
+	if !e.admitLocked() {
 		return false
 	}
 	e.endWarmupLocked()
@@ -155,7 +155,7 @@ func (e *Engine) fire(ctx context.Context, a arrival) {
 		e.send(ctx, a.knobs, a.phase, a.intended) //nolint:errcheck // the result went to the aggregator
 
 		e.mu.Lock()
-		if e.backlogHead == len(e.backlog) || ctx.Err() != nil || e.stopping {
+		if e.backlogHead == len(e.backlog) || ctx.Err() != nil || e.stopping || e.ending {
 			e.openInFlight--
 			e.mu.Unlock()
 			return
@@ -210,16 +210,25 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	res := e.cfg.Do(ctx, req)
 	e.inflight.Add(-1)
 	if res.Class == probe.Canceled || ctx.Err() != nil {
-		ph.outstanding.Add(-1)
+		e.dropUnfinished(ph)
 		return false, false
 	}
 	select {
 	case e.results <- outcome{res: res, phase: ph, prompt: promptLen, words: words, intended: intended}:
 	case <-ctx.Done():
-		ph.outstanding.Add(-1)
+		e.dropUnfinished(ph)
 		return false, false
 	}
 	return res.OK(), true
+}
+
+// dropUnfinished counts a request the engine cancelled before it finished
+// (the drain ran out, or the engine stopped) as incomplete.
+func (e *Engine) dropUnfinished(ph *phaseInfo) {
+	ph.outstanding.Add(-1)
+	e.incomplete.Add(1)
+	e.unsettled.Add(-1)
+	e.poke()
 }
 
 // ParseRate reads a rate: a number of requests per second ("inf" is not
@@ -227,7 +236,7 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 func ParseRate(s string) (float64, error) {
 	r, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || r < 0 || r > MaxRate || math.IsNaN(r) {
-		return 0, fmt.Errorf("bad --rate %q: want requests per second, 0..%d", s, MaxRate)
+		return 0, fmt.Errorf("bad rate %q: want requests per second, 0..%d", s, MaxRate)
 	}
 	return r, nil
 }

@@ -87,7 +87,26 @@ type Snapshot struct {
 	// Run is the whole run since the start or the last reset, as one phase
 	// (ID 0), with its full distributions.
 	Run Phase
+	// Limits are the run's limits (zero: none), for a countdown.
+	Limits Limits
+	// DoneWhy says why the run is ending (empty while it is not): no new
+	// request starts. Done is true once every request started has been
+	// counted; Elapsed then stays at the time the last one finished.
+	// Incomplete counts requests the engine cancelled before they
+	// finished (the drain ran out, or the engine stopped).
+	Done       bool
+	DoneWhy    string
+	Incomplete int64
 }
+
+// Limits are the limits that end a run (zero: none).
+type Limits struct {
+	Duration time.Duration
+	Requests int64
+}
+
+// Ending reports whether the run is ending or over: no new request starts.
+func (s *Snapshot) Ending() bool { return s.DoneWhy != "" }
 
 // Point is what happened in one second of the run.
 type Point struct {

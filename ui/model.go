@@ -259,10 +259,10 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			}
 		})
 	case key.Matches(msg, k.Window):
-		next := load.Windows[0]
-		for i, w := range load.Windows {
-			if w == m.snap.Window && i+1 < len(load.Windows) {
-				next = load.Windows[i+1]
+		next := load.Windows()[0]
+		for i, w := range load.Windows() {
+			if w == m.snap.Window && i+1 < len(load.Windows()) {
+				next = load.Windows()[i+1]
 			}
 		}
 		m.ctl.SetWindow(next)

@@ -1,0 +1,95 @@
+package load
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/infertop/infertop/probe"
+)
+
+// fakeDo answers after d, or never (d < 0) until its context ends.
+func fakeDo(d time.Duration) func(context.Context, probe.Request) probe.Result {
+	return func(ctx context.Context, r probe.Request) probe.Result {
+		if d < 0 {
+			<-ctx.Done()
+			return probe.Result{Class: probe.Canceled}
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return probe.Result{Class: probe.OK, HasTTFT: true, TTFT: d / 2, E2E: d, OutputTokens: 4, InputTokens: 8}
+		case <-ctx.Done():
+			return probe.Result{Class: probe.Canceled}
+		}
+	}
+}
+
+// runFor runs an engine with cfg until its run is done, or fails after
+// within.
+func runFor(t *testing.T, cfg Config, within time.Duration) Snapshot {
+	t.Helper()
+	cfg.Tick = 20 * time.Millisecond
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	return waitFor(t, e, within, "done", func(s Snapshot) bool { return s.Done })
+}
+
+func TestLimitsEndTheRun(t *testing.T) {
+	k := Knobs{Concurrency: 4, PromptTokens: 8, OutputTokens: 4}
+	t.Run("requests", func(t *testing.T) {
+		s := runFor(t, Config{Do: fakeDo(5 * time.Millisecond), Knobs: k, MaxRequests: 40}, 10*time.Second)
+		if s.DoneWhy != EndRequests || s.TotalCompleted != 40 || s.Incomplete != 0 || s.InFlight != 0 {
+			t.Fatalf("why %q, completed %d, incomplete %d, in flight %d; want %q, 40, 0, 0", s.DoneWhy, s.TotalCompleted, s.Incomplete, s.InFlight, EndRequests)
+		}
+	})
+	t.Run("duration stops the clock", func(t *testing.T) {
+		cfg := Config{Do: fakeDo(5 * time.Millisecond), Knobs: k, Duration: 300 * time.Millisecond}
+		e, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan struct{})
+		go func() { defer close(ran); e.Run(ctx) }()
+		defer func() { cancel(); <-ran }()
+		s := waitFor(t, e, 10*time.Second, "done", func(s Snapshot) bool { return s.Done })
+		if s.DoneWhy != EndDuration || s.Elapsed < 300*time.Millisecond || s.Elapsed > 2*time.Second {
+			t.Fatalf("why %q at %v", s.DoneWhy, s.Elapsed)
+		}
+		time.Sleep(200 * time.Millisecond)
+		e.Update(func(k *Knobs) { k.Concurrency = 8 }) // a knob after the end starts nothing
+		later := waitFor(t, e, 10*time.Second, "a later snapshot", func(l Snapshot) bool { return l.Seq > s.Seq+5 })
+		if later.Elapsed != s.Elapsed || later.TotalCompleted != s.TotalCompleted || later.Run.Duration != s.Run.Duration {
+			t.Fatalf("after done: elapsed %v completed %d span %v; at done %v %d %v", later.Elapsed, later.TotalCompleted, later.Run.Duration, s.Elapsed, s.TotalCompleted, s.Run.Duration)
+		}
+	})
+	t.Run("drain runs out", func(t *testing.T) {
+		s := runFor(t, Config{Do: fakeDo(-1), Knobs: k, Duration: 100 * time.Millisecond, Drain: 100 * time.Millisecond}, 10*time.Second)
+		if s.Incomplete != 4 || s.TotalCompleted+s.TotalFailed != 0 || s.InFlight != 0 {
+			t.Fatalf("incomplete %d, finished %d, in flight %d; want 4, 0, 0", s.Incomplete, s.TotalCompleted+s.TotalFailed, s.InFlight)
+		}
+	})
+	t.Run("open loop", func(t *testing.T) {
+		ok := k
+		ok.Mode, ok.Rate = OpenLoop, 200
+		s := runFor(t, Config{Do: fakeDo(5 * time.Millisecond), Knobs: ok, MaxRequests: 30}, 10*time.Second)
+		if s.TotalCompleted != 30 || s.DoneWhy != EndRequests {
+			t.Fatalf("completed %d why %q", s.TotalCompleted, s.DoneWhy)
+		}
+	})
+	t.Run("stages", func(t *testing.T) {
+		st := []Stage{{Concurrency: 2, Duration: 100 * time.Millisecond}, {Concurrency: 3, Duration: 100 * time.Millisecond}}
+		s := runFor(t, Config{Do: fakeDo(5 * time.Millisecond), Knobs: k, Stages: st, EndAfterStages: true}, 10*time.Second)
+		if s.DoneWhy != EndStages || len(s.Phases) != 2 {
+			t.Fatalf("why %q, %d phases", s.DoneWhy, len(s.Phases))
+		}
+	})
+}
