@@ -26,7 +26,7 @@ type Dataset struct {
 func LoadDataset(path string, seed uint64) (*Dataset, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--dataset: %w", err)
+		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	var items []probe.Request
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
@@ -35,10 +35,10 @@ func LoadDataset(path string, seed uint64) (*Dataset, error) {
 		items, err = jsonl(data)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--dataset %s: %w", path, err)
+		return nil, fmt.Errorf("dataset %s: %w", path, err)
 	}
 	if len(items) == 0 {
-		return nil, fmt.Errorf("--dataset %s: no prompts in it", path)
+		return nil, fmt.Errorf("dataset %s: no prompts in it", path)
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0xda7a5e7))
 	rng.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })

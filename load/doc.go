@@ -1,7 +1,28 @@
-// Package load is infertop's engine: it owns the knobs (concurrency, prompt
-// and output length, pause), runs the closed-loop scheduler that keeps that
-// many requests in flight through probe, folds every result into rolling
-// HdrHistogram windows and per-phase statistics in one aggregator goroutine,
-// and publishes an immutable Snapshot on every tick to any number of
-// subscribers, never blocking on them.
+// Package load is infertop's engine: it owns the knobs (concurrency, rate,
+// prompt and output length, pause), runs the closed loop (N workers) or the
+// open loop (arrivals at a rate) that sends requests through probe, folds
+// every result into rolling HdrHistogram windows and per-phase statistics in
+// one aggregator goroutine, and publishes an immutable Snapshot on every tick
+// to any number of subscribers, never blocking on them.
+//
+// The files, by concern:
+//
+//	config.go     Config, Warmup, Goodput, Record, the run-end reasons, Windows
+//	engine.go     Engine and New, the knob methods, Finish/Ending, Run (the aggregator loop)
+//	knobs.go      Knobs, Mode and the knobs' limits
+//	closed.go     the closed loop: workers, one per unit of concurrency
+//	open.go       the open loop: Arrivals, the dispatcher, the backlog; ParseRate
+//	request.go    one request: admitted, sent, its result handed on or counted incomplete
+//	hub.go        the subscription hub: Subscribe, Latest, publish
+//	plan.go       stages, ramps and the stage walk
+//	stats.go      the aggregator: windows, phases, counters
+//	hist.go       the histograms behind the windows and Dist, their percentiles
+//	snapshot.go   Snapshot and what it carries: Metric, Target, Point, Phase, Limits
+//	prompt.go     the prompt generator
+//	calibrate.go  learning how many words make a token count
+//	lengths.go    spread prompt and output lengths (Length)
+//	dataset.go    prompts from a file (Dataset)
+//
+// Errors speak the engine's terms (a rate, a ramp, a dataset), never a
+// command-line flag's name: the caller knows which flag it parsed.
 package load

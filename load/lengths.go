@@ -57,7 +57,7 @@ func ParseLength(s string, limit int) (centre int, l Length, err error) {
 	return bad()
 }
 
-// String writes the shape around a centre, as the flag would.
+// String writes the shape around a centre, as ParseLength reads it.
 func (l Length) String(centre int) string {
 	switch l.Kind {
 	case "uniform":

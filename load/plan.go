@@ -74,13 +74,13 @@ func ParseStages(s string) ([]Stage, error) {
 func Ramp(spec string, open bool) ([]Stage, error) {
 	parts := strings.Split(spec, ":")
 	if len(parts) != 3 {
-		return nil, fmt.Errorf("bad --ramp %q: want FROM:TO:DURATION", spec)
+		return nil, fmt.Errorf("bad ramp %q: want FROM:TO:DURATION", spec)
 	}
 	from, err1 := strconv.ParseFloat(parts[0], 64)
 	to, err2 := strconv.ParseFloat(parts[1], 64)
 	d, err3 := time.ParseDuration(parts[2])
 	if err1 != nil || err2 != nil || err3 != nil || from <= 0 || to <= 0 || d < time.Second {
-		return nil, fmt.Errorf("bad --ramp %q: want positive FROM and TO and a DURATION of a second or more", spec)
+		return nil, fmt.Errorf("bad ramp %q: want positive FROM and TO and a DURATION of a second or more", spec)
 	}
 	steps := int(d / time.Second)
 	var out []Stage

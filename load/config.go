@@ -1,0 +1,148 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/infertop/infertop/probe"
+)
+
+// Windows returns the rolling windows a user can choose, in cycling order.
+func Windows() []time.Duration {
+	return []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute}
+}
+
+// DefaultDrain is how long requests still in flight when a run ends get to
+// finish before they are cancelled and counted incomplete (k6's graceful
+// stop is 30 s too).
+const DefaultDrain = 30 * time.Second
+
+// Why a run ended, as Snapshot.DoneWhy says it.
+const (
+	EndDuration    = "duration reached"
+	EndRequests    = "request limit reached"
+	EndStages      = "the last stage ended"
+	EndInterrupted = "interrupted"
+)
+
+// Config configures an engine.
+type Config struct {
+	// Do sends one request and measures it (normally (*probe.Client).Do).
+	Do func(context.Context, probe.Request) probe.Result
+	// Target describes the endpoint for display.
+	Target Target
+	// Knobs are the initial knob values.
+	Knobs Knobs
+	// Tick is the snapshot interval (default 250 ms).
+	Tick time.Duration
+	// Window is the initial rolling window (default 30 s); any of Windows.
+	Window time.Duration
+	// Seed makes the prompts repeatable.
+	Seed uint64
+	// MaxRequests ends the run once this many requests have started (0: no
+	// limit); Duration once the run has lasted this long (0: no limit).
+	// Either way no new request starts; those in flight get Drain (0:
+	// DefaultDrain) to finish, then are cancelled and counted incomplete.
+	// The engine is the one place that decides a run is over: its
+	// snapshots say so (Done, DoneWhy) and their clock stops there.
+	MaxRequests int64
+	Duration    time.Duration
+	Drain       time.Duration
+	// Stages, if set, are walked from the start (see Walk);
+	// EndAfterStages ends the run when the last stage is over.
+	Stages         []Stage
+	EndAfterStages bool
+	// Goodput holds the per-request limits a request must meet to count as
+	// good (zero limits are not checked).
+	Goodput Goodput
+	// PromptLength and OutputLength spread the lengths around the knobs
+	// (zero: fixed). Draws depend only on Seed and the request's number.
+	PromptLength, OutputLength Length
+	// NoCalibrate keeps prompts at the asked number of words instead of
+	// learning, from the server's reported prompt tokens, how many words
+	// make the asked number of tokens.
+	NoCalibrate bool
+	// PrefixTokens starts every prompt with the same text of about this
+	// many tokens (prefix-cache experiments); the rest stays unique.
+	PrefixTokens int
+	// Dataset, if set, supplies the prompts (the prompt knob and the
+	// calibration then do not apply).
+	Dataset *Dataset
+	// Warmup is the start of the run kept out of the statistics: a phase of
+	// its own, marked warm-up, and nothing else.
+	Warmup Warmup
+	// Arrivals spaces the open loop's requests (default constant).
+	Arrivals Arrivals
+	// MaxInFlight caps the open loop's requests in flight (0: no cap);
+	// arrivals past it wait in a backlog, their wait counted.
+	MaxInFlight int
+	// OnResult, if set, is called with every finished request (not those
+	// infertop cancelled itself), in order, on the aggregator's goroutine:
+	// it must not block for long.
+	OnResult func(Record)
+}
+
+// Warmup is a number of requests or a time (whichever is set).
+type Warmup struct {
+	Requests int64
+	Duration time.Duration
+}
+
+// ParseWarmup reads a number of requests ('100') or a duration ('30s').
+func ParseWarmup(s string) (Warmup, error) {
+	if s == "" {
+		return Warmup{}, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+		return Warmup{Requests: n}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return Warmup{Duration: d}, nil
+	}
+	return Warmup{}, fmt.Errorf("bad warm-up %q: want a number of requests or a duration", s)
+}
+
+func (w Warmup) set() bool { return w.Requests > 0 || w.Duration > 0 }
+
+// Goodput is vLLM's per-request service-level limits: a request is good when
+// it succeeded and met every limit given.
+type Goodput struct {
+	TTFT, TPOT, E2E time.Duration
+}
+
+// Set reports whether any limit is given.
+func (g Goodput) Set() bool { return g.TTFT > 0 || g.TPOT > 0 || g.E2E > 0 }
+
+// good reports whether r met every limit.
+func (g Goodput) good(r *probe.Result) bool {
+	if !r.OK() {
+		return false
+	}
+	if g.TTFT > 0 && (!r.HasTTFT || r.TTFT > g.TTFT) {
+		return false
+	}
+	if g.TPOT > 0 {
+		if tpot, ok := r.TPOT(); ok && tpot > g.TPOT {
+			return false
+		}
+	}
+	return g.E2E <= 0 || r.E2E <= g.E2E
+}
+
+// Record is one finished request as OnResult sees it.
+type Record struct {
+	probe.Result
+	// Phase is the phase the request started in; Knobs its settings.
+	Phase int
+	Knobs Knobs
+	// At is the run time the request started; Queue is the open loop's
+	// wait from its intended send time to At (zero in the closed loop).
+	At, Queue time.Duration
+	// PromptTokens is the prompt length asked for.
+	PromptTokens int
+	// Good is true when the request met the goodput limits; Warmup when it
+	// belongs to the warm-up.
+	Good, Warmup bool
+}

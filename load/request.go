@@ -1,0 +1,74 @@
+package load
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/infertop/infertop/probe"
+)
+
+// admitLocked counts one more request started, or ends the run when the
+// request limit is reached (false: the request must not start).
+func (e *Engine) admitLocked() bool {
+	if e.ending {
+		return false
+	}
+	if e.cfg.MaxRequests > 0 && e.begun.Add(1) > e.cfg.MaxRequests {
+		e.finishLocked(EndRequests)
+		return false
+	}
+	e.unsettled.Add(1)
+	return true
+}
+
+// send runs one request and hands its result to the aggregator; intended
+// is zero in the closed loop. It reports whether the request succeeded and
+// whether its result was delivered (false once the engine is stopping).
+func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time) (succeeded, delivered bool) {
+	promptLen, outputLen := k.PromptTokens, k.OutputTokens
+	if n := e.reqSeq.Add(1); e.cfg.PromptLength.varies() || e.cfg.OutputLength.varies() {
+		rng := rand.New(rand.NewPCG(e.cfg.Seed^0xa0761d6478bd642f, n))
+		promptLen = e.cfg.PromptLength.sample(rng, k.PromptTokens, MaxPromptTokens)
+		outputLen = e.cfg.OutputLength.sample(rng, k.OutputTokens, MaxOutputTokens)
+	}
+	words := promptLen
+	var req probe.Request
+	if e.cfg.Dataset != nil {
+		req = e.cfg.Dataset.take()
+		words, promptLen = 0, len(strings.Fields(req.Prompt))
+		for _, m := range req.Messages {
+			promptLen += len(strings.Fields(m.Content))
+		}
+	} else {
+		if !e.cfg.NoCalibrate {
+			words = e.cal.words(promptLen)
+		}
+		req.Prompt = e.prompts.Next(words)
+	}
+	req.MaxTokens = outputLen
+	e.inflight.Add(1)
+	res := e.cfg.Do(ctx, req)
+	e.inflight.Add(-1)
+	if res.Class == probe.Canceled || ctx.Err() != nil {
+		e.dropUnfinished(ph)
+		return false, false
+	}
+	select {
+	case e.results <- outcome{res: res, phase: ph, prompt: promptLen, words: words, intended: intended}:
+	case <-ctx.Done():
+		e.dropUnfinished(ph)
+		return false, false
+	}
+	return res.OK(), true
+}
+
+// dropUnfinished counts a request the engine cancelled before it finished
+// (the drain ran out, or the engine stopped) as incomplete.
+func (e *Engine) dropUnfinished(ph *phaseInfo) {
+	ph.outstanding.Add(-1)
+	e.incomplete.Add(1)
+	e.unsettled.Add(-1)
+	e.poke()
+}
