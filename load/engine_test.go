@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/sim/simtest"
 )
 
 type rig struct {
@@ -32,21 +32,12 @@ func startRig(t *testing.T, p sim.Params, k Knobs, opts ...func(*Config)) *rig {
 // the default).
 func startRigTimeout(t *testing.T, p sim.Params, k Knobs, timeout time.Duration, opts ...func(*Config)) *rig {
 	t.Helper()
-	srv, err := sim.New(p)
+	srv := simtest.Start(t, p)
+	client, err := probe.New(probe.Config{URL: srv.ChatURL, Model: p.Model, MaxConns: 64, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	simDone := make(chan struct{})
-	go func() { defer close(simDone); srv.Run(ctx) }()
-	hs := httptest.NewUnstartedServer(srv.Handler())
-	srv.ConfigureHTTP(hs.Config)
-	hs.Start()
-	client, err := probe.New(probe.Config{URL: hs.URL + "/v1/chat/completions", Model: p.Model, MaxConns: 64, Timeout: timeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Do: client.Do, Knobs: k, Tick: 50 * time.Millisecond, Target: Target{URL: hs.URL, Model: p.Model, API: "openai-chat", Sim: true}}
+	cfg := Config{Do: client.Do, Knobs: k, Tick: 50 * time.Millisecond, Target: Target{URL: srv.Origin, Model: p.Model, API: "openai-chat", Sim: true}}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -54,10 +45,10 @@ func startRigTimeout(t *testing.T, p sim.Params, k Knobs, timeout time.Duration,
 	if err != nil {
 		t.Fatal(err)
 	}
-	engCtx, engCancel := context.WithCancel(ctx)
+	engCtx, engCancel := context.WithCancel(context.Background())
 	engDone := make(chan struct{})
 	go func() { defer close(engDone); eng.Run(engCtx) }()
-	r := &rig{eng: eng, sim: srv}
+	r := &rig{eng: eng, sim: srv.Sim}
 	var stopped bool
 	r.stop = func() {
 		if stopped {
@@ -66,9 +57,7 @@ func startRigTimeout(t *testing.T, p sim.Params, k Knobs, timeout time.Duration,
 		stopped = true
 		engCancel()
 		<-engDone
-		cancel()
-		<-simDone
-		hs.Close()
+		srv.Close()
 		client.Close()
 	}
 	t.Cleanup(r.stop)

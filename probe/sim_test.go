@@ -10,17 +10,18 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/sim/simtest"
 )
 
 // TestGenericAgainstSim: a client script written for the sim's plain API
 // (POST /v1/infer) sees the same figures infertop's generic kind does.
 func TestGenericAgainstSim(t *testing.T) {
 	p, _ := sim.Preset("fast")
-	hs := startSim(t, p)
+	ss := simtest.Start(t, p)
 
 	prompt := "tell me about the river and the sea in seven words"
 	// The script: plain net/http and encoding/json.
-	resp, err := http.Post(hs.URL+"/v1/infer", "application/json",
+	resp, err := http.Post(ss.URL+"/infer", "application/json",
 		strings.NewReader(`{"model":"sim-llama-8b","input":"`+prompt+`","max_tokens":12}`))
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestGenericAgainstSim(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	url, _ := EndpointURL(Generic, hs.URL, false)
+	url, _ := EndpointURL(Generic, ss.Origin, false)
 	c, err := New(Config{URL: url, Model: "sim-llama-8b", API: Generic})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +57,7 @@ func TestGenericAgainstSim(t *testing.T) {
 		kind     Kind
 		noStream bool
 	}{{OpenAIChat, false}, {OpenAIChat, true}, {OpenAICompletions, false}, {OpenAICompletions, true}} {
-		url, _ := EndpointURL(tc.kind, hs.URL+"/v1", !tc.noStream)
+		url, _ := EndpointURL(tc.kind, ss.URL, !tc.noStream)
 		c, err := New(Config{URL: url, Model: "sim-llama-8b", API: tc.kind, NoStream: tc.noStream})
 		if err != nil {
 			t.Fatal(err)
@@ -75,10 +76,10 @@ func TestGenericAgainstSim(t *testing.T) {
 func TestConnectionsReused(t *testing.T) {
 	p, _ := sim.Preset("fast")
 	p.Faults.HTTP429 = 0.3
-	hs := startSim(t, p)
+	ss := simtest.Start(t, p)
 	for _, cfg := range []Config{
-		{URL: hs.URL + "/v1/chat/completions", Model: p.Model},
-		{URL: hs.URL + "/v1/completions", Model: p.Model, NoStream: true},
+		{URL: ss.ChatURL, Model: p.Model},
+		{URL: ss.URL + "/completions", Model: p.Model, NoStream: true},
 	} {
 		c, err := New(cfg)
 		if err != nil {
@@ -123,19 +124,4 @@ func TestStreamHeldOpenAfterDone(t *testing.T) {
 	if took := time.Since(t0); !r.OK() || took > drainWait+time.Second || r.E2E > 500*time.Millisecond {
 		t.Fatalf("class %v (%s), Do took %v, E2E %v", r.Class, r.Err, took, r.E2E)
 	}
-}
-
-// startSim serves a sim with p until the test ends.
-func startSim(t *testing.T, p sim.Params) *httptest.Server {
-	t.Helper()
-	s, err := sim.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Run(ctx) }()
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { cancel(); <-done; hs.Close() })
-	return hs
 }

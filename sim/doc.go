@@ -7,5 +7,8 @@
 // plain JSON API at /v1/infer, /v1/models, /health and Prometheus /metrics
 // with vLLM's metric names. Every request it serves leaves a server-side
 // Record, the ground truth that infertop's client-side figures are tested
-// against. It imports nothing else of infertop's.
+// against. It imports nothing else of infertop's, so that it runs alone and
+// under other tools: what a caller wants done in the goroutines Serve
+// starts (the dashboard's panic handler) it passes in, with WithGuard.
+// Tests start it in-process with package simtest.
 package sim

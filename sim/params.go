@@ -74,16 +74,17 @@ type Faults struct {
 	Pause time.Duration
 }
 
-// faultNames are --faults' names, in draw order.
+// faultNames are the names in a fault list (ParseFaults), in draw order.
 var faultNames = []string{"500", "429", "reset", "stall", "stall-mid", "malformed", "huge-line", "trickle"}
 
 func (f *Faults) rates() []*float64 {
 	return []*float64{&f.HTTP500, &f.HTTP429, &f.Reset, &f.Stall, &f.StallMid, &f.Malformed, &f.HugeLine, &f.Trickle}
 }
 
-// ParseFaults reads --faults: 'reset=0.01,stall=0.02,...' (names: 500,
+// ParseFaults reads a fault list: 'reset=0.01,stall=0.02,...' (names: 500,
 // 429, reset, stall, stall-mid, malformed, huge-line, trickle) and the stall
-// length 'pause=3s'.
+// length 'pause=3s'. Its errors speak of a fault list, not of a flag: the
+// command line that reads the list into a flag names the flag.
 func ParseFaults(s string) (Faults, error) {
 	var f Faults
 	if strings.TrimSpace(s) == "" {
@@ -92,12 +93,12 @@ func ParseFaults(s string) (Faults, error) {
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
-			return f, fmt.Errorf("bad --faults %q: want name=rate,... (%s) and pause=DURATION", s, strings.Join(faultNames, ", "))
+			return f, fmt.Errorf("bad fault list %q: want name=rate,... (%s) and pause=DURATION", s, strings.Join(faultNames, ", "))
 		}
 		if k == "pause" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return f, fmt.Errorf("bad --faults pause %q", v)
+				return f, fmt.Errorf("bad fault list pause %q: want a positive duration such as 3s", v)
 			}
 			f.Pause = d
 			continue
@@ -105,7 +106,7 @@ func ParseFaults(s string) (Faults, error) {
 		i := slices.Index(faultNames, k)
 		r, err := strconv.ParseFloat(v, 64)
 		if i < 0 || err != nil || r < 0 || r > 1 {
-			return f, fmt.Errorf("bad --faults %q: unknown fault or rate (%s)", kv, strings.Join(faultNames, ", "))
+			return f, fmt.Errorf("bad fault list entry %q: unknown fault, or a rate outside 0..1 (%s)", kv, strings.Join(faultNames, ", "))
 		}
 		*f.rates()[i] = r
 	}

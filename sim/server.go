@@ -13,8 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/infertop/infertop/crash"
 )
 
 // Server is the simulated endpoint. Create it with New, run its engine with
@@ -58,17 +56,48 @@ func (s *Server) Params() Params { return s.p }
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // Run steps the simulated engine until ctx ends. Requests that arrive while
-// it is not running wait.
+// it is not running wait. Run starts no goroutine of its own: it runs in
+// the caller's, which the caller guards as it guards its others.
 func (s *Server) Run(ctx context.Context) {
 	defer close(s.stopped)
 	s.sched.run(ctx)
+}
+
+// ServeOption changes how Serve runs; the zero set of options is the
+// plain server.
+type ServeOption func(*serveOptions)
+
+type serveOptions struct {
+	guard func()
+}
+
+// WithGuard has Serve defer guard at the top of every goroutine it starts
+// (the engine's loop and the HTTP accept loop), so the caller decides what
+// a panic in them does: the dashboard restores the terminal before the
+// panic is printed, which sim cannot do without importing the caller.
+// guard is deferred directly, so a recover() inside it stops the panic (a
+// goroutine so stopped has ended; Serve still returns when ctx ends). A nil
+// guard, or none, does nothing. Goroutines net/http starts for each
+// connection are not covered: net/http recovers a handler's panic itself.
+func WithGuard(guard func()) ServeOption {
+	return func(o *serveOptions) { o.guard = guard }
 }
 
 // Serve runs the engine and serves HTTP on ln until ctx ends, then shuts the
 // listener down, giving open streams a second to finish. The HTTP server's
 // own complaints go to errLog (nil: discarded, as under a dashboard, where
 // nothing may write to the terminal).
-func (s *Server) Serve(ctx context.Context, ln net.Listener, errLog *log.Logger) error {
+func (s *Server) Serve(ctx context.Context, ln net.Listener, errLog *log.Logger, opts ...ServeOption) error {
+	var o serveOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	guard := o.guard
+	// A no-op rather than a nil test inside a deferred closure: recover()
+	// works only in the function deferred itself, so guard must be that.
+	if guard == nil {
+		guard = func() {}
+	}
 	if errLog == nil {
 		errLog = log.New(io.Discard, "", 0)
 	}
@@ -77,11 +106,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, errLog *log.Logger)
 	engineDone := make(chan struct{})
 	go func() {
 		defer close(engineDone)
-		defer crash.Recover()
+		defer guard()
 		s.Run(ctx)
 	}()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() {
+		defer guard()
+		errc <- hs.Serve(ln)
+	}()
 	var err error
 	select {
 	case <-ctx.Done():
