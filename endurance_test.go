@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/infertop/infertop/endurance"
+	"github.com/infertop/infertop/tools/endurance"
 )
 
 // TestEndurance is the 30-second version of the bench's hour

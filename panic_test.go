@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/tools/tmuxterm"
 )
 
 // injectPanic makes the dashboard panic, for TestPanicRestoresTerminal:
@@ -53,11 +54,10 @@ func TestPanicRestoresTerminal(t *testing.T) {
 		t.Run(where, func(t *testing.T) {
 			cmd := fmt.Sprintf("env INFERTOP_TEST_MAIN=1 INFERTOP_TEST_PANIC=%s TERM=xterm-256color %q --tick 100ms -c 2 --prompt-tokens 16 --output-tokens 8 2>&1;"+
 				" echo EXITED $?; if stty -a | grep -q -- -icanon; then echo RAW; else echo COOKED; fi; sleep 30", where, self)
-			term := newTmux(t, fmt.Sprintf("infertop-panic-%d-%s", os.Getpid(), where), 100, 40, cmd)
-			tmux := term.run
+			term := tmuxterm.New(t, fmt.Sprintf("infertop-panic-%d-%s", os.Getpid(), where), 100, 40, cmd)
 			wait := func(what ...string) string {
 				t.Helper()
-				return term.wait(fmt.Sprintf("%q", what), term.scrollback, func(s string) bool { // with what scrolled off
+				return term.Wait(fmt.Sprintf("%q", what), term.Scrollback, func(s string) bool { // with what scrolled off
 					for _, w := range what {
 						if strings.Contains(s, w) {
 							return true
@@ -68,7 +68,7 @@ func TestPanicRestoresTerminal(t *testing.T) {
 			}
 			if where == "update" {
 				wait("Latency")
-				tmux("send-keys", "-t", "t", "!")
+				term.Keys("!")
 			}
 			s := wait("COOKED", "RAW")
 			for _, want := range []string{"infertop: panic: injected", "goroutine ", "The terminal was restored", "EXITED 2", "COOKED"} {
@@ -79,7 +79,7 @@ func TestPanicRestoresTerminal(t *testing.T) {
 			if strings.Contains(s, "Latency") {
 				t.Errorf("the dashboard is still on the screen:\n%s", s)
 			}
-			if alt := strings.TrimSpace(tmux("display", "-p", "-t", "t", "#{alternate_on} #{cursor_flag}")); alt != "0 1" {
+			if alt := strings.TrimSpace(term.Display("#{alternate_on} #{cursor_flag}")); alt != "0 1" {
 				t.Errorf("alternate screen and cursor flags %q, want the main screen and a visible cursor (0 1)", alt)
 			}
 		})

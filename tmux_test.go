@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/infertop/infertop/tools/tmuxterm"
 )
 
 // TestMain lets the test binary stand in for infertop itself, so the tmux
@@ -24,12 +24,11 @@ func TestMain(m *testing.M) {
 // keys and quits.
 func TestDashboardInTmux(t *testing.T) {
 	self := selfForTmux(t)
-	term := newTmux(t, fmt.Sprintf("infertop-test-%d", os.Getpid()), 80, 24,
+	term := tmuxterm.New(t, fmt.Sprintf("infertop-test-%d", os.Getpid()), 80, 24,
 		fmt.Sprintf("env INFERTOP_TEST_MAIN=1 TERM=xterm-256color %q --tick 100ms; echo EXITED $?; sleep 30", self))
-	tmux, screen := term.run, term.screen
 	waitScreen := func(what string, cond func(string) bool) string {
 		t.Helper()
-		return term.wait(what, screen, cond)
+		return term.Wait(what, term.Screen, cond)
 	}
 	s := waitScreen("a request's TTFT", func(s string) bool {
 		for _, l := range strings.Split(s, "\n") {
@@ -44,12 +43,12 @@ func TestDashboardInTmux(t *testing.T) {
 			t.Errorf("screen lacks %q:\n%s", want, s)
 		}
 	}
-	tmux("send-keys", "-t", "t", "K")
+	term.Keys("K")
 	waitScreen("concurrency 16", func(s string) bool { return strings.Contains(s, "concurrency 16") })
 	waitScreen("16 in flight", func(s string) bool { return strings.Contains(s, "16 of 16") })
-	tmux("send-keys", "-t", "t", "Space")
+	term.Keys("Space")
 	waitScreen("paused", func(s string) bool { return strings.Contains(s, "paused") })
-	tmux("send-keys", "-t", "t", "q")
+	term.Keys("q")
 	waitScreen("a clean exit", func(s string) bool { return strings.Contains(s, "EXITED 0") })
 }
 
@@ -57,7 +56,7 @@ func TestDashboardInTmux(t *testing.T) {
 // binary, which TestMain turns into infertop.
 func selfForTmux(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
+	if err := tmuxterm.Installed(); err != nil {
 		t.Skip("tmux not installed")
 	}
 	self, err := os.Executable()
@@ -65,48 +64,4 @@ func selfForTmux(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return self
-}
-
-// tmuxTerm is a tmux server on its own socket with one session, "t".
-type tmuxTerm struct {
-	t    *testing.T
-	sock string
-}
-
-// newTmux starts cmd in a w x h session, killed when the test ends.
-func newTmux(t *testing.T, sock string, w, h int, cmd string) *tmuxTerm {
-	t.Helper()
-	m := &tmuxTerm{t: t, sock: sock}
-	m.run("new-session", "-d", "-s", "t", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), cmd)
-	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
-	return m
-}
-
-func (m *tmuxTerm) run(args ...string) string {
-	m.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", m.sock}, args...)...).CombinedOutput()
-	if err != nil {
-		m.t.Fatalf("tmux %v: %v: %s", args, err, out)
-	}
-	return string(out)
-}
-
-// screen is what the terminal shows; scrollback adds what scrolled off.
-func (m *tmuxTerm) screen() string     { return m.run("capture-pane", "-p", "-t", "t") }
-func (m *tmuxTerm) scrollback() string { return m.run("capture-pane", "-p", "-S", "-300", "-t", "t") }
-
-// wait reads the terminal with read until cond holds, for up to 20 s.
-func (m *tmuxTerm) wait(what string, read func() string, cond func(string) bool) string {
-	m.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s := read()
-		if cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("screen never showed %s:\n%s", what, s)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -2,9 +2,9 @@
 // on one machine, and prints a Markdown report (BENCHMARKS.md is its
 // output):
 //
-//	go run ./bench                      # everything: about 1 h 20 min
-//	go run ./bench -only gen,streaming  # some sections
-//	go run ./bench -duration 5s -memory 1m -endurance 2m
+//	go run ./tools/bench                      # everything: about 1 h 20 min
+//	go run ./tools/bench -only gen,streaming  # some sections
+//	go run ./tools/bench -duration 5s -memory 1m -endurance 2m
 //
 // 1. Request generation on a minimal non-streaming JSON endpoint at a fixed
 // concurrency: infertop's engine against hey, wrk and vegeta (each is run
@@ -53,7 +53,7 @@ func main() {
 		return *only == "" || strings.Contains(","+*only+",", ","+name+",")
 	}
 	var out bytes.Buffer
-	fmt.Fprintf(&out, "# infertop benchmarks\n\n`go run ./bench %s` on %s/%s, %d CPUs, %s, %s.\n\n",
+	fmt.Fprintf(&out, "# infertop benchmarks\n\n`go run ./tools/bench %s` on %s/%s, %d CPUs, %s, %s.\n\n",
 		strings.Join(os.Args[1:], " "), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02"))
 	sections := []struct {
 		name string

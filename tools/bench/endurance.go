@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/infertop/infertop/endurance"
+	"github.com/infertop/infertop/tools/endurance"
 )
 
 func enduranceRun(out *bytes.Buffer, d time.Duration) error {

@@ -8,10 +8,10 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/infertop/infertop/endurance"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/tools/endurance"
 	"github.com/infertop/infertop/ui"
 )
 

@@ -6,7 +6,7 @@
 // them, and it pauses the load twice (early and at the end) to count the
 // goroutines left with nothing in flight.
 //
-// The bench runs it for an hour (go run ./bench -only endurance); a
+// The bench runs it for an hour (go run ./tools/bench -only endurance); a
 // 30-second version runs in the tests. Everything listens on 127.0.0.1.
 package endurance
 
@@ -22,6 +22,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/infertop/infertop/tools/tmuxterm"
 )
 
 // Config says what to run and for how long.
@@ -104,8 +106,8 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	if cfg.Socket == "" {
 		cfg.Socket = fmt.Sprintf("infertop-endurance-%d", time.Now().UnixNano())
 	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		return nil, fmt.Errorf("endurance: tmux is needed to run the dashboard: %w", err)
+	if err := tmuxterm.Installed(); err != nil {
+		return nil, fmt.Errorf("endurance: to run the dashboard: %w", err)
 	}
 
 	simURL, stopSim, err := startSim(ctx, cfg)
@@ -117,18 +119,18 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &term{socket: cfg.Socket}
-	defer func() {
-		if err == nil || !cfg.KeepScreenOnFailed {
-			t.kill()
-		}
-	}()
 	cmd := shellQuote(append(append([]string{"env"}, cfg.Env...), cfg.Infertop...)) + " " + shellQuote(append([]string{
 		"--url", simURL, "--metrics-addr", metricsAddr, "--scrape-every", "1s"}, cfg.LoadArgs...)) +
 		"; echo EXITED $?; sleep 3600"
-	if err = t.start(cfg.Width, cfg.Height, cmd); err != nil {
-		return nil, err
+	t, err := tmuxterm.Start(cfg.Socket, cfg.Width, cfg.Height, cmd)
+	if err != nil {
+		return nil, fmt.Errorf("endurance: %w", err)
 	}
+	defer func() {
+		if err == nil || !cfg.KeepScreenOnFailed {
+			t.Kill()
+		}
+	}()
 	m := &scraper{url: "http://" + metricsAddr + "/metrics", client: &http.Client{Timeout: 5 * time.Second}}
 	defer m.client.CloseIdleConnections()
 	logf := func(format string, a ...any) {
@@ -137,7 +139,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		}
 	}
 	if err = m.waitUp(ctx, 30*time.Second); err != nil {
-		err = fmt.Errorf("%w; the screen:\n%s", err, t.screen())
+		err = fmt.Errorf("%w; the screen:\n%s", err, screen(t))
 		return nil, err
 	}
 	logf("endurance: dashboard up, exporter at %s, sim at %s", metricsAddr, simURL)
@@ -150,8 +152,8 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		return s, err
 	}
 	idle := func() (Sample, error) {
-		if err := t.keys("Space"); err != nil {
-			return Sample{}, err
+		if err := t.Keys("Space"); err != nil {
+			return Sample{}, fmt.Errorf("endurance: %w", err)
 		}
 		deadline := time.Now().Add(cfg.DrainTimeout)
 		for {
@@ -175,7 +177,10 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		if err != nil {
 			return Sample{}, err
 		}
-		return s, t.keys("Space")
+		if err := t.Keys("Space"); err != nil {
+			return Sample{}, fmt.Errorf("endurance: %w", err)
+		}
+		return s, nil
 	}
 
 	next := time.NewTicker(cfg.Every)
@@ -196,7 +201,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 			res.Missed++
 			if time.Since(lastSample) > cfg.StallLimit {
 				err = fmt.Errorf("%w (no reading for %v) at %v; the screen:\n%s", serr, time.Since(lastSample).Round(time.Second),
-					time.Since(start).Round(time.Second), t.screen())
+					time.Since(start).Round(time.Second), screen(t))
 				return nil, err
 			}
 			continue
@@ -220,7 +225,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 				key = "J"
 			}
 			var d time.Duration
-			if d, err = t.pressAndWatch(key); err != nil {
+			if d, err = pressAndWatch(t, key); err != nil {
 				return nil, err
 			}
 			res.KeyLatency = append(res.KeyLatency, d)
@@ -229,7 +234,7 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	if up { // back to the starting concurrency, so the idle connections compare
 		var d time.Duration
-		if d, err = t.pressAndWatch("J"); err != nil {
+		if d, err = pressAndWatch(t, "J"); err != nil {
 			return nil, err
 		}
 		res.KeyLatency = append(res.KeyLatency, d)
@@ -242,25 +247,20 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		res.IdleEnd, res.IdleFDsEnd = s.Goroutines, s.OpenFDs
 	}
 	logf("endurance: %d goroutines paused and drained at the end", res.IdleEnd)
-	res.Screen = t.screen()
-	if err = t.keys("q"); err != nil {
+	res.Screen = screen(t)
+	if err = t.Keys("q"); err != nil {
+		err = fmt.Errorf("endurance: %w", err)
 		return nil, err
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		scr := t.screen()
-		if i := strings.Index(scr, "EXITED"); i >= 0 {
-			res.Exit = strings.TrimSpace(scr[i:])
-			if j := strings.IndexByte(res.Exit, '\n'); j >= 0 {
-				res.Exit = res.Exit[:j]
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			err = fmt.Errorf("endurance: the dashboard did not quit within 10s of q:\n%s", scr)
-			return nil, err
-		}
-		time.Sleep(50 * time.Millisecond)
+	var scr string
+	scr, err = t.Wait(10*time.Second, 50*time.Millisecond, t.Screen, func(s string) bool { return strings.Contains(s, "EXITED") })
+	if err != nil {
+		err = fmt.Errorf("endurance: the dashboard did not quit after q: %w:\n%s", err, scr)
+		return nil, err
+	}
+	res.Exit = strings.TrimSpace(scr[strings.Index(scr, "EXITED"):])
+	if j := strings.IndexByte(res.Exit, '\n'); j >= 0 {
+		res.Exit = res.Exit[:j]
 	}
 	return res, nil
 }
