@@ -24,8 +24,6 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/infertop/infertop/load"
-	"github.com/infertop/infertop/slo"
-	"github.com/infertop/infertop/telemetry"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -43,19 +41,40 @@ type Config struct {
 	// that sends nothing for that long (0: never).
 	MaxSessions int
 	IdleTimeout time.Duration
-	// Theme is the default theme; a session may ask for another.
-	Theme string
 	// Log gets one line per connection and disconnection.
 	Log io.Writer
 	// Engine is the one load every session watches.
 	Engine *load.Engine
-	// Objectives, Duration, Requests and Save are passed to every view.
-	Objectives []slo.Objective
-	Duration   time.Duration
-	Requests   int64
-	Save       func(load.Snapshot) (string, error)
-	Telemetry  func(time.Duration) telemetry.View
+	// View is the template every session's dashboard starts from (its
+	// Theme the default theme, its Objectives, Save and Telemetry). Per
+	// session the server sets Renderer, Snapshots and ReadOnly, sets Theme
+	// when the session asks for one, and drops Save for a watcher: saving
+	// is acting on the load, which only controllers do.
+	View ui.Options
 }
+
+// Error is a kind of error New returns, naming the part of the Config at
+// fault, so that a caller can say it in its own terms (a command's flag).
+// Test for one with errors.Is; the message after it says what went wrong.
+type Error string
+
+// Error returns the kind's name, which starts the wrapping message.
+func (e Error) Error() string { return string(e) }
+
+// The errors New wraps. They are constants, not variables: nothing can
+// reassign them.
+const (
+	// ErrAuthorizedKeys: AuthorizedKeys could not be read or parsed.
+	ErrAuthorizedKeys Error = "authorized keys"
+	// ErrNoKeys comes with ErrAuthorizedKeys when the file lists no key
+	// and AllowAnyKey is off, so no one could connect.
+	ErrNoKeys Error = "lists no keys"
+	// ErrControllers: Controllers could not be read or parsed.
+	ErrControllers Error = "controller keys"
+	// ErrHostKey: the host key at HostKeyPath could not be created or
+	// read.
+	ErrHostKey Error = "host key"
+)
 
 // Server is the SSH server.
 type Server struct {
@@ -79,20 +98,20 @@ func New(cfg Config) (*Server, error) {
 	var err error
 	if !cfg.AllowAnyKey {
 		if s.allowed, err = readKeys(cfg.AuthorizedKeys); err != nil {
-			return nil, fmt.Errorf("--authorized-keys: %w", err)
+			return nil, fmt.Errorf("%w: %w", ErrAuthorizedKeys, err)
 		}
 		if len(s.allowed) == 0 {
-			return nil, fmt.Errorf("--authorized-keys %s lists no keys (or pass --allow-any-key)", cfg.AuthorizedKeys)
+			return nil, fmt.Errorf("%w: %s %w", ErrAuthorizedKeys, cfg.AuthorizedKeys, ErrNoKeys)
 		}
 	}
 	if cfg.Controllers != "" {
 		if s.controllers, err = readKeys(cfg.Controllers); err != nil {
-			return nil, fmt.Errorf("--controllers: %w", err)
+			return nil, fmt.Errorf("%w: %w", ErrControllers, err)
 		}
 	}
 	if dir := dirOf(cfg.HostKeyPath); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("--host-key: %w", err)
+			return nil, fmt.Errorf("%w: %w", ErrHostKey, err)
 		}
 	}
 	opts := []ssh.Option{
@@ -106,8 +125,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.IdleTimeout > 0 {
 		opts = append(opts, wish.WithIdleTimeout(cfg.IdleTimeout))
 	}
+	// Of the options only the host key's can fail (it is generated, or
+	// read and parsed, here).
 	if s.srv, err = wish.NewServer(opts...); err != nil {
-		return nil, fmt.Errorf("ssh server: %w", err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrHostKey, cfg.HostKeyPath, err)
 	}
 	return s, nil
 }
@@ -214,25 +235,24 @@ func (s *Server) theme(sess ssh.Session) string {
 			return "light"
 		}
 	}
-	return s.cfg.Theme
+	return s.cfg.View.Theme
 }
 
 // program builds one session's dashboard.
 func (s *Server) program(sess ssh.Session) *tea.Program {
 	snaps, unsubscribe := s.cfg.Engine.Subscribe()
 	go func() { <-sess.Context().Done(); unsubscribe() }()
-	opts := ui.Options{
-		Renderer: bm.MakeRenderer(sess), Theme: s.theme(sess), Snapshots: snaps, Objectives: s.cfg.Objectives,
-		Duration: s.cfg.Duration, Requests: s.cfg.Requests, ReadOnly: !s.controller(sess.PublicKey()), Telemetry: s.cfg.Telemetry,
-	}
-	if !opts.ReadOnly {
-		opts.Save = s.cfg.Save
+	opts := s.cfg.View // a copy: the template stays as it is
+	opts.Renderer, opts.Theme, opts.Snapshots = bm.MakeRenderer(sess), s.theme(sess), snaps
+	opts.ReadOnly = !s.controller(sess.PublicKey())
+	if opts.ReadOnly {
+		opts.Save = nil
 	}
 	m, err := ui.New(s.cfg.Engine, opts)
 	if err != nil { // an unknown theme asked for: the default instead, and say so
-		opts.Theme = s.cfg.Theme
+		opts.Theme = s.cfg.View.Theme
 		m, _ = ui.New(s.cfg.Engine, opts)
-		fmt.Fprintf(sess.Stderr(), "infertop: %v; using %s\r\n", err, s.cfg.Theme)
+		fmt.Fprintf(sess.Stderr(), "infertop: %v; using %s\r\n", err, s.cfg.View.Theme)
 	}
 	// No WithContext: the middleware quits the program when the session
 	// ends, which is a clean exit rather than a "killed" error on stderr.

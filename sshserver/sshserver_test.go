@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/ui"
 )
 
 func newKey(t *testing.T) (gossh.Signer, []byte) {
@@ -70,7 +72,7 @@ func startServer(t *testing.T, cfg Config, tick ...time.Duration) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{eng: eng, log: &syncBuffer{}}
-	cfg.Engine, cfg.Log, cfg.Theme = eng, r.log, "dark"
+	cfg.Engine, cfg.Log, cfg.View.Theme = eng, r.log, "dark"
 	if r.srv, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +179,7 @@ func TestControllersAndWatchers(t *testing.T) {
 		HostKeyPath:    filepath.Join(dir, "host"),
 		AuthorizedKeys: writeFile(t, dir, "authorized", append(append([]byte{}, ctlPub...), watchPub...)),
 		Controllers:    writeFile(t, dir, "controllers", ctlPub),
+		View:           ui.Options{Save: func(load.Snapshot) (string, error) { return "infertop-x.json", nil }},
 	})
 	w, err := dial(t, r.addr, watch, nil)
 	if err != nil {
@@ -194,6 +197,8 @@ func TestControllersAndWatchers(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitFor(t, "Latency")
+	c.in.Write([]byte("s")) // the template's saver, for a controller
+	c.waitFor(t, "saved infertop-x.json")
 	c.in.Write([]byte("k"))
 	deadline := time.Now().Add(5 * time.Second)
 	for r.eng.Knobs().Concurrency != 5 {
@@ -277,8 +282,37 @@ func TestRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	second.waitFor(t, "the server is full (1 sessions)")
-	if _, err := New(Config{HostKeyPath: filepath.Join(dir, "h2"), AuthorizedKeys: filepath.Join(dir, "missing")}); err == nil {
-		t.Fatal("a missing authorized_keys file was accepted")
+}
+
+// TestConfigErrors: each bad part of the Config has its own error, which
+// the command maps to its flag; the message itself names no flag.
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	_, pub := newKey(t)
+	keys := writeFile(t, dir, "authorized", pub)
+	notDir := writeFile(t, dir, "file", nil)
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want []error
+	}{
+		{"missing keys", Config{HostKeyPath: filepath.Join(dir, "h"), AuthorizedKeys: filepath.Join(dir, "missing")}, []error{ErrAuthorizedKeys, os.ErrNotExist}},
+		{"no keys", Config{HostKeyPath: filepath.Join(dir, "h"), AuthorizedKeys: writeFile(t, dir, "empty", []byte("\n"))}, []error{ErrAuthorizedKeys, ErrNoKeys}},
+		{"bad keys", Config{HostKeyPath: filepath.Join(dir, "h"), AuthorizedKeys: writeFile(t, dir, "bad", []byte("not a key\n"))}, []error{ErrAuthorizedKeys}},
+		{"missing controllers", Config{HostKeyPath: filepath.Join(dir, "h"), AuthorizedKeys: keys, Controllers: filepath.Join(dir, "missing")}, []error{ErrControllers, os.ErrNotExist}},
+		{"host key dir", Config{HostKeyPath: filepath.Join(notDir, "h"), AllowAnyKey: true}, []error{ErrHostKey}},
+		{"host key garbage", Config{HostKeyPath: writeFile(t, dir, "garbage", []byte("not a key")), AllowAnyKey: true}, []error{ErrHostKey}},
+	} {
+		_, err := New(c.cfg)
+		t.Logf("%s: %v", c.name, err)
+		for _, want := range c.want {
+			if !errors.Is(err, want) {
+				t.Errorf("%s: %v is not %v", c.name, err, want)
+			}
+		}
+		if err != nil && strings.Contains(err.Error(), "--") {
+			t.Errorf("%s: %q names a flag", c.name, err)
+		}
 	}
 }
 

@@ -14,27 +14,39 @@ func (m *Model) header(w int) string {
 	if s.Target.Sim {
 		target += " (embedded sim)"
 	}
+	// The engine decides when the run is over; the header only says what
+	// its snapshot says, and the clock is the snapshot's, which stops when
+	// the run is done.
 	state := t.Good.Render("● running")
-	done := m.limitDur > 0 && s.Elapsed >= m.limitDur || m.limitReq > 0 && s.Finished() >= m.limitReq
 	switch {
+	case s.Done:
+		state = t.Accent.Render("■ done")
+		if s.DoneWhy != "" {
+			state += t.Muted.Render(": " + s.DoneWhy)
+		}
+		if s.Incomplete > 0 {
+			state += t.Warn.Render(fmt.Sprintf(" · %d incomplete", s.Incomplete))
+		}
 	case m.stopped:
 		state = t.Bad.Render("■ stopped")
-	case done:
-		state = t.Accent.Render("■ done")
+	case s.Ending():
+		state = t.Warn.Render(fmt.Sprintf("ending: %d in flight", s.InFlight))
 	case s.Knobs.Paused:
 		state = t.Warn.Render("‖ paused")
 	}
 	right := t.Muted.Render("run ") + t.Value.Render(clock(s.Elapsed)) + "  " + state
-	switch {
-	case m.limitDur > 0 && !done:
-		right = t.Muted.Render("ends in ") + t.Value.Render(clock(m.limitDur-s.Elapsed)) + "  " + right
-	case m.limitReq > 0 && !done:
-		right = t.Value.Render(fmt.Sprintf("%d/%d", s.Finished(), m.limitReq)) + t.Muted.Render(" requests  ") + right
+	if !s.Ending() && !m.stopped { // the countdown to the limits, while they matter
+		if l := s.Limits.Requests; l > 0 {
+			right = t.Value.Render(fmt.Sprintf("%d/%d", s.Finished(), l)) + t.Muted.Render(" requests  ") + right
+		}
+		if l := s.Limits.Duration; l > 0 {
+			right = t.Muted.Render("ends in ") + t.Value.Render(clock(max(l-s.Elapsed, 0))) + "  " + right
+		}
 	}
 	left := t.Header.Render("infertop") + "  " + t.Value.Render(s.Target.Model) + t.Muted.Render(" · "+s.Target.API+" · ") +
 		t.Text.Render(target)
 	gap := w - lipglossWidth(right)
-	line1 := fit(left, gap-1) + " " + right
+	line1 := fit(fit(left, gap-1)+" "+right, w) // never wider than the terminal, however long the state
 
 	k := s.Knobs
 	item := func(label, value string) string { return t.Muted.Render(label+" ") + t.Value.Render(value) }

@@ -76,7 +76,7 @@ func (m *Model) latencyTable(w, h int) string {
 // second, with a marker column where a phase began.
 func (m *Model) latencyChart(w, h int) string {
 	t, s := m.theme, &m.snap
-	met := chartMetrics[m.chartMetric]
+	met := chartMetrics()[m.chartMetric]
 	legend := t.P50.Render("p50") + " " + t.P95.Render("p95") + " " + t.P99.Render("p99")
 	if met == load.TTFT {
 		legend = t.P50.Render("p50") + " " + t.P99.Render("p99")

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
@@ -49,12 +48,9 @@ type Options struct {
 	// coloured, and a banner says when one breaks.
 	Objectives []slo.Objective
 	// Save, if set, writes the reports for the run so far (the `s` key)
-	// and says where.
+	// and says where. It runs in a command's goroutine, never in Update,
+	// so it may block (HTTP, files) without freezing the dashboard.
 	Save func(load.Snapshot) (string, error)
-	// Duration and Requests are the run's limits (zero: none): the header
-	// counts down to them and says when the run is done.
-	Duration time.Duration
-	Requests int64
 	// Telemetry, if set, reads the server's and the GPUs' side over a
 	// window, for the server panel and energy objectives.
 	Telemetry func(time.Duration) telemetry.View
@@ -69,8 +65,15 @@ type SnapshotMsg load.Snapshot
 // engineDoneMsg says the engine stopped and closed the subscription.
 type engineDoneMsg struct{}
 
-// chart metrics the `c` key cycles through.
-var chartMetrics = []load.Metric{load.E2E, load.TTFT}
+// savedMsg is a save's outcome: where the reports went, or why not.
+type savedMsg struct {
+	where string
+	err   error
+}
+
+// chartMetrics are the metrics the `c` key cycles through (a function, not
+// a variable: no package state).
+func chartMetrics() []load.Metric { return []load.Metric{load.E2E, load.TTFT} }
 
 // Model is the dashboard.
 type Model struct {
@@ -83,12 +86,13 @@ type Model struct {
 	help     help.Model
 	snaps    <-chan load.Snapshot
 	objs     []slo.Objective
-	limitDur time.Duration
-	limitReq int64
 	readOnly bool
 	telem    func(time.Duration) telemetry.View
 	tview    telemetry.View
 	save     func(load.Snapshot) (string, error)
+	// saving is true while a save runs; the footer says so, and another
+	// `s` waits for it rather than writing the same files twice at once.
+	saving   bool
 	verdicts []slo.Verdict
 	// flash is a one-line notice (a save, a locked key) shown in the
 	// footer until the next key.
@@ -115,7 +119,7 @@ func New(ctl Controller, o Options) (Model, error) {
 		o.Renderer = lipgloss.DefaultRenderer()
 	}
 	m := Model{ctl: ctl, renderer: o.Renderer, palettes: themes.Palettes(), keys: newKeyMap(), snaps: o.Snapshots,
-		objs: o.Objectives, save: o.Save, limitDur: o.Duration, limitReq: o.Requests, readOnly: o.ReadOnly, telem: o.Telemetry, width: MinWidth, height: MinHeight,
+		objs: o.Objectives, save: o.Save, readOnly: o.ReadOnly, telem: o.Telemetry, width: MinWidth, height: MinHeight,
 		sparks: map[string]*sparkDrawing{}}
 	if o.Theme != "" {
 		found := false
@@ -186,6 +190,15 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tea.KeyMsg:
 		return m.handleKey(msg)
+	case savedMsg:
+		m.saving = false
+		if msg.err != nil {
+			m.flash = "save failed: " + msg.err.Error()
+		} else {
+			m.flash = "saved " + msg.where
+		}
+		m.render()
+		return m, nil
 	}
 	return m, nil
 }
@@ -203,92 +216,77 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 		return next, tea.Batch(cmds...)
 	}
-	k := m.keys
 	m.flash = ""
-	knob := func(f func(*load.Knobs)) {
-		kn := m.ctl.Update(f)
-		m.snap.Knobs = kn // show the new values at once, before the next snapshot
+	d, ok := m.keys.lookup(msg)
+	if !ok {
+		return m, nil
 	}
-	if m.readOnly && key.Matches(msg, k.ConcUp, k.ConcDown, k.ConcDouble, k.ConcHalve, k.PromptUp, k.PromptDown,
-		k.OutputUp, k.OutputDown, k.Pause, k.Window, k.Reset, k.Save, k.RateUp, k.RateDown, k.Loop) {
+	if m.readOnly && d.onLoad {
 		m.flash = "this session watches: the knobs are locked (a controller's key turns them)"
 		m.render()
 		return m, nil
 	}
-	switch {
-	case key.Matches(msg, k.Quit):
-		return m, tea.Quit
-	case key.Matches(msg, k.ConcUp):
-		knob(func(k *load.Knobs) { k.Concurrency++ })
-	case key.Matches(msg, k.ConcDown):
-		knob(func(k *load.Knobs) { k.Concurrency-- })
-	case key.Matches(msg, k.ConcDouble):
-		knob(func(k *load.Knobs) { k.Concurrency *= 2 })
-	case key.Matches(msg, k.ConcHalve):
-		knob(func(k *load.Knobs) { k.Concurrency /= 2 })
-	case key.Matches(msg, k.PromptUp):
-		knob(func(k *load.Knobs) { k.PromptTokens *= 2 })
-	case key.Matches(msg, k.PromptDown):
-		knob(func(k *load.Knobs) { k.PromptTokens /= 2 })
-	case key.Matches(msg, k.OutputUp):
-		knob(func(k *load.Knobs) { k.OutputTokens *= 2 })
-	case key.Matches(msg, k.OutputDown):
-		knob(func(k *load.Knobs) { k.OutputTokens /= 2 })
-	case key.Matches(msg, k.Pause):
-		knob(func(k *load.Knobs) { k.Paused = !k.Paused })
-	case key.Matches(msg, k.RateUp), key.Matches(msg, k.RateDown):
-		if m.snap.Knobs.Mode != load.OpenLoop {
-			m.flash = "the rate sets the open loop: press o to open it"
-			break
-		}
-		f := 1.25
-		if key.Matches(msg, k.RateDown) {
-			f = 1 / 1.25
-		}
-		knob(func(k *load.Knobs) { k.Rate = math.Round(k.Rate*f*100) / 100 })
-	case key.Matches(msg, k.Loop):
-		achieved := m.snap.ReqPerSec
-		knob(func(k *load.Knobs) {
-			if k.Mode == load.OpenLoop {
-				k.Mode = load.ClosedLoop
-				return
-			}
-			k.Mode = load.OpenLoop
-			if k.Rate <= 0 { // open at the rate the closed loop reached
-				k.Rate = math.Max(math.Round(achieved*10)/10, 1)
-			}
-		})
-	case key.Matches(msg, k.Window):
-		next := load.Windows()[0]
-		for i, w := range load.Windows() {
-			if w == m.snap.Window && i+1 < len(load.Windows()) {
-				next = load.Windows()[i+1]
-			}
-		}
-		m.ctl.SetWindow(next)
-		m.snap.Window = next
-	case key.Matches(msg, k.Chart):
-		m.chartMetric = (m.chartMetric + 1) % len(chartMetrics)
-	case key.Matches(msg, k.Theme):
-		m.palette = (m.palette + 1) % len(m.palettes)
-		m.applyTheme()
-	case key.Matches(msg, k.Reset):
-		m.ctl.Reset()
-	case key.Matches(msg, k.Help):
-		m.showHelp = !m.showHelp
-	case key.Matches(msg, k.Save):
-		if m.save == nil {
-			m.flash = "saving is not available here"
-		} else if where, err := m.save(m.snap); err != nil {
-			m.flash = "save failed: " + err.Error()
-		} else {
-			m.flash = "saved " + where
-		}
-	default:
-		return m, nil
-	}
+	cmd := d.act(&m)
 	m.render()
-	return m, nil
+	return m, cmd
+}
+
+// turn changes the engine's knobs by f and shows the new values at once,
+// before the next snapshot brings them.
+func (m *Model) turn(f func(*load.Knobs)) {
+	m.snap.Knobs = m.ctl.Update(f)
+}
+
+// toggleLoop switches between the closed and the open loop; the open loop
+// opens at the rate the closed loop reached when it has no rate yet.
+func (m *Model) toggleLoop() tea.Cmd {
+	achieved := m.snap.ReqPerSec
+	m.turn(func(k *load.Knobs) {
+		if k.Mode == load.OpenLoop {
+			k.Mode = load.ClosedLoop
+			return
+		}
+		k.Mode = load.OpenLoop
+		if k.Rate <= 0 {
+			k.Rate = math.Max(math.Round(achieved*10)/10, 1)
+		}
+	})
+	return nil
+}
+
+// nextWindow selects the next rolling window, round to the first.
+func (m *Model) nextWindow() tea.Cmd {
+	ws := load.Windows()
+	next := ws[0]
+	for i, w := range ws {
+		if w == m.snap.Window && i+1 < len(ws) {
+			next = ws[i+1]
+		}
+	}
+	m.ctl.SetWindow(next)
+	m.snap.Window = next
+	return nil
+}
+
+// startSave starts writing the reports for the snapshot shown. The saver
+// talks HTTP and writes files, so it runs as a command and its outcome
+// comes back as a savedMsg; meanwhile the keys keep working.
+func (m *Model) startSave() tea.Cmd {
+	switch {
+	case m.save == nil:
+		m.flash = "saving is not available here"
+		return nil
+	case m.saving:
+		m.flash = "a save is already running: wait for it"
+		return nil
+	}
+	m.saving = true
+	save, snap := m.save, m.snap
+	return func() tea.Msg {
+		defer crash.Recover() // a command's goroutine
+		where, err := save(snap)
+		return savedMsg{where, err}
+	}
 }
 
 // View returns the cached screen.
@@ -334,6 +332,9 @@ func (m *Model) render() {
 func (m *Model) footer(w int) string {
 	if m.flash != "" {
 		return fit(m.theme.Accent.Render(m.flash), w)
+	}
+	if m.saving {
+		return fit(m.theme.Accent.Render("saving…"), w)
 	}
 	return fit(m.help.ShortHelpView(m.keys.ShortHelp()), w)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,11 +124,20 @@ func TestGolden(t *testing.T) {
 		name string
 		size [2]int
 		snap load.Snapshot
-	}{{"80x24", [2]int{80, 24}, fixedSnapshot()}, {"160x48", [2]int{160, 48}, fixedSnapshot()}, {"open-80x24", [2]int{80, 24}, openSnapshot()}} {
+		keys string // pressed after the snapshot
+	}{
+		{"80x24", [2]int{80, 24}, fixedSnapshot(), ""},
+		{"160x48", [2]int{160, 48}, fixedSnapshot(), ""},
+		{"open-80x24", [2]int{80, 24}, openSnapshot(), ""},
+		{"help-120x30", [2]int{120, 30}, fixedSnapshot(), "?"}, // the help screen, from the key table
+	} {
 		size := c.size
 		t.Run(c.name, func(t *testing.T) {
 			tm := teatest.NewTestModel(t, newTestModel(t, nil), teatest.WithInitialTermSize(size[0], size[1]))
 			tm.Send(SnapshotMsg(c.snap))
+			if c.keys != "" {
+				tm.Send(runes(c.keys))
+			}
 			tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
 			fm := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(Model)
 			view := fm.View()
@@ -335,7 +345,11 @@ func TestSLOBannerAndSave(t *testing.T) {
 	if n := len(strings.Split(v, "\n")); n != 30 {
 		t.Fatalf("%d lines with the banner, want 30", n)
 	}
-	m = press(m, runes("s"))
+	next, cmd := m.Update(runes("s"))
+	if m = next.(Model); cmd == nil || !strings.Contains(m.View(), "saving…") {
+		t.Fatalf("s started no save:\n%s", m.View())
+	}
+	m = press(m, cmd()) // the command's goroutine, here in the test's
 	if saved.Seq != fixedSnapshot().Seq || !strings.Contains(m.View(), "saved infertop-x.json, infertop-x.csv") {
 		t.Fatalf("save: seq %d\n%s", saved.Seq, m.View())
 	}
@@ -351,21 +365,121 @@ func TestSLOBannerAndSave(t *testing.T) {
 }
 
 func TestLimitsInHeader(t *testing.T) {
+	running := func(l load.Limits) load.Snapshot {
+		s := fixedSnapshot()
+		s.Limits = l
+		return s
+	}
+	ending := running(load.Limits{Duration: time.Minute})
+	ending.DoneWhy, ending.InFlight = load.EndDuration, 3
+	done := ending
+	done.Done, done.InFlight, done.Incomplete = true, 0, 2
+	both := running(load.Limits{Duration: 2 * time.Minute, Requests: 5000})
 	for _, c := range []struct {
-		opts Options
-		want string
+		name string
+		snap load.Snapshot
+		want []string
 	}{
-		{Options{Duration: 2 * time.Minute}, "ends in 0:24"},
-		{Options{Duration: time.Minute}, "■ done"},
-		{Options{Requests: 5000}, "1213/5000 requests"},
-		{Options{Requests: 1000}, "■ done"},
+		{"duration", running(load.Limits{Duration: 2 * time.Minute}), []string{"ends in 0:24", "● running"}},
+		{"requests", running(load.Limits{Requests: 5000}), []string{"1213/5000 requests", "● running"}},
+		{"both", both, []string{"ends in 0:24  1213/5000 requests"}},
+		{"ending", ending, []string{"run 1:35  ending: 3 in flight"}},
+		{"done", done, []string{"run 1:35  ■ done: duration reached · 2 incomplete"}},
 	} {
-		c.opts.Renderer = asciiRenderer()
-		m, _ := New(nil, c.opts)
-		m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 30}, SnapshotMsg(fixedSnapshot()))
-		if first := strings.SplitN(m.View(), "\n", 2)[0]; !strings.Contains(first, c.want) {
-			t.Errorf("%+v: header %q lacks %q", c.opts, first, c.want)
+		m := newTestModel(t, nil)
+		m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 30}, SnapshotMsg(c.snap))
+		first := strings.SplitN(m.View(), "\n", 2)[0]
+		for _, want := range c.want {
+			if !strings.Contains(first, want) {
+				t.Errorf("%s: header %q lacks %q", c.name, first, want)
+			}
 		}
+		if c.snap.Ending() && strings.Contains(first, "ends in") {
+			t.Errorf("%s: a countdown in an ending run: %q", c.name, first)
+		}
+	}
+}
+
+// TestDoneClockStops: once the run is done the clock is the snapshot's,
+// whatever the time and however often the screen is drawn again; and the
+// engine stopping after that does not hide why the run ended.
+func TestDoneClockStops(t *testing.T) {
+	s := fixedSnapshot()
+	s.Done, s.DoneWhy = true, load.EndRequests
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 30}, SnapshotMsg(s))
+	before := strings.SplitN(m.View(), "\n", 2)[0]
+	time.Sleep(1100 * time.Millisecond) // a wall clock would have moved a second on
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 30}, runes("c"), engineDoneMsg{})
+	after := strings.SplitN(m.View(), "\n", 2)[0]
+	if before != after || !strings.Contains(after, "run 1:35  ■ done: request limit reached") {
+		t.Fatalf("the header moved after the end:\n%s\n%s", before, after)
+	}
+}
+
+// blockingSaver is a Save that waits for the test to let it return.
+type blockingSaver struct {
+	started chan load.Snapshot
+	release chan struct{}
+}
+
+func (b *blockingSaver) save(s load.Snapshot) (string, error) {
+	b.started <- s
+	<-b.release
+	return "infertop-x.json", nil
+}
+
+// TestSaveDoesNotBlock: a save that hangs (a slow scrape, a full disk)
+// leaves the keys working: a knob turned meanwhile reaches the engine and
+// the screen at once.
+func TestSaveDoesNotBlock(t *testing.T) {
+	e, err := load.New(load.Config{
+		Do:    func(context.Context, probe.Request) probe.Result { return probe.Result{} },
+		Knobs: load.Knobs{Mode: load.OpenLoop, Rate: 20, Concurrency: 8, PromptTokens: 256, OutputTokens: 128},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saver := &blockingSaver{started: make(chan load.Snapshot, 2), release: make(chan struct{})}
+	var once sync.Once
+	release := func() { once.Do(func() { close(saver.release) }) }
+	t.Cleanup(release) // a failed test leaves no save hanging
+	m, err := New(e, Options{Renderer: asciiRenderer(), Save: saver.save})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
+	tm.Send(SnapshotMsg(load.Snapshot{Seq: 7, Knobs: e.Knobs(), Window: 30 * time.Second}))
+	tm.Send(runes("s"))
+	select {
+	case s := <-saver.started:
+		if s.Seq != 7 {
+			t.Fatalf("saved snapshot %d, want the one shown (7)", s.Seq)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the save never started")
+	}
+	start := time.Now()
+	tm.Send(runes("+"))
+	teatest.WaitFor(t, tm.Output(), func(out []byte) bool {
+		return e.Knobs().Rate == 25 && strings.Contains(string(out), "open loop 25 req/s") && strings.Contains(string(out), "saving…")
+	}, teatest.WithDuration(100*time.Millisecond), teatest.WithCheckInterval(5*time.Millisecond))
+	t.Logf("the knob reached the engine and the screen in %v, the save still blocked", time.Since(start))
+	tm.Send(runes("s")) // one save at a time
+	teatest.WaitFor(t, tm.Output(), func(out []byte) bool {
+		return strings.Contains(string(out), "a save is already running")
+	}, teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+	release()
+	teatest.WaitFor(t, tm.Output(), func(out []byte) bool {
+		return strings.Contains(string(out), "saved infertop-x.json")
+	}, teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+	tm.Send(runes("q"))
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(Model)
+	if len(saver.started) != 0 {
+		t.Fatal("a second s started a second save while the first ran")
+	}
+	if fm.saving {
+		t.Fatal("still saving after the save came back")
 	}
 }
 
