@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,24 +16,18 @@ import (
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/slo"
 )
 
 const runSynopsis = `Usage: infertop run [flags]
 
 The same engine and flags as the dashboard, headless: runs until --duration or
---requests (or SIGINT/SIGTERM), then prints a summary to stdout and writes the
-reports asked for. Exit code 0 when every --slo held, 1 when one was breached,
-2 for bad usage or an endpoint unreachable from the start.`
-
-// exitError ends a command with a given exit code.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e exitError) Error() string { return e.err.Error() }
-func (e exitError) Unwrap() error { return e.err }
+--requests (or the end of --stages/--ramp, or SIGINT/SIGTERM), lets the
+requests in flight finish (--drain), then prints a summary to stdout and
+writes the reports asked for. A second signal stops at once. Exit code 0
+when every --slo held, 1 when one was breached, 2 for bad usage or an
+endpoint unreachable from the start.`
 
 // runFlags are the headless run's own flags.
 type runFlags struct {
@@ -48,167 +41,71 @@ func (r *runFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&r.jsonPath, "json", "", "write the whole result as JSON (vLLM's keys plus infertop's) to this file")
 	fs.StringVar(&r.csvPath, "csv", "", "write one row per phase to this CSV file")
 	fs.StringVar(&r.requestsLog, "requests-log", "", "write one JSON line per request to this file, as they finish")
-	fs.DurationVar(&r.sloWindow, "slo-window", 30*time.Second, "window the SLOs are checked over while running (10s..5m)")
+	fs.DurationVar(&r.sloWindow, "slo-window", load.DefaultWindow, "window the SLOs are checked over while running (10s..5m)")
 	fs.BoolVar(&r.failFast, "fail-fast", false, "end the run at the first full --slo-window that breaks an SLO")
 }
 
-// runHeadless is `infertop run`.
-func runHeadless(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", runSynopsis, stdout)
-	var f loadFlags
-	f.add(fs)
+// runHeadless is `infertop run`: it follows a runner to the end of the run
+// (progress lines, fail-fast), then reports and sets the exit code.
+func (a *app) runHeadless(args []string) error {
+	fs := newFlagSet("run", runSynopsis, a.stdout)
+	f := addLoadFlags(fs)
 	var rf runFlags
 	rf.add(fs)
-	sf := addSimFlags(fs, "sim-")
-	if done, err := f.parseLoad(fs, args, stdout); done || err != nil {
+	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
-	objectives := f.objectives
 	switch {
 	case rf.sloWindow < 10*time.Second || rf.sloWindow > 5*time.Minute:
 		return usagef("--slo-window must be within 10s..5m, got %v", rf.sloWindow)
-	case rf.failFast && len(objectives) == 0:
+	case rf.failFast && len(f.objective.slos) == 0:
 		return usagef("--fail-fast needs at least one --slo")
 	case rf.progressEvery <= 0:
 		return usagef("--progress-every must be positive")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	st, err := f.setup(ctx, sf, stderr)
+	f.shape.window = rf.sloWindow // the window is the SLOs' window here
+	cfg, err := f.config()
 	if err != nil {
 		return err
 	}
-	defer st.stop()
+	cfg.RequestsLog = rf.requestsLog
+	// A walk ends the run when it is over, unless a duration or a request
+	// count says how long to hold the last stage.
+	cfg.Load.EndAfterStages = cfg.Load.Duration == 0 && cfg.Load.MaxRequests == 0
 
-	var reqLog *report.RequestsLog
-	var logHook func(load.Record)
-	if rf.requestsLog != "" {
-		if reqLog, err = report.OpenRequestsLog(rf.requestsLog); err != nil {
-			return usageError{err}
-		}
-		logHook = reqLog.Write
-	}
-	xctx, stopExporter := context.WithCancel(context.Background())
-	defer stopExporter()
-	x, xDone, err := f.startExporter(xctx)
-	if err != nil {
-		return err
-	}
-	var observe func(load.Record)
-	if x != nil {
-		observe = x.Observe
-		defer func() { stopExporter(); <-xDone }()
-	}
-	manifest := f.manifest(ctx, st)
-
-	cfg := f.engineConfig(st, rf.sloWindow)
-	cfg.OnResult = chain(logHook, observe)
-	eng, err := load.New(cfg)
-	if err != nil {
-		return usageError{err}
-	}
-	engCtx, stopEngine := context.WithCancel(context.Background())
-	sc := f.scraper(st)
-	scDone := make(chan struct{})
-	if sc != nil {
-		go func() { defer close(scDone); sc.Run(engCtx) }()
-	} else {
-		close(scDone)
-	}
-	engDone := make(chan error, 1)
-	manifest.Start = time.Now()
-	go func() { engDone <- eng.Run(engCtx) }()
-	snaps, unsubscribe := eng.Subscribe()
-
-	live := isTerminal(stderr)
-	var windowBreaches []slo.Verdict
-	var deadline <-chan time.Time
-	if f.duration > 0 {
-		t := time.NewTimer(f.duration)
-		defer t.Stop()
-		deadline = t.C
-	}
-	// A walk (--stages, --ramp) ends the run when it is over, unless a
-	// duration or a request count says how long to hold the last stage.
-	var walked chan error
-	var walkDone <-chan error
-	if len(f.walk) > 0 {
-		walked = make(chan error, 1)
-		go func() { walked <- eng.Walk(engCtx, f.walk) }()
-		if f.duration == 0 && f.requests == 0 {
-			walkDone = walked
-		}
-	}
-	lastProgress := time.Now()
-	why := "interrupted"
-loop:
-	for {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // a signal during the start ends the start
 		select {
+		case <-sigs:
+			cancel()
 		case <-ctx.Done():
-			break loop
-		case <-deadline:
-			why = "duration reached"
-			break loop
-		case <-walkDone:
-			why, walkDone, walked = "the last stage ended", nil, nil
-			break loop
-		case s, ok := <-snaps:
-			if !ok {
-				break loop
-			}
-			if x != nil {
-				x.Update(s)
-			}
-			if f.requests > 0 && s.Finished() >= f.requests {
-				why = "requests reached"
-				break loop
-			}
-			if rf.failFast && s.Covered >= rf.sloWindow-time.Second {
-				scope := "window ending " + s.Elapsed.Round(time.Second).String()
-				for _, v := range slo.CheckAll(objectives, windowFigures(s, sc), scope) {
-					if !v.Held {
-						windowBreaches = append(windowBreaches, v)
-					}
-				}
-				if len(windowBreaches) > 0 {
-					why = "an SLO broke (--fail-fast)"
-					break loop
-				}
-			}
-			switch {
-			case live:
-				fmt.Fprintf(stderr, "\r\033[K%s", progressLine(s))
-			case time.Since(lastProgress) >= rf.progressEvery:
-				fmt.Fprintln(stderr, progressLine(s))
-				lastProgress = time.Now()
-			}
 		}
-	}
-	unsubscribe()
-	stopEngine()
-	<-engDone
-	<-scDone
-	if walked != nil {
-		<-walked
-	}
-	manifest.End = time.Now()
-	if live {
-		fmt.Fprint(stderr, "\r\033[K")
-	}
-	fmt.Fprintf(stderr, "infertop: run ended: %s\n", why)
-	final := eng.Latest()
-	if reqLog != nil {
-		if err := reqLog.Close(); err != nil {
-			fmt.Fprintf(stderr, "infertop: %v\n", err)
-		}
-	}
-
-	rep := &report.Report{Manifest: manifest, Final: final, Energy: report.EnergyOf(sc, manifest.Start, final)}
-	rep.Verdicts = append(report.Verdicts(objectives, final, rep.Energy), windowBreaches...)
-	if err := rep.WriteText(stdout); err != nil {
+	}()
+	r, err := a.start(ctx, cfg)
+	cancel()
+	if err != nil {
 		return err
 	}
-	if err := writeReports(rep, rf.jsonPath, rf.csvPath); err != nil {
+	defer r.Stop()
+	windowBreaches, final := a.follow(r, &rf, sigs)
+	if err := r.Stop(); err != nil {
+		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
+	}
+	if final.Seq < r.Engine().Latest().Seq {
+		final = r.Engine().Latest()
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer rcancel()
+	rep := r.Report(rctx, final)
+	rep.Verdicts = append(rep.Verdicts, windowBreaches...)
+	if err := rep.WriteText(a.stdout); err != nil {
+		return err
+	}
+	if err := runner.Write(rep, runner.Outputs{JSON: rf.jsonPath, CSV: rf.csvPath}); err != nil {
 		return err
 	}
 	if final.TotalCompleted == 0 && final.TotalFailed > 0 && final.TotalByClass[probe.Connection] == final.TotalFailed {
@@ -226,30 +123,78 @@ loop:
 	return nil
 }
 
-// writeReports writes the JSON and CSV files asked for.
-func writeReports(rep *report.Report, jsonPath, csvPath string) error {
-	write := func(path string, fn func(io.Writer) error) error {
-		if path == "" {
-			return nil
+// follow reads the runner's snapshots until the run is done (the engine
+// says so) or a second signal stops it: progress lines on stderr, and with
+// --fail-fast the first full window that breaks an SLO ends the run. It
+// returns those windows' breaches and the last snapshot.
+func (a *app) follow(r *runner.Runner, rf *runFlags, sigs <-chan os.Signal) ([]slo.Verdict, load.Snapshot) {
+	eng := r.Engine()
+	snaps, unsubscribe := r.Subscribe()
+	defer unsubscribe()
+	live := isTerminal(a.stderr)
+	var breaches []slo.Verdict
+	var last load.Snapshot
+	lastProgress := time.Now()
+	said := false
+	for {
+		select {
+		case <-sigs:
+			if last.Ending() {
+				fmt.Fprintf(a.stderr, "\ninfertop: stopped: %d requests in flight cancelled\n", last.InFlight)
+				return breaches, last
+			}
+			eng.Finish(load.EndInterrupted)
+		case s, ok := <-snaps:
+			if !ok {
+				return breaches, last
+			}
+			last = s
+			if s.Ending() && !said {
+				said = true
+				if live {
+					fmt.Fprint(a.stderr, "\r\033[K")
+				}
+				fmt.Fprintf(a.stderr, "infertop: run ended: %s\n", s.DoneWhy)
+			}
+			if s.Done {
+				if live {
+					fmt.Fprint(a.stderr, "\r\033[K")
+				}
+				return breaches, s
+			}
+			// A full window: the run has lasted one, and the window holds all
+			// of it but the second now filling.
+			if rf.failFast && !s.Ending() && s.Elapsed >= rf.sloWindow && s.Covered > rf.sloWindow-time.Second {
+				scope := "window ending " + s.Elapsed.Round(time.Second).String()
+				for _, v := range r.Check(s, scope) {
+					if !v.Held {
+						breaches = append(breaches, v)
+					}
+				}
+				if len(breaches) > 0 {
+					eng.Finish("an SLO broke (--fail-fast)")
+				}
+			}
+			switch {
+			case live:
+				fmt.Fprintf(a.stderr, "\r\033[K%s", progressLine(s))
+			case time.Since(lastProgress) >= rf.progressEvery:
+				fmt.Fprintln(a.stderr, progressLine(s))
+				lastProgress = time.Now()
+			}
 		}
-		fh, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-		if err := fn(fh); err != nil {
-			fh.Close()
-			return err
-		}
-		return fh.Close()
 	}
-	return errors.Join(write(jsonPath, rep.WriteJSON), write(csvPath, rep.WriteCSV))
 }
 
 func progressLine(s load.Snapshot) string {
-	return fmt.Sprintf("%s  %d ok %d failed  in flight %d  %.1f req/s  %.0f tok/s  TTFT p50 %s p99 %s  E2E p99 %s",
+	line := fmt.Sprintf("%s  %d ok %d failed  in flight %d  %.1f req/s  %.0f tok/s  TTFT p50 %s p99 %s  E2E p99 %s",
 		s.Elapsed.Round(time.Second), s.TotalCompleted, s.TotalFailed, s.InFlight, s.ReqPerSec, s.OutTokPerSec,
 		s.Latency[load.TTFT].P50.Round(time.Millisecond/10), s.Latency[load.TTFT].P99.Round(time.Millisecond/10),
 		s.Latency[load.E2E].P99.Round(time.Millisecond))
+	if s.Ending() {
+		line += "  (ending: draining)"
+	}
+	return line
 }
 
 func isTerminal(w io.Writer) bool {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"os/signal"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/sim"
 )
 
@@ -54,7 +54,7 @@ func (f *simFlags) params(prefix string) (sim.Params, error) {
 	if f.faults != "" {
 		fl, err := sim.ParseFaults(f.faults)
 		if err != nil {
-			return p, usageError{err}
+			return p, usagef("--%sfaults: %v", prefix, err)
 		}
 		p.Faults = fl
 	}
@@ -79,7 +79,8 @@ func (f *simFlags) params(prefix string) (sim.Params, error) {
 }
 
 // runSim is `infertop sim`: the simulated endpoint alone, until a signal.
-func runSim(args []string, stdout, stderr io.Writer) error {
+func (a *app) runSim(args []string) error {
+	stdout, stderr := a.stdout, a.stderr
 	fs := newFlagSet("sim", "Usage: infertop sim [flags]\n\nRuns the simulated continuous-batching endpoint alone (OpenAI chat and\ncompletions, /v1/infer, /v1/models, /health, /metrics), until interrupted.", stdout)
 	addr := fs.String("addr", "127.0.0.1:8000", "address to listen on")
 	sf := addSimFlags(fs, "")
@@ -101,5 +102,5 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stderr, "infertop sim: serving %s at http://%s/v1 (%d slots, KV %d tokens); Ctrl+C stops\n", p.Model, ln.Addr(), p.Slots, p.KVTokens)
-	return srv.Serve(ctx, ln, log.New(stderr, "infertop sim: ", log.LstdFlags))
+	return srv.Serve(ctx, ln, log.New(stderr, "infertop sim: ", log.LstdFlags), sim.WithGuard(crash.Recover))
 }

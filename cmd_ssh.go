@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,12 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/sshserver"
-	"github.com/infertop/infertop/ui"
 )
 
 const sshSynopsis = `Usage: infertop ssh [flags]
@@ -30,10 +27,9 @@ knobs, every other session watches. For a room:
   ssh -t -p 2222 demo-host            (everyone else; add theme=light after the host for a light theme)`
 
 // runSSH is `infertop ssh`.
-func runSSH(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("ssh", sshSynopsis, stdout)
-	var f loadFlags
-	f.add(fs)
+func (a *app) runSSH(args []string) error {
+	fs := newFlagSet("ssh", sshSynopsis, a.stdout)
+	f := addLoadFlags(fs)
 	home, _ := os.UserHomeDir()
 	confDir, err := os.UserConfigDir()
 	if err != nil {
@@ -49,22 +45,25 @@ func runSSH(args []string, stdout, stderr io.Writer) error {
 	local := fs.Bool("local", false, "show the dashboard on this terminal too, as a controller")
 	logPath := fs.String("log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
 	reportDir := fs.String("report-dir", ".", "where a controller's s key writes the reports")
-	sf := addSimFlags(fs, "sim-")
-	if done, err := f.parseLoad(fs, args, stdout); done || err != nil {
+	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
 	if *maxSessions < 1 || *idle < 0 {
 		return usagef("--max-sessions must be at least 1 and --idle-timeout not negative")
 	}
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
 	var term *os.File
 	if *local {
-		t, ok := stdout.(*os.File)
+		t, ok := a.stdout.(*os.File)
 		if !ok || !isTerminal(t) {
 			return usagef("--local needs a terminal")
 		}
 		term = t
 	}
-	logw := stderr
+	logw := a.stderr
 	switch {
 	case *logPath != "":
 		fh, err := os.OpenFile(*logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -76,27 +75,20 @@ func runSSH(args []string, stdout, stderr io.Writer) error {
 	case *local:
 		logw = io.Discard
 	}
-
-	var guard *terminalGuard
-	if *local {
-		guard = guardTerminal(term, stderr)
-		defer crash.Handle(nil)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	st, eng, sc, stopLive, err := f.live(ctx, sf, stderr)
+	r, err := a.start(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer stopLive()
-	save := f.saver(ctx, st, sc, *reportDir)
+	defer r.Stop()
 	srv, err := sshserver.New(sshserver.Config{
 		HostKeyPath: *hostKey, AuthorizedKeys: *authorized, AllowAnyKey: *anyKey, Controllers: *controllers,
-		MaxSessions: *maxSessions, IdleTimeout: *idle, Theme: f.theme, Log: logw, Engine: eng, Telemetry: telemetryView(sc),
-		Objectives: f.objectives, Duration: f.duration, Requests: f.requests, Save: save,
+		MaxSessions: *maxSessions, IdleTimeout: *idle, Log: logw, Engine: r.Engine(),
+		View: viewOptions(r, f.theme, *reportDir),
 	})
 	if err != nil {
-		return usageError{err}
+		return sshError(err)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -104,32 +96,44 @@ func runSSH(args []string, stdout, stderr io.Writer) error {
 	}
 	srvCtx, stopServer := context.WithCancel(ctx)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(srvCtx, ln) }()
-	fmt.Fprintf(logw, "infertop ssh: serving %s on %s (ssh -t -p %s HOST); Ctrl+C stops\n", st.target.URL, ln.Addr(), portOf(ln.Addr()))
-
-	if *local {
-		snaps, unsubscribe := eng.Subscribe()
-		defer unsubscribe()
-		model, err := ui.New(eng, ui.Options{Renderer: lipgloss.NewRenderer(term), Theme: f.theme, Snapshots: snaps,
-			Objectives: f.objectives, Save: save, Telemetry: telemetryView(sc), Duration: f.duration, Requests: f.requests})
-		if err != nil {
-			stopServer()
-			<-served
-			return usageError{err}
-		}
-		err = guard.run(tea.NewProgram(model, tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics()))
+	go func() { defer crash.Recover(); served <- srv.Serve(srvCtx, ln) }()
+	fmt.Fprintf(logw, "infertop ssh: serving %s on %s (ssh -t -p %s HOST); Ctrl+C stops\n", r.Target().URL, ln.Addr(), portOf(ln.Addr()))
+	if !*local {
+		<-ctx.Done()
 		stopServer()
-		if serr := <-served; serr != nil {
-			return serr
-		}
-		if err != nil && ctx.Err() == nil {
-			return fmt.Errorf("dashboard: %w", err)
-		}
-		return nil
+		return <-served
 	}
-	<-ctx.Done()
+	guard := guardTerminal(term, a.stderr)
+	defer crash.Handle(nil)
+	p, done, err := a.dashboard(ctx, r, term, f.theme, *reportDir)
+	if err != nil {
+		stopServer()
+		<-served
+		return err
+	}
+	err = guard.run(p)
+	done()
 	stopServer()
-	return <-served
+	if serr := <-served; serr != nil {
+		return serr
+	}
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	return nil
+}
+
+// sshError names the flag behind an error of the SSH server's set-up.
+func sshError(err error) error {
+	for _, m := range []struct {
+		err  error
+		flag string
+	}{{sshserver.ErrAuthorizedKeys, "--authorized-keys"}, {sshserver.ErrControllers, "--controllers"}, {sshserver.ErrHostKey, "--host-key"}} {
+		if errors.Is(err, m.err) {
+			return usagef("%s: %v", m.flag, err)
+		}
+	}
+	return usageError{err}
 }
 
 func portOf(a net.Addr) string {

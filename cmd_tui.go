@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -12,6 +12,8 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -26,51 +28,75 @@ errors, in-flight requests and a table of phases, live. Without --url it starts 
 embedded simulated endpoint and watches that. Keys change the load while it
 runs; press ? in the dashboard for all of them.`
 
-func runTUI(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("infertop", tuiSynopsis, stdout)
-	var f loadFlags
-	f.add(fs)
+// runTUI is `infertop`: the dashboard on this terminal.
+func (a *app) runTUI(args []string) error {
+	fs := newFlagSet("infertop", tuiSynopsis, a.stdout)
+	f := addLoadFlags(fs)
 	reportDir := fs.String("report-dir", ".", "where the s key writes the reports (infertop-START.json, .csv, .txt)")
-	sf := addSimFlags(fs, "sim-")
-	if done, err := f.parseLoad(fs, args, stdout); done || err != nil {
+	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
-	term, ok := stdout.(*os.File)
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	term, ok := a.stdout.(*os.File)
 	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
 		return usagef("the dashboard needs a terminal on stdin and stdout")
 	}
-
-	guard := guardTerminal(term, stderr)
+	guard := guardTerminal(term, a.stderr)
 	defer crash.Handle(nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st, eng, sc, stopLive, err := f.live(ctx, sf, stderr)
+	r, err := a.start(context.Background(), cfg)
 	if err != nil {
 		return err
 	}
-	defer stopLive()
-
-	r := lipgloss.NewRenderer(term)
-	if os.Getenv("NO_COLOR") != "" {
-		r.SetColorProfile(termenv.Ascii)
-	}
-	snaps, unsubscribe := eng.Subscribe()
-	defer unsubscribe()
-	save := f.saver(ctx, st, sc, *reportDir)
-	model, err := ui.New(eng, ui.Options{Renderer: r, Theme: f.theme, Snapshots: snaps, Objectives: f.objectives, Save: save, Telemetry: telemetryView(sc),
-		Duration: f.duration, Requests: f.requests})
+	defer r.Stop()
+	p, done, err := a.dashboard(context.Background(), r, term, f.theme, *reportDir)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
-	// Panics are crash's, not bubbletea's: bubbletea would print a panic in
-	// a command's goroutine into the alternate screen, where it is lost.
-	p := tea.NewProgram(wrapModel(model), tea.WithAltScreen(), tea.WithOutput(term), tea.WithoutCatchPanics())
+	defer done()
 	if err := guard.run(p); err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	return nil
 }
 
-// wrapModel lets the tests put a model around the dashboard's (to make it
-// panic); it is the identity otherwise.
-var wrapModel = func(m tea.Model) tea.Model { return m }
+// viewOptions are a dashboard's options over r, for a controller that
+// saves into reportDir: the template of every view, local or over SSH.
+func viewOptions(r *runner.Runner, theme, reportDir string) ui.Options {
+	return ui.Options{
+		Theme: theme, Objectives: r.Objectives(), Figures: r.Figures,
+		Save: func(s load.Snapshot) (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			return r.Save(ctx, s, reportDir)
+		},
+	}
+}
+
+// dashboard builds the dashboard program on term, a controller of r: the
+// one builder for `infertop` and `infertop ssh --local`. The program ends
+// with ctx; done ends its subscription once it has run.
+func (a *app) dashboard(ctx context.Context, r *runner.Runner, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
+	rd := lipgloss.NewRenderer(term)
+	if os.Getenv("NO_COLOR") != "" {
+		rd.SetColorProfile(termenv.Ascii)
+	}
+	o := viewOptions(r, theme, reportDir)
+	snaps, unsubscribe := r.Subscribe()
+	o.Renderer, o.Snapshots = rd, snaps
+	model, err := ui.New(r.Engine(), o)
+	if err != nil {
+		unsubscribe()
+		return nil, nil, usageError{err}
+	}
+	var m tea.Model = model
+	if a.wrapModel != nil {
+		m = a.wrapModel(m)
+	}
+	// Panics are crash's, not bubbletea's: bubbletea would print a panic in
+	// a command's goroutine into the alternate screen, where it is lost.
+	p = tea.NewProgram(m, tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics())
+	return p, unsubscribe, nil
+}

@@ -2,17 +2,24 @@
 // LLM serving endpoint and shows, second by second, how it answers. With no
 // --url it starts an embedded simulated endpoint and watches that.
 //
-// This file holds the command line; the subcommands are wired in cmd_*.go.
+// The root package is wiring only: main.go dispatches the commands,
+// flags.go turns flags (grouped by concern) into a runner.Config, and each
+// cmd_*.go is one command following a runner (package runner owns the
+// load's life).
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/pflag"
+
+	"github.com/infertop/infertop/runner"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; else
@@ -37,38 +44,59 @@ func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
+// exitError ends a command with a given exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// app is what every command runs through: where it writes, and the hooks
+// the tests set (nil: none).
+type app struct {
+	stdout, stderr io.Writer
+	// wrapModel wraps the dashboard's model (to make it panic, in tests).
+	wrapModel func(tea.Model) tea.Model
+	// wrapDo wraps every request (to make one panic in a worker, in tests).
+	wrapDo func(runner.Do) runner.Do
+}
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run dispatches a command line and returns the exit code.
+// run runs a command line with no hooks and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	return (&app{stdout: stdout, stderr: stderr}).run(args)
+}
+
+// run dispatches a command line and returns the exit code.
+func (a *app) run(args []string) int {
 	var err error
 	switch {
 	case len(args) > 0 && args[0] == "sim":
-		err = runSim(args[1:], stdout, stderr)
+		err = a.runSim(args[1:])
 	case len(args) > 0 && args[0] == "run":
-		err = runHeadless(args[1:], stdout, stderr)
+		err = a.runHeadless(args[1:])
 	case len(args) > 0 && args[0] == "ssh":
-		err = runSSH(args[1:], stdout, stderr)
+		err = a.runSSH(args[1:])
 	default:
-		err = runTUI(args, stdout, stderr)
+		err = a.runTUI(args)
 	}
+	var exit exitError
 	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, pflag.ErrHelp):
+	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return 0
 	case errors.As(err, new(usageError)):
-		fmt.Fprintf(stderr, "infertop: %v\n", err)
+		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
 		return 2
-	case errors.As(err, new(exitError)):
-		var e exitError
-		errors.As(err, &e)
-		fmt.Fprintf(stderr, "infertop: %v\n", err)
-		return e.code
+	case errors.As(err, &exit):
+		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
+		return exit.code
 	default:
-		fmt.Fprintf(stderr, "infertop: %v\n", err)
+		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
 		return 1
 	}
 }
@@ -84,11 +112,10 @@ func newFlagSet(name, synopsis string, stdout io.Writer) *pflag.FlagSet {
 	return fs
 }
 
-// parse parses args, printing help on -h/--help.
+// parse parses args; pflag itself prints the help on -h/--help (once).
 func parse(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fs.Usage()
 			return err
 		}
 		return usageError{err}
@@ -97,4 +124,15 @@ func parse(fs *pflag.FlagSet, args []string) error {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
+}
+
+// start starts the load cfg describes, with the app's hooks and notes on
+// stderr; ctx bounds only the start (detection, model discovery).
+func (a *app) start(ctx context.Context, cfg runner.Config) (*runner.Runner, error) {
+	cfg.Notes, cfg.WrapDo = a.stderr, a.wrapDo
+	r, err := runner.Start(ctx, cfg)
+	if err != nil {
+		return nil, startError(err)
+	}
+	return r, nil
 }

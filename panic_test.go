@@ -11,19 +11,20 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/tools/tmuxterm"
 )
 
 // injectPanic makes the dashboard panic, for TestPanicRestoresTerminal:
 // "update" in the model's Update when ! is pressed (bubbletea's event
 // loop), "worker" in the engine's own goroutine on the 20th request.
-func injectPanic(where string) {
+func injectPanic(a *app, where string) {
 	switch where {
 	case "update":
-		wrapModel = func(m tea.Model) tea.Model { return panicky{m} }
+		a.wrapModel = func(m tea.Model) tea.Model { return panicky{m} }
 	case "worker":
 		var n atomic.Int64
-		wrapDo = func(do func(context.Context, probe.Request) probe.Result) func(context.Context, probe.Request) probe.Result {
+		a.wrapDo = func(do runner.Do) runner.Do {
 			return func(ctx context.Context, r probe.Request) probe.Result {
 				if n.Add(1) == 20 {
 					panic("injected in a worker")

@@ -13,8 +13,9 @@ import (
 // test can run the real program without building it again.
 func TestMain(m *testing.M) {
 	if os.Getenv("INFERTOP_TEST_MAIN") == "1" {
-		injectPanic(os.Getenv("INFERTOP_TEST_PANIC"))
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		a := &app{stdout: os.Stdout, stderr: os.Stderr}
+		injectPanic(a, os.Getenv("INFERTOP_TEST_PANIC"))
+		os.Exit(a.run(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }

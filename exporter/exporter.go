@@ -109,8 +109,10 @@ func (x *Exporter) Observe(r load.Record) {
 	}
 }
 
-// Update sets the gauges from a snapshot and checks the SLOs over its window.
-func (x *Exporter) Update(s load.Snapshot) {
+// Update sets the gauges from a snapshot and checks the SLOs over its
+// window's figures (fig: the snapshot's window with the telemetry joined,
+// so an energy objective reads what the dashboard and the reports read).
+func (x *Exporter) Update(s load.Snapshot, fig slo.Figures) {
 	x.inflight.Set(float64(s.InFlight))
 	x.conc.Set(float64(s.Knobs.Concurrency))
 	x.prompt.Set(float64(s.Knobs.PromptTokens))
@@ -120,7 +122,7 @@ func (x *Exporter) Update(s load.Snapshot) {
 		p = 1
 	}
 	x.paused.Set(p)
-	for _, v := range slo.CheckAll(x.objectives, slo.FromWindow(s), "window") {
+	for _, v := range slo.CheckAll(x.objectives, fig, "window") {
 		held := 0.0
 		if v.Held {
 			held = 1
@@ -140,7 +142,7 @@ func (x *Exporter) Handler() http.Handler {
 func Listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr: %w", err)
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	return ln, nil
 }

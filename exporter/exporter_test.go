@@ -23,7 +23,7 @@ func TestExporter(t *testing.T) {
 	x.Observe(load.Record{Result: probe.Result{Class: probe.HTTP429}})
 	s := load.Snapshot{InFlight: 5, Knobs: load.Knobs{Concurrency: 8, PromptTokens: 256, OutputTokens: 128}, Completed: 2, Failed: 1}
 	s.Latency[load.TTFT] = load.Dist{Count: 2, P99: 50 * time.Millisecond}
-	x.Update(s)
+	x.Update(s, slo.FromWindow(s))
 
 	ln, err := Listen("127.0.0.1:0")
 	if err != nil {

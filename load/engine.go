@@ -80,10 +80,10 @@ func New(cfg Config) (*Engine, error) {
 		return nil, errors.New("load: no request function")
 	}
 	if cfg.Tick <= 0 {
-		cfg.Tick = 250 * time.Millisecond
+		cfg.Tick = DefaultTick
 	}
 	if cfg.Window <= 0 {
-		cfg.Window = 30 * time.Second
+		cfg.Window = DefaultWindow
 	}
 	if cfg.Arrivals.Kind == "" {
 		cfg.Arrivals.Kind = "constant"

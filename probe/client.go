@@ -124,10 +124,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("bad endpoint URL: %w", err)
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 5 * time.Minute
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.ConnectTimeout <= 0 {
-		cfg.ConnectTimeout = 10 * time.Second
+		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 256

@@ -81,7 +81,9 @@ func Verdicts(objs []slo.Objective, s load.Snapshot, energy *Energy) []slo.Verdi
 		f.JoulesPerToken, f.HasEnergy = energy.PerToken(p)
 		return f
 	}
-	out := slo.CheckAll(objs, fig(s.Run), "run")
+	run := fig(s.Run)
+	run.Incomplete = s.Incomplete // never finished: failed, for the error rate
+	out := slo.CheckAll(objs, run, "run")
 	for _, p := range s.Phases {
 		if p.Completed+p.Failed == 0 || p.Warmup {
 			continue

@@ -136,6 +136,9 @@ type Figures struct {
 	Latency                                          [load.NumMetrics]load.Dist
 	Completed, Failed                                int64
 	ReqPerSec, OutTokPerSec, InTokPerSec, GoodPerSec float64
+	// Incomplete counts requests cancelled before they finished (at the
+	// end of a run): error_rate counts them as failed.
+	Incomplete int64
 	// JoulesPerToken is the GPUs' energy per output token, when known.
 	JoulesPerToken float64
 	HasEnergy      bool
@@ -165,8 +168,10 @@ type Verdict struct {
 	Held   bool
 }
 
-// Check evaluates o against f. An objective with nothing to measure holds
-// (no data is not a breach), with Known false.
+// Check evaluates o against f. An objective with nothing measured never
+// holds: Known is false and so is Held (a hung server that answers
+// nothing must not pass a gate). Where that is premature, early in a live
+// window, the caller tells it apart by Known.
 func (o Objective) Check(f Figures, scope string) Verdict {
 	v := Verdict{Objective: o, Scope: scope}
 	if m, ok := latencyMetrics[o.Metric]; ok {
@@ -181,8 +186,8 @@ func (o Objective) Check(f Figures, scope string) Verdict {
 		v.Known = f.Completed+f.Failed > 0
 		switch o.Metric {
 		case "error_rate":
-			if v.Known {
-				v.Actual = float64(f.Failed) / float64(f.Completed+f.Failed)
+			if n := f.Completed + f.Failed + f.Incomplete; n > 0 {
+				v.Actual, v.Known = float64(f.Failed+f.Incomplete)/float64(n), true
 			}
 		case "request_throughput":
 			v.Actual = f.ReqPerSec
@@ -196,7 +201,7 @@ func (o Objective) Check(f Figures, scope string) Verdict {
 			v.Actual = f.GoodPerSec
 		}
 	}
-	v.Held = !v.Known || compare(v.Actual, o.Op, o.Value)
+	v.Held = v.Known && compare(v.Actual, o.Op, o.Value)
 	return v
 }
 
@@ -211,6 +216,16 @@ func compare(a float64, op string, b float64) bool {
 	}
 	return a >= b
 }
+
+// NeedsStream reports whether o reads a figure only a streamed answer
+// shows (TTFT, ITL, TPOT).
+func (o Objective) NeedsStream() bool {
+	m, ok := latencyMetrics[o.Metric]
+	return ok && (m == load.TTFT || m == load.ITL || m == load.TPOT)
+}
+
+// NeedsEnergy reports whether o reads the GPUs' energy.
+func (o Objective) NeedsEnergy() bool { return o.Metric == "energy_per_token" }
 
 // CheckAll evaluates every objective.
 func CheckAll(objs []Objective, f Figures, scope string) []Verdict {
@@ -239,7 +254,7 @@ func (o Objective) Format(v float64) string {
 // or for a breach by how much.
 func (v Verdict) String() string {
 	if !v.Known {
-		return fmt.Sprintf("%s in %s: nothing to measure", v.Expr, v.Scope)
+		return fmt.Sprintf("%s BREACHED in %s: nothing measured", v.Expr, v.Scope)
 	}
 	if v.Held {
 		return fmt.Sprintf("%s held in %s: %s", v.Expr, v.Scope, v.Format(v.Actual))

@@ -51,8 +51,8 @@ func TestCheck(t *testing.T) {
 		held bool
 	}{
 		{"ttft_p99<=500ms", false}, {"ttft_p50<=500ms", true}, {"error_rate<1%", false}, {"error_rate<5%", true},
-		{"output_throughput>=2000", false}, {"request_goodput>=8", true}, {"itl_p99<1ms", true}, // no ITL data: holds, unknown
-		{"energy_per_token<=0.5J", true}, // no GPU telemetry: unknown
+		{"output_throughput>=2000", false}, {"request_goodput>=8", true}, {"itl_p99<1ms", false}, // no ITL data: nothing measured never holds
+		{"energy_per_token<=0.5J", false}, // no GPU telemetry: likewise
 	}
 	for _, tt := range tests {
 		o, _ := Parse(tt.expr)
@@ -66,8 +66,17 @@ func TestCheck(t *testing.T) {
 		t.Errorf("verdict %q", s)
 	}
 	o, _ = Parse("itl_p99<1ms")
-	if v := o.Check(f, "run"); v.Known || !strings.Contains(v.String(), "nothing to measure") {
+	if v := o.Check(f, "run"); v.Known || v.Held || !strings.Contains(v.String(), "BREACHED in run: nothing measured") {
 		t.Errorf("unknown verdict %q", v)
+	}
+	// Requests that never finished count as failed in the error rate: a
+	// hung server's run is all errors, not nothing.
+	o, _ = Parse("error_rate<1%")
+	if v := o.Check(Figures{Incomplete: 4}, "run"); !v.Known || v.Held || v.Actual != 1 {
+		t.Errorf("hung run: %+v", v)
+	}
+	if v := o.Check(Figures{}, "window"); v.Known || v.Held {
+		t.Errorf("empty window: %+v", v)
 	}
 }
 

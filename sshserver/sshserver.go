@@ -46,7 +46,7 @@ type Config struct {
 	// Engine is the one load every session watches.
 	Engine *load.Engine
 	// View is the template every session's dashboard starts from (its
-	// Theme the default theme, its Objectives, Save and Telemetry). Per
+	// Theme the default theme, its Objectives, Save and Figures). Per
 	// session the server sets Renderer, Snapshots and ReadOnly, sets Theme
 	// when the session asks for one, and drops Save for a watcher: saving
 	// is acting on the load, which only controllers do.

@@ -63,10 +63,13 @@ type timedServer struct {
 // keep is how long readings are kept: the longest window.
 const keep = 5*time.Minute + 10*time.Second
 
+// DefaultEvery is the scrape interval when none is given.
+const DefaultEvery = time.Second
+
 // NewScraper builds a scraper; it does nothing until Run.
 func NewScraper(cfg Config) *Scraper {
 	if cfg.Every <= 0 {
-		cfg.Every = time.Second
+		cfg.Every = DefaultEvery
 	}
 	s := &Scraper{cfg: cfg, client: &http.Client{Timeout: 3 * time.Second}}
 	if cfg.GPULocal {

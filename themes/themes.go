@@ -34,6 +34,9 @@ func Palettes() []Palette {
 	}
 }
 
+// Default is the theme used when none is asked for.
+const Default = "dark"
+
 // Names lists the palette names.
 func Names() []string {
 	var n []string

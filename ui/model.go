@@ -17,8 +17,8 @@ import (
 
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/slo"
-	"github.com/infertop/infertop/telemetry"
 	"github.com/infertop/infertop/themes"
 )
 
@@ -51,9 +51,9 @@ type Options struct {
 	// and says where. It runs in a command's goroutine, never in Update,
 	// so it may block (HTTP, files) without freezing the dashboard.
 	Save func(load.Snapshot) (string, error)
-	// Telemetry, if set, reads the server's and the GPUs' side over a
+	// Figures, if set, joins the server's and the GPUs' side over a
 	// window, for the server panel and energy objectives.
-	Telemetry func(time.Duration) telemetry.View
+	Figures func(load.Snapshot) runner.Figures
 	// ReadOnly makes a watcher's view: the keys that act on the load (knobs,
 	// window, reset, save) are locked and say so.
 	ReadOnly bool
@@ -87,8 +87,8 @@ type Model struct {
 	snaps    <-chan load.Snapshot
 	objs     []slo.Objective
 	readOnly bool
-	telem    func(time.Duration) telemetry.View
-	tview    telemetry.View
+	figures  func(load.Snapshot) runner.Figures
+	fig      runner.Figures // the last snapshot's, joined
 	save     func(load.Snapshot) (string, error)
 	// saving is true while a save runs; the footer says so, and another
 	// `s` waits for it rather than writing the same files twice at once.
@@ -119,7 +119,7 @@ func New(ctl Controller, o Options) (Model, error) {
 		o.Renderer = lipgloss.DefaultRenderer()
 	}
 	m := Model{ctl: ctl, renderer: o.Renderer, palettes: themes.Palettes(), keys: newKeyMap(), snaps: o.Snapshots,
-		objs: o.Objectives, save: o.Save, readOnly: o.ReadOnly, telem: o.Telemetry, width: MinWidth, height: MinHeight,
+		objs: o.Objectives, save: o.Save, readOnly: o.ReadOnly, figures: o.Figures, width: MinWidth, height: MinHeight,
 		sparks: map[string]*sparkDrawing{}}
 	if o.Theme != "" {
 		found := false
@@ -171,12 +171,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case SnapshotMsg:
 		m.snap, m.haveSnap = load.Snapshot(msg), true
-		fig := slo.FromWindow(m.snap)
-		if m.telem != nil {
-			m.tview = m.telem(m.snap.Window)
-			fig.JoulesPerToken, fig.HasEnergy = telemetry.PerToken(m.tview, m.snap.OutTokPerSec)
+		if m.figures != nil {
+			m.fig = m.figures(m.snap)
+		} else {
+			m.fig = runner.Join(m.snap, nil)
 		}
-		m.verdicts = slo.CheckAll(m.objs, fig, "window")
+		m.verdicts = slo.CheckAll(m.objs, m.fig.Window, "window")
 		m.render()
 		return m, listen(m.snaps)
 	case engineDoneMsg:
@@ -342,9 +342,16 @@ func (m *Model) footer(w int) string {
 // banner names the objectives the window breaks, or is empty.
 func (m *Model) banner(w int) string {
 	var broken []string
+	// Nothing measured is a breach once a whole window has passed without
+	// an answer (a hung server), not in the first seconds of a run.
+	full := m.snap.Elapsed >= m.snap.Window
 	for _, v := range m.verdicts {
-		if !v.Held {
+		switch {
+		case v.Held:
+		case v.Known:
 			broken = append(broken, fmt.Sprintf("%s (%s)", v.Expr, v.Format(v.Actual)))
+		case full:
+			broken = append(broken, v.Expr+" (nothing measured)")
 		}
 	}
 	if len(broken) == 0 {

@@ -11,7 +11,7 @@ import (
 // or nothing when neither is read (an unknown server shows nothing rather
 // than wrong figures).
 func (m *Model) serverPanel(w int) string {
-	v := m.tview
+	v := m.fig.Server
 	if v.Server == nil && v.GPU == nil {
 		return ""
 	}
@@ -52,7 +52,7 @@ func (m *Model) serverPanel(w int) string {
 			parts = append(parts, t.Warn.Render(g.Source+" unreadable: "+g.Err))
 		} else {
 			parts = append(parts, t.Text.Render(fmt.Sprintf("GPU ×%d (%s)", g.Count, g.Source)), item("now", watts(g.PowerW)), item("avg", watts(g.AvgW)))
-			if jpt, ok := telemetry.PerToken(v, m.snap.OutTokPerSec); ok {
+			if jpt, ok := m.fig.Window.JoulesPerToken, m.fig.Window.HasEnergy; ok {
 				parts = append(parts, t.Value.Render(fmt.Sprintf("%.3g J/token", jpt))+t.Muted.Render(fmt.Sprintf(" %.3g tok/J", 1/jpt)))
 			}
 			parts = append(parts, item("util", fmt.Sprintf("%.0f%%", g.UtilPct)), t.Value.Render(fmt.Sprintf("%.0f°C", g.TempC)), t.Muted.Render("energy from "+g.EnergyFrom))

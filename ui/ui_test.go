@@ -18,6 +18,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/slo"
 	"github.com/infertop/infertop/telemetry"
 )
@@ -490,7 +491,7 @@ func TestServerPanel(t *testing.T) {
 			GPUs: []telemetry.GPU{{Index: "0", PowerW: 720, UtilPct: 95}, {Index: "1", PowerW: 680, UtilPct: 91}}},
 	}
 	objs, _ := slo.ParseAll([]string{"energy_per_token<=0.5J"})
-	m, _ := New(nil, Options{Renderer: asciiRenderer(), Objectives: objs, Telemetry: func(time.Duration) telemetry.View { return view }})
+	m, _ := New(nil, Options{Renderer: asciiRenderer(), Objectives: objs, Figures: func(s load.Snapshot) runner.Figures { return runner.Join(s, &view) }})
 	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 48}, SnapshotMsg(fixedSnapshot()))
 	v := m.View()
 	// 1360 W at 1712 output tokens/s: 0.794 J per token, breaking the SLO.

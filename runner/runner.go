@@ -1,0 +1,447 @@
+// Package runner owns one load from start to stop: the endpoint (the
+// embedded sim, or a URL), the probe client (protocol detection, model
+// discovery), the engine, the server and GPU scraper, infertop's own
+// exporter, the requests log and the stage walk (the engine's). The
+// dashboard, the SSH server and the headless run are followers of a
+// runner: they read its snapshots and turn its knobs; none of them starts a
+// service of its own.
+//
+// Figures is the one place telemetry meets a snapshot; Report the one
+// place a report is built from one.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/exporter"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/telemetry"
+)
+
+// Do sends one request and measures it: (*probe.Client).Do.
+type Do = func(context.Context, probe.Request) probe.Result
+
+// SettingError is a setting of Config the runner could not use. Setting
+// names it in the runner's own terms (one of the Setting* constants), so a
+// command line can name its flag instead.
+type SettingError struct {
+	Setting string
+	Err     error
+}
+
+func (e *SettingError) Error() string { return e.Setting + ": " + e.Err.Error() }
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// The settings a SettingError names.
+const (
+	SettingModel       = "model"           // the model list could not be read, or is empty
+	SettingAPI         = "api"             // the embedded sim does not speak it
+	SettingMetricsAddr = "metrics address" // infertop's own metrics cannot be served there
+	SettingRequestsLog = "requests log"    // the requests log cannot be written
+)
+
+// ErrNoModels is the error of a server that lists no models.
+var ErrNoModels = errors.New("the server lists no models")
+
+// Config is one load: where, what, how much, and what to keep of it.
+type Config struct {
+	// URL is the endpoint; empty starts the embedded sim with Sim.
+	URL string
+	Sim sim.Params
+	// API is the protocol; empty: detected (the sim: openai-chat).
+	API probe.Kind
+	// Probe configures the client; its URL and API are filled in, and its
+	// Model when empty (the server's first, or the sim's).
+	Probe probe.Config
+	// Load configures the engine; its Do and Target are filled in, and
+	// OnResult is chained after the requests log and the exporter.
+	Load load.Config
+	// Objectives are the run's SLOs (the exporter's and the reports').
+	Objectives []slo.Objective
+	// Telemetry says where the server's and the GPUs' metrics are read.
+	Telemetry Telemetry
+	// MetricsAddr serves infertop's own Prometheus metrics (empty: none).
+	MetricsAddr string
+	// RequestsLog writes one JSON line per request (empty: none).
+	RequestsLog string
+	// Version and Settings go into the reports' manifest.
+	Version  string
+	Settings map[string]string
+	// Notes gets one-line notes for the person (the API detected, a
+	// setting the server cannot honour); nil: discarded.
+	Notes io.Writer
+	// WrapDo, if set, wraps the request function (tests).
+	WrapDo func(Do) Do
+}
+
+// Telemetry says where the server's and the GPUs' metrics come from.
+type Telemetry struct {
+	// ServerMetrics is the serving engine's /metrics: empty tries the
+	// endpoint's root /metrics quietly, "off" reads none.
+	ServerMetrics string
+	// GPUMetrics is a DCGM exporter's /metrics; GPULocal reads this
+	// machine's GPUs with nvidia-smi.
+	GPUMetrics string
+	GPULocal   bool
+	// Every is the scrape interval (default a second).
+	Every time.Duration
+}
+
+// ServerMetricsOff turns the server's metrics off.
+const ServerMetricsOff = "off"
+
+// Runner is one load, started. Its methods are safe from any goroutine.
+type Runner struct {
+	cfg     Config
+	client  *probe.Client
+	kind    probe.Kind
+	why     string // how the API was detected ("" when given)
+	rawURL  string
+	target  load.Target
+	simGPUs int
+	eng     *load.Engine
+	scraper *telemetry.Scraper
+	x       *exporter.Exporter
+	xAddr   string
+	reqLog  *report.RequestsLog
+	started time.Time
+
+	cancel   context.CancelFunc // ends the engine and the scraper
+	wg       sync.WaitGroup     // every goroutine the runner started
+	stopSim  func()
+	stopX    func()
+	stopOnce sync.Once
+	stopErr  error
+
+	infoMu sync.Mutex
+	info   map[string]json.RawMessage // the server's description, once read
+}
+
+// go runs f in a goroutine the runner owns, under the crash guard.
+func (r *Runner) spawn(f func()) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer crash.Recover()
+		f()
+	}()
+}
+
+// Start starts, in order, the embedded sim (when there is no URL), the
+// probe client (detection, model discovery), the exporter, the requests
+// log, the engine (and its walk), the scraper and the exporter's follower.
+// On an error everything started is stopped again before it returns.
+func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
+	if cfg.Notes == nil {
+		cfg.Notes = io.Discard
+	}
+	r := &Runner{cfg: cfg, rawURL: cfg.URL, stopSim: func() {}, stopX: func() {}}
+	defer func() {
+		if err != nil {
+			r.Stop()
+		}
+	}()
+	if r.rawURL == "" {
+		if err := r.startSim(); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.startClient(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.MetricsAddr != "" {
+		ln, err := exporter.Listen(cfg.MetricsAddr)
+		if err != nil {
+			return nil, &SettingError{SettingMetricsAddr, err}
+		}
+		r.x, r.xAddr = exporter.New(cfg.Objectives), ln.Addr().String()
+		xctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); defer crash.Recover(); r.x.Serve(xctx, ln) }()
+		r.stopX = func() { stop(); <-done }
+	}
+	if cfg.RequestsLog != "" {
+		if r.reqLog, err = report.OpenRequestsLog(cfg.RequestsLog); err != nil {
+			return nil, &SettingError{SettingRequestsLog, err}
+		}
+	}
+	lc := cfg.Load
+	do := r.client.Do
+	if cfg.WrapDo != nil {
+		do = cfg.WrapDo(do)
+	}
+	lc.Do, lc.Target = do, r.target
+	lc.OnResult = r.chain(lc.OnResult)
+	if r.eng, err = load.New(lc); err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	r.scraper = r.newScraper()
+	engCtx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.started = time.Now()
+	r.spawn(func() { r.eng.Run(engCtx) })
+	if r.scraper != nil {
+		r.spawn(func() { r.scraper.Run(engCtx) })
+	}
+	if r.x != nil { // the exporter follows the snapshots until the engine stops
+		snaps, _ := r.eng.Subscribe()
+		r.spawn(func() {
+			for s := range snaps {
+				r.x.Update(s, r.Figures(s).Window)
+			}
+		})
+	}
+	return r, nil
+}
+
+// startSim starts the embedded sim on a port of its own.
+func (r *Runner) startSim() error {
+	switch r.cfg.API {
+	case "", probe.OpenAIChat, probe.OpenAICompletions, probe.Generic:
+	default:
+		return &SettingError{SettingAPI, fmt.Errorf("the embedded sim speaks openai-chat, openai-completions and generic, not %s", r.cfg.API)}
+	}
+	if r.cfg.API == "" {
+		r.cfg.API = probe.OpenAIChat
+	}
+	srv, err := sim.New(r.cfg.Sim)
+	if err != nil {
+		return fmt.Errorf("embedded sim: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("embedded sim: %w", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer crash.Recover()
+		srv.Serve(ctx, ln, nil, sim.WithGuard(crash.Recover))
+	}()
+	r.stopSim = func() { stop(); <-done }
+	r.rawURL = "http://" + ln.Addr().String() + "/v1"
+	r.target.Sim, r.simGPUs = true, r.cfg.Sim.GPUs
+	if r.cfg.Probe.Model == "" {
+		r.cfg.Probe.Model = r.cfg.Sim.Model
+	}
+	return nil
+}
+
+// startClient builds the probe client: the API given or detected, the
+// model given or the server's first.
+func (r *Runner) startClient(ctx context.Context) error {
+	pc := r.cfg.Probe
+	kind := r.cfg.API
+	if kind == "" {
+		var err error
+		if kind, r.why, err = probe.Detect(ctx, pc, r.rawURL); err != nil {
+			return err
+		}
+	}
+	pc.API = kind
+	var err error
+	if pc.URL, err = probe.EndpointURL(kind, r.rawURL, !pc.NoStream); err != nil {
+		return err
+	}
+	if pc.Model == "" {
+		c, err := probe.New(pc)
+		if err != nil {
+			return err
+		}
+		ids, err := c.Models(ctx, r.rawURL)
+		c.Close()
+		if err != nil {
+			return &SettingError{SettingModel, err}
+		}
+		if len(ids) == 0 {
+			return &SettingError{SettingModel, fmt.Errorf("%w: %s", ErrNoModels, probe.RedactURL(r.rawURL))}
+		}
+		pc.Model = ids[0]
+	}
+	if r.client, err = probe.New(pc); err != nil {
+		return err
+	}
+	r.kind = kind
+	if r.why != "" {
+		fmt.Fprintf(r.cfg.Notes, "infertop: API %s (%s)\n", kind, r.why)
+	}
+	if pc.Body.IgnoreEOS && kind != probe.OpenAIChat && kind != probe.OpenAICompletions {
+		fmt.Fprintf(r.cfg.Notes, "infertop: %s has no way to force the output length; answers may stop early\n", kind)
+	}
+	api := string(kind)
+	if pc.NoStream {
+		api += ", not streamed"
+	}
+	r.target.URL, r.target.Model, r.target.API = probe.RedactURL(pc.URL), pc.Model, api
+	return nil
+}
+
+// chain puts the requests log and the exporter before next.
+func (r *Runner) chain(next func(load.Record)) func(load.Record) {
+	var hs []func(load.Record)
+	if r.reqLog != nil {
+		hs = append(hs, r.reqLog.Write)
+	}
+	if r.x != nil {
+		hs = append(hs, r.x.Observe)
+	}
+	if next != nil {
+		hs = append(hs, next)
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	return func(rec load.Record) {
+		for _, h := range hs {
+			h(rec)
+		}
+	}
+}
+
+// newScraper reads the server's and the GPUs' metrics; nil when there is
+// nothing to read. For the embedded sim: its /metrics and /dcgm.
+func (r *Runner) newScraper() *telemetry.Scraper {
+	t := r.cfg.Telemetry
+	cfg := telemetry.Config{Every: t.Every, GPUURL: t.GPUMetrics, GPULocal: t.GPULocal}
+	if cfg.Every <= 0 {
+		cfg.Every = time.Second
+	}
+	switch t.ServerMetrics {
+	case ServerMetricsOff:
+	case "":
+		cfg.ServerURL, cfg.Quiet = telemetry.ServerURLFor(r.rawURL), !r.target.Sim
+	default:
+		cfg.ServerURL = t.ServerMetrics
+	}
+	if r.target.Sim && r.simGPUs > 0 && cfg.GPUURL == "" && !cfg.GPULocal {
+		cfg.GPUURL = strings.TrimSuffix(telemetry.ServerURLFor(r.rawURL), "/metrics") + "/dcgm"
+	}
+	if cfg.ServerURL == "" && cfg.GPUURL == "" && !cfg.GPULocal {
+		return nil
+	}
+	return telemetry.NewScraper(cfg)
+}
+
+// Engine is the load: its knobs, its snapshots.
+func (r *Runner) Engine() *load.Engine { return r.eng }
+
+// Subscribe follows the engine's snapshots (see load.Engine.Subscribe).
+func (r *Runner) Subscribe() (<-chan load.Snapshot, func()) { return r.eng.Subscribe() }
+
+// Target is what is measured, as shown.
+func (r *Runner) Target() load.Target { return r.target }
+
+// Objectives are the run's SLOs.
+func (r *Runner) Objectives() []slo.Objective { return r.cfg.Objectives }
+
+// MetricsAddr is where infertop's own metrics are served ("": nowhere).
+func (r *Runner) MetricsAddr() string { return r.xAddr }
+
+// Started is the wall-clock time the load started.
+func (r *Runner) Started() time.Time { return r.started }
+
+// Figures is what the window of s shows once the server's and the GPUs'
+// side is joined to it: the one place telemetry meets a snapshot.
+type Figures struct {
+	// Window is the window's figures for the SLOs, the energy per token
+	// among them when the GPUs are read.
+	Window slo.Figures
+	// Server is the server's and the GPUs' side over the window; Scraped
+	// is false when nothing is read.
+	Server  telemetry.View
+	Scraped bool
+}
+
+// Figures joins the telemetry over s's window to s.
+func (r *Runner) Figures(s load.Snapshot) Figures {
+	if r.scraper == nil {
+		return Join(s, nil)
+	}
+	v := r.scraper.View(s.Window)
+	return Join(s, &v)
+}
+
+// Join joins a telemetry view (nil: nothing is read) to s's window.
+func Join(s load.Snapshot, v *telemetry.View) Figures {
+	f := Figures{Window: slo.FromWindow(s)}
+	if v != nil {
+		f.Server, f.Scraped = *v, true
+		f.Window.JoulesPerToken, f.Window.HasEnergy = telemetry.PerToken(f.Server, s.OutTokPerSec)
+	}
+	return f
+}
+
+// Check checks the objectives over s's window (scope names it).
+func (r *Runner) Check(s load.Snapshot, scope string) []slo.Verdict {
+	return slo.CheckAll(r.cfg.Objectives, r.Figures(s).Window, scope)
+}
+
+// Report is the report of the run as s shows it: the manifest (the
+// server's description read once, within ctx), the energy when the GPUs
+// are read, and the verdicts over the run and every phase.
+func (r *Runner) Report(ctx context.Context, s load.Snapshot) *report.Report {
+	m := report.NewManifest(r.cfg.Version)
+	m.URL, m.API, m.Model, m.Stream = r.target.URL, string(r.kind), r.target.Model, !r.cfg.Probe.NoStream
+	m.Seed = r.cfg.Load.Seed
+	k := r.cfg.Load.Knobs
+	if len(r.cfg.Load.Stages) > 0 {
+		r.cfg.Load.Stages[0].Apply(&k)
+	}
+	m.Knobs = report.KnobsJSON{Mode: k.Mode.String(), Concurrency: k.Concurrency, PromptTokens: k.PromptTokens, OutputTokens: k.OutputTokens, Rate: k.Rate}
+	m.Server = r.ServerInfo(ctx)
+	m.Settings = r.cfg.Settings
+	if g := r.cfg.Load.Goodput; g.Set() {
+		m.Goodput = map[string]float64{"ttft": float64(g.TTFT) / 1e6, "tpot": float64(g.TPOT) / 1e6, "e2el": float64(g.E2E) / 1e6}
+	}
+	m.Start, m.End = r.started, r.started.Add(s.Elapsed)
+	rep := &report.Report{Manifest: m, Final: s, Energy: report.EnergyOf(r.scraper, r.started, s)}
+	rep.Verdicts = report.Verdicts(r.cfg.Objectives, s, rep.Energy)
+	return rep
+}
+
+// ServerInfo is what the server says of itself (model list, version),
+// read once within ctx and kept; a read that fails is tried again next time.
+func (r *Runner) ServerInfo(ctx context.Context) map[string]json.RawMessage {
+	r.infoMu.Lock()
+	defer r.infoMu.Unlock()
+	if r.info == nil {
+		r.info = r.client.ServerInfo(ctx, r.rawURL)
+	}
+	return r.info
+}
+
+// Stop ends the load at once (what is in flight is cancelled), waits for
+// every goroutine the runner started, closes the requests log and stops
+// the exporter and the embedded sim. It may be called more than once; the
+// first call's error (the requests log's) is returned every time.
+func (r *Runner) Stop() error {
+	r.stopOnce.Do(func() {
+		if r.cancel != nil {
+			r.cancel()
+		}
+		r.wg.Wait()
+		if r.reqLog != nil {
+			r.stopErr = r.reqLog.Close()
+		}
+		r.stopX()
+		if r.client != nil {
+			r.client.Close()
+		}
+		r.stopSim()
+	})
+	return r.stopErr
+}
