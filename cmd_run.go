@@ -58,12 +58,12 @@ func (a *app) runHeadless(args []string) error {
 	switch {
 	case rf.sloWindow < 10*time.Second || rf.sloWindow > 5*time.Minute:
 		return usagef("--slo-window must be within 10s..5m, got %v", rf.sloWindow)
-	case rf.failFast && len(f.objective.slos) == 0:
+	case rf.failFast && len(f.slos) == 0:
 		return usagef("--fail-fast needs at least one --slo")
 	case rf.progressEvery <= 0:
 		return usagef("--progress-every must be positive")
 	}
-	f.shape.window = rf.sloWindow // the window is the SLOs' window here
+	f.cfg.Load.Window = rf.sloWindow // the window is the SLOs' window here
 	cfg, err := f.config()
 	if err != nil {
 		return err

@@ -8,88 +8,23 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/spf13/pflag"
-
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/sim/simflag"
 )
-
-// simFlags binds the simulated endpoint's parameters to flags, starting
-// from a preset chosen with --preset (read before the others apply).
-type simFlags struct {
-	preset string
-	faults string
-	p      sim.Params
-	fs     *pflag.FlagSet
-}
-
-func addSimFlags(fs *pflag.FlagSet, prefix string) *simFlags {
-	d, _ := sim.Preset("default")
-	f := &simFlags{fs: fs}
-	fs.StringVar(&f.preset, prefix+"preset", "default", "performance preset: default, fast, small or large (flags below override it)")
-	fs.StringVar(&f.p.Model, prefix+"model", d.Model, "model name served")
-	fs.IntVar(&f.p.Slots, prefix+"slots", d.Slots, "sequences decoded at once (max_num_seqs)")
-	fs.IntVar(&f.p.KVTokens, prefix+"kv-tokens", d.KVTokens, "KV-cache budget in tokens")
-	fs.IntVar(&f.p.MaxModelLen, prefix+"max-model-len", d.MaxModelLen, "longest prompt+output accepted")
-	fs.IntVar(&f.p.MaxBatchTokens, prefix+"max-batch-tokens", d.MaxBatchTokens, "tokens per step (chunked prefill budget)")
-	fs.Float64Var(&f.p.PrefillRate, prefix+"prefill-rate", d.PrefillRate, "prefill speed in prompt tokens per second (0: instant)")
-	fs.DurationVar(&f.p.StepBase, prefix+"step-base", d.StepBase, "fixed cost of a decode step")
-	fs.DurationVar(&f.p.StepPerSeq, prefix+"step-per-seq", d.StepPerSeq, "added step cost per running sequence")
-	fs.DurationVar(&f.p.StepPerKTok, prefix+"step-per-ktok", d.StepPerKTok, "added step cost per 1000 context tokens")
-	fs.Float64Var(&f.p.Jitter, prefix+"jitter", d.Jitter, "relative standard deviation of step time")
-	fs.StringVar(&f.faults, prefix+"faults", "", "injected faults, each a fraction of requests: 500, 429, reset, stall, stall-mid, malformed, huge-line, trickle, and pause=DURATION for stalls, e.g. reset=0.01,stall=0.02,pause=3s")
-	fs.Float64Var(&f.p.Faults.HTTP500, prefix+"error-rate", 0, "fraction of requests answered with HTTP 500")
-	fs.Float64Var(&f.p.Faults.HTTP429, prefix+"rate-limit-rate", 0, "fraction of requests answered with HTTP 429 and Retry-After")
-	fs.Uint64Var(&f.p.Seed, prefix+"seed", d.Seed, "seed for jitter, faults and text")
-	fs.IntVar(&f.p.GPUs, prefix+"gpus", d.GPUs, "simulated GPUs reported at /dcgm in DCGM's names")
-	return f
-}
-
-// params applies the preset, then every flag the user set.
-func (f *simFlags) params(prefix string) (sim.Params, error) {
-	p, err := sim.Preset(f.preset)
-	if err != nil {
-		return p, usageError{err}
-	}
-	if f.faults != "" {
-		fl, err := sim.ParseFaults(f.faults)
-		if err != nil {
-			return p, usagef("--%sfaults: %v", prefix, err)
-		}
-		p.Faults = fl
-	}
-	set := map[string]func(){
-		"model": func() { p.Model = f.p.Model }, "slots": func() { p.Slots = f.p.Slots },
-		"kv-tokens": func() { p.KVTokens = f.p.KVTokens }, "max-model-len": func() { p.MaxModelLen = f.p.MaxModelLen },
-		"max-batch-tokens": func() { p.MaxBatchTokens = f.p.MaxBatchTokens }, "prefill-rate": func() { p.PrefillRate = f.p.PrefillRate },
-		"step-base": func() { p.StepBase = f.p.StepBase }, "step-per-seq": func() { p.StepPerSeq = f.p.StepPerSeq },
-		"step-per-ktok": func() { p.StepPerKTok = f.p.StepPerKTok }, "jitter": func() { p.Jitter = f.p.Jitter },
-		"error-rate": func() { p.Faults.HTTP500 = f.p.Faults.HTTP500 }, "rate-limit-rate": func() { p.Faults.HTTP429 = f.p.Faults.HTTP429 },
-		"seed": func() { p.Seed = f.p.Seed }, "gpus": func() { p.GPUs = f.p.GPUs },
-	}
-	for name, apply := range set {
-		if f.fs.Changed(prefix + name) {
-			apply()
-		}
-	}
-	if err := p.Validate(); err != nil {
-		return p, usageError{err}
-	}
-	return p, nil
-}
 
 // runSim is `infertop sim`: the simulated endpoint alone, until a signal.
 func (a *app) runSim(args []string) error {
 	stdout, stderr := a.stdout, a.stderr
 	fs := newFlagSet("sim", "Usage: infertop sim [flags]\n\nRuns the simulated continuous-batching endpoint alone (OpenAI chat and\ncompletions, /v1/infer, /v1/models, /health, /metrics), until interrupted.", stdout)
 	addr := fs.String("addr", "127.0.0.1:8000", "address to listen on")
-	sf := addSimFlags(fs, "")
+	sf := simflag.Add(fs, "")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	p, err := sf.params("")
+	p, err := sf.Params()
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	srv, err := sim.New(p)
 	if err != nil {

@@ -103,7 +103,7 @@ func (a *app) runSSH(args []string) error {
 		stopServer()
 		return <-served
 	}
-	guard := guardTerminal(term, a.stderr)
+	guard := crash.GuardTerminal(term, a.stderr)
 	defer crash.Handle(nil)
 	p, done, err := a.dashboard(ctx, r, term, f.theme, *reportDir)
 	if err != nil {
@@ -111,7 +111,7 @@ func (a *app) runSSH(args []string) error {
 		<-served
 		return err
 	}
-	err = guard.run(p)
+	err = guard.Run(p)
 	done()
 	stopServer()
 	if serr := <-served; serr != nil {

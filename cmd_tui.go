@@ -44,7 +44,7 @@ func (a *app) runTUI(args []string) error {
 	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
 		return usagef("the dashboard needs a terminal on stdin and stdout")
 	}
-	guard := guardTerminal(term, a.stderr)
+	guard := crash.GuardTerminal(term, a.stderr)
 	defer crash.Handle(nil)
 	r, err := a.start(context.Background(), cfg)
 	if err != nil {
@@ -56,7 +56,7 @@ func (a *app) runTUI(args []string) error {
 		return err
 	}
 	defer done()
-	if err := guard.run(p); err != nil {
+	if err := guard.Run(p); err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/infertop/infertop/tools/tmuxterm"
 )
@@ -65,4 +66,24 @@ func selfForTmux(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return self
+}
+
+// TestHeaderStopsAtDone: once --duration is reached the header says done
+// and its clock stops, as the engine's snapshots do.
+func TestHeaderStopsAtDone(t *testing.T) {
+	self := selfForTmux(t)
+	term := tmuxterm.New(t, fmt.Sprintf("infertop-done-%d", os.Getpid()), 100, 30,
+		fmt.Sprintf("env INFERTOP_TEST_MAIN=1 TERM=xterm-256color %q --tick 100ms --duration 2s -c 2 --prompt-tokens 16 --output-tokens 8 --sim-preset fast; echo EXITED $?; sleep 30", self))
+	header := func(s string) string { return strings.SplitN(s, "\n", 2)[0] }
+	s := term.Wait("done", term.Screen, func(s string) bool { return strings.Contains(header(s), "done") })
+	first := header(s)
+	time.Sleep(1500 * time.Millisecond)
+	if later := header(term.Screen()); later != first {
+		t.Errorf("the header moved after done:\n%s\n%s", first, later)
+	}
+	if !strings.Contains(first, "duration reached") {
+		t.Errorf("header %q does not say why the run is done", first)
+	}
+	term.Keys("q")
+	term.Wait("a clean exit", term.Screen, func(s string) bool { return strings.Contains(s, "EXITED 0") })
 }

@@ -1,4 +1,4 @@
-package main
+package crash
 
 import (
 	"fmt"
@@ -9,23 +9,22 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	xterm "github.com/charmbracelet/x/term"
-
-	"github.com/infertop/infertop/crash"
 )
 
-// terminalGuard restores the terminal and prints a panic from any goroutine
-// of the dashboard, then ends the process with status 2 (as Go's own panic).
-type terminalGuard struct {
+// Terminal restores the terminal and prints a panic from any goroutine of
+// the dashboard, then ends the process with status 2 (as Go's own panic).
+type Terminal struct {
 	mu   sync.Mutex
 	prog *tea.Program
 	ran  chan struct{} // closed once Run has returned or unwound
 }
 
-// guardTerminal installs the crash handler for the dashboard on term.
-func guardTerminal(term *os.File, stderr io.Writer) *terminalGuard {
-	g := &terminalGuard{ran: make(chan struct{})}
+// GuardTerminal installs the handler for the dashboard on term; Handle(nil)
+// uninstalls it.
+func GuardTerminal(term *os.File, stderr io.Writer) *Terminal {
+	g := &Terminal{ran: make(chan struct{})}
 	state, _ := xterm.GetState(os.Stdin.Fd())
-	crash.Handle(func(v any, stack []byte) {
+	Handle(func(v any, stack []byte) {
 		g.mu.Lock()
 		p := g.prog
 		g.mu.Unlock()
@@ -49,17 +48,17 @@ func guardTerminal(term *os.File, stderr io.Writer) *terminalGuard {
 	return g
 }
 
-// run runs the program; a panic in it goes to the handler.
-func (g *terminalGuard) run(p *tea.Program) (err error) {
+// Run runs the program; a panic in it goes to the handler.
+func (g *Terminal) Run(p *tea.Program) (err error) {
 	g.mu.Lock()
 	g.prog = p
 	g.mu.Unlock()
 	func() {
-		defer crash.Recover()
+		defer Recover()
 		defer close(g.ran) // before Recover, which waits for it
 		_, err = p.Run()
 	}()
-	if crash.Crashing() { // Run returned because the handler killed it
+	if Crashing() { // Run returned because the handler killed it
 		select {}
 	}
 	return err
