@@ -62,7 +62,9 @@ type Snapshot struct {
 	// Latency holds the window's distribution of each metric.
 	Latency [NumMetrics]Dist
 	// Rates over the window, per second. GoodPerSec counts requests that
-	// met every goodput limit.
+	// met every goodput limit. OutTokPerSec counts the tokens that arrived
+	// in the window (see Point.OutTokens): requests still streaming add
+	// theirs when they end, so it runs low while they stream, never high.
 	ReqPerSec, OutTokPerSec, InTokPerSec, ErrPerSec, GoodPerSec float64
 	// Completed and Failed are counts in the window; ErrorRate is
 	// Failed/(Completed+Failed); ByClass counts failures by class.
@@ -116,7 +118,12 @@ type Point struct {
 	// (zero when none did).
 	TTFTP50, TTFTP99, E2EP50, E2EP95, E2EP99 time.Duration
 	Completed, Failed                        int64
-	OutTokens, InTokens                      int64
+	// OutTokens are the output tokens that arrived in this second (each
+	// output message in the second it arrived, its share of the server's
+	// count), learnt when their request ended: the newest seconds grow
+	// while their requests still stream. InTokens are counted in the
+	// second their request completed.
+	OutTokens, InTokens int64
 	// InFlight is the most requests in flight seen in this second.
 	InFlight int
 }
