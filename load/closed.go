@@ -7,9 +7,33 @@ import (
 	"github.com/infertop/infertop/crash"
 )
 
-// quickFailPause is the least time a worker spends on a failed request, so
-// that an endpoint refusing connections does not spin a core.
-const quickFailPause = 10 * time.Millisecond
+// A closed-loop worker whose requests fail in a row backs off, so that an
+// endpoint rejecting everything is not sent a thousand requests a second
+// (which would only measure how fast it says no, and may keep it down):
+// after k failures in a row it waits backoffBase*2^(k-1), at most
+// backoffMax, or what the server's Retry-After asked for, at most
+// retryAfterMax (a bad header must not stop the load for an hour). The
+// open loop keeps its schedule: that is its point.
+const (
+	backoffBase   = 5 * time.Millisecond
+	backoffMax    = time.Second
+	retryAfterMax = 30 * time.Second
+)
+
+// backoff is the wait after fails failures in a row, the last of which
+// asked for retryAfter (zero: it did not).
+func backoff(fails int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(retryAfter, retryAfterMax)
+	}
+	if fails < 1 {
+		return 0
+	}
+	if fails > 16 { // long past the cap; no shift overflows
+		return backoffMax
+	}
+	return min(backoffBase<<(fails-1), backoffMax)
+}
 
 // spawnLocked starts the workers the concurrency asks for and are not
 // running. Workers above the concurrency stop by themselves.
@@ -53,6 +77,7 @@ func (e *Engine) next(id int) (Knobs, *phaseInfo, <-chan struct{}, bool) {
 func (e *Engine) worker(ctx context.Context, id int) {
 	defer e.workers.Done()
 	defer crash.Recover()
+	fails := 0 // failures in a row
 	for ctx.Err() == nil {
 		k, ph, changed, ok := e.next(id)
 		if !ok {
@@ -65,20 +90,33 @@ func (e *Engine) worker(ctx context.Context, id int) {
 			}
 			continue
 		}
-		start := time.Now()
-		succeeded, delivered := e.send(ctx, k, ph, time.Time{})
+		ok, retryAfter, delivered := e.send(ctx, k, ph, time.Time{})
 		if !delivered {
 			return
 		}
-		if !succeeded {
-			if wait := quickFailPause - time.Since(start); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-				}
-			}
+		if ok { // full speed again at once
+			fails = 0
+			continue
 		}
+		fails++
+		e.backOff(ctx, backoff(fails, retryAfter), changed)
+	}
+}
+
+// backOff waits d, or less when the knobs change (the person at the keys
+// wants to see the new setting now) or the run ends or stops (changed is
+// closed then too). Snapshot.BackingOff counts the workers waiting in it.
+func (e *Engine) backOff(ctx context.Context, d time.Duration, changed <-chan struct{}) {
+	if d <= 0 {
+		return
+	}
+	e.backingOff.Add(1)
+	defer e.backingOff.Add(-1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-changed:
+	case <-ctx.Done():
 	}
 }

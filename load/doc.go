@@ -10,7 +10,7 @@
 //	config.go     Config, Warmup, Goodput, Record, the run-end reasons, Windows
 //	engine.go     Engine and New, the knob methods, Finish/Ending, Run (the aggregator loop)
 //	knobs.go      Knobs, Mode and the knobs' limits
-//	closed.go     the closed loop: workers, one per unit of concurrency
+//	closed.go     the closed loop: workers, one per unit of concurrency, backing off on failures
 //	open.go       the open loop: Arrivals, the dispatcher, the backlog; ParseRate
 //	request.go    one request: admitted, sent, its result handed on or counted incomplete
 //	hub.go        the subscription hub: Subscribe, Latest, publish

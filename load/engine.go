@@ -53,6 +53,7 @@ type Engine struct {
 
 	workers    sync.WaitGroup
 	inflight   atomic.Int64
+	backingOff atomic.Int64  // closed-loop workers waiting after failures
 	unsettled  atomic.Int64  // started and not yet counted (or dropped)
 	incomplete atomic.Int64  // cancelled by the engine before they finished
 	begun      atomic.Int64  // requests started, against MaxRequests
@@ -295,7 +296,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		agg.setWindow(win)
 		s := agg.snapshot(now, cur, int(e.inflight.Load()))
-		s.Backlog = int(e.backlogLen.Load())
+		s.Backlog, s.BackingOff = int(e.backlogLen.Load()), int(e.backingOff.Load())
 		seq++
 		s.Seq, s.Target, s.Knobs = seq, e.cfg.Target, knobs
 		s.Done, s.DoneWhy, s.Incomplete = done, why, e.incomplete.Load()

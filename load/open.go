@@ -151,7 +151,9 @@ func (e *Engine) fire(ctx context.Context, a arrival) {
 	defer e.workers.Done()
 	defer crash.Recover()
 	for {
-		e.send(ctx, a.knobs, a.phase, a.intended) //nolint:errcheck // the result went to the aggregator
+		// No back-off here: the open loop keeps its schedule and counts
+		// the failures (the result went to the aggregator).
+		e.send(ctx, a.knobs, a.phase, a.intended) //nolint:errcheck // see above
 
 		e.mu.Lock()
 		if e.backlogHead == len(e.backlog) || ctx.Err() != nil || e.stopping || e.ending {

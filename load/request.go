@@ -24,9 +24,10 @@ func (e *Engine) admitLocked() bool {
 }
 
 // send runs one request and hands its result to the aggregator; intended
-// is zero in the closed loop. It reports whether the request succeeded and
-// whether its result was delivered (false once the engine is stopping).
-func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time) (succeeded, delivered bool) {
+// is zero in the closed loop. It reports whether the request succeeded,
+// the wait the server asked for (Retry-After) and whether its result was
+// delivered (false once the engine is stopping).
+func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time) (succeeded bool, retryAfter time.Duration, delivered bool) {
 	promptLen, outputLen := k.PromptTokens, k.OutputTokens
 	if n := e.reqSeq.Add(1); e.cfg.PromptLength.varies() || e.cfg.OutputLength.varies() {
 		rng := rand.New(rand.NewPCG(e.cfg.Seed^0xa0761d6478bd642f, n))
@@ -53,15 +54,15 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	e.inflight.Add(-1)
 	if res.Class == probe.Canceled || ctx.Err() != nil {
 		e.dropUnfinished(ph)
-		return false, false
+		return false, 0, false
 	}
 	select {
 	case e.results <- outcome{res: res, phase: ph, prompt: promptLen, words: words, intended: intended}:
 	case <-ctx.Done():
 		e.dropUnfinished(ph)
-		return false, false
+		return false, 0, false
 	}
-	return res.OK(), true
+	return res.OK(), res.RetryAfter, true
 }
 
 // dropUnfinished counts a request the engine cancelled before it finished

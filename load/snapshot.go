@@ -51,6 +51,11 @@ type Snapshot struct {
 	// InFlight is requests sent and not yet finished; Backlog is open-loop
 	// arrivals waiting for a free slot (MaxInFlight).
 	InFlight, Backlog int
+	// BackingOff is the closed-loop workers waiting now before their next
+	// request because their last ones failed in a row (or the server asked
+	// them to wait with Retry-After): the load is below the concurrency
+	// knob, on purpose.
+	BackingOff int
 	// PromptLength and OutputLength are the length distributions around the
 	// knobs; Dataset is the number of prompts in the dataset in use (0: the
 	// prompts are synthesised and the prompt knob applies).
