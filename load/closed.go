@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/infertop/infertop/crash"
@@ -44,11 +45,14 @@ func (e *Engine) spawnLocked() {
 	if e.knobs.Mode != ClosedLoop {
 		return
 	}
+	for len(e.workerSlots) < e.knobs.Concurrency {
+		e.workerSlots = append(e.workerSlots, new(atomic.Int64))
+	}
 	for id := range e.knobs.Concurrency {
 		if !e.alive[id] {
 			e.alive[id] = true
 			e.workers.Add(1)
-			go e.worker(e.runCtx, id)
+			go e.worker(e.runCtx, id, e.workerSlots[id])
 		}
 	}
 }
@@ -74,7 +78,9 @@ func (e *Engine) next(id int) (Knobs, *phaseInfo, <-chan struct{}, bool) {
 	return e.knobs, e.phase, e.changed, true
 }
 
-func (e *Engine) worker(ctx context.Context, id int) {
+// worker is closed-loop worker id; slot is its in-flight slot, its own
+// while it runs (a worker of the same id starts only after it stopped).
+func (e *Engine) worker(ctx context.Context, id int, slot *atomic.Int64) {
 	defer e.workers.Done()
 	defer crash.Recover()
 	fails := 0 // failures in a row
@@ -90,7 +96,7 @@ func (e *Engine) worker(ctx context.Context, id int) {
 			}
 			continue
 		}
-		ok, retryAfter, delivered := e.send(ctx, k, ph, time.Time{})
+		ok, retryAfter, delivered := e.send(ctx, k, ph, time.Time{}, slot)
 		if !delivered {
 			return
 		}

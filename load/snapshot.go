@@ -56,6 +56,10 @@ type Snapshot struct {
 	// them to wait with Retry-After): the load is below the concurrency
 	// knob, on purpose.
 	BackingOff int
+	// OldestInFlight is the age of the oldest request in flight (0: none):
+	// a hung endpoint shows as a growing number, not as silence. In the
+	// open loop it counts from the actual send, not the intended one.
+	OldestInFlight time.Duration
 	// PromptLength and OutputLength are the length distributions around the
 	// knobs; Dataset is the number of prompts in the dataset in use (0: the
 	// prompts are synthesised and the prompt knob applies).
