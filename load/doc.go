@@ -18,6 +18,7 @@
 //	stats.go      the aggregator: windows, phases, counters
 //	hist.go       the histograms behind the windows and Dist, their percentiles
 //	snapshot.go   Snapshot and what it carries: Metric, Target, Point, Phase, Limits
+//	errtable.go   the failures by class, status and message (ErrorCount)
 //	prompt.go     the prompt generator
 //	calibrate.go  learning how many words make a token count
 //	lengths.go    spread prompt and output lengths (Length)

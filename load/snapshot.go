@@ -91,6 +91,11 @@ type Snapshot struct {
 	// LastErrorAt the run time it happened.
 	LastError   string
 	LastErrorAt time.Duration
+	// Errors counts the failures since the start or the last reset (the
+	// warm-up's left out, as from the totals) by class, status and
+	// message, most frequent first; the counts sum to TotalFailed. Past
+	// 64 distinct ones, the rest of a class count under OtherErrors.
+	Errors []ErrorCount
 	// Series holds one Point per whole second, oldest first, for charts.
 	Series []Point
 	// Phases lists every phase, oldest first.

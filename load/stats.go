@@ -134,6 +134,7 @@ type aggregator struct {
 	totalClass  [probe.NumClasses]int64
 	lastErr     string
 	lastErrAt   time.Duration
+	errors      errorTable
 	overflows   int64
 }
 
@@ -247,6 +248,7 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 		a.totalFailed++
 		a.totalClass[r.Class]++
 		a.lastErr, a.lastErrAt = r.Class.String()+": "+r.Err, now
+		a.errors.add(r)
 		if ph != nil {
 			ph.failed++
 			ph.byClass[r.Class]++
@@ -411,6 +413,7 @@ func (a *aggregator) reset(now time.Duration, gen int) {
 	a.run = a.newRunAcc(now)
 	a.totalOK, a.totalFailed, a.totalOut, a.totalClass = 0, 0, 0, [probe.NumClasses]int64{}
 	a.lastErr, a.lastErrAt = "", 0
+	a.errors.reset()
 	a.sealedFor = -1
 }
 
@@ -501,6 +504,7 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	}
 	s.TotalCompleted, s.TotalFailed, s.TotalByClass, s.TotalOutTokens = a.totalOK, a.totalFailed, a.totalClass, a.totalOut
 	s.LastError, s.LastErrorAt = a.lastErr, a.lastErrAt
+	s.Errors = a.errors.list()
 	s.Run = a.summarisePhase(a.run, now, true)
 	s.Run.End = now
 
