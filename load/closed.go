@@ -2,14 +2,39 @@ package load
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/infertop/infertop/crash"
 )
 
-// quickFailPause is the least time a worker spends on a failed request, so
-// that an endpoint refusing connections does not spin a core.
-const quickFailPause = 10 * time.Millisecond
+// A closed-loop worker whose requests fail in a row backs off, so that an
+// endpoint rejecting everything is not sent a thousand requests a second
+// (which would only measure how fast it says no, and may keep it down):
+// after k failures in a row it waits backoffBase*2^(k-1), at most
+// backoffMax, or what the server's Retry-After asked for, at most
+// retryAfterMax (a bad header must not stop the load for an hour). The
+// open loop keeps its schedule: that is its point.
+const (
+	backoffBase   = 5 * time.Millisecond
+	backoffMax    = time.Second
+	retryAfterMax = 30 * time.Second
+)
+
+// backoff is the wait after fails failures in a row, the last of which
+// asked for retryAfter (zero: it did not).
+func backoff(fails int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(retryAfter, retryAfterMax)
+	}
+	if fails < 1 {
+		return 0
+	}
+	if fails > 16 { // long past the cap; no shift overflows
+		return backoffMax
+	}
+	return min(backoffBase<<(fails-1), backoffMax)
+}
 
 // spawnLocked starts the workers the concurrency asks for and are not
 // running. Workers above the concurrency stop by themselves.
@@ -20,11 +45,14 @@ func (e *Engine) spawnLocked() {
 	if e.knobs.Mode != ClosedLoop {
 		return
 	}
+	for len(e.workerSlots) < e.knobs.Concurrency {
+		e.workerSlots = append(e.workerSlots, new(atomic.Int64))
+	}
 	for id := range e.knobs.Concurrency {
 		if !e.alive[id] {
 			e.alive[id] = true
 			e.workers.Add(1)
-			go e.worker(e.runCtx, id)
+			go e.worker(e.runCtx, id, e.workerSlots[id])
 		}
 	}
 }
@@ -50,9 +78,12 @@ func (e *Engine) next(id int) (Knobs, *phaseInfo, <-chan struct{}, bool) {
 	return e.knobs, e.phase, e.changed, true
 }
 
-func (e *Engine) worker(ctx context.Context, id int) {
+// worker is closed-loop worker id; slot is its in-flight slot, its own
+// while it runs (a worker of the same id starts only after it stopped).
+func (e *Engine) worker(ctx context.Context, id int, slot *atomic.Int64) {
 	defer e.workers.Done()
 	defer crash.Recover()
+	fails := 0 // failures in a row
 	for ctx.Err() == nil {
 		k, ph, changed, ok := e.next(id)
 		if !ok {
@@ -65,20 +96,33 @@ func (e *Engine) worker(ctx context.Context, id int) {
 			}
 			continue
 		}
-		start := time.Now()
-		succeeded, delivered := e.send(ctx, k, ph, time.Time{})
+		ok, retryAfter, delivered := e.send(ctx, k, ph, time.Time{}, slot)
 		if !delivered {
 			return
 		}
-		if !succeeded {
-			if wait := quickFailPause - time.Since(start); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-				}
-			}
+		if ok { // full speed again at once
+			fails = 0
+			continue
 		}
+		fails++
+		e.backOff(ctx, backoff(fails, retryAfter), changed)
+	}
+}
+
+// backOff waits d, or less when the knobs change (the person at the keys
+// wants to see the new setting now) or the run ends or stops (changed is
+// closed then too). Snapshot.BackingOff counts the workers waiting in it.
+func (e *Engine) backOff(ctx context.Context, d time.Duration, changed <-chan struct{}) {
+	if d <= 0 {
+		return
+	}
+	e.backingOff.Add(1)
+	defer e.backingOff.Add(-1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-changed:
+	case <-ctx.Done():
 	}
 }

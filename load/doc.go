@@ -10,7 +10,7 @@
 //	config.go     Config, Warmup, Goodput, Record, the run-end reasons, Windows
 //	engine.go     Engine and New, the knob methods, Finish/Ending, Run (the aggregator loop)
 //	knobs.go      Knobs, Mode and the knobs' limits
-//	closed.go     the closed loop: workers, one per unit of concurrency
+//	closed.go     the closed loop: workers, one per unit of concurrency, backing off on failures
 //	open.go       the open loop: Arrivals, the dispatcher, the backlog; ParseRate
 //	request.go    one request: admitted, sent, its result handed on or counted incomplete
 //	hub.go        the subscription hub: Subscribe, Latest, publish
@@ -18,6 +18,7 @@
 //	stats.go      the aggregator: windows, phases, counters
 //	hist.go       the histograms behind the windows and Dist, their percentiles
 //	snapshot.go   Snapshot and what it carries: Metric, Target, Point, Phase, Limits
+//	errtable.go   the failures by class, status and message (ErrorCount)
 //	prompt.go     the prompt generator
 //	calibrate.go  learning how many words make a token count
 //	lengths.go    spread prompt and output lengths (Length)

@@ -53,12 +53,22 @@ type Engine struct {
 
 	workers    sync.WaitGroup
 	inflight   atomic.Int64
+	backingOff atomic.Int64  // closed-loop workers waiting after failures
 	unsettled  atomic.Int64  // started and not yet counted (or dropped)
 	incomplete atomic.Int64  // cancelled by the engine before they finished
 	begun      atomic.Int64  // requests started, against MaxRequests
 	reqSeq     atomic.Uint64 // numbers requests for their length draws
 	begunAll   atomic.Int64  // requests started, for the warm-up
 	cal        calibrator
+
+	// The start times of the requests in flight, one slot per closed-loop
+	// worker (by id) and per open-loop sender, behind mu; each slot holds
+	// the run time its request started plus one, 0 when idle, written by
+	// its sender alone. A tick scans them for the oldest: a few thousand
+	// loads at most, instead of a lock or a heap on every request.
+	workerSlots []*atomic.Int64
+	senderSlots []*atomic.Int64
+	freeSlots   []*atomic.Int64 // sender slots not in use
 
 	// The open loop's senders and backlog, behind mu.
 	openInFlight int
@@ -215,6 +225,23 @@ func (e *Engine) finishLocked(why string) {
 // Finish called): no new request starts after it.
 func (e *Engine) Ending() <-chan struct{} { return e.endingCh }
 
+// oldestInFlightLocked is the age at run time now of the oldest request in
+// flight (0: none).
+func (e *Engine) oldestInFlightLocked(now time.Duration) time.Duration {
+	var first int64
+	for _, slots := range [2][]*atomic.Int64{e.workerSlots, e.senderSlots} {
+		for _, s := range slots {
+			if v := s.Load(); v > 0 && (first == 0 || v < first) {
+				first = v
+			}
+		}
+	}
+	if first == 0 {
+		return 0
+	}
+	return max(now-time.Duration(first-1), 0)
+}
+
 // InFlight returns the requests in flight now.
 func (e *Engine) InFlight() int { return int(e.inflight.Load()) }
 func (e *Engine) poke() {
@@ -280,6 +307,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	snap := func() {
 		now := time.Since(e.t0)
 		e.mu.Lock()
+		oldest := e.oldestInFlightLocked(now)
 		e.endWarmupLocked()
 		if e.ending && !e.done && e.unsettled.Load() == 0 {
 			e.done, e.endAt = true, now
@@ -295,7 +323,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		agg.setWindow(win)
 		s := agg.snapshot(now, cur, int(e.inflight.Load()))
-		s.Backlog = int(e.backlogLen.Load())
+		s.Backlog, s.BackingOff, s.OldestInFlight = int(e.backlogLen.Load()), int(e.backingOff.Load()), oldest
 		seq++
 		s.Seq, s.Target, s.Knobs = seq, e.cfg.Target, knobs
 		s.Done, s.DoneWhy, s.Incomplete = done, why, e.incomplete.Load()

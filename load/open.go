@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/infertop/infertop/crash"
@@ -140,22 +141,33 @@ func (e *Engine) arrive(ctx context.Context, intended time.Time) bool {
 		return true
 	}
 	e.openInFlight++
+	var slot *atomic.Int64
+	if n := len(e.freeSlots); n > 0 {
+		slot, e.freeSlots = e.freeSlots[n-1], e.freeSlots[:n-1]
+	} else {
+		slot = new(atomic.Int64)
+		e.senderSlots = append(e.senderSlots, slot)
+	}
 	e.workers.Add(1)
-	go e.fire(ctx, a)
+	go e.fire(ctx, a, slot)
 	return true
 }
 
 // fire sends arrivals one after another: its own, then any waiting in the
-// backlog, so the number of senders never passes MaxInFlight.
-func (e *Engine) fire(ctx context.Context, a arrival) {
+// backlog, so the number of senders never passes MaxInFlight. slot is its
+// in-flight slot, handed back when it stops.
+func (e *Engine) fire(ctx context.Context, a arrival, slot *atomic.Int64) {
 	defer e.workers.Done()
 	defer crash.Recover()
 	for {
-		e.send(ctx, a.knobs, a.phase, a.intended) //nolint:errcheck // the result went to the aggregator
+		// No back-off here: the open loop keeps its schedule and counts
+		// the failures (the result went to the aggregator).
+		e.send(ctx, a.knobs, a.phase, a.intended, slot) //nolint:errcheck // see above
 
 		e.mu.Lock()
 		if e.backlogHead == len(e.backlog) || ctx.Err() != nil || e.stopping || e.ending {
 			e.openInFlight--
+			e.freeSlots = append(e.freeSlots, slot)
 			e.mu.Unlock()
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/infertop/infertop/probe"
@@ -24,9 +25,11 @@ func (e *Engine) admitLocked() bool {
 }
 
 // send runs one request and hands its result to the aggregator; intended
-// is zero in the closed loop. It reports whether the request succeeded and
-// whether its result was delivered (false once the engine is stopping).
-func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time) (succeeded, delivered bool) {
+// is zero in the closed loop. It reports whether the request succeeded,
+// the wait the server asked for (Retry-After) and whether its result was
+// delivered (false once the engine is stopping). slot is the sender's
+// in-flight slot: it holds the request's start while it is out.
+func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time, slot *atomic.Int64) (succeeded bool, retryAfter time.Duration, delivered bool) {
 	promptLen, outputLen := k.PromptTokens, k.OutputTokens
 	if n := e.reqSeq.Add(1); e.cfg.PromptLength.varies() || e.cfg.OutputLength.varies() {
 		rng := rand.New(rand.NewPCG(e.cfg.Seed^0xa0761d6478bd642f, n))
@@ -49,19 +52,21 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	}
 	req.MaxTokens = outputLen
 	e.inflight.Add(1)
+	slot.Store(int64(time.Since(e.t0)) + 1)
 	res := e.cfg.Do(ctx, req)
+	slot.Store(0)
 	e.inflight.Add(-1)
 	if res.Class == probe.Canceled || ctx.Err() != nil {
 		e.dropUnfinished(ph)
-		return false, false
+		return false, 0, false
 	}
 	select {
 	case e.results <- outcome{res: res, phase: ph, prompt: promptLen, words: words, intended: intended}:
 	case <-ctx.Done():
 		e.dropUnfinished(ph)
-		return false, false
+		return false, 0, false
 	}
-	return res.OK(), true
+	return res.OK(), res.RetryAfter, true
 }
 
 // dropUnfinished counts a request the engine cancelled before it finished

@@ -51,6 +51,15 @@ type Snapshot struct {
 	// InFlight is requests sent and not yet finished; Backlog is open-loop
 	// arrivals waiting for a free slot (MaxInFlight).
 	InFlight, Backlog int
+	// BackingOff is the closed-loop workers waiting now before their next
+	// request because their last ones failed in a row (or the server asked
+	// them to wait with Retry-After): the load is below the concurrency
+	// knob, on purpose.
+	BackingOff int
+	// OldestInFlight is the age of the oldest request in flight (0: none):
+	// a hung endpoint shows as a growing number, not as silence. In the
+	// open loop it counts from the actual send, not the intended one.
+	OldestInFlight time.Duration
 	// PromptLength and OutputLength are the length distributions around the
 	// knobs; Dataset is the number of prompts in the dataset in use (0: the
 	// prompts are synthesised and the prompt knob applies).
@@ -62,7 +71,9 @@ type Snapshot struct {
 	// Latency holds the window's distribution of each metric.
 	Latency [NumMetrics]Dist
 	// Rates over the window, per second. GoodPerSec counts requests that
-	// met every goodput limit.
+	// met every goodput limit. OutTokPerSec counts the tokens that arrived
+	// in the window (see Point.OutTokens): requests still streaming add
+	// theirs when they end, so it runs low while they stream, never high.
 	ReqPerSec, OutTokPerSec, InTokPerSec, ErrPerSec, GoodPerSec float64
 	// Completed and Failed are counts in the window; ErrorRate is
 	// Failed/(Completed+Failed); ByClass counts failures by class.
@@ -80,6 +91,11 @@ type Snapshot struct {
 	// LastErrorAt the run time it happened.
 	LastError   string
 	LastErrorAt time.Duration
+	// Errors counts the failures since the start or the last reset (the
+	// warm-up's left out, as from the totals) by class, status and
+	// message, most frequent first; the counts sum to TotalFailed. Past
+	// 64 distinct ones, the rest of a class count under OtherErrors.
+	Errors []ErrorCount
 	// Series holds one Point per whole second, oldest first, for charts.
 	Series []Point
 	// Phases lists every phase, oldest first.
@@ -116,7 +132,12 @@ type Point struct {
 	// (zero when none did).
 	TTFTP50, TTFTP99, E2EP50, E2EP95, E2EP99 time.Duration
 	Completed, Failed                        int64
-	OutTokens, InTokens                      int64
+	// OutTokens are the output tokens that arrived in this second (each
+	// output message in the second it arrived, its share of the server's
+	// count), learnt when their request ended: the newest seconds grow
+	// while their requests still stream. InTokens are counted in the
+	// second their request completed.
+	OutTokens, InTokens int64
 	// InFlight is the most requests in flight seen in this second.
 	InFlight int
 }

@@ -134,6 +134,7 @@ type aggregator struct {
 	totalClass  [probe.NumClasses]int64
 	lastErr     string
 	lastErrAt   time.Duration
+	errors      errorTable
 	overflows   int64
 }
 
@@ -247,6 +248,7 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 		a.totalFailed++
 		a.totalClass[r.Class]++
 		a.lastErr, a.lastErrAt = r.Class.String()+": "+r.Err, now
+		a.errors.add(r)
 		if ph != nil {
 			ph.failed++
 			ph.byClass[r.Class]++
@@ -268,7 +270,7 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 		a.cal.observe(o.words, r.InputTokens)
 	}
 	c.completed++
-	c.outTok += int64(r.OutputTokens)
+	a.spreadTokens(r)
 	c.inTok += int64(in)
 	c.estimated = c.estimated || r.OutputEstimated
 	a.totalOK++
@@ -295,6 +297,74 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 		}
 	}
 	eachMetric(r, o.intended, rec)
+}
+
+// spreadTokens credits a finished request's output tokens to the seconds
+// its output-bearing messages arrived in, so that the per-second series and
+// the window's tok/s follow the stream instead of jumping when long
+// requests end. Message i of n (the first is at TTFT, the rest in Chunks)
+// is worth the server's count times (i+1)/n minus times i/n, rounded down:
+// the shares sum to the server's count exactly, the rounding spread over
+// the stream rather than piled on one second. A result without timed
+// messages (not streamed) has its tokens at its end.
+//
+// The aggregator hears of a request only when it ends, so the seconds its
+// messages arrived in learn of them late: a sealed second still in the
+// ring is corrected in place (its window counts and its Point read the
+// same counter), one older than the ring is lost to the series, and the
+// phase and run totals are exact either way. So the newest seconds and the
+// window's tok/s run low by the tokens of the requests still streaming,
+// never high, and fill in as those requests end; with outputs long next to
+// the window the live rate is a lower bound. Counting tokens as they
+// arrive needs the probe to report messages during the stream.
+func (a *aggregator) spreadTokens(r *probe.Result) {
+	total := int64(r.OutputTokens)
+	if total <= 0 {
+		return
+	}
+	base := r.Start.Sub(a.t0)
+	if !r.HasTTFT {
+		a.creditTokens(secOf(base+r.E2E), total)
+		return
+	}
+	n := int64(1 + len(r.Chunks))
+	sec := secOf(base + r.TTFT)
+	next := time.Duration(sec+1)*time.Second - base // the offset where sec ends
+	var from int64                                  // the first message in sec
+	for i, off := range r.Chunks {
+		if off < next {
+			continue
+		}
+		to := int64(i + 1) // message i+1 is the first of a later second
+		a.creditTokens(sec, total*to/n-total*from/n)
+		sec, from = secOf(base+off), to
+		next = time.Duration(sec+1)*time.Second - base
+	}
+	a.creditTokens(sec, total-total*from/n)
+}
+
+// secOf is the second of the run at run time d (a time before the start
+// counts in the first second).
+func secOf(d time.Duration) int64 { return max(int64(d/time.Second), 0) }
+
+// creditTokens adds n output tokens to second sec: the current one (or a
+// later one, which the clock has not reached: only when the result's clock
+// runs ahead of the aggregator's), or a sealed one still in the ring and
+// since the last reset; older seconds are gone.
+func (a *aggregator) creditTokens(sec, n int64) {
+	if n == 0 {
+		return
+	}
+	if sec >= a.cur.sec {
+		a.cur.outTok += n
+		return
+	}
+	if sec <= a.cur.sec-ringSeconds || sec < int64(a.resetAt/time.Second) {
+		return
+	}
+	if s := &a.ring[sec%ringSeconds]; s.valid && s.sec == sec {
+		s.outTok += n
+	}
 }
 
 // phase returns the accumulator of info, creating it (and ending the phase
@@ -343,6 +413,7 @@ func (a *aggregator) reset(now time.Duration, gen int) {
 	a.run = a.newRunAcc(now)
 	a.totalOK, a.totalFailed, a.totalOut, a.totalClass = 0, 0, 0, [probe.NumClasses]int64{}
 	a.lastErr, a.lastErrAt = "", 0
+	a.errors.reset()
 	a.sealedFor = -1
 }
 
@@ -413,7 +484,9 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	for sec := max(first, 0); sec < a.cur.sec; sec++ {
 		slot := &a.ring[sec%ringSeconds]
 		if slot.valid && slot.sec == sec && slot.sec >= int64(a.resetAt/time.Second) {
-			s.Series = append(s.Series, slot.point)
+			p := slot.point
+			p.OutTokens = slot.outTok // tokens keep arriving after the seal
+			s.Series = append(s.Series, p)
 			if a.inWindow(slot) {
 				addCounts(slot)
 			}
@@ -431,6 +504,7 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	}
 	s.TotalCompleted, s.TotalFailed, s.TotalByClass, s.TotalOutTokens = a.totalOK, a.totalFailed, a.totalClass, a.totalOut
 	s.LastError, s.LastErrorAt = a.lastErr, a.lastErrAt
+	s.Errors = a.errors.list()
 	s.Run = a.summarisePhase(a.run, now, true)
 	s.Run.End = now
 

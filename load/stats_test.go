@@ -257,3 +257,20 @@ func TestCalibratorIgnoresAFixedCount(t *testing.T) {
 		t.Fatalf("a server that counts 1 token whatever it gets: %d words for 100", w)
 	}
 }
+
+// BenchmarkAggregatorAdd folds streamed results of 128 tokens (TTFT 50 ms,
+// the rest over 2 s) into the aggregator, one every 100 µs of run time: the
+// aggregator's whole cost per request, its histograms and the tokens by
+// second included.
+func BenchmarkAggregatorAdd(b *testing.B) {
+	t0 := time.Now()
+	a := newAggregator(t0, 30*time.Second)
+	ph := &phaseInfo{id: 1, knobs: Knobs{Concurrency: 8, PromptTokens: 16, OutputTokens: 128}}
+	r := okResult(t0, 50*time.Millisecond, 2050*time.Millisecond, 128)
+	now := 3 * time.Second
+	for b.Loop() {
+		r.Start = t0.Add(now - r.E2E)
+		a.add(outcome{res: r, phase: ph}, now)
+		now += 100 * time.Microsecond
+	}
+}

@@ -1,0 +1,65 @@
+package load
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/infertop/infertop/probe"
+)
+
+func TestErrorsByFrequency(t *testing.T) {
+	t0 := time.Now()
+	a := newAggregator(t0, 10*time.Second)
+	ph := &phaseInfo{id: 1}
+	fail := func(class probe.ErrorClass, status int, msg string, n int) {
+		for range n {
+			a.add(outcome{res: probe.Result{Start: t0, Class: class, Status: status, Err: msg}, phase: ph}, time.Second)
+		}
+	}
+	fail(probe.HTTP5xx, 503, "HTTP 503: overloaded", 3)
+	fail(probe.HTTP429, 429, "HTTP 429: slow down", 5)
+	fail(probe.Connection, 0, "connection refused", 1)
+	fail(probe.HTTP5xx, 500, "HTTP 500: boom", 3)
+	a.add(outcome{res: okResult(t0, time.Millisecond, 2*time.Millisecond, 2), phase: ph}, time.Second)
+	warm := &phaseInfo{id: 1, warmup: true} // kept out, as from the totals
+	a.add(outcome{res: probe.Result{Start: t0, Class: probe.Timeout, Err: "timeout"}, phase: warm}, time.Second)
+
+	s := a.snapshot(1500*time.Millisecond, ph, 0)
+	want := []ErrorCount{
+		{probe.HTTP429, 429, "HTTP 429: slow down", 5},
+		{probe.HTTP5xx, 500, "HTTP 500: boom", 3}, // ties by class, then status
+		{probe.HTTP5xx, 503, "HTTP 503: overloaded", 3},
+		{probe.Connection, 0, "connection refused", 1},
+	}
+	if fmt.Sprint(s.Errors) != fmt.Sprint(want) {
+		t.Fatalf("errors %+v, want %+v", s.Errors, want)
+	}
+	s.Errors[0].Count = 99 // the snapshot's own copy
+	if s = a.snapshot(1600*time.Millisecond, ph, 0); s.Errors[0].Count != 5 {
+		t.Fatalf("a snapshot's slice is shared: %+v", s.Errors)
+	}
+
+	// Past the bound, new messages count as their class's other ones.
+	for i := range maxErrorKeys {
+		fail(probe.HTTP4xx, 400, fmt.Sprintf("HTTP 400: bad request %d", i), 1)
+	}
+	fail(probe.HTTP5xx, 500, "HTTP 500: boom", 1) // a known one still counts as itself
+	s = a.snapshot(1700*time.Millisecond, ph, 0)
+	var sum int64
+	others := map[probe.ErrorClass]int64{}
+	for _, e := range s.Errors {
+		sum += e.Count
+		if e.Message == OtherErrors {
+			others[e.Class] = e.Count
+		}
+	}
+	if len(s.Errors) != maxErrorKeys+1 || sum != s.TotalFailed || others[probe.HTTP4xx] != 4 || s.Errors[1].Count != 4 {
+		t.Fatalf("%d entries summing to %d of %d failures, others %v; first %+v", len(s.Errors), sum, s.TotalFailed, others, s.Errors[:3])
+	}
+
+	a.reset(2*time.Second, 1)
+	if s = a.snapshot(2500*time.Millisecond, &phaseInfo{id: 2, gen: 1}, 0); s.Errors != nil {
+		t.Fatalf("after a reset: %+v", s.Errors)
+	}
+}
