@@ -111,10 +111,18 @@ func (r Request) messages() []Message {
 
 // Client sends requests to one endpoint. It is safe for concurrent use.
 type Client struct {
-	cfg    Config
-	proto  protocol
-	http   *http.Client
-	tr     *http.Transport
+	cfg   Config
+	proto protocol
+	http  *http.Client
+	tr    *http.Transport
+	// fresh sends the one retry of a request lost on a reused connection
+	// (see mayRetry). Its transport is a clone of tr with keep-alives off:
+	// net/http then neither takes a connection from a pool nor puts one
+	// back, so every request it sends dials its own. req.Close would not
+	// do: the transport still hands such a request an idle connection (it
+	// only closes it afterwards), possibly another one the server has just
+	// closed.
+	fresh  *http.Client
 	header http.Header // every request's, shared
 }
 
@@ -162,7 +170,9 @@ func New(cfg Config) (*Client, error) {
 		DisableCompression:  true, // compression would delay and batch stream chunks
 		ForceAttemptHTTP2:   true,
 	}
-	c := &Client{cfg: cfg, proto: proto, tr: tr, http: &http.Client{Transport: tr}}
+	ftr := tr.Clone()
+	ftr.DisableKeepAlives = true
+	c := &Client{cfg: cfg, proto: proto, tr: tr, http: &http.Client{Transport: tr}, fresh: &http.Client{Transport: ftr}}
 	c.header = http.Header{"Content-Type": {"application/json"}}
 	switch proto.framing() {
 	case frameSSE:
@@ -218,6 +228,14 @@ func (t *timing) trace() *httptrace.ClientTrace {
 	}
 }
 
+// lostOnReuse reports whether the attempt got a reused connection and no
+// byte of a response on it: the server cannot have begun an answer.
+func (t *timing) lostOnReuse() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.reused && t.firstByte.IsZero()
+}
+
 // fill copies the phases into res once the response headers are in. On a
 // reused connection there was no setup to time, whatever a background dial
 // reported.
@@ -259,6 +277,12 @@ func (c *Client) Config() Config {
 
 // Do sends one request and measures it. It never panics on a bad server and
 // always returns a Result; a failure is a Result with an error class.
+//
+// A request lost on a reused connection before any byte of an answer (the
+// race with a server closing a kept-alive connection, see mayRetry) is sent
+// once more on a new connection, as the official SDKs do, and marked
+// Retried. Start stays the first attempt's, so TTFT and E2E include the time
+// the lost attempt took: that wait is the client's real experience.
 func (c *Client) Do(ctx context.Context, req Request) Result {
 	var res Result
 	body, err := c.proto.body(c.cfg.Model, req)
@@ -268,18 +292,25 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	var tr timing
-	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, tr.trace()), http.MethodPost, c.cfg.URL, bytes.NewReader(body))
+	tr := new(timing)
+	hreq, err := c.newRequest(rctx, tr, body)
 	if err != nil {
 		res.Class, res.Err = Malformed, c.redact(err.Error())
 		return res
 	}
-	// Built once (New), read only: neither http.Client nor the transport
-	// writes to a request's headers without copying them first.
-	hreq.Header = c.header
 
 	res.Start = time.Now()
 	resp, err := c.http.Do(hreq)
+	if err != nil && mayRetry(ctx, rctx, tr, err) {
+		// A new timing: the lost attempt's trace may still be written to
+		// by a dial the transport started for it, and the fresh attempt's
+		// connection phases are the ones this request's answer paid for.
+		tr = new(timing)
+		if hreq, err = c.newRequest(rctx, tr, body); err == nil {
+			res.Retried = true
+			resp, err = c.fresh.Do(hreq)
+		}
+	}
 	tr.fill(&res)
 	if err != nil {
 		res.E2E = time.Since(res.Start)
@@ -314,6 +345,53 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		drain(resp.Body, cancel)
 	}
 	return res
+}
+
+// newRequest builds the POST of body, traced into tr, under rctx.
+func (c *Client) newRequest(rctx context.Context, tr *timing, body []byte) (*http.Request, error) {
+	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, tr.trace()), http.MethodPost, c.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	// Built once (New), read only: neither http.Client nor the transport
+	// writes to a request's headers without copying them first.
+	hreq.Header = c.header
+	return hreq, nil
+}
+
+// mayRetry reports whether a failed attempt may be sent again: it failed
+// with a connection error on a reused connection before any byte of a
+// response arrived, and neither the caller nor the request's timeout has
+// ended it. That is the race a keep-alive invites: a server (llama.cpp's,
+// through cpp-httplib) says "Keep-Alive: timeout=5, max=100", closes the
+// connection after a streamed answer anyway, and the next POST on it meets
+// EOF or a reset. Go's transport retries that only for idempotent requests;
+// an Idempotency-Key header would make it retry a POST too, but onto
+// whatever idle connection comes next (maybe as stale), with no end and no
+// trace of it. The server never began an answer, so sending it again on a
+// new connection cannot double a request the client would count.
+//
+// Never for a fresh connection (a server that hangs up on a new
+// connection is failing, and would fail again), a timeout, a cancelled
+// request, or once any response byte came (the server was answering).
+func mayRetry(ctx, rctx context.Context, tr *timing, err error) bool {
+	if ctx.Err() != nil || rctx.Err() != nil || !tr.lostOnReuse() || classify(ctx, err, false) != Connection {
+		return false
+	}
+	return staleConnError(err)
+}
+
+// staleConnError reports whether err is what a request gets from a
+// connection the server closed under it: EOF, a reset, a broken pipe, or
+// net/http's own "server closed idle connection" (unexported, so matched by
+// its text).
+func staleConnError(err error) bool {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED):
+		return true
+	}
+	return strings.Contains(err.Error(), "server closed idle connection")
 }
 
 // drainWait and drainMax bound drain: a server that keeps a stream open

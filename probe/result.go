@@ -76,6 +76,13 @@ type Result struct {
 	RetryAfter time.Duration
 	// Proto is the HTTP version used ("HTTP/1.1", "HTTP/2.0").
 	Proto string
+	// Retried is true when the first attempt was lost on a reused
+	// connection before any byte of an answer (the server had closed it)
+	// and the request was sent again on a new connection. The times still
+	// run from the first attempt's Start; the connection phases and
+	// ConnReused are the second attempt's. The request succeeded or failed
+	// by the second attempt alone.
+	Retried bool
 }
 
 // OK reports whether the request succeeded.

@@ -56,6 +56,7 @@ type requestLine struct {
 	RetryAfterS     float64   `json:"retry_after_s,omitempty"`
 	Good            bool      `json:"good"`
 	ID              string    `json:"id,omitempty"`
+	Retried         bool      `json:"retried,omitempty"`
 }
 
 // Write logs one request and flushes it.
@@ -66,6 +67,7 @@ func (l *RequestsLog) Write(r load.Record) {
 		OutputTokens: r.OutputTokens, OutputEstimated: r.OutputEstimated, Messages: r.Messages,
 		DNS: ms(r.DNS), Connect: ms(r.Connect), TLS: ms(r.TLS), Reused: r.ConnReused, Proto: r.Proto,
 		RetryAfterS: r.RetryAfter.Seconds(), Good: r.Good, ID: r.ID, ITL: []float64{},
+		Retried: r.Retried,
 	}
 	if r.TTFB > 0 {
 		v := ms(r.TTFB)
