@@ -17,6 +17,7 @@ import (
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
+	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/slo"
 )
 
@@ -108,8 +109,16 @@ func (a *app) runHeadless(args []string) error {
 	if err := runner.Write(rep, runner.Outputs{JSON: rf.jsonPath, CSV: rf.csvPath}); err != nil {
 		return err
 	}
-	if final.TotalCompleted == 0 && final.TotalFailed > 0 && final.TotalByClass[probe.Connection] == final.TotalFailed {
-		return usagef("the endpoint was unreachable: %s", final.LastError)
+	if run := final.Run; run.Completed == 0 && run.Failed > 0 { // nothing worked: say the first reason
+		why := sanitize.Text(final.LastError)
+		if len(final.Errors) > 0 {
+			e := final.Errors[0]
+			why = fmt.Sprintf("%d of %d: %s", e.Count, run.Sent(), report.ErrorLine(e))
+		}
+		if final.TotalByClass[probe.Connection] == final.TotalFailed {
+			return usagef("the endpoint was unreachable: %s", why)
+		}
+		return usagef("every request failed: %s", why)
 	}
 	if !report.Held(rep.Verdicts) {
 		var broken []string

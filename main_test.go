@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -41,6 +43,9 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"run", "--slo", "latency<1s"}, 2, "", "bad SLO"},
 		{[]string{"run", "--goodput", "ttft"}, 2, "", "bad --goodput"},
 		{[]string{"run", "--fail-fast"}, 2, "", "--fail-fast needs"},
+		{[]string{"run", "--no-stream", "--slo", "ttft_p99<=1s"}, 2, "", "--no-stream there are no stream messages"},
+		{[]string{"run", "--url", "http://127.0.0.1:9/v1", "--slo", "energy_per_token<=1J"}, 2, "", "no GPU is read"},
+		{[]string{"run", "--sim-gpus", "0", "--slo", "energy_per_token<=1J"}, 2, "", "no GPU is read"},
 		{[]string{"run", "--slo-window", "1s"}, 2, "", "--slo-window must be"},
 		{[]string{"run", "--help"}, 0, "--requests-log", ""},
 		{[]string{"ssh", "--help"}, 0, "--authorized-keys", ""},
@@ -172,5 +177,52 @@ func TestRunEnergy(t *testing.T) {
 	// Two GPUs at 90 W idle plus up to 610 W busy each.
 	if j <= 0 || w < 180 || w > 1400 || jpt <= 0 {
 		t.Fatalf("energy %v J, %v W, %v J/token", j, w, jpt)
+	}
+}
+
+// TestRunHungServer: against a server that accepts and never answers, the
+// requests still out after the drain are incomplete, every report counts
+// them (sent = completed + failed + incomplete), and no SLO passes.
+func TestRunHungServer(t *testing.T) {
+	release := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer hs.Close()
+	defer close(release)
+	path := t.TempDir() + "/r.json"
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--url", hs.URL + "/v1", "--api", "openai-chat", "--model", "m", "-c", "4", "--duration", "1s", "--drain", "300ms",
+		"--server-metrics", "off", "--slo", "error_rate<1%", "--slo", "ttft_p99<=500ms", "--json", path}, &out, &errb)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: %s\n%s", code, errb.String(), out.String())
+	}
+	for _, want := range []string{"sent 4 = 0 completed + 0 failed + 4 incomplete", "4 requests were still in flight after the drain",
+		"error_rate<1% BREACHED in run: 100.00%", "ttft_p99<=500ms BREACHED in run: nothing measured"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+	var res map[string]any
+	b, _ := os.ReadFile(path)
+	json.Unmarshal(b, &res)
+	if res["sent"] != 4.0 || res["incomplete"] != 4.0 || res["completed"] != 0.0 || res["failed"] != 0.0 {
+		t.Errorf("JSON: sent %v, incomplete %v, completed %v, failed %v", res["sent"], res["incomplete"], res["completed"], res["failed"])
+	}
+}
+
+// TestRunEveryRequestFails: a run in which every request failed exits 2
+// with the most frequent message, and the summary lists it.
+func TestRunEveryRequestFails(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--model", "nosuchmodel", "--requests", "6", "-c", "2", "--sim-preset", "fast"}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "every request failed: 6 of 6: 4xx (HTTP 404)") || !strings.Contains(errb.String(), "nosuchmodel") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "6 × 4xx (HTTP 404)") {
+		t.Errorf("summary lacks the error's count:\n%s", out.String())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,9 @@ type Exporter struct {
 	output, paused             prometheus.Gauge
 	sloHeld                    *prometheus.GaugeVec
 	objectives                 []slo.Objective
+	// sent and incomplete come from the snapshots (a request cancelled
+	// before it finished is no record), read by their counters.
+	sent, incomplete atomic.Int64
 }
 
 // New builds an exporter for the given objectives.
@@ -69,7 +73,11 @@ func New(objectives []slo.Objective) *Exporter {
 	x.paused = gauge("infertop_paused", "1 while the load is paused.")
 	x.sloHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "infertop_slo_held",
 		Help: "1 while the objective holds over the rolling window, 0 when it is breached."}, []string{"slo"})
-	x.reg.MustRegister(x.requests, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.outTok, x.inTok,
+	sent := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "infertop_requests_sent_total",
+		Help: "Requests started: finished (infertop_requests_total), incomplete, or in flight."}, func() float64 { return float64(x.sent.Load()) })
+	incomplete := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "infertop_requests_incomplete_total",
+		Help: "Requests still in flight at the end of the drain, cancelled."}, func() float64 { return float64(x.incomplete.Load()) })
+	x.reg.MustRegister(sent, incomplete, x.requests, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.outTok, x.inTok,
 		x.inflight, x.conc, x.prompt, x.output, x.paused, x.sloHeld,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range append([]probe.ErrorClass{probe.OK}, probe.FailureClasses()...) {
@@ -114,6 +122,8 @@ func (x *Exporter) Observe(r load.Record) {
 // so an energy objective reads what the dashboard and the reports read).
 func (x *Exporter) Update(s load.Snapshot, fig slo.Figures) {
 	x.inflight.Set(float64(s.InFlight))
+	x.sent.Store(s.Run.Sent())
+	x.incomplete.Store(s.Run.Incomplete)
 	x.conc.Set(float64(s.Knobs.Concurrency))
 	x.prompt.Set(float64(s.Knobs.PromptTokens))
 	x.output.Set(float64(s.Knobs.OutputTokens))

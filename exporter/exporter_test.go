@@ -23,6 +23,7 @@ func TestExporter(t *testing.T) {
 	x.Observe(load.Record{Result: probe.Result{Class: probe.HTTP429}})
 	s := load.Snapshot{InFlight: 5, Knobs: load.Knobs{Concurrency: 8, PromptTokens: 256, OutputTokens: 128}, Completed: 2, Failed: 1}
 	s.Latency[load.TTFT] = load.Dist{Count: 2, P99: 50 * time.Millisecond}
+	s.Run = load.Phase{Completed: 2, Failed: 1, Incomplete: 4, Pending: 5}
 	x.Update(s, slo.FromWindow(s))
 
 	ln, err := Listen("127.0.0.1:0")
@@ -49,6 +50,7 @@ func TestExporter(t *testing.T) {
 		`infertop_e2e_seconds_bucket{le="0.1"} 2`, `infertop_output_tokens_total 6`, `infertop_input_tokens_total 22`,
 		`infertop_in_flight_requests 5`, `infertop_concurrency_target 8`, `infertop_prompt_tokens_target 256`,
 		`infertop_slo_held{slo="ttft_p99<=100ms"} 1`, `infertop_slo_held{slo="error_rate<1%"} 0`, "go_goroutines",
+		`infertop_requests_sent_total 12`, `infertop_requests_incomplete_total 4`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)

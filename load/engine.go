@@ -19,7 +19,8 @@ type phaseInfo struct {
 	warmup      bool
 	knobs       Knobs
 	start       time.Duration
-	outstanding atomic.Int64
+	outstanding atomic.Int64 // started, not yet counted
+	incomplete  atomic.Int64 // cancelled by the engine before they finished
 }
 
 // Engine runs the load. Its knob methods are safe from any goroutine and
@@ -55,7 +56,8 @@ type Engine struct {
 	inflight   atomic.Int64
 	backingOff atomic.Int64  // closed-loop workers waiting after failures
 	unsettled  atomic.Int64  // started and not yet counted (or dropped)
-	incomplete atomic.Int64  // cancelled by the engine before they finished
+	scheduled  atomic.Int64  // open-loop arrivals scheduled (sent or waiting)
+	incomplete atomic.Int64  // cancelled before they finished, since the start or the last reset
 	begun      atomic.Int64  // requests started, against MaxRequests
 	reqSeq     atomic.Uint64 // numbers requests for their length draws
 	begunAll   atomic.Int64  // requests started, for the warm-up
@@ -194,6 +196,7 @@ func (e *Engine) endWarmupLocked() {
 func (e *Engine) Reset() {
 	e.mu.Lock()
 	e.gen++
+	e.incomplete.Store(0)
 	e.phaseSeq++
 	e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: e.knobs, start: e.elapsedLocked()}
 	e.mu.Unlock()
@@ -326,7 +329,16 @@ func (e *Engine) Run(ctx context.Context) error {
 		s.Backlog, s.BackingOff, s.OldestInFlight = int(e.backlogLen.Load()), int(e.backingOff.Load()), oldest
 		seq++
 		s.Seq, s.Target, s.Knobs = seq, e.cfg.Target, knobs
-		s.Done, s.DoneWhy, s.Incomplete = done, why, e.incomplete.Load()
+		s.Done, s.DoneWhy, s.Scheduled = done, why, e.scheduled.Load()
+		// Every phase's incomplete requests are in the total, even a phase
+		// none of whose requests ever came back; the run's leave out the
+		// warm-up's.
+		s.Incomplete, s.Run.Incomplete = e.incomplete.Load(), e.incomplete.Load()
+		for _, p := range s.Phases {
+			if p.Warmup {
+				s.Run.Incomplete -= p.Incomplete
+			}
+		}
 		s.Limits = Limits{Duration: e.cfg.Duration, Requests: e.cfg.MaxRequests}
 		s.PromptLength, s.OutputLength = e.cfg.PromptLength, e.cfg.OutputLength
 		if e.cfg.Dataset != nil {

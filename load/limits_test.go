@@ -76,13 +76,24 @@ func TestLimitsEndTheRun(t *testing.T) {
 		if s.Incomplete != 4 || s.TotalCompleted+s.TotalFailed != 0 || s.InFlight != 0 {
 			t.Fatalf("incomplete %d, finished %d, in flight %d; want 4, 0, 0", s.Incomplete, s.TotalCompleted+s.TotalFailed, s.InFlight)
 		}
+		if s.Run.Incomplete != 4 || s.Run.Sent() != 4 || s.Run.Pending != 0 {
+			t.Fatalf("run: incomplete %d, sent %d, pending %d", s.Run.Incomplete, s.Run.Sent(), s.Run.Pending)
+		}
 	})
 	t.Run("open loop", func(t *testing.T) {
 		ok := k
 		ok.Mode, ok.Rate = OpenLoop, 200
 		s := runFor(t, Config{Do: fakeDo(5 * time.Millisecond), Knobs: ok, MaxRequests: 30}, 10*time.Second)
-		if s.TotalCompleted != 30 || s.DoneWhy != EndRequests {
-			t.Fatalf("completed %d why %q", s.TotalCompleted, s.DoneWhy)
+		if s.TotalCompleted != 30 || s.DoneWhy != EndRequests || s.Scheduled != 30 || s.Run.Sent() != 30 {
+			t.Fatalf("completed %d why %q scheduled %d sent %d", s.TotalCompleted, s.DoneWhy, s.Scheduled, s.Run.Sent())
+		}
+	})
+	t.Run("backlog dropped at the end", func(t *testing.T) {
+		ok := k
+		ok.Mode, ok.Rate = OpenLoop, 400
+		s := runFor(t, Config{Do: fakeDo(50 * time.Millisecond), Knobs: ok, MaxInFlight: 2, Duration: 300 * time.Millisecond}, 10*time.Second)
+		if s.Scheduled <= s.Run.Sent() || s.Run.Sent() != s.Run.Completed+s.Run.Failed+s.Run.Incomplete {
+			t.Fatalf("scheduled %d, sent %d = %d + %d + %d", s.Scheduled, s.Run.Sent(), s.Run.Completed, s.Run.Failed, s.Run.Incomplete)
 		}
 	})
 	t.Run("stages", func(t *testing.T) {

@@ -131,6 +131,7 @@ func (e *Engine) arrive(ctx context.Context, intended time.Time) bool {
 	if !e.admitLocked() {
 		return false
 	}
+	e.scheduled.Add(1)
 	e.endWarmupLocked()
 	e.begunAll.Add(1)
 	e.phase.outstanding.Add(1)
@@ -186,7 +187,8 @@ func (e *Engine) fire(ctx context.Context, a arrival, slot *atomic.Int64) {
 // engine stops); their phases stop waiting for them.
 func (e *Engine) dropBacklogLocked() {
 	for _, a := range e.backlog[e.backlogHead:] {
-		a.phase.outstanding.Add(-1)
+		a.phase.outstanding.Add(-1) // never sent: not counted anywhere
+		e.unsettled.Add(-1)
 	}
 	e.backlog, e.backlogHead = nil, 0
 	e.backlogLen.Store(0)

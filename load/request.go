@@ -72,8 +72,9 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 // dropUnfinished counts a request the engine cancelled before it finished
 // (the drain ran out, or the engine stopped) as incomplete.
 func (e *Engine) dropUnfinished(ph *phaseInfo) {
-	ph.outstanding.Add(-1)
+	ph.incomplete.Add(1) // before outstanding: a phase is summed up for good once nothing is outstanding
 	e.incomplete.Add(1)
+	ph.outstanding.Add(-1)
 	e.unsettled.Add(-1)
 	e.poke()
 }

@@ -113,6 +113,9 @@ type Snapshot struct {
 	Done       bool
 	DoneWhy    string
 	Incomplete int64
+	// Scheduled counts the open loop's arrivals scheduled since the start:
+	// sent, waiting in the backlog, or dropped from it at the end.
+	Scheduled int64
 }
 
 // Limits are the limits that end a run (zero: none).
@@ -159,11 +162,20 @@ type Phase struct {
 	OutTokens int64
 	InTokens  int64
 	Latency   [NumMetrics]Dist
+	// Incomplete counts the phase's requests cancelled before they
+	// finished (the drain ran out); Pending those started and not yet
+	// counted; Retried those sent again on a new connection (not
+	// failures). Sent is every request started in the phase.
+	Incomplete, Pending, Retried int64
 	// Duration is the phase's span: from its start to the last completion
 	// of its requests (or now); the rates are over it.
 	Duration                                         time.Duration
 	OutTokPerSec, InTokPerSec, ReqPerSec, GoodPerSec float64
 }
+
+// Sent is every request started in the phase: completed, failed,
+// incomplete or still pending.
+func (p Phase) Sent() int64 { return p.Completed + p.Failed + p.Incomplete + p.Pending }
 
 // Finished counts every request that came back since the start or the last
 // reset, the warm-up's included (the totals leave those out): what a

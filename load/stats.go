@@ -25,8 +25,8 @@ type outcome struct {
 
 // counts are the request and token counters kept per second and per phase.
 type counts struct {
-	completed, failed, good, outTok, inTok int64
-	byClass                                [probe.NumClasses]int64
+	completed, failed, good, outTok, inTok, retried int64
+	byClass                                         [probe.NumClasses]int64
 }
 
 // secSlot is one second of the run, sealed.
@@ -55,6 +55,9 @@ type phaseAcc struct {
 
 // addOnly folds a result into this phase alone (a warm-up request).
 func (p *phaseAcc) addOnly(r *probe.Result, good bool, prompt int, intended time.Time) {
+	if r.Retried {
+		p.retried++
+	}
 	if !r.OK() {
 		p.failed++
 		p.byClass[r.Class]++
@@ -238,6 +241,12 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 			rec.Phase, rec.Knobs = o.phase.id, o.phase.knobs
 		}
 		a.onResult(rec)
+	}
+	if r.Retried { // sent again on a new connection: not a failure, but counted
+		run.retried++
+		if ph != nil {
+			ph.retried++
+		}
 	}
 	c := &a.cur
 	if !r.OK() {
@@ -527,6 +536,11 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 		}
 		s.Phases = append(s.Phases, ph)
 	}
+	for _, p := range s.Phases { // the run's share of what is still out
+		if !p.Warmup {
+			s.Run.Pending += p.Pending
+		}
+	}
 	return s
 }
 
@@ -534,6 +548,7 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 	ph := Phase{
 		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current, Warmup: p.info.warmup,
 		Completed: p.completed, Failed: p.failed, Good: p.good, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
+		Retried: p.retried, Incomplete: p.info.incomplete.Load(), Pending: p.info.outstanding.Load(),
 	}
 	if !current {
 		ph.End = p.end

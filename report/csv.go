@@ -14,7 +14,7 @@ import (
 // run (phase "run").
 func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	head := []string{"phase", "concurrency", "prompt_tokens", "output_tokens", "start_s", "duration_s", "completed", "failed", "good",
+	head := []string{"phase", "concurrency", "prompt_tokens", "output_tokens", "start_s", "duration_s", "sent", "completed", "failed", "incomplete", "retried", "good",
 		"total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "input_throughput"}
 	for _, m := range vllmMetric {
 		for _, stat := range []string{"mean", "std", "p50", "p90", "p95", "p99", "p99.9", "max"} {
@@ -32,7 +32,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 		i := func(v int64) string { return strconv.FormatInt(v, 10) }
 		out := []string{id, strconv.Itoa(p.Knobs.Concurrency), strconv.Itoa(p.Knobs.PromptTokens), strconv.Itoa(p.Knobs.OutputTokens),
-			f(p.Start.Seconds()), f(p.Duration.Seconds()), i(p.Completed), i(p.Failed), i(p.Good), i(p.InTokens), i(p.OutTokens),
+			f(p.Start.Seconds()), f(p.Duration.Seconds()), i(p.Sent()), i(p.Completed), i(p.Failed), i(p.Incomplete), i(p.Retried), i(p.Good), i(p.InTokens), i(p.OutTokens),
 			f(p.ReqPerSec), f(p.GoodPerSec), f(p.OutTokPerSec), f(p.InTokPerSec)}
 		for _, m := range vllmMetric {
 			d := p.Latency[m.m]
@@ -56,7 +56,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		return append(out, "", "", "")
 	}
 	for _, p := range r.Final.Phases {
-		if p.Completed+p.Failed > 0 {
+		if p.Sent() > 0 {
 			if err := cw.Write(row(strconv.Itoa(p.ID), p)); err != nil {
 				return fmt.Errorf("write CSV: %w", err)
 			}

@@ -63,8 +63,11 @@ type PhaseJSON struct {
 	Knobs                KnobsJSON           `json:"knobs"`
 	StartS               float64             `json:"start_s"`
 	DurationS            float64             `json:"duration_s"`
+	Sent                 int64               `json:"sent"`
 	Completed            int64               `json:"completed"`
 	Failed               int64               `json:"failed"`
+	Incomplete           int64               `json:"incomplete"`
+	Retried              int64               `json:"retried"`
 	Good                 int64               `json:"good"`
 	ErrorsByClass        map[string]int64    `json:"errors_by_class"`
 	InputTokens          int64               `json:"total_input_tokens"`
@@ -80,7 +83,8 @@ type PhaseJSON struct {
 func phaseJSON(p load.Phase) PhaseJSON {
 	out := PhaseJSON{
 		ID: p.ID, Warmup: p.Warmup, Knobs: knobs(p.Knobs), StartS: p.Start.Seconds(), DurationS: p.Duration.Seconds(),
-		Completed: p.Completed, Failed: p.Failed, Good: p.Good, ErrorsByClass: classCounts(p.ByClass),
+		Sent: p.Sent(), Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Retried: p.Retried,
+		Good: p.Good, ErrorsByClass: classCounts(p.ByClass),
 		InputTokens: p.InTokens, OutputTokens: p.OutTokens, RequestThroughput: p.ReqPerSec, RequestGoodput: p.GoodPerSec,
 		OutputThroughput: p.OutTokPerSec, InputThroughput: p.InTokPerSec, TotalTokenThroughput: p.OutTokPerSec + p.InTokPerSec,
 		Latency: map[string]DistJSON{},
@@ -111,8 +115,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		"model_id":               r.Manifest.Model,
 		"backend":                r.Manifest.API,
 		"duration":               run.Duration.Seconds(),
+		"sent":                   run.Sent(),
 		"completed":              run.Completed,
 		"failed":                 run.Failed,
+		"incomplete":             run.Incomplete,
 		"total_input_tokens":     run.InTokens,
 		"total_output_tokens":    run.OutTokens,
 		"request_throughput":     run.ReqPerSec,
@@ -133,7 +139,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	var phases []PhaseJSON
 	for _, p := range r.Final.Phases {
-		if p.Completed+p.Failed > 0 {
+		if p.Sent() > 0 {
 			phases = append(phases, phaseJSON(p))
 		}
 	}
@@ -150,6 +156,12 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		phases = []PhaseJSON{}
 	}
 	inf := map[string]any{}
+	if s := r.Final.Scheduled; s > 0 {
+		inf["arrivals_scheduled"] = s
+		if secs := run.Duration.Seconds(); secs > 0 {
+			inf["sent_rate"] = float64(run.Sent()) / secs
+		}
+	}
 	if e := r.Energy; e != nil && e.Run.OK {
 		// vLLM's names for the whole run.
 		top["gpu_avg_power_w"] = e.Run.AvgWatts
@@ -157,7 +169,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		top["gpu_energy_per_output_token_j"] = e.Run.JoulesPerToken
 		var phases []map[string]any
 		for _, p := range r.Final.Phases {
-			if f, ok := e.Phases[p.ID]; ok && p.Completed+p.Failed > 0 {
+			if f, ok := e.Phases[p.ID]; ok && p.Sent() > 0 {
 				phases = append(phases, energyJSON(p.ID, f))
 			}
 		}
@@ -169,6 +181,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		"run":             phaseJSON(run),
 		"phases":          phases,
 		"errors_by_class": classCounts(run.ByClass),
+		"errors":          errorsJSON(r.Final.Errors),
+		"retried":         run.Retried,
 		"slo":             verdicts,
 		"slo_held":        Held(r.Verdicts),
 	} {
@@ -180,6 +194,22 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil
+}
+
+// ErrorJSON is one distinct error and how often it came.
+type ErrorJSON struct {
+	Class   string `json:"class"`
+	Status  int    `json:"status,omitempty"`
+	Message string `json:"message"`
+	Count   int64  `json:"count"`
+}
+
+func errorsJSON(es []load.ErrorCount) []ErrorJSON {
+	out := make([]ErrorJSON, 0, len(es))
+	for _, e := range es {
+		out = append(out, ErrorJSON{Class: e.Class.String(), Status: e.Status, Message: e.Message, Count: e.Count})
+	}
+	return out
 }
 
 func energyJSON(id int, f EnergyFigures) map[string]any {

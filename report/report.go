@@ -78,14 +78,13 @@ func Verdicts(objs []slo.Objective, s load.Snapshot, energy *Energy) []slo.Verdi
 	}
 	fig := func(p load.Phase) slo.Figures {
 		f := slo.FromPhase(p)
+		f.Incomplete = p.Incomplete // never finished: failed, for the error rate
 		f.JoulesPerToken, f.HasEnergy = energy.PerToken(p)
 		return f
 	}
-	run := fig(s.Run)
-	run.Incomplete = s.Incomplete // never finished: failed, for the error rate
-	out := slo.CheckAll(objs, run, "run")
+	out := slo.CheckAll(objs, fig(s.Run), "run")
 	for _, p := range s.Phases {
-		if p.Completed+p.Failed == 0 || p.Warmup {
+		if p.Sent() == 0 || p.Warmup {
 			continue
 		}
 		out = append(out, slo.CheckAll(objs, fig(p), "phase "+strconv.Itoa(p.ID))...)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // WriteText writes the human summary: the manifest, a table per phase and
@@ -16,14 +17,14 @@ import (
 func (r *Report) WriteText(w io.Writer) error {
 	m := r.Manifest
 	var b strings.Builder
-	fmt.Fprintf(&b, "infertop %s · %s · %s · %s\n", m.Version, m.URL, m.API, m.Model)
+	fmt.Fprintf(&b, "infertop %s · %s · %s · %s\n", m.Version, sanitize.Text(m.URL), m.API, sanitize.Text(m.Model))
 	fmt.Fprintf(&b, "started %s, ended %s (%s) · seed %d · %s/%s, %d CPUs\n",
 		m.Start.Format(time.RFC3339), m.End.Format(time.RFC3339), m.End.Sub(m.Start).Round(time.Millisecond), m.Seed, m.OS, m.Arch, m.CPUs)
 	if !m.Stream {
 		b.WriteString("not streamed: TTFT, TPOT and ITL are not observable\n")
 	}
 	for _, p := range r.Final.Phases {
-		if p.Completed+p.Failed == 0 {
+		if p.Sent() == 0 {
 			continue
 		}
 		level := fmt.Sprintf("concurrency %d", p.Knobs.Concurrency)
@@ -42,6 +43,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nWhole run · %s\n", r.Final.Run.Duration.Round(time.Millisecond))
+	writeCounts(&b, r.Final)
 	writeFigures(&b, r.Final.Run)
 	if r.Energy != nil {
 		writeEnergy(&b, r.Energy.Source, r.Energy.Run)
@@ -59,6 +61,56 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeCounts says where every request went (sent = completed + failed +
+// incomplete), what the open loop scheduled, and the most frequent errors.
+func writeCounts(b *strings.Builder, s load.Snapshot) {
+	run := s.Run
+	fmt.Fprintf(b, "  sent %d = %d completed + %d failed + %d incomplete", run.Sent(), run.Completed, run.Failed, run.Incomplete)
+	if run.Pending > 0 {
+		fmt.Fprintf(b, " + %d still in flight", run.Pending)
+	}
+	b.WriteString("\n")
+	if s.Scheduled > 0 {
+		rate := 0.0
+		if secs := run.Duration.Seconds(); secs > 0 {
+			rate = float64(run.Sent()) / secs
+		}
+		fmt.Fprintf(b, "  open loop: %d arrivals scheduled, %d sent (%.1f req/s sent)\n", s.Scheduled, run.Sent(), rate)
+	}
+	if run.Incomplete > 0 {
+		fmt.Fprintf(b, "  %d requests were still in flight after the drain and were cancelled: incomplete, counted as failed in error_rate, not in the percentiles below\n", run.Incomplete)
+	}
+	if run.Retried > 0 {
+		fmt.Fprintf(b, "  %d requests were sent again on a new connection (the server closed a reused one first); not failures\n", run.Retried)
+	}
+	if len(s.Errors) > 0 {
+		b.WriteString("  most frequent errors:\n")
+		for i, e := range s.Errors {
+			if i == maxErrorLines {
+				fmt.Fprintf(b, "    … %d more distinct errors (all of them in the JSON)\n", len(s.Errors)-i)
+				break
+			}
+			fmt.Fprintf(b, "    %d × %s\n", e.Count, ErrorLine(e))
+		}
+	}
+}
+
+// maxErrorLines is how many distinct errors the text summary lists.
+const maxErrorLines = 5
+
+// ErrorLine is one distinct error as a line, safe for a terminal: class,
+// HTTP status, message.
+func ErrorLine(e load.ErrorCount) string {
+	t := e.Class.String()
+	if e.Status > 0 {
+		t += fmt.Sprintf(" (HTTP %d)", e.Status)
+	}
+	if e.Message != "" {
+		t += ": " + sanitize.Text(e.Message)
+	}
+	return t
 }
 
 func writeFigures(b *strings.Builder, p load.Phase) {
