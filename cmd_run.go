@@ -70,6 +70,9 @@ func (a *app) runHeadless(args []string) error {
 		return err
 	}
 	cfg.RequestsLog = rf.requestsLog
+	if err := runner.CheckOutputs(map[string]string{"--json": rf.jsonPath, "--csv": rf.csvPath, "--requests-log": rf.requestsLog}); err != nil {
+		return usageError{err}
+	}
 	// A walk ends the run when it is over, unless a duration or a request
 	// count says how long to hold the last stage.
 	cfg.Load.EndAfterStages = cfg.Load.Duration == 0 && cfg.Load.MaxRequests == 0

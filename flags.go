@@ -66,7 +66,7 @@ func (f *loadFlags) addEndpoint(fs *pflag.FlagSet) {
 	fs.BoolVar(&p.NoStream, "no-stream", false, "ask for whole answers (TTFT, ITL and TPOT are then not observable)")
 	fs.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key, sent as a bearer token")
 	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "file holding the API key (instead of --api-key-env)")
-	fs.StringArrayVarP(&f.headers, "header", "H", nil, "extra request header 'Name: value' (repeatable)")
+	fs.StringArrayVarP(&f.headers, "header", "H", nil, "extra request header 'Name: value' (repeatable), or @FILE with one a line (kept out of ps); values are secrets")
 	fs.BoolVar(&p.Insecure, "insecure", false, "do not verify the server's TLS certificate")
 	fs.StringVar(&p.CACert, "cacert", "", "PEM file of extra root certificates")
 	fs.DurationVar(&p.Timeout, "timeout", probe.DefaultTimeout, "limit on one request, start to end of stream")
@@ -247,8 +247,29 @@ func (f *loadFlags) config() (runner.Config, error) {
 		return cfg, err
 	}
 	cfg.Version, cfg.Settings = versionString(), map[string]string{}
-	f.fs.Visit(func(fl *pflag.Flag) { cfg.Settings[fl.Name] = fl.Value.String() })
+	f.fs.Visit(func(fl *pflag.Flag) { cfg.Settings[fl.Name] = f.setting(fl) })
 	return cfg, nil
+}
+
+// setting is a flag's value as the reports store it: URLs without their
+// credentials, header values never (only their names).
+func (f *loadFlags) setting(fl *pflag.Flag) string {
+	switch fl.Name {
+	case "url", "server-metrics", "gpu-metrics":
+		return probe.RedactURL(fl.Value.String())
+	case "header":
+		var names []string
+		for _, h := range f.headers {
+			if strings.HasPrefix(h, "@") {
+				names = append(names, h) // a file's name
+				continue
+			}
+			name, _, _ := strings.Cut(h, ":")
+			names = append(names, strings.TrimSpace(name)+": <redacted>")
+		}
+		return strings.Join(names, "; ")
+	}
+	return fl.Value.String()
 }
 
 // measurable refuses an objective the configuration cannot measure: one
@@ -270,10 +291,28 @@ func measurable(cfg *runner.Config) error {
 // reading: the headers, the key, the sampling fields set.
 func (f *loadFlags) request(p *probe.Config) error {
 	p.Header = http.Header{}
+	var lines []string
 	for _, h := range f.headers {
+		file, ok := strings.CutPrefix(h, "@")
+		if !ok {
+			lines = append(lines, h)
+			continue
+		}
+		// -H @FILE: one 'Name: value' a line, so the values stay out of ps.
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return usagef("--header @%s: %v", file, err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+				lines = append(lines, l)
+			}
+		}
+	}
+	for _, h := range lines {
 		name, value, ok := strings.Cut(h, ":")
 		if !ok || strings.TrimSpace(name) == "" {
-			return usagef("bad --header %q: want 'Name: value'", h)
+			return usagef("bad --header: want 'Name: value' (what was given is not shown: it may be a secret)")
 		}
 		p.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
 	}

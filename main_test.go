@@ -13,6 +13,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/sim/simtest"
 )
 
 func TestCommandLine(t *testing.T) {
@@ -44,6 +46,9 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"run", "--goodput", "ttft"}, 2, "", "bad --goodput"},
 		{[]string{"run", "--fail-fast"}, 2, "", "--fail-fast needs"},
 		{[]string{"run", "--no-stream", "--slo", "ttft_p99<=1s"}, 2, "", "--no-stream there are no stream messages"},
+		{[]string{"run", "--json", "/nonexistent/dir/r.json"}, 2, "", "--json: open /nonexistent/dir/r.json"},
+		{[]string{"run", "--json", "same.out", "--csv", "same.out"}, 2, "", "are the same file"},
+		{[]string{"run", "-H", "Bearer hunter22"}, 2, "", "bad --header: want 'Name: value'"},
 		{[]string{"run", "--url", "http://127.0.0.1:9/v1", "--slo", "energy_per_token<=1J"}, 2, "", "no GPU is read"},
 		{[]string{"run", "--sim-gpus", "0", "--slo", "energy_per_token<=1J"}, 2, "", "no GPU is read"},
 		{[]string{"run", "--slo-window", "1s"}, 2, "", "--slo-window must be"},
@@ -224,5 +229,31 @@ func TestRunEveryRequestFails(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "6 × 4xx (HTTP 404)") {
 		t.Errorf("summary lacks the error's count:\n%s", out.String())
+	}
+}
+
+// TestSecretsStayOut: credentials in the URL and header values reach
+// neither the JSON's settings nor the summary.
+func TestSecretsStayOut(t *testing.T) {
+	p, _ := sim.Preset("fast")
+	srv := simtest.Start(t, p)
+	u := strings.Replace(srv.URL, "http://", "http://user:pa55word@", 1) + "?api_key=sekrit1"
+	path := t.TempDir() + "/r.json"
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--url", u, "--api", "openai-chat", "-H", "X-Secret: hunter22", "--requests", "4", "-c", "2",
+		"--prompt-tokens", "8", "--output-tokens", "4", "--json", path}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	b, _ := os.ReadFile(path)
+	for _, secret := range []string{"pa55word", "sekrit1", "hunter22"} {
+		for where, text := range map[string]string{"JSON": string(b), "summary": out.String(), "stderr": errb.String()} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s holds %q", where, secret)
+			}
+		}
+	}
+	if !strings.Contains(string(b), "X-Secret: <redacted>") {
+		t.Errorf("the JSON's settings do not name the header:\n%s", b)
 	}
 }

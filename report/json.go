@@ -190,6 +190,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // read by people too: <redacted>, not \u003c
 	if err := enc.Encode(top); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}

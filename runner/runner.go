@@ -126,9 +126,16 @@ type Runner struct {
 	stopOnce sync.Once
 	stopErr  error
 
-	infoMu sync.Mutex
-	info   map[string]json.RawMessage // the server's description, once read
+	// The server's description, read once in the background at the start
+	// (bounded by InfoTimeout), so that neither the run nor a save waits
+	// on a slow /v1/models: infoDone is closed once info is set.
+	info     map[string]json.RawMessage
+	infoDone chan struct{}
 }
+
+// InfoTimeout bounds the read of the server's description (model list,
+// version) for the reports.
+const InfoTimeout = 3 * time.Second
 
 // go runs f in a goroutine the runner owns, under the crash guard.
 func (r *Runner) spawn(f func()) {
@@ -148,7 +155,7 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	if cfg.Notes == nil {
 		cfg.Notes = io.Discard
 	}
-	r := &Runner{cfg: cfg, rawURL: cfg.URL, stopSim: func() {}, stopX: func() {}}
+	r := &Runner{cfg: cfg, rawURL: cfg.URL, stopSim: func() {}, stopX: func() {}, infoDone: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			r.Stop()
@@ -193,6 +200,12 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	r.cancel = cancel
 	r.started = time.Now()
 	r.spawn(func() { r.eng.Run(engCtx) })
+	r.spawn(func() {
+		defer close(r.infoDone)
+		ictx, cancel := context.WithTimeout(engCtx, InfoTimeout)
+		defer cancel()
+		r.info = r.client.ServerInfo(ictx, r.rawURL)
+	})
 	if r.scraper != nil {
 		r.spawn(func() { r.scraper.Run(engCtx) })
 	}
@@ -414,14 +427,15 @@ func (r *Runner) Report(ctx context.Context, s load.Snapshot) *report.Report {
 }
 
 // ServerInfo is what the server says of itself (model list, version),
-// read once within ctx and kept; a read that fails is tried again next time.
+// read in the background since the start; nil when ctx ends first, or
+// after Stop when the read had not finished.
 func (r *Runner) ServerInfo(ctx context.Context) map[string]json.RawMessage {
-	r.infoMu.Lock()
-	defer r.infoMu.Unlock()
-	if r.info == nil {
-		r.info = r.client.ServerInfo(ctx, r.rawURL)
+	select {
+	case <-r.infoDone:
+		return r.info
+	case <-ctx.Done():
+		return nil
 	}
-	return r.info
 }
 
 // Stop ends the load at once (what is in flight is cancelled), waits for

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/sim/simtest"
 	"github.com/infertop/infertop/slo"
 )
 
@@ -170,4 +173,77 @@ func grep(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestSaveReplacesSymlink: a symlink planted where the s key's report goes
+// is replaced, never written through.
+func TestSaveReplacesSymlink(t *testing.T) {
+	cfg := simConfig(t)
+	cfg.Load.MaxRequests = 4
+	r, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	s := waitSnap(t, r, 10*time.Second, "the end", func(s load.Snapshot) bool { return s.Done })
+	dir, victim := t.TempDir(), t.TempDir()+"/victim"
+	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, "infertop-"+r.Started().Format("20060102-150405"))
+	if err := os.Symlink(victim, base+".json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Save(context.Background(), s, dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Fatalf("the save wrote through the symlink: %q", b)
+	}
+	if fi, err := os.Lstat(base + ".json"); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+		t.Fatalf("the report is not a file of its own: %v %v", fi, err)
+	}
+}
+
+// TestServerInfoOffTheCriticalPath: a hanging /v1/models holds up neither
+// the run nor its report past InfoTimeout.
+func TestServerInfoOffTheCriticalPath(t *testing.T) {
+	p, _ := sim.Preset("fast")
+	backend := simtest.Start(t, p)
+	hang := make(chan struct{})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, "/models") {
+			select {
+			case <-req.Context().Done():
+			case <-hang:
+			}
+			return
+		}
+		resp, err := http.Post(backend.URL+strings.TrimPrefix(req.URL.Path, "/v1"), "application/json", req.Body)
+		if err != nil {
+			w.WriteHeader(502)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	defer front.Close()
+	defer close(hang)
+	start := time.Now()
+	r, err := Start(context.Background(), Config{URL: front.URL + "/v1", API: probe.OpenAIChat, Probe: probe.Config{Model: p.Model, NoStream: true},
+		Telemetry: Telemetry{ServerMetrics: ServerMetricsOff},
+		Load:      load.Config{Knobs: load.Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 4}, Tick: 20 * time.Millisecond, MaxRequests: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	s := waitSnap(t, r, 10*time.Second, "the end", func(s load.Snapshot) bool { return s.Done })
+	if s.TotalCompleted != 4 {
+		t.Fatalf("completed %d: %s", s.TotalCompleted, s.LastError)
+	}
+	r.Report(context.Background(), s)
+	if took := time.Since(start); took > InfoTimeout+2*time.Second {
+		t.Fatalf("a run of 4 requests and its report took %v against a hanging /v1/models", took)
+	}
 }

@@ -16,6 +16,10 @@ import (
 // Outputs are the report files a run writes (empty: not written).
 type Outputs struct {
 	JSON, CSV, Text string
+	// Replace writes each file beside its path and renames it into place:
+	// a symlink planted at the path is replaced, never written through
+	// (the s key's files, in a directory others may write to).
+	Replace bool
 }
 
 // Write writes rep to every file of o.
@@ -28,6 +32,9 @@ func Write(rep *report.Report, o Outputs) error {
 		if err := fn(&b); err != nil {
 			return fmt.Errorf("report %s: %w", path, err)
 		}
+		if o.Replace {
+			return replaceFile(path, b.Bytes())
+		}
 		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
@@ -36,11 +43,60 @@ func Write(rep *report.Report, o Outputs) error {
 	return errors.Join(write(o.JSON, rep.WriteJSON), write(o.CSV, rep.WriteCSV), write(o.Text, rep.WriteText))
 }
 
+// replaceFile writes data to a new file in path's directory and renames it
+// to path, which replaces whatever was there (a symlink included).
+func replaceFile(path string, data []byte) error {
+	fh, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	_, werr := fh.Write(data)
+	if err := errors.Join(werr, fh.Chmod(0o644), fh.Close()); err != nil {
+		os.Remove(fh.Name())
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := os.Rename(fh.Name(), path); err != nil {
+		os.Remove(fh.Name())
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// CheckOutputs makes sure, before a run, that every path can be written
+// and that no two outputs share one (a typo must not cost the run). A file
+// that did not exist is removed again.
+func CheckOutputs(paths map[string]string) error {
+	seen := map[string]string{}
+	for name, p := range paths {
+		if p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", name, p, err)
+		}
+		if other, ok := seen[abs]; ok {
+			return fmt.Errorf("%s and %s are the same file, %s", other, name, p)
+		}
+		seen[abs] = name
+		_, statErr := os.Stat(p)
+		fh, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		fh.Close()
+		if os.IsNotExist(statErr) {
+			os.Remove(p)
+		}
+	}
+	return nil
+}
+
 // Save writes the reports of the run as s shows it into dir, named for
 // the run's start (infertop-START.json, .csv, .txt), and says where.
 func (r *Runner) Save(ctx context.Context, s load.Snapshot, dir string) (string, error) {
 	base := filepath.Join(dir, "infertop-"+r.started.Format("20060102-150405"))
-	if err := Write(r.Report(ctx, s), Outputs{JSON: base + ".json", CSV: base + ".csv", Text: base + ".txt"}); err != nil {
+	if err := Write(r.Report(ctx, s), Outputs{JSON: base + ".json", CSV: base + ".csv", Text: base + ".txt", Replace: true}); err != nil {
 		return "", err
 	}
 	return base + ".{json,csv,txt}", nil
