@@ -257,3 +257,13 @@ func TestSecretsStayOut(t *testing.T) {
 		t.Errorf("the JSON's settings do not name the header:\n%s", b)
 	}
 }
+
+// TestHelpOnce: every help text is printed once.
+func TestHelpOnce(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"run", "--help"}, {"sim", "--help"}, {"ssh", "--help"}} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 0 || strings.Count(out.String(), "Usage:") != 1 || errb.Len() != 0 {
+			t.Errorf("%v: exit %d, %d usage texts, stderr %q", args, code, strings.Count(out.String(), "Usage:"), errb.String())
+		}
+	}
+}

@@ -55,16 +55,23 @@ func jsonl(data []byte) ([]probe.Request, error) {
 			continue
 		}
 		var item struct {
-			Prompt   string          `json:"prompt"`
+			Prompt   *string         `json:"prompt"`
 			Messages []probe.Message `json:"messages"`
 		}
 		if err := json.Unmarshal(line, &item); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
-		if item.Prompt == "" && len(item.Messages) == 0 {
+		switch {
+		case item.Prompt == nil && item.Messages == nil:
 			return nil, fmt.Errorf(`line %d: neither "prompt" nor "messages"`, n)
+		case item.Messages == nil && *item.Prompt == "", item.Prompt == nil && len(item.Messages) == 0:
+			return nil, fmt.Errorf(`line %d: the prompt is empty`, n)
 		}
-		out = append(out, probe.Request{Prompt: item.Prompt, Messages: item.Messages})
+		prompt := ""
+		if item.Prompt != nil {
+			prompt = *item.Prompt
+		}
+		out = append(out, probe.Request{Prompt: prompt, Messages: item.Messages})
 	}
 	return out, sc.Err()
 }

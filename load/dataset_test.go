@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"os"
+	"strings"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -86,5 +87,33 @@ func TestEngineUsesDataset(t *testing.T) {
 		if got[i].Prompt != got[i+3].Prompt || len(got[i].Messages) != len(got[i+3].Messages) {
 			t.Fatalf("request %d and %d differ", i, i+3)
 		}
+	}
+}
+
+func TestDatasetEmptyPrompt(t *testing.T) {
+	dir := t.TempDir()
+	for body, want := range map[string]string{
+		`{"prompt":""}`:   "line 1: the prompt is empty",
+		`{"messages":[]}`: "line 1: the prompt is empty",
+		`{"text":"hi"}`:   `line 1: neither "prompt" nor "messages"`,
+	} {
+		path := dir + "/d.jsonl"
+		os.WriteFile(path, []byte(body+"\n"), 0o644)
+		if _, err := LoadDataset(path, 1); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+}
+
+// TestPrefixLongerThanPrompt: a shared prefix longer than the prompt is
+// honoured (the prompt grows to hold it), never silently dropped.
+func TestPrefixLongerThanPrompt(t *testing.T) {
+	g := NewPromptGen(1, 100)
+	a, b := g.Next(10), g.Next(10)
+	if n := len(strings.Fields(a)); n < 100 {
+		t.Fatalf("a 10-token prompt with a 100-token prefix has %d words", n)
+	}
+	if strings.Join(strings.Fields(a)[:100], " ") != strings.Join(strings.Fields(b)[:100], " ") {
+		t.Fatal("the prefix is not shared")
 	}
 }

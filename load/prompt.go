@@ -60,10 +60,10 @@ func (g *PromptGen) Next(tokens int) string {
 	var b strings.Builder
 	b.Grow(tokens*6 + len(g.prefix) + 16)
 	rest := tokens - 1
-	if g.pwords > 0 && tokens > g.pwords {
+	if g.pwords > 0 { // a prefix longer than the prompt is honoured: the prompt grows to hold it
 		b.WriteString(g.prefix)
 		b.WriteByte(' ')
-		rest -= g.pwords
+		rest = max(rest-g.pwords, 0)
 	}
 	b.WriteByte('r')
 	b.WriteString(strconv.FormatUint(n, 36))

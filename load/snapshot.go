@@ -51,6 +51,9 @@ type Snapshot struct {
 	// InFlight is requests sent and not yet finished; Backlog is open-loop
 	// arrivals waiting for a free slot (MaxInFlight).
 	InFlight, Backlog int
+	// MaxInFlight is the most requests seen in flight (at a snapshot)
+	// since the start or the last reset.
+	MaxInFlight int
 	// BackingOff is the closed-loop workers waiting now before their next
 	// request because their last ones failed in a row (or the server asked
 	// them to wait with Retry-After): the load is below the concurrency

@@ -112,8 +112,10 @@ type aggregator struct {
 	cal      *calibrator // nil: no calibration
 	goodput  Goodput
 	onResult func(Record)
-	// run accumulates everything since the start or the last reset.
-	run *phaseAcc
+	// run accumulates everything since the start or the last reset;
+	// maxInflight is the most requests seen in flight over it.
+	run         *phaseAcc
+	maxInflight int
 
 	t0     time.Time // the run's start
 	window time.Duration
@@ -407,6 +409,7 @@ func (a *aggregator) reset(now time.Duration, gen int) {
 	a.advance(now)
 	a.gen = gen
 	a.resetAt = now
+	a.maxInflight = 0
 	for m := range NumMetrics {
 		a.curHist[m].Reset()
 	}
@@ -460,12 +463,13 @@ func (a *aggregator) rebuildSealed() {
 func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight int) Snapshot {
 	a.advance(now)
 	a.cur.inflight = max(a.cur.inflight, inflight)
+	a.maxInflight = max(a.maxInflight, inflight)
 	if current != nil && current.gen == a.gen {
 		a.phase(current)
 	}
 	a.rebuildSealed()
 
-	s := Snapshot{Elapsed: now, Window: a.window, InFlight: inflight}
+	s := Snapshot{Elapsed: now, Window: a.window, InFlight: inflight, MaxInFlight: a.maxInflight}
 	winStart := max(time.Duration(a.cur.sec+1)*time.Second-a.window, a.resetAt, 0)
 	s.Covered = now - winStart
 	for m := range NumMetrics {

@@ -14,7 +14,7 @@ import (
 // run (phase "run").
 func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	head := []string{"phase", "concurrency", "prompt_tokens", "output_tokens", "start_s", "duration_s", "sent", "completed", "failed", "incomplete", "retried", "good",
+	head := []string{"phase", "mode", "rate", "concurrency", "prompt_tokens", "output_tokens", "start_s", "duration_s", "sent", "completed", "failed", "incomplete", "retried", "good",
 		"total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "input_throughput"}
 	for _, m := range vllmMetric {
 		for _, stat := range []string{"mean", "std", "p50", "p90", "p95", "p99", "p99.9", "max"} {
@@ -31,7 +31,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	row := func(id string, p load.Phase) []string {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 		i := func(v int64) string { return strconv.FormatInt(v, 10) }
-		out := []string{id, strconv.Itoa(p.Knobs.Concurrency), strconv.Itoa(p.Knobs.PromptTokens), strconv.Itoa(p.Knobs.OutputTokens),
+		out := []string{id, p.Knobs.Mode.String(), f(p.Knobs.Rate), strconv.Itoa(p.Knobs.Concurrency), strconv.Itoa(p.Knobs.PromptTokens), strconv.Itoa(p.Knobs.OutputTokens),
 			f(p.Start.Seconds()), f(p.Duration.Seconds()), i(p.Sent()), i(p.Completed), i(p.Failed), i(p.Incomplete), i(p.Retried), i(p.Good), i(p.InTokens), i(p.OutTokens),
 			f(p.ReqPerSec), f(p.GoodPerSec), f(p.OutTokPerSec), f(p.InTokPerSec)}
 		for _, m := range vllmMetric {
@@ -63,7 +63,11 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		}
 	}
 	run := r.Final.Run
-	run.Knobs = load.Knobs{Concurrency: r.Manifest.Knobs.Concurrency, PromptTokens: r.Manifest.Knobs.PromptTokens, OutputTokens: r.Manifest.Knobs.OutputTokens}
+	run.Knobs = load.Knobs{Concurrency: r.Manifest.Knobs.Concurrency, PromptTokens: r.Manifest.Knobs.PromptTokens, OutputTokens: r.Manifest.Knobs.OutputTokens,
+		Rate: r.Manifest.Knobs.Rate}
+	if r.Manifest.Knobs.Mode == load.OpenLoop.String() {
+		run.Knobs.Mode = load.OpenLoop
+	}
 	if err := cw.Write(row("run", run)); err != nil {
 		return fmt.Errorf("write CSV: %w", err)
 	}

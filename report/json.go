@@ -125,7 +125,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		"request_goodput":        run.GoodPerSec,
 		"output_throughput":      run.OutTokPerSec,
 		"total_token_throughput": run.OutTokPerSec + run.InTokPerSec,
-		"max_concurrency":        r.Manifest.Knobs.Concurrency,
+		"max_concurrency":        max(r.Final.MaxInFlight, 1), // vLLM's: the most in flight, not the knob
 	}
 	for _, m := range vllmMetric {
 		d := run.Latency[m.m]

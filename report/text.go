@@ -35,8 +35,19 @@ func (r *Report) WriteText(w io.Writer) error {
 		if p.Warmup {
 			warm = " (warm-up, not in the run's figures)"
 		}
-		fmt.Fprintf(&b, "\nPhase %d: %s, prompt %d, output %d tokens · from %s for %s%s\n",
-			p.ID, level, p.Knobs.PromptTokens, p.Knobs.OutputTokens, p.Start.Round(time.Millisecond), p.Duration.Round(time.Millisecond), warm)
+		prompt := fmt.Sprintf("prompt %d", p.Knobs.PromptTokens)
+		if r.Final.Dataset > 0 {
+			prompt = fmt.Sprintf("prompts from the dataset (%d)", r.Final.Dataset)
+		}
+		// A phase ends when the next begins; its requests may finish later
+		// (they belong to the phase they started in), and its rates are
+		// over that span: say both rather than show phases overlapping.
+		span := fmt.Sprintf("from %s for %s", p.Start.Round(time.Millisecond), p.Duration.Round(time.Millisecond))
+		if p.End > 0 && p.Start+p.Duration > p.End {
+			span = fmt.Sprintf("from %s to %s, its last request done at %s", p.Start.Round(time.Millisecond), p.End.Round(time.Millisecond),
+				(p.Start + p.Duration).Round(time.Millisecond))
+		}
+		fmt.Fprintf(&b, "\nPhase %d: %s, %s, output %d tokens · %s%s\n", p.ID, level, prompt, p.Knobs.OutputTokens, span, warm)
 		writeFigures(&b, p)
 		if r.Energy != nil {
 			writeEnergy(&b, r.Energy.Source, r.Energy.Phases[p.ID])
