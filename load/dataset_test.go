@@ -3,8 +3,8 @@ package load
 import (
 	"context"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
