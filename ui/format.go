@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,21 +31,56 @@ func dur(d time.Duration) string {
 	return fmt.Sprintf("%.0fs", d.Seconds())
 }
 
-// num formats a rate or count compactly: 812, 8.1k, 81k, 8.1M.
+// num formats a rate or count compactly: 812, 8.1k, 81k, 8.1M, 81M, 8.1G;
+// never in scientific notation, and at most 5 cells below 10^12
+// (a rate can be large: a fast endpoint's tokens per second). The
+// thresholds sit where rounding would carry into the next unit, so 999.7
+// prints 1.0k rather than 1000.
 func num(f float64) string {
+	a := math.Abs(f)
 	switch {
 	case f == 0:
 		return "0"
-	case f < 10:
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return "—"
+	case a < 9.95:
 		return fmt.Sprintf("%.1f", f)
-	case f < 1000:
+	case a < 999.5:
 		return fmt.Sprintf("%.0f", f)
-	case f < 10000:
-		return fmt.Sprintf("%.1fk", f/1000)
-	case f < 1e6:
-		return fmt.Sprintf("%.0fk", f/1000)
+	case a < 9950:
+		return fmt.Sprintf("%.1fk", f/1e3)
+	case a < 999.5e3:
+		return fmt.Sprintf("%.0fk", f/1e3)
+	case a < 9.95e6:
+		return fmt.Sprintf("%.1fM", f/1e6)
+	case a < 999.5e6:
+		return fmt.Sprintf("%.0fM", f/1e6)
 	}
-	return fmt.Sprintf("%.1fM", f/1e6)
+	return fmt.Sprintf("%.1fG", f/1e9)
+}
+
+// rateNum formats a rate a person set (the open loop's knob) with up to sig
+// significant digits below 1000, so 1.25 and 812.5 read as typed, and as
+// num does from 1000 up (1.2k, 12k, 1.2M): %g would print 1.234e+04.
+func rateNum(f float64, sig int) string {
+	if math.Abs(f) >= 999.5 || f == 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return num(f)
+	}
+	dec := min(max(sig-1-int(math.Floor(math.Log10(math.Abs(f)))), 0), 6)
+	s := strconv.FormatFloat(f, 'f', dec, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// count formats a count exactly when it fits in w cells, and as num does
+// when it would not (a long run's requests in a narrow column).
+func count(n int64, w int) string {
+	if s := strconv.FormatInt(n, 10); len(s) <= w {
+		return s
+	}
+	return num(float64(n))
 }
 
 // clock formats a run time as h:mm:ss or m:ss.
@@ -107,3 +144,26 @@ func padLeft(s string, w int) string {
 
 // secs turns seconds into a duration.
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// wrap breaks a (possibly styled) text into lines of at most w cells, at
+// spaces where it can and inside a word where it must (a URL, a JSON body).
+func wrap(s string, w int) []string {
+	if w <= 0 {
+		return nil
+	}
+	return strings.Split(ansi.Wrap(s, w, ""), "\n")
+}
+
+// wrapInto wraps s into at most n lines of w cells; when it needs more, the
+// last line ends with more (an ellipsis and where to read the rest), so a
+// cut never passes for the whole message.
+func wrapInto(s string, w, n int, more string) []string {
+	lines := wrap(s, w)
+	if len(lines) <= n || n <= 0 {
+		return lines[:min(len(lines), max(n, 0))]
+	}
+	lines = lines[:n]
+	room := max(w-ansi.StringWidth(more), 0)
+	lines[n-1] = ansi.Truncate(strings.TrimRight(lines[n-1], " "), room, "") + more
+	return lines
+}

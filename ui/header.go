@@ -5,12 +5,15 @@ import (
 	"strings"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // header is two lines: what is watched and how it goes, then the knobs.
 func (m *Model) header(w int) string {
 	t, s := m.theme, &m.snap
-	target := s.Target.URL
+	// The model name is what the endpoint said it serves and the URL may
+	// hold what a user pasted: neither reaches the terminal raw.
+	target := sanitize.Text(s.Target.URL)
 	if s.Target.Sim {
 		target += " (embedded sim)"
 	}
@@ -31,6 +34,9 @@ func (m *Model) header(w int) string {
 		state = t.Bad.Render("■ stopped")
 	case s.Ending():
 		state = t.Warn.Render(fmt.Sprintf("ending: %d in flight", s.InFlight))
+		if s.OldestInFlight > 0 { // a drain that does not end shows its oldest request's age growing
+			state += t.Warn.Render(", oldest " + dur(s.OldestInFlight))
+		}
 	case s.Knobs.Paused:
 		state = t.Warn.Render("‖ paused")
 	}
@@ -43,7 +49,7 @@ func (m *Model) header(w int) string {
 			right = t.Muted.Render("ends in ") + t.Value.Render(clock(max(l-s.Elapsed, 0))) + "  " + right
 		}
 	}
-	left := t.Header.Render("infertop") + "  " + t.Value.Render(s.Target.Model) + t.Muted.Render(" · "+s.Target.API+" · ") +
+	left := t.Header.Render("infertop") + "  " + t.Value.Render(sanitize.Text(s.Target.Model)) + t.Muted.Render(" · "+s.Target.API+" · ") +
 		t.Text.Render(target)
 	gap := w - lipglossWidth(right)
 	line1 := fit(fit(left, gap-1)+" "+right, w) // never wider than the terminal, however long the state
@@ -52,10 +58,19 @@ func (m *Model) header(w int) string {
 	item := func(label, value string) string { return t.Muted.Render(label+" ") + t.Value.Render(value) }
 	loop := item("concurrency", fmt.Sprint(k.Concurrency))
 	if k.Mode == load.OpenLoop {
-		loop = item("open loop", fmt.Sprintf("%.4g req/s", k.Rate))
+		loop = item("open loop", rateNum(k.Rate, 4)+" req/s")
 		if s.Backlog > 0 {
 			loop += t.Warn.Render(fmt.Sprintf(" backlog %d", s.Backlog))
 		}
+	}
+	if s.BackingOff > 0 {
+		// The load is below the concurrency knob on purpose: say so, or a
+		// failing server looks like one that is simply answering slower.
+		workers := "workers"
+		if s.BackingOff == 1 {
+			workers = "worker"
+		}
+		loop += t.Warn.Render(fmt.Sprintf(" backing off: %d %s after failures", s.BackingOff, workers))
 	}
 	parts := []string{
 		loop,

@@ -64,11 +64,27 @@ func newKeyMap() keyMap {
 			m.applyTheme()
 			return nil
 		}},
+		{b([]string{"e"}, "e", "errors"), 3, long, local, toggle(screenErrors)},
 
 		{b([]string{"r"}, "r", "reset stats"), 4, long, shared, func(m *Model) tea.Cmd { m.ctl.Reset(); return nil }},
 		{b([]string{"s"}, "s", "save reports"), 4, long, shared, (*Model).startSave},
-		{b([]string{"?"}, "?", "help"), 4, short, local, func(m *Model) tea.Cmd { m.showHelp = !m.showHelp; return nil }},
+		{b([]string{"?"}, "?", "help"), 4, short, local, toggle(screenHelp)},
+		{b([]string{"esc"}, "esc", "back"), 4, long, local, func(m *Model) tea.Cmd { m.screen = screenDashboard; return nil }},
 		{b([]string{"q", "ctrl+c"}, "q", "quit"), 4, short, local, func(*Model) tea.Cmd { return tea.Quit }},
+	}
+}
+
+// toggle opens the screen s, or closes it when it is open; from another
+// screen it goes straight to s (? on the errors shows the help), so no key
+// ever needs pressing twice.
+func toggle(s screen) func(*Model) tea.Cmd {
+	return func(m *Model) tea.Cmd {
+		if m.screen == s {
+			m.screen = screenDashboard
+		} else {
+			m.screen = s
+		}
+		return nil
 	}
 }
 

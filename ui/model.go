@@ -18,6 +18,7 @@ import (
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
+	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/slo"
 	"github.com/infertop/infertop/themes"
 )
@@ -75,6 +76,15 @@ type savedMsg struct {
 // a variable: no package state).
 func chartMetrics() []load.Metric { return []load.Metric{load.E2E, load.TTFT} }
 
+// screen is a view the body can show instead of the dashboard's panels.
+type screen int
+
+const (
+	screenDashboard screen = iota
+	screenHelp
+	screenErrors
+)
+
 // Model is the dashboard.
 type Model struct {
 	ctl      Controller
@@ -102,8 +112,9 @@ type Model struct {
 	snap          load.Snapshot
 	haveSnap      bool
 	chartMetric   int
-	showHelp      bool
-	stopped       bool
+	// screen is what the body shows: the dashboard, the help or the errors.
+	screen  screen
+	stopped bool
 
 	// cache is the rendered screen; View returns it.
 	cache string
@@ -193,7 +204,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case savedMsg:
 		m.saving = false
 		if msg.err != nil {
-			m.flash = "save failed: " + msg.err.Error()
+			m.flash = "save failed: " + sanitize.Text(msg.err.Error()) // a push gateway's answer may be quoted
 		} else {
 			m.flash = "saved " + msg.where
 		}
@@ -310,9 +321,12 @@ func (m *Model) render() {
 	footer := m.footer(w)
 	avail := h - lipgloss.Height(header) - 1
 	var body string
-	if m.showHelp {
+	switch m.screen {
+	case screenHelp:
 		body = m.helpScreen(w, avail)
-	} else {
+	case screenErrors:
+		body = m.errorsScreen(w, avail)
+	default:
 		latH := min(max(avail*35/100, 6), 20)
 		smallH := min(max(avail*28/100, 6), 14)
 		server := m.serverPanel(w)
@@ -377,11 +391,30 @@ func (m *Model) sloStyle(metric, stat string) (style lipgloss.Style, ok bool) {
 func (m *Model) helpScreen(w, h int) string {
 	t := m.theme
 	lines := []string{t.Title.Render("Keys"), ""}
-	lines = append(lines, strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")...)
-	lines = append(lines, "",
-		t.Muted.Render("Latency figures are over the rolling window; the phase table keeps one row per knob setting."),
-		t.Muted.Render("TTFT: time to the first output-bearing message. ITL: gaps between messages. TPOT: (E2E−TTFT)/(tokens−1)."),
-		t.Muted.Render("Press ? again to return."))
+	// The columns side by side where they fit, else in rows of as many as
+	// fit: bubbles would cut the last ones off (at 80 columns, e and q).
+	full := m.help
+	full.Width = 0
+	cols := m.keys.FullHelp()
+	for start := 0; start < len(cols); {
+		end := start + 1
+		for end < len(cols) && lipgloss.Width(full.FullHelpView(cols[start:end+1])) <= w {
+			end++
+		}
+		if start > 0 {
+			lines = append(lines, "")
+		}
+		lines = append(lines, strings.Split(full.FullHelpView(cols[start:end]), "\n")...)
+		start = end
+	}
+	lines = append(lines, "")
+	for _, note := range []string{
+		"Latency figures are over the rolling window; the phase table keeps one row per knob setting.",
+		"TTFT: time to the first output-bearing message. ITL: gaps between messages. TPOT: (E2E−TTFT)/(tokens−1).",
+		"Press ? or Esc to return.",
+	} {
+		lines = append(lines, wrap(t.Muted.Render(note), w)...)
+	}
 	return block(lines, w, h)
 }
 

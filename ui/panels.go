@@ -11,6 +11,8 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // smallPanels is the row of four: TTFT, throughput, errors, in-flight.
@@ -92,6 +94,9 @@ func (m *Model) throughputPanel(w, h int) string {
 	return block(lines, w, h)
 }
 
+// errorsPanel is the window's error rate and classes, then the run's most
+// frequent error in full, wrapped over the lines the panel has (a message
+// cut at 19 cells says nothing), then errors over time in what is left.
 func (m *Model) errorsPanel(w, h int) string {
 	t, s := m.theme, &m.snap
 	rate := t.Good.Render(pct(s.ErrorRate))
@@ -116,11 +121,54 @@ func (m *Model) errorsPanel(w, h int) string {
 	}
 	classes = append(classes, t.Muted.Render(fmt.Sprintf("· %d total", s.TotalFailed)))
 	lines = append(lines, strings.Join(classes, " "))
-	if s.LastError != "" {
-		lines = append(lines, t.Muted.Render(clock(s.LastErrorAt)+" ")+t.Text.Render(s.LastError))
+	if room := h - len(lines); room > 0 {
+		lines = append(lines, m.topError(w, room)...)
 	}
 	lines = append(lines, m.spark("errors", w, h-len(lines), t.Bad, func(p load.Point) float64 { return float64(p.Failed) })...)
 	return block(lines, w, h)
+}
+
+// topError is the most frequent error with its count, wrapped into at most
+// n lines of w cells; when there are others, or it does not fit, it says
+// so and that e lists them all. Without an error table (a snapshot from
+// before the engine kept one), the newest error stands in.
+func (m *Model) topError(w, n int) []string {
+	t, s := m.theme, &m.snap
+	if len(s.Errors) == 0 {
+		if s.LastError == "" {
+			return nil
+		}
+		text := t.Muted.Render(clock(s.LastErrorAt)+" ") + t.Text.Render(sanitize.Text(s.LastError))
+		return wrapInto(text, w, n, t.Muted.Render("… (e)"))
+	}
+	top := s.Errors[0]
+	text := t.Bad.Render(fmt.Sprintf("%d×", top.Count)) + " " + t.Text.Render(errorText(top))
+	more := t.Muted.Render("… (e)")
+	if k := len(s.Errors) - 1; k > 0 {
+		text += t.Muted.Render(fmt.Sprintf(" · +%d more (e)", k))
+		more = t.Muted.Render(fmt.Sprintf("… +%d (e)", k))
+	}
+	return wrapInto(text, w, n, more)
+}
+
+// errorText is one error as report.ErrorLine writes it (class, status,
+// message, sanitised), less the status in brackets when the message
+// already begins with it, as probe's "HTTP 500: …" do: in a 19-cell panel
+// "5xx (HTTP 500): HTTP 500:" would spend a line saying one thing twice.
+func errorText(e load.ErrorCount) string {
+	if e.Status > 0 && strings.HasPrefix(e.Message, fmt.Sprintf("HTTP %d", e.Status)) {
+		return e.Class.String() + ": " + sanitize.Text(e.Message)
+	}
+	return report.ErrorLine(e)
+}
+
+// oldestLimit is the age past which the oldest request in flight is
+// flagged: ten times the window's p99 E2E, so that generations as long as
+// this endpoint's usual ones pass, and never under 10 s, so that a fast
+// endpoint's jitter does not flicker and a server hung from the start
+// (no E2E yet) is still caught.
+func oldestLimit(s *load.Snapshot) time.Duration {
+	return max(10*time.Second, 10*s.Latency[load.E2E].P99)
 }
 
 func (m *Model) inflightPanel(w, h int) string {
@@ -140,7 +188,20 @@ func (m *Model) inflightPanel(w, h int) string {
 			backlog = t.Warn.Render(fmt.Sprintf("backlog %d", s.Backlog))
 		}
 		lines[1] = t.Value.Render(fmt.Sprint(s.InFlight)) + t.Muted.Render(" in flight")
-		lines[2] = backlog + t.Muted.Render(fmt.Sprintf(" · %.4g req/s", s.Knobs.Rate))
+		lines[2] = backlog + t.Muted.Render(" · "+rateNum(s.Knobs.Rate, 4)+" req/s")
+		if lipgloss.Width(lines[2]) > w { // the rate whole rather than its unit
+			lines[2] = backlog + t.Muted.Render(" · "+rateNum(s.Knobs.Rate, 4)+"/s")
+		}
+	}
+	// The age of the oldest request: a hung server shows as a number that
+	// grows, where the counts and rates above would only go quiet.
+	switch {
+	case s.OldestInFlight <= 0:
+		lines = append(lines, t.Muted.Render("oldest —"))
+	case s.OldestInFlight > oldestLimit(s):
+		lines = append(lines, t.Warn.Render("oldest "+dur(s.OldestInFlight)+" · hung?"))
+	default:
+		lines = append(lines, t.Muted.Render("oldest ")+t.Value.Render(dur(s.OldestInFlight)))
 	}
 	lines = append(lines, m.spark("inflight", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.InFlight) })...)
 	return block(lines, w, h)
@@ -174,15 +235,15 @@ func (m *Model) phasesPanel(w, h int) string {
 		}
 		level := fmt.Sprint(ph.Knobs.Concurrency)
 		if ph.Knobs.Mode == load.OpenLoop {
-			level = fmt.Sprintf("%.3g/s", ph.Knobs.Rate)
+			level = rateNum(ph.Knobs.Rate, 3) + "/s"
 		}
 		id := fmt.Sprint(ph.ID)
 		if ph.Warmup {
 			id += "w"
 		}
 		cells := []string{
-			id, level, fmt.Sprint(ph.Knobs.PromptTokens), fmt.Sprint(ph.Knobs.OutputTokens),
-			fmt.Sprint(ph.Completed), dur(ph.Latency[load.TTFT].P50), dur(ph.Latency[load.TTFT].P99), dur(ph.Latency[load.E2E].P99),
+			id, level, count(int64(ph.Knobs.PromptTokens), 6), count(int64(ph.Knobs.OutputTokens), 6),
+			count(ph.Completed, 6), dur(ph.Latency[load.TTFT].P50), dur(ph.Latency[load.TTFT].P99), dur(ph.Latency[load.E2E].P99),
 			num(ph.OutTokPerSec), errs, clock(span),
 		}
 		row := ""

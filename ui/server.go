@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/telemetry"
 )
 
@@ -16,6 +17,10 @@ func (m *Model) serverPanel(w int) string {
 		return ""
 	}
 	t := m.theme
+	// Everything a server or an exporter sent (errors that quote a page, a
+	// GPU's label, a kind) passes sanitize.Text before it is drawn: a
+	// metrics page is endpoint text like any other.
+	clean := sanitize.Text
 	sep := t.Muted.Render(" · ")
 	item := func(label, value string) string { return t.Muted.Render(label+" ") + t.Value.Render(value) }
 	var lines []string
@@ -24,9 +29,9 @@ func (m *Model) serverPanel(w int) string {
 		var parts []string
 		switch {
 		case s.Kind == "":
-			parts = append(parts, t.Warn.Render("server metrics unreadable: "+s.Err))
+			parts = append(parts, t.Warn.Render("server metrics unreadable: "+clean(s.Err)))
 		default:
-			parts = append(parts, t.Text.Render(telemetry.KindName(s.Kind)), item("running", fmt.Sprintf("%.0f", s.Running)), item("waiting", fmt.Sprintf("%.0f", s.Waiting)))
+			parts = append(parts, t.Text.Render(kindName(s.Kind)), item("running", fmt.Sprintf("%.0f", s.Running)), item("waiting", fmt.Sprintf("%.0f", s.Waiting)))
 			if s.HasKV {
 				parts = append(parts, item("KV", pct(s.KVUsage)))
 			}
@@ -41,7 +46,7 @@ func (m *Model) serverPanel(w int) string {
 				parts = append(parts, t.Muted.Render("ITL p50 ")+t.P50.Render(dur(secs(s.ITLP50)))+t.Muted.Render(" p99 ")+t.P99.Render(dur(secs(s.ITLP99))))
 			}
 			if s.Stale {
-				parts = append(parts, t.Warn.Render(fmt.Sprintf("stale %s: %s", clock(s.Age), s.Err)))
+				parts = append(parts, t.Warn.Render(fmt.Sprintf("stale %s: %s", clock(s.Age), clean(s.Err))))
 			}
 		}
 		lines = append(lines, strings.Join(parts, sep))
@@ -49,27 +54,36 @@ func (m *Model) serverPanel(w int) string {
 	if g := v.GPU; g != nil {
 		var parts []string
 		if g.Count == 0 {
-			parts = append(parts, t.Warn.Render(g.Source+" unreadable: "+g.Err))
+			parts = append(parts, t.Warn.Render(clean(g.Source)+" unreadable: "+clean(g.Err)))
 		} else {
-			parts = append(parts, t.Text.Render(fmt.Sprintf("GPU ×%d (%s)", g.Count, g.Source)), item("now", watts(g.PowerW)), item("avg", watts(g.AvgW)))
+			parts = append(parts, t.Text.Render(fmt.Sprintf("GPU ×%d (%s)", g.Count, clean(g.Source))), item("now", watts(g.PowerW)), item("avg", watts(g.AvgW)))
 			if jpt, ok := m.fig.Window.JoulesPerToken, m.fig.Window.HasEnergy; ok {
-				parts = append(parts, t.Value.Render(fmt.Sprintf("%.3g J/token", jpt))+t.Muted.Render(fmt.Sprintf(" %.3g tok/J", 1/jpt)))
+				parts = append(parts, t.Value.Render(rateNum(jpt, 3)+" J/token")+t.Muted.Render(" "+rateNum(1/jpt, 3)+" tok/J"))
 			}
-			parts = append(parts, item("util", fmt.Sprintf("%.0f%%", g.UtilPct)), t.Value.Render(fmt.Sprintf("%.0f°C", g.TempC)), t.Muted.Render("energy from "+g.EnergyFrom))
+			parts = append(parts, item("util", fmt.Sprintf("%.0f%%", g.UtilPct)), t.Value.Render(fmt.Sprintf("%.0f°C", g.TempC)), t.Muted.Render("energy from "+clean(g.EnergyFrom)))
 			if g.Stale {
-				parts = append(parts, t.Warn.Render(fmt.Sprintf("stale %s: %s", clock(g.Age), g.Err)))
+				parts = append(parts, t.Warn.Render(fmt.Sprintf("stale %s: %s", clock(g.Age), clean(g.Err))))
 			}
 		}
 		lines = append(lines, strings.Join(parts, sep))
 		if g.Count > 1 && g.Count <= 16 { // each GPU, on a line of its own
 			var each []string
 			for _, x := range g.GPUs {
-				each = append(each, t.Muted.Render("GPU"+x.Index+" ")+t.Text.Render(watts(x.PowerW))+t.Muted.Render(fmt.Sprintf(" %.0f%%", x.UtilPct)))
+				each = append(each, t.Muted.Render("GPU"+clean(x.Index)+" ")+t.Text.Render(watts(x.PowerW))+t.Muted.Render(fmt.Sprintf(" %.0f%%", x.UtilPct)))
 			}
 			lines = append(lines, strings.Join(each, sep))
 		}
 	}
 	return block(lines, w, len(lines))
+}
+
+// kindName is the server's kind as shown: its name when telemetry knows
+// it, else the kind itself, sanitised (it came from a metrics page).
+func kindName(kind string) string {
+	if n := telemetry.KindName(kind); n != "" {
+		return n
+	}
+	return sanitize.Text(kind)
 }
 
 func watts(w float64) string {

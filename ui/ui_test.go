@@ -42,6 +42,11 @@ func fixedSnapshot() load.Snapshot {
 		Completed: 392, Failed: 6, ErrorRate: 6.0 / 398,
 		TotalCompleted: 1204, TotalFailed: 9, TotalOutTokens: 154112,
 		LastError: "5xx: HTTP 500: simulated internal error", LastErrorAt: 93 * time.Second,
+		Errors: []load.ErrorCount{
+			{Class: probe.HTTP5xx, Status: 500, Message: "HTTP 500: simulated internal error", Count: 6},
+			{Class: probe.HTTP429, Status: 429, Message: "HTTP 429: simulated rate limit", Count: 3},
+		},
+		OldestInFlight: 3200 * ms,
 	}
 	s.ByClass[probe.HTTP5xx], s.ByClass[probe.HTTP429] = 4, 2
 	s.TotalByClass[probe.HTTP5xx], s.TotalByClass[probe.HTTP429] = 6, 3
@@ -120,6 +125,53 @@ func openSnapshot() load.Snapshot {
 	return s
 }
 
+// longErrorMessage is what a vLLM server answers a prompt past the
+// context: longer than the errors panel has room for at 80 columns.
+const longErrorMessage = `HTTP 400: {"object":"error","message":"This model's maximum context length is 8192 tokens. However, you requested 9000 tokens (8872 in the messages, 128 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}`
+
+// longErrorSnapshot is fixedSnapshot whose most frequent error is long, with
+// a few more distinct ones behind it.
+func longErrorSnapshot() load.Snapshot {
+	s := fixedSnapshot()
+	s.TotalFailed = 40
+	s.Errors = []load.ErrorCount{
+		{Class: probe.HTTP4xx, Status: 400, Message: longErrorMessage, Count: 31},
+		{Class: probe.HTTP5xx, Status: 500, Message: "HTTP 500: simulated internal error", Count: 6},
+		{Class: probe.HTTP429, Status: 429, Message: "HTTP 429: simulated rate limit", Count: 2},
+		{Class: probe.Connection, Message: "read tcp 127.0.0.1:51234->127.0.0.1:8000: connection reset by peer", Count: 1},
+	}
+	return s
+}
+
+// noErrorSnapshot is fixedSnapshot without a failure.
+func noErrorSnapshot() load.Snapshot {
+	s := fixedSnapshot()
+	s.Failed, s.ErrorRate, s.TotalFailed, s.LastError, s.Errors = 0, 0, 0, "", nil
+	s.ByClass, s.TotalByClass = [probe.NumClasses]int64{}, [probe.NumClasses]int64{}
+	return s
+}
+
+// hungSnapshot is fixedSnapshot with a request in flight for far longer
+// than the window's p99 E2E (3.95 s) and workers backing off.
+func hungSnapshot() load.Snapshot {
+	s := fixedSnapshot()
+	s.OldestInFlight, s.BackingOff, s.InFlight = 42*time.Second+300*time.Millisecond, 3, 45
+	return s
+}
+
+// fastSnapshot is openSnapshot at rates a big deployment reaches: every
+// rate past 1000/s, and a phase with millions of requests.
+func fastSnapshot() load.Snapshot {
+	s := openSnapshot()
+	s.Knobs.Rate, s.ReqPerSec, s.OutTokPerSec, s.InTokPerSec = 12500, 12480, 1.25e6, 5.1e6
+	s.Phases[0].Knobs.Mode, s.Phases[0].Knobs.Rate = load.OpenLoop, 1234.5
+	s.Phases[1].Knobs.Mode, s.Phases[1].Knobs.Rate = load.OpenLoop, 999.7
+	s.Phases[2].Knobs.Rate = 12500
+	s.Phases[0].OutTokPerSec, s.Phases[1].OutTokPerSec, s.Phases[2].OutTokPerSec = 158000, 127900, 1.25e6
+	s.Phases[2].Completed = 12345678
+	return s
+}
+
 func TestGolden(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -131,6 +183,12 @@ func TestGolden(t *testing.T) {
 		{"160x48", [2]int{160, 48}, fixedSnapshot(), ""},
 		{"open-80x24", [2]int{80, 24}, openSnapshot(), ""},
 		{"help-120x30", [2]int{120, 30}, fixedSnapshot(), "?"}, // the help screen, from the key table
+		{"help-80x24", [2]int{80, 24}, fixedSnapshot(), "?"},
+		{"long-error-80x24", [2]int{80, 24}, longErrorSnapshot(), ""}, // the top error wrapped, cut, pointing at e
+		{"errors-80x24", [2]int{80, 24}, longErrorSnapshot(), "e"},    // every error, wrapped in full
+		{"errors-none-80x24", [2]int{80, 24}, noErrorSnapshot(), "e"}, // the screen with nothing to list
+		{"hung-80x24", [2]int{80, 24}, hungSnapshot(), ""},            // oldest in flight flagged, workers backing off
+		{"fast-80x24", [2]int{80, 24}, fastSnapshot(), ""},            // rates past 1000/s in every column
 	} {
 		size := c.size
 		t.Run(c.name, func(t *testing.T) {
@@ -230,7 +288,7 @@ func TestKeysTurnKnobs(t *testing.T) {
 		t.Fatal("? did not open the help")
 	}
 	m = press(m, runes("?"))
-	if strings.Contains(m.View(), "Press ? again") {
+	if strings.Contains(m.View(), "Press ? or Esc") {
 		t.Fatal("? did not close the help")
 	}
 	// The open loop: o opens it (at 1 req/s when nothing was measured), +
@@ -536,5 +594,211 @@ func TestDrawingsFollowTheSeries(t *testing.T) {
 	view(frames[1])
 	if got := view(frames[1]); got != fresh.View() { // drawn from the caches
 		t.Fatalf("a cached drawing differs from a fresh one:\n%s\n---\n%s", got, fresh.View())
+	}
+}
+
+// TestEndpointTextIsSanitised: every string an endpoint or an exporter
+// sent (model name, errors, server kind and errors, GPU source, errors and
+// labels) reaches the screen without a terminal escape or a bidi override.
+// The renderer is the ASCII one, so the view holds no ESC of its own:
+// any 0x1b would be the endpoint's.
+func TestEndpointTextIsSanitised(t *testing.T) {
+	const evil = "a\x1b]0;pwned\x07b\x1b[2Jc\x1b]52;c;aGk=\x07d\u202ee"
+	s := fixedSnapshot()
+	s.Target.Model = "model" + evil
+	s.Target.URL = "http://h/" + evil
+	s.LastError = "last" + evil
+	s.Errors = []load.ErrorCount{
+		{Class: probe.HTTP5xx, Status: 500, Message: "HTTP 500: " + evil, Count: 6},
+		{Class: probe.Connection, Message: "conn" + evil, Count: 2},
+		{Class: probe.HTTP4xx, Status: 400, Message: "bad" + evil, Count: 1},
+	}
+	views := []telemetry.View{
+		{
+			Server: &telemetry.ServerView{Kind: "k" + evil, Running: 1, Stale: true, Err: "srv" + evil},
+			GPU: &telemetry.GPUView{Source: "src" + evil, Count: 2, EnergyFrom: "from" + evil, Stale: true, Err: "gpu" + evil,
+				GPUs: []telemetry.GPU{{Index: "0" + evil}, {Index: "1" + evil}}},
+		},
+		{ // both sides unreadable: the error paths
+			Server: &telemetry.ServerView{Err: "srv" + evil},
+			GPU:    &telemetry.GPUView{Source: "src" + evil, Err: "gpu" + evil},
+		},
+	}
+	check := func(what, v string) {
+		t.Helper()
+		if strings.ContainsRune(v, 0x1b) || strings.ContainsRune(v, '\u202e') || strings.ContainsRune(v, 0x07) {
+			t.Errorf("%s holds a raw escape or override:\n%q", what, v)
+		}
+		if !strings.Contains(v, `\x1b]0;pwned\x07`) && !strings.Contains(v, `\x1b]0;pwned`) {
+			t.Errorf("%s does not show the sanitised text (so the test checks nothing):\n%s", what, v)
+		}
+	}
+	for i, view := range views {
+		m, _ := New(nil, Options{Renderer: asciiRenderer(), Figures: func(s load.Snapshot) runner.Figures { return runner.Join(s, &view) }})
+		m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 48}, SnapshotMsg(s))
+		check(fmt.Sprintf("view %d, dashboard", i), m.View())
+		// The panel unclipped: every field it draws, not only the first 160 cells.
+		check(fmt.Sprintf("view %d, server panel", i), m.serverPanel(2000))
+		check(fmt.Sprintf("view %d, the errors screen", i), press(m, runes("e")).View())
+		// Each error message is on the errors screen, sanitised.
+		if v := press(m, runes("e")).View(); !strings.Contains(v, `conna\x1b]0;pwned`) || !strings.Contains(v, `bada\x1b]0;pwned`) {
+			t.Errorf("the errors screen lacks a sanitised message:\n%s", v)
+		}
+	}
+	// A failed save may quote what a push gateway answered.
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 200, Height: 30}, SnapshotMsg(s), savedMsg{err: fmt.Errorf("push: %s", evil)})
+	check("a failed save's notice", m.View())
+}
+
+// TestScreens: e opens the errors and closes them again, Esc closes either
+// screen, ? and e go straight from one screen to the other, and a watcher
+// may read the errors (the key is not one that acts on the load).
+func TestScreens(t *testing.T) {
+	for _, readOnly := range []bool{false, true} {
+		m, _ := New(nil, Options{Renderer: asciiRenderer(), ReadOnly: readOnly})
+		m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 100, Height: 30}, SnapshotMsg(longErrorSnapshot()))
+		errorsOpen := func() bool { return strings.Contains(m.View(), "Press e or Esc to return") }
+		helpOpen := func() bool { return strings.Contains(m.View(), "Press ? or Esc to return") }
+		steps := []struct {
+			key          tea.KeyMsg
+			errors, help bool
+		}{
+			{runes("e"), true, false},
+			{runes("e"), false, false},
+			{runes("e"), true, false},
+			{tea.KeyMsg{Type: tea.KeyEsc}, false, false},
+			{runes("?"), false, true},
+			{tea.KeyMsg{Type: tea.KeyEsc}, false, false}, // Esc closes the help too
+			{runes("?"), false, true},
+			{runes("e"), true, false}, // from the help straight to the errors
+			{runes("?"), false, true}, // and back
+			{runes("?"), false, false},
+			{tea.KeyMsg{Type: tea.KeyEsc}, false, false}, // Esc on the dashboard does nothing
+		}
+		for i, st := range steps {
+			m = press(m, st.key)
+			if errorsOpen() != st.errors || helpOpen() != st.help {
+				t.Fatalf("read-only %v, step %d (%v): errors %v help %v, want %v %v\n%s",
+					readOnly, i, st.key, errorsOpen(), helpOpen(), st.errors, st.help, m.View())
+			}
+			if strings.Contains(m.View(), "knobs are locked") {
+				t.Fatalf("read-only %v: %v is locked", readOnly, st.key)
+			}
+		}
+	}
+}
+
+// TestErrorsScreenFits: more errors than the screen holds end in a note
+// saying how many are left out, and one message longer than the screen
+// is cut to it, not dropped.
+func TestErrorsScreenFits(t *testing.T) {
+	s := fixedSnapshot()
+	s.Errors = nil
+	for i := range 40 {
+		s.Errors = append(s.Errors, load.ErrorCount{Class: probe.HTTP5xx, Status: 500, Message: fmt.Sprintf("HTTP 500: failure number %d", i), Count: int64(100 - i)})
+	}
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(s), runes("e"))
+	v := m.View()
+	if !strings.Contains(v, "failure number 0") || !strings.Contains(v, "more not shown") || !strings.Contains(v, "Press e or Esc") {
+		t.Fatalf("a long list:\n%s", v)
+	}
+	if n := len(strings.Split(v, "\n")); n != 24 {
+		t.Fatalf("%d lines, want 24", n)
+	}
+	s.Errors = []load.ErrorCount{{Class: probe.HTTP4xx, Status: 400, Message: "HTTP 400: " + strings.Repeat("long body ", 300), Count: 1}}
+	m = press[tea.Msg](m, SnapshotMsg(s))
+	if v := m.View(); !strings.Contains(v, "HTTP 400: long body") || !strings.Contains(v, "…") || !strings.Contains(v, "Press e or Esc") {
+		t.Fatalf("one message longer than the screen:\n%s", v)
+	}
+}
+
+// TestOldestInFlight: the age of the oldest request shows while one is in
+// flight, and is flagged past max(10 s, 10× the window's p99 E2E).
+func TestOldestInFlight(t *testing.T) {
+	for _, c := range []struct {
+		oldest, p99 time.Duration
+		want        string
+		flagged     bool
+	}{
+		{0, 4 * time.Second, "oldest —", false},
+		{3200 * time.Millisecond, 4 * time.Second, "oldest 3.20s", false},
+		{39 * time.Second, 4 * time.Second, "oldest 39.0s", false}, // under 10× p99
+		{41 * time.Second, 4 * time.Second, "oldest 41.0s", true},
+		{9 * time.Second, 0, "oldest 9.00s", false}, // nothing measured yet: 10 s
+		{11 * time.Second, 0, "oldest 11.0s", true},
+		{11 * time.Second, 100 * time.Millisecond, "oldest 11.0s", true}, // a fast endpoint: still 10 s
+	} {
+		s := fixedSnapshot()
+		s.OldestInFlight = c.oldest
+		s.Latency[load.E2E].P99 = c.p99
+		m := newTestModel(t, nil)
+		m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(s))
+		v := m.View()
+		if !strings.Contains(v, c.want) || strings.Contains(v, "hung?") != c.flagged {
+			t.Errorf("oldest %v, p99 %v: want %q flagged %v:\n%s", c.oldest, c.p99, c.want, c.flagged, v)
+		}
+	}
+	// A drain that does not end says how old its oldest request is.
+	s := fixedSnapshot()
+	s.DoneWhy, s.InFlight, s.OldestInFlight = load.EndDuration, 2, 75*time.Second
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 30}, SnapshotMsg(s))
+	if first := strings.SplitN(m.View(), "\n", 2)[0]; !strings.Contains(first, "ending: 2 in flight, oldest 75.0s") {
+		t.Errorf("header while ending: %q", first)
+	}
+}
+
+func TestBackingOff(t *testing.T) {
+	for n, want := range map[int]string{0: "", 1: "backing off: 1 worker after failures", 3: "backing off: 3 workers after failures"} {
+		s := fixedSnapshot()
+		s.BackingOff = n
+		m := newTestModel(t, nil)
+		m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(s))
+		second := strings.Split(m.View(), "\n")[1]
+		if want == "" && strings.Contains(second, "backing off") || !strings.Contains(second, want) {
+			t.Errorf("%d backing off: header %q", n, second)
+		}
+	}
+}
+
+func TestNumbers(t *testing.T) {
+	for _, c := range []struct {
+		f    float64
+		num  string
+		rate string // rateNum(f, 4)
+	}{
+		{0, "0", "0"},
+		{1.25, "1.2", "1.25"},
+		{1.5625, "1.6", "1.562"},
+		{25, "25", "25"},
+		{812.5, "812", "812.5"},
+		{999.4, "999", "999.4"},
+		{999.7, "1.0k", "1.0k"},
+		{1234, "1.2k", "1.2k"},
+		{9960, "10k", "10k"},
+		{12345, "12k", "12k"},
+		{999_600, "1.0M", "1.0M"},
+		{1.2e6, "1.2M", "1.2M"},
+		{12e6, "12M", "12M"},
+		{3.4e9, "3.4G", "3.4G"},
+		{0.005, "0.0", "0.005"},
+	} {
+		if got := num(c.f); got != c.num {
+			t.Errorf("num(%v) = %q, want %q", c.f, got, c.num)
+		}
+		if got := rateNum(c.f, 4); got != c.rate {
+			t.Errorf("rateNum(%v, 4) = %q, want %q", c.f, got, c.rate)
+		}
+		if strings.ContainsAny(num(c.f)+rateNum(c.f, 3), "e+") {
+			t.Errorf("%v in scientific notation", c.f)
+		}
+	}
+	if got := count(123456, 6); got != "123456" {
+		t.Errorf("count(123456, 6) = %q", got)
+	}
+	if got := count(12345678, 6); got != "12M" {
+		t.Errorf("count(12345678, 6) = %q", got)
 	}
 }
