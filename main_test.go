@@ -224,10 +224,10 @@ func TestRunHungServer(t *testing.T) {
 func TestRunEveryRequestFails(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"run", "--model", "nosuchmodel", "--requests", "6", "-c", "2", "--sim-preset", "fast"}, &out, &errb)
-	if code != 2 || !strings.Contains(errb.String(), "every request failed: 6 of 6: 4xx (HTTP 404)") || !strings.Contains(errb.String(), "nosuchmodel") {
+	if code != 2 || !strings.Contains(errb.String(), "every request failed: 6 of 6: 4xx: HTTP 404") || !strings.Contains(errb.String(), "nosuchmodel") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
-	if !strings.Contains(out.String(), "6 × 4xx (HTTP 404)") {
+	if !strings.Contains(out.String(), "6 × 4xx: HTTP 404") {
 		t.Errorf("summary lacks the error's count:\n%s", out.String())
 	}
 }
