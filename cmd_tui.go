@@ -22,7 +22,7 @@ const tuiSynopsis = `Usage: infertop [flags]          the live dashboard
        infertop ssh [flags]      the dashboard served over SSH, one load for every session (infertop ssh --help)
        infertop sim [flags]      the simulated endpoint alone (infertop sim --help)
 
-Puts closed-loop load on an inference endpoint (OpenAI chat or completions,
+Puts load (a closed loop, or an open loop with --rate) on an inference endpoint (OpenAI chat or completions,
 Ollama, TGI, or any JSON API) and shows latency percentiles, TTFT, throughput,
 errors, in-flight requests and a table of phases, live. Without --url it starts an
 embedded simulated endpoint and watches that. Keys change the load while it

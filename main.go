@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime/debug"
+	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/pflag"
@@ -112,13 +114,30 @@ func newFlagSet(name, synopsis string, stdout io.Writer) *pflag.FlagSet {
 	return fs
 }
 
+// plainFlagError says what a number flag wants instead of the strconv
+// detail pflag adds to a bad number.
+func plainFlagError(msg string) string {
+	strconvText := regexp.MustCompile(`: strconv\.Parse\w+: parsing "[^"]*": (invalid syntax|value out of range)$`)
+	if m := strconvText.FindStringSubmatch(msg); m != nil {
+		want := ": want a number"
+		if m[1] == "value out of range" {
+			want = ": the number is out of range"
+		}
+		if strings.Contains(msg, `"--rate"`) {
+			want += " of requests per second, e.g. 10 or 2.5"
+		}
+		return msg[:len(msg)-len(m[0])] + want
+	}
+	return msg
+}
+
 // parse parses args; pflag itself prints the help on -h/--help (once).
 func parse(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
 		}
-		return usageError{err}
+		return usageError{errors.New(plainFlagError(err.Error()))}
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))

@@ -49,6 +49,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"run", "--json", "/nonexistent/dir/r.json"}, 2, "", "--json: open /nonexistent/dir/r.json"},
 		{[]string{"run", "--json", "same.out", "--csv", "same.out"}, 2, "", "are the same file"},
 		{[]string{"run", "-H", "Bearer hunter22"}, 2, "", "bad --header: want 'Name: value'"},
+		{[]string{"--rate", "abc"}, 2, "", `invalid argument "abc" for "--rate" flag: want a number of requests per second`},
+		{[]string{"-c", "many"}, 2, "", `invalid argument "many" for "-c, --concurrency" flag: want a number`},
 		{[]string{"run", "--url", "http://127.0.0.1:9/v1", "--slo", "energy_per_token<=1J"}, 2, "", "no GPU is read"},
 		{[]string{"run", "--sim-gpus", "0", "--slo", "energy_per_token<=1J"}, 2, "", "no GPU is read"},
 		{[]string{"run", "--slo-window", "1s"}, 2, "", "--slo-window must be"},
