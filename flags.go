@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -103,7 +104,7 @@ func (f *loadFlags) addShape(fs *pflag.FlagSet) {
 	fs.Float64Var(&l.Knobs.Rate, "rate", 0, "open loop: requests per second whatever the server does (0: closed loop)")
 	fs.StringVar(&l.Arrivals.Kind, "arrivals", "constant", "open loop arrivals: constant, poisson or gamma")
 	fs.Float64Var(&l.Arrivals.Burstiness, "burstiness", 1, "gamma arrivals' shape, as vLLM's: 1 is Poisson, <1 burstier")
-	fs.IntVar(&l.MaxInFlight, "max-in-flight", 0, "open loop: most requests in flight; later arrivals wait in a backlog, the wait counted (0: no cap)")
+	fs.IntVar(&l.MaxInFlight, "max-in-flight", 0, "open loop: most requests in flight; later arrivals wait in a backlog, the wait counted (0: from the open-file limit, at most 4096)")
 	fs.StringVar(&f.warmup, "warmup", "", "keep the first N requests or DURATION out of the figures, as a warm-up phase")
 	fs.StringVar(&f.stages, "stages", "", "walk through stages, each a phase: 'concurrency=8,duration=30s;rate=50,duration=1m' (keys: concurrency, rate, prompt, output, duration)")
 	fs.StringVar(&f.ramp, "ramp", "", "ramp linearly FROM:TO:DURATION, the concurrency (or the rate, with --rate), a phase a second")
@@ -184,6 +185,14 @@ func (f *loadFlags) config() (runner.Config, error) {
 		return cfg, usagef("--window must be one of 10s, 30s, 1m, 5m, got %v", l.Window)
 	}
 	t.GPULocal = f.gpu == "local"
+	if l.MaxInFlight == 0 { // the o key can open the loop at any time
+		var lim syscall.Rlimit
+		fd := uint64(1024)
+		if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
+			fd = lim.Cur
+		}
+		l.MaxInFlight = load.DefaultMaxInFlight(fd)
+	}
 	var err error
 	if l.Arrivals, err = load.ParseArrivals(l.Arrivals.Kind, l.Arrivals.Burstiness); err != nil {
 		return cfg, usagef("--arrivals: %v", err)

@@ -11,3 +11,17 @@ const (
 	DefaultTick         = 250 * time.Millisecond
 	DefaultWindow       = 30 * time.Second
 )
+
+// DefaultMaxInFlight is the open loop's cap on requests in flight when
+// none is given, for a process allowed fdLimit open files: each request
+// holds a connection, and a rate the server cannot follow would otherwise
+// open them until the process runs out of descriptors (and memory: about
+// 130 KiB a stream). A quarter of the descriptors stays for everything
+// else; 4096 streams is far past what one endpoint serves at once.
+func DefaultMaxInFlight(fdLimit uint64) int {
+	const most, least, spare = 4096, 64, 256
+	if fdLimit <= spare+least {
+		return least
+	}
+	return int(min((fdLimit-spare)*3/4, most, uint64(MaxConcurrency)))
+}

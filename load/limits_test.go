@@ -104,3 +104,11 @@ func TestLimitsEndTheRun(t *testing.T) {
 		}
 	})
 }
+
+func TestDefaultMaxInFlight(t *testing.T) {
+	for fd, want := range map[uint64]int{0: 64, 256: 64, 1024: 576, 1 << 20: 4096} {
+		if got := DefaultMaxInFlight(fd); got != want {
+			t.Errorf("DefaultMaxInFlight(%d) = %d, want %d", fd, got, want)
+		}
+	}
+}
