@@ -76,6 +76,17 @@ const (
 	ErrHostKey Error = "host key"
 )
 
+// The largest window a session's dashboard is drawn for. A client asks
+// for its window size, and a dashboard's cost grows with its area: a
+// 65535×65535 request took 8 GB in 20 s. Both the PTY request and every
+// window change are clamped to this before the program sees them; a
+// bigger terminal shows the frame in its top left corner. 500×200 is wider
+// and taller than any screen a person reads.
+const (
+	MaxColumns = 500
+	MaxRows    = 200
+)
+
 // Server is the SSH server.
 type Server struct {
 	cfg         Config
@@ -201,6 +212,7 @@ func (s *Server) gate(next ssh.Handler) ssh.Handler {
 			s.logf("refused %s %s: no terminal", sess.RemoteAddr(), fp)
 			return
 		}
+		sess = clamped(sess)
 		if n := s.active.Add(1); n > int64(s.cfg.MaxSessions) {
 			s.active.Add(-1)
 			wish.Fatalf(sess, "infertop: the server is full (%d sessions); try again later\n", s.cfg.MaxSessions)
@@ -215,6 +227,69 @@ func (s *Server) gate(next ssh.Handler) ssh.Handler {
 		}()
 		next(sess)
 	}
+}
+
+// clampedSession is a session whose PTY and window changes report at
+// most MaxColumns×MaxRows. bm's middleware reads the size from Pty() and
+// forwards the window channel as WindowSizeMsg, so clamping what the
+// session reports clamps what the program sees, without forking the
+// middleware (its colour profile key is its own).
+type clampedSession struct {
+	ssh.Session
+	pty   ssh.Pty
+	winch chan ssh.Window
+}
+
+// clamped wraps sess; sess must have a PTY. The PTY is read once, here:
+// the ssh package writes the PTY's window on every window change, so a
+// later read would race with it.
+func clamped(sess ssh.Session) ssh.Session {
+	pty, in, _ := sess.Pty()
+	pty.Window = clamp(pty.Window)
+	c := &clampedSession{Session: sess, pty: pty, winch: make(chan ssh.Window, 1)}
+	go func() {
+		for {
+			select {
+			case <-sess.Context().Done():
+				return
+			case w, ok := <-in:
+				if !ok {
+					return // not closed in turn: bm's loop would spin on a closed channel
+				}
+				w = clamp(w)
+				// Only the latest size matters: a size the program has not
+				// taken yet is replaced, so this never blocks (it is the
+				// only sender) and a burst of changes costs one resize.
+				select {
+				case c.winch <- w:
+				default:
+					select {
+					case <-c.winch:
+					default:
+					}
+					c.winch <- w
+				}
+			}
+		}
+	}()
+	return c
+}
+
+// Pty reports the session's PTY with its window clamped.
+func (c *clampedSession) Pty() (ssh.Pty, <-chan ssh.Window, bool) {
+	return c.pty, c.winch, true
+}
+
+// clamp bounds a window to MaxColumns×MaxRows.
+func clamp(w ssh.Window) ssh.Window {
+	if w.Width > MaxColumns {
+		w.Width = MaxColumns
+	}
+	if w.Height > MaxRows {
+		w.Height = MaxRows
+	}
+	w.WidthPixels, w.HeightPixels = 0, 0 // they would no longer match
+	return w
 }
 
 // theme is the session's theme: 'theme=NAME' as the command, or

@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +120,12 @@ type session struct {
 
 func dial(t *testing.T, addr string, signer gossh.Signer, hostKey *gossh.PublicKey) (*session, error) {
 	t.Helper()
+	return dialSize(t, addr, signer, hostKey, 30, 100)
+}
+
+// dialSize is dial with a PTY of the given size.
+func dialSize(t *testing.T, addr string, signer gossh.Signer, hostKey *gossh.PublicKey, rows, cols int) (*session, error) {
+	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return nil, err
@@ -140,7 +148,7 @@ func dial(t *testing.T, addr string, signer gossh.Signer, hostKey *gossh.PublicK
 		client.Close()
 		return nil, err
 	}
-	if err := sess.RequestPty("xterm-256color", 30, 100, gossh.TerminalModes{}); err != nil {
+	if err := sess.RequestPty("xterm-256color", rows, cols, gossh.TerminalModes{}); err != nil {
 		client.Close()
 		return nil, err
 	}
@@ -331,5 +339,71 @@ func TestHostKeyStable(t *testing.T) {
 	}
 	if first == nil || first.Type() != "ssh-ed25519" || !bytes.Equal(first.Marshal(), second.Marshal()) {
 		t.Fatalf("host key changed across restarts (%v, %v)", first, second)
+	}
+}
+
+// frameSize reads the size a dashboard was drawn for from its output: the
+// widest line (the header spans the width) and the lowest row the renderer
+// moves the cursor to (it parks it on the last line of each frame).
+func frameSize(out string) (cols, rows int) {
+	for _, line := range lineBreak.Split(out, -1) {
+		cols = max(cols, ansi.StringWidth(line))
+	}
+	for _, m := range cursorRow.FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[1])
+		rows = max(rows, n)
+	}
+	return cols, rows
+}
+
+// lineBreak ends a line on the screen: a new line, a carriage return or a
+// move of the cursor.
+var lineBreak = regexp.MustCompile(`[\r\n]|\x1b\[[0-9;]*[HABCDf]`)
+
+var cursorRow = regexp.MustCompile(`\x1b\[(\d+);H`)
+
+// TestWindowClamped: a huge PTY and a huger window change are drawn at
+// MaxColumns×MaxRows, quickly (unclamped, 65535×65535 never drew a frame
+// and took a gigabyte in three seconds).
+func TestWindowClamped(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := newKey(t)
+	r := startServer(t, Config{HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true})
+	s, err := dialSize(t, r.addr, key, nil, 10000, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "Latency")
+	time.Sleep(300 * time.Millisecond) // a few frames
+	if c, rows := frameSize(s.out.String()); c != MaxColumns || rows != MaxRows {
+		t.Fatalf("a 10000×10000 PTY drew %d×%d, want %d×%d", c, rows, MaxColumns, MaxRows)
+	}
+	n := len(s.out.String())
+	if err := s.sess.WindowChange(65535, 65535); err != nil {
+		t.Fatal(err)
+	}
+	// The resize repaints the whole frame; wait for a few.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.out.String()[n:], "Latency") || strings.Count(s.out.String()[n:], "\x1b[H") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no full frame in %d bytes after the window change", len(s.out.String())-n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c, rows := frameSize(s.out.String()[n:]); c != MaxColumns || rows != MaxRows {
+		t.Fatalf("a 65535×65535 window drew %d×%d, want %d×%d", c, rows, MaxColumns, MaxRows)
+	}
+	if err := s.sess.WindowChange(40, 120); err != nil { // and a small one is kept as it is
+		t.Fatal(err)
+	}
+	n = len(s.out.String())
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, rows := frameSize(s.out.String()[n:]); c == 120 && rows == 40 {
+			break
+		}
+		if time.Now().After(deadline) {
+			c, rows := frameSize(s.out.String()[n:])
+			t.Fatalf("a 120×40 window drew %d×%d", c, rows)
+		}
 	}
 }
