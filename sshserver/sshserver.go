@@ -41,6 +41,15 @@ type Config struct {
 	// that sends nothing for that long (0: never).
 	MaxSessions int
 	IdleTimeout time.Duration
+	// HandshakeTimeout bounds the time from a connection's arrival to its
+	// authentication (default DefaultHandshakeTimeout); past it the
+	// connection is closed. MaxUnauthenticated bounds the connections not
+	// yet authenticated, in all (default DefaultMaxUnauthenticated) and
+	// MaxUnauthenticatedPerIP from one address (default
+	// DefaultMaxUnauthenticatedPerIP): one more is closed at once.
+	HandshakeTimeout        time.Duration
+	MaxUnauthenticated      int
+	MaxUnauthenticatedPerIP int
 	// Log gets one line per connection and disconnection.
 	Log io.Writer
 	// Engine is the one load every session watches.
@@ -95,6 +104,11 @@ type Server struct {
 	controllers []ssh.PublicKey
 	active      atomic.Int64
 	logMu       sync.Mutex
+
+	// mu guards the count of connections not yet authenticated.
+	mu          sync.Mutex
+	pending     int
+	pendingByIP map[string]int
 }
 
 // New builds a server; the host key is created at HostKeyPath if missing.
@@ -105,7 +119,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	s := &Server{cfg: cfg}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.MaxUnauthenticated <= 0 {
+		cfg.MaxUnauthenticated = DefaultMaxUnauthenticated
+	}
+	if cfg.MaxUnauthenticatedPerIP <= 0 {
+		cfg.MaxUnauthenticatedPerIP = DefaultMaxUnauthenticatedPerIP
+	}
+	s := &Server{cfg: cfg, pendingByIP: map[string]int{}}
 	var err error
 	if !cfg.AllowAnyKey {
 		if s.allowed, err = readKeys(cfg.AuthorizedKeys); err != nil {
@@ -141,6 +164,7 @@ func New(cfg Config) (*Server, error) {
 	if s.srv, err = wish.NewServer(opts...); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrHostKey, cfg.HostKeyPath, err)
 	}
+	s.srv.ConnCallback, s.srv.ServerConfigCallback = s.admit, s.serverConfig
 	return s, nil
 }
 

@@ -407,3 +407,76 @@ func TestWindowClamped(t *testing.T) {
 		}
 	}
 }
+
+// banner opens a TCP connection from the address local that sends the
+// client's banner and then nothing; the channel gets how long the server
+// took to close it (10 s at most: then the test gives up on it).
+func banner(t *testing.T, addr, local string) <-chan time.Duration {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	closed := make(chan time.Duration, 1)
+	go func() {
+		conn.SetReadDeadline(start.Add(10 * time.Second))
+		buf := make([]byte, 4096)
+		for {
+			if _, err := conn.Read(buf); err != nil {
+				closed <- time.Since(start)
+				return
+			}
+		}
+	}()
+	return closed
+}
+
+// TestUnauthenticatedBounded: connections that never authenticate are
+// bounded from one address and in all (the next ones closed at once), and
+// closed at the handshake's deadline; then a real client gets in.
+func TestUnauthenticatedBounded(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := newKey(t)
+	const deadline = 1500 * time.Millisecond
+	r := startServer(t, Config{HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true,
+		HandshakeTimeout: deadline, MaxUnauthenticated: 8, MaxUnauthenticatedPerIP: 5})
+	var conns []<-chan time.Duration
+	for range 7 { // 5 admitted, 2 over the address's bound
+		conns = append(conns, banner(t, r.addr, "127.0.0.1"))
+	}
+	time.Sleep(200 * time.Millisecond) // the first seven are counted before the next
+	for range 5 {                      // 3 admitted (8 in all), 2 over the bound in all
+		conns = append(conns, banner(t, r.addr, "127.0.0.2"))
+	}
+	var early, late int
+	for i, c := range conns {
+		d := <-c
+		switch {
+		case d < deadline/2:
+			early++
+		case d >= deadline-100*time.Millisecond && d < deadline+2*time.Second:
+			late++
+		default:
+			t.Errorf("connection %d closed after %s (deadline %s)", i, d, deadline)
+		}
+	}
+	if early != 4 || late != 8 {
+		t.Errorf("%d connections closed at once (want 4), %d at the deadline (want 8)", early, late)
+	}
+	for _, want := range []string{"not yet authenticated (5 in all, 5 from 127.0.0.1)", "not yet authenticated (8 in all, 3 from 127.0.0.2)", "not authenticated within 1.5s"} {
+		if !strings.Contains(r.log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, r.log.String())
+		}
+	}
+	s, err := dial(t, r.addr, key, nil)
+	if err != nil {
+		t.Fatalf("a client after the flood: %v", err)
+	}
+	s.waitFor(t, "Latency")
+}
