@@ -50,7 +50,8 @@ type Config struct {
 	HandshakeTimeout        time.Duration
 	MaxUnauthenticated      int
 	MaxUnauthenticatedPerIP int
-	// Log gets one line per connection and disconnection.
+	// Log gets one line per connection and disconnection, per refused
+	// key or connection, and warnings; at most LogLinesPerSecond a second.
 	Log io.Writer
 	// Engine is the one load every session watches.
 	Engine *load.Engine
@@ -103,7 +104,15 @@ type Server struct {
 	allowed     []ssh.PublicKey
 	controllers []ssh.PublicKey
 	active      atomic.Int64
-	logMu       sync.Mutex
+
+	// logMu guards the log and its bound (see logf): the second counted
+	// from, the lines written in it, those left out, the timer that
+	// writes their count.
+	logMu      sync.Mutex
+	logSecond  time.Time
+	logLines   int
+	logDropped int
+	logTimer   *time.Timer
 
 	// mu guards the count of connections not yet authenticated.
 	mu          sync.Mutex
@@ -150,7 +159,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	opts := []ssh.Option{
 		wish.WithHostKeyPath(cfg.HostKeyPath),
-		wish.WithPublicKeyAuth(func(_ ssh.Context, key ssh.PublicKey) bool { return s.authorized(key) }),
+		wish.WithPublicKeyAuth(s.checkKey),
 		wish.WithMiddleware(
 			bm.MiddlewareWithProgramHandler(s.program, termenv.ANSI256),
 			s.gate, // runs first: the middleware listed last wraps the others
@@ -165,6 +174,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrHostKey, cfg.HostKeyPath, err)
 	}
 	s.srv.ConnCallback, s.srv.ServerConfigCallback = s.admit, s.serverConfig
+	// The key may be older than us, or copied with its mode lost: whoever
+	// reads it can pose as this server to every watcher.
+	if fi, err := os.Stat(cfg.HostKeyPath); err == nil && fi.Mode().Perm()&0o066 != 0 {
+		s.logf("warning: host key %s has mode %04o: group or others have access to it; chmod 600 it", cfg.HostKeyPath, fi.Mode().Perm())
+	}
 	return s, nil
 }
 
@@ -209,14 +223,20 @@ func (s *Server) authorized(k ssh.PublicKey) bool {
 	return s.cfg.AllowAnyKey || contains(s.allowed, k)
 }
 
-func (s *Server) controller(k ssh.PublicKey) bool {
-	return k != nil && contains(s.controllers, k)
+// checkKey is the public key handler: it logs the keys it refuses. The
+// handshake asks once per key and connection (x/crypto caches the answer),
+// and at most MaxAuthTries (6) keys per connection.
+func (s *Server) checkKey(ctx ssh.Context, k ssh.PublicKey) bool {
+	if s.authorized(k) {
+		return true
+	}
+	// The user name is the client's: quoted, so that it cannot forge a line.
+	s.logf("refused %s user %q: key %s %s not authorized", ctx.RemoteAddr(), ctx.User(), k.Type(), gossh.FingerprintSHA256(k))
+	return false
 }
 
-func (s *Server) logf(format string, a ...any) {
-	s.logMu.Lock()
-	defer s.logMu.Unlock()
-	fmt.Fprintf(s.cfg.Log, "%s infertop ssh: "+format+"\n", append([]any{time.Now().Format(time.TimeOnly)}, a...)...)
+func (s *Server) controller(k ssh.PublicKey) bool {
+	return k != nil && contains(s.controllers, k)
 }
 
 // gate refuses sessions past MaxSessions and without a terminal, and logs
@@ -360,6 +380,7 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 
 // Serve accepts sessions on ln until ctx ends, then closes every session.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	defer s.flushLog() // the count of lines left out, now rather than later
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(ln) }()
 	select {

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -280,6 +281,10 @@ func TestRefusals(t *testing.T) {
 	if _, err := dial(t, r.addr, stranger, nil); err == nil || !strings.Contains(err.Error(), "unable to authenticate") {
 		t.Fatalf("an unknown key: %v", err)
 	}
+	// The refusal is logged with the key's type and fingerprint.
+	if want := "ssh-ed25519 " + gossh.FingerprintSHA256(stranger.PublicKey()) + " not authorized"; !strings.Contains(r.log.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, r.log.String())
+	}
 	first, err := dial(t, r.addr, known, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -479,4 +484,49 @@ func TestUnauthenticatedBounded(t *testing.T) {
 		t.Fatalf("a client after the flood: %v", err)
 	}
 	s.waitFor(t, "Latency")
+}
+
+// TestHostKeyModeWarned: a host key others can read is warned of at New.
+func TestHostKeyModeWarned(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "host")
+	var log syncBuffer
+	if _, err := New(Config{HostKeyPath: path, AllowAnyKey: true, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "warning") {
+		t.Fatalf("a new host key warned of:\n%s", log.String())
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{HostKeyPath: path, AllowAnyKey: true, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "warning: host key " + path + " has mode 0644"; !strings.Contains(log.String(), want) {
+		t.Fatalf("log lacks %q:\n%s", want, log.String())
+	}
+}
+
+// TestLogBounded: past LogLinesPerSecond in a second the lines are counted,
+// and the count is written when the second is over, with nothing after.
+func TestLogBounded(t *testing.T) {
+	var log syncBuffer
+	s := &Server{cfg: Config{Log: &log}}
+	for i := range 3 * LogLinesPerSecond {
+		s.logf("line %d", i)
+	}
+	if n := strings.Count(log.String(), "\n"); n != LogLinesPerSecond {
+		t.Fatalf("%d lines written in a second, want %d", n, LogLinesPerSecond)
+	}
+	want := fmt.Sprintf("%d lines left out", 2*LogLinesPerSecond)
+	for deadline := time.Now().Add(3 * time.Second); !strings.Contains(log.String(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("log lacks %q:\n%s", want, log.String())
+		}
+	}
+	s.logf("after")
+	if !strings.HasSuffix(log.String(), "infertop ssh: after\n") {
+		t.Fatalf("the next second's line is missing:\n%s", log.String())
+	}
 }
