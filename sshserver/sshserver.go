@@ -114,6 +114,11 @@ type Server struct {
 	logDropped int
 	logTimer   *time.Timer
 
+	// stopping is closed when Serve stops: each session's program quits
+	// and the session says why.
+	stopping chan struct{}
+	stopOnce sync.Once
+
 	// mu guards the count of connections not yet authenticated.
 	mu          sync.Mutex
 	pending     int
@@ -137,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxUnauthenticatedPerIP <= 0 {
 		cfg.MaxUnauthenticatedPerIP = DefaultMaxUnauthenticatedPerIP
 	}
-	s := &Server{cfg: cfg, pendingByIP: map[string]int{}}
+	s := &Server{cfg: cfg, pendingByIP: map[string]int{}, stopping: make(chan struct{})}
 	var err error
 	if !cfg.AllowAnyKey {
 		if s.allowed, err = readKeys(cfg.AuthorizedKeys); err != nil {
@@ -257,7 +262,17 @@ func (s *Server) gate(next ssh.Handler) ssh.Handler {
 			return
 		}
 		sess = clamped(sess)
-		if n := s.active.Add(1); n > int64(s.cfg.MaxSessions) {
+		// Counted before the look at stopping: Serve closes stopping and
+		// then waits for the count to fall, so either this session sees
+		// the stop or Serve sees the session.
+		n := s.active.Add(1)
+		if s.stopped() {
+			s.active.Add(-1)
+			wish.Fatalln(sess, stoppedLine)
+			s.logf("refused %s %s: stopping", sess.RemoteAddr(), fp)
+			return
+		}
+		if n > int64(s.cfg.MaxSessions) {
 			s.active.Add(-1)
 			wish.Fatalf(sess, "infertop: the server is full (%d sessions); try again later\n", s.cfg.MaxSessions)
 			s.logf("refused %s %s: full", sess.RemoteAddr(), fp)
@@ -270,6 +285,22 @@ func (s *Server) gate(next ssh.Handler) ssh.Handler {
 			s.logf("disconnected %s %s as %s after %s", sess.RemoteAddr(), fp, role, time.Since(start).Round(time.Second))
 		}()
 		next(sess)
+		if s.stopped() { // the program has quit, the screen is the terminal's again
+			wish.Println(sess, stoppedLine)
+		}
+	}
+}
+
+// stoppedLine is what a session reads last when the server stops.
+const stoppedLine = "infertop: the server stopped"
+
+// stopped reports whether Serve is stopping.
+func (s *Server) stopped() bool {
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -360,7 +391,6 @@ func (s *Server) theme(sess ssh.Session) string {
 // program builds one session's dashboard.
 func (s *Server) program(sess ssh.Session) *tea.Program {
 	snaps, unsubscribe := s.cfg.Engine.Subscribe()
-	go func() { <-sess.Context().Done(); unsubscribe() }()
 	opts := s.cfg.View // a copy: the template stays as it is
 	opts.Renderer, opts.Theme, opts.Snapshots = bm.MakeRenderer(sess), s.theme(sess), snaps
 	opts.ReadOnly = !s.controller(sess.PublicKey())
@@ -375,16 +405,42 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 	}
 	// No WithContext: the middleware quits the program when the session
 	// ends, which is a clean exit rather than a "killed" error on stderr.
-	return tea.NewProgram(m, append(bm.MakeOptions(sess), tea.WithAltScreen(), tea.WithoutSignalHandler())...)
+	p := tea.NewProgram(m, append(bm.MakeOptions(sess), tea.WithAltScreen(), tea.WithoutSignalHandler())...)
+	go func() {
+		select {
+		case <-sess.Context().Done():
+		case <-s.stopping:
+			// Quit, not Kill: the program leaves the alt screen and shows
+			// the cursor while the connection is still there to carry it.
+			// Quit waits for Run to take it; the middleware runs the
+			// program as soon as this returns (the gate checked the PTY).
+			p.Quit()
+		}
+		unsubscribe()
+	}()
+	return p
 }
 
-// Serve accepts sessions on ln until ctx ends, then closes every session.
+// stopGrace bounds the wait for the sessions to quit when Serve stops (a
+// client that reads nothing would hold its session's last frame).
+const stopGrace = 2 * time.Second
+
+// Serve accepts sessions on ln until ctx ends, then stops every session
+// (its dashboard quits, its screen restored, and it reads stoppedLine) and
+// closes every connection.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer s.flushLog() // the count of lines left out, now rather than later
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(ln) }()
 	select {
 	case <-ctx.Done():
+		// First the sessions: each program quits, restores its screen and
+		// says the server stopped, over a connection still open. Then the
+		// connections.
+		s.stopOnce.Do(func() { close(s.stopping) })
+		for deadline := time.Now().Add(stopGrace); s.Active() > 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if err := s.srv.Shutdown(sctx); err != nil {

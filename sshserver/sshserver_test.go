@@ -53,6 +53,8 @@ type rig struct {
 	srv  *Server
 	addr string
 	log  *syncBuffer
+	// stop stops the server (as the cleanup does) and waits for Serve.
+	stop func()
 }
 
 func startServer(t *testing.T, cfg Config, tick ...time.Duration) *rig {
@@ -88,6 +90,7 @@ func startServer(t *testing.T, cfg Config, tick ...time.Duration) *rig {
 	engDone, srvDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(engDone); eng.Run(ctx) }()
 	go func() { defer close(srvDone); r.srv.Serve(ctx, ln) }()
+	r.stop = func() { cancel(); <-srvDone }
 	t.Cleanup(func() { cancel(); <-srvDone; <-engDone })
 	return r
 }
@@ -528,5 +531,48 @@ func TestLogBounded(t *testing.T) {
 	s.logf("after")
 	if !strings.HasSuffix(log.String(), "infertop ssh: after\n") {
 		t.Fatalf("the next second's line is missing:\n%s", log.String())
+	}
+}
+
+// TestStopRestoresScreens: when the server stops, each session's dashboard
+// quits cleanly (the alt screen left, the cursor shown) and then the
+// session reads that the server stopped, before its channel closes.
+func TestStopRestoresScreens(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := newKey(t)
+	r := startServer(t, Config{HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true})
+	var sessions []*session
+	for range 3 {
+		s, err := dial(t, r.addr, key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	for _, s := range sessions {
+		s.waitFor(t, "Latency")
+	}
+	start := time.Now()
+	r.stop()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stopping took %s", d)
+	}
+	for i, s := range sessions {
+		done := make(chan error, 1)
+		go func() { done <- s.sess.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("session %d ended with %v", i, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("session %d still open after the server stopped", i)
+		}
+		// The alt screen left, then the cursor shown, then the line, last.
+		out := s.out.String()
+		exit := strings.LastIndex(out, "\x1b[?1049l")
+		if exit < 0 || !strings.Contains(out[exit:], "\x1b[?25h") || !strings.HasSuffix(out, stoppedLine+"\r\n") {
+			t.Errorf("session %d's output ends %q", i, out[max(0, len(out)-200):])
+		}
 	}
 }
