@@ -455,11 +455,13 @@ func TestUnauthenticatedBounded(t *testing.T) {
 	r := startServer(t, Config{HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true,
 		HandshakeTimeout: deadline, MaxUnauthenticated: 8, MaxUnauthenticatedPerIP: 5})
 	var conns []<-chan time.Duration
-	for range 7 { // 5 admitted, 2 over the address's bound
+	// 5 admitted, 2 over the address's bound.
+	for range 7 {
 		conns = append(conns, banner(t, r.addr, "127.0.0.1"))
 	}
 	time.Sleep(200 * time.Millisecond) // the first seven are counted before the next
-	for range 5 {                      // 3 admitted (8 in all), 2 over the bound in all
+	// 3 admitted (8 in all), 2 over the bound in all.
+	for range 5 {
 		conns = append(conns, banner(t, r.addr, "127.0.0.2"))
 	}
 	var early, late int
