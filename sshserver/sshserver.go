@@ -41,7 +41,17 @@ type Config struct {
 	// that sends nothing for that long (0: never).
 	MaxSessions int
 	IdleTimeout time.Duration
-	// Log gets one line per connection and disconnection.
+	// HandshakeTimeout bounds the time from a connection's arrival to its
+	// authentication (default DefaultHandshakeTimeout); past it the
+	// connection is closed. MaxUnauthenticated bounds the connections not
+	// yet authenticated, in all (default DefaultMaxUnauthenticated) and
+	// MaxUnauthenticatedPerIP from one address (default
+	// DefaultMaxUnauthenticatedPerIP): one more is closed at once.
+	HandshakeTimeout        time.Duration
+	MaxUnauthenticated      int
+	MaxUnauthenticatedPerIP int
+	// Log gets one line per connection and disconnection, per refused
+	// key or connection, and warnings; at most LogLinesPerSecond a second.
 	Log io.Writer
 	// Engine is the one load every session watches.
 	Engine *load.Engine
@@ -76,6 +86,17 @@ const (
 	ErrHostKey Error = "host key"
 )
 
+// The largest window a session's dashboard is drawn for. A client asks
+// for its window size, and a dashboard's cost grows with its area: a
+// 65535×65535 request took 8 GB in 20 s. Both the PTY request and every
+// window change are clamped to this before the program sees them; a
+// bigger terminal shows the frame in its top left corner. 500×200 is wider
+// and taller than any screen a person reads.
+const (
+	MaxColumns = 500
+	MaxRows    = 200
+)
+
 // Server is the SSH server.
 type Server struct {
 	cfg         Config
@@ -83,7 +104,25 @@ type Server struct {
 	allowed     []ssh.PublicKey
 	controllers []ssh.PublicKey
 	active      atomic.Int64
-	logMu       sync.Mutex
+
+	// logMu guards the log and its bound (see logf): the second counted
+	// from, the lines written in it, those left out, the timer that
+	// writes their count.
+	logMu      sync.Mutex
+	logSecond  time.Time
+	logLines   int
+	logDropped int
+	logTimer   *time.Timer
+
+	// stopping is closed when Serve stops: each session's program quits
+	// and the session says why.
+	stopping chan struct{}
+	stopOnce sync.Once
+
+	// mu guards the count of connections not yet authenticated.
+	mu          sync.Mutex
+	pending     int
+	pendingByIP map[string]int
 }
 
 // New builds a server; the host key is created at HostKeyPath if missing.
@@ -94,7 +133,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	s := &Server{cfg: cfg}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.MaxUnauthenticated <= 0 {
+		cfg.MaxUnauthenticated = DefaultMaxUnauthenticated
+	}
+	if cfg.MaxUnauthenticatedPerIP <= 0 {
+		cfg.MaxUnauthenticatedPerIP = DefaultMaxUnauthenticatedPerIP
+	}
+	s := &Server{cfg: cfg, pendingByIP: map[string]int{}, stopping: make(chan struct{})}
 	var err error
 	if !cfg.AllowAnyKey {
 		if s.allowed, err = readKeys(cfg.AuthorizedKeys); err != nil {
@@ -116,7 +164,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	opts := []ssh.Option{
 		wish.WithHostKeyPath(cfg.HostKeyPath),
-		wish.WithPublicKeyAuth(func(_ ssh.Context, key ssh.PublicKey) bool { return s.authorized(key) }),
+		wish.WithPublicKeyAuth(s.checkKey),
 		wish.WithMiddleware(
 			bm.MiddlewareWithProgramHandler(s.program, termenv.ANSI256),
 			s.gate, // runs first: the middleware listed last wraps the others
@@ -129,6 +177,12 @@ func New(cfg Config) (*Server, error) {
 	// read and parsed, here).
 	if s.srv, err = wish.NewServer(opts...); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrHostKey, cfg.HostKeyPath, err)
+	}
+	s.srv.ConnCallback, s.srv.ServerConfigCallback = s.admit, s.serverConfig
+	// The key may be older than us, or copied with its mode lost: whoever
+	// reads it can pose as this server to every watcher.
+	if fi, err := os.Stat(cfg.HostKeyPath); err == nil && fi.Mode().Perm()&0o066 != 0 {
+		s.logf("warning: host key %s has mode %04o: group or others have access to it; chmod 600 it", cfg.HostKeyPath, fi.Mode().Perm())
 	}
 	return s, nil
 }
@@ -174,14 +228,20 @@ func (s *Server) authorized(k ssh.PublicKey) bool {
 	return s.cfg.AllowAnyKey || contains(s.allowed, k)
 }
 
-func (s *Server) controller(k ssh.PublicKey) bool {
-	return k != nil && contains(s.controllers, k)
+// checkKey is the public key handler: it logs the keys it refuses. The
+// handshake asks once per key and connection (x/crypto caches the answer),
+// and at most MaxAuthTries (6) keys per connection.
+func (s *Server) checkKey(ctx ssh.Context, k ssh.PublicKey) bool {
+	if s.authorized(k) {
+		return true
+	}
+	// The user name is the client's: quoted, so that it cannot forge a line.
+	s.logf("refused %s user %q: key %s %s not authorized", ctx.RemoteAddr(), ctx.User(), k.Type(), gossh.FingerprintSHA256(k))
+	return false
 }
 
-func (s *Server) logf(format string, a ...any) {
-	s.logMu.Lock()
-	defer s.logMu.Unlock()
-	fmt.Fprintf(s.cfg.Log, "%s infertop ssh: "+format+"\n", append([]any{time.Now().Format(time.TimeOnly)}, a...)...)
+func (s *Server) controller(k ssh.PublicKey) bool {
+	return k != nil && contains(s.controllers, k)
 }
 
 // gate refuses sessions past MaxSessions and without a terminal, and logs
@@ -201,7 +261,18 @@ func (s *Server) gate(next ssh.Handler) ssh.Handler {
 			s.logf("refused %s %s: no terminal", sess.RemoteAddr(), fp)
 			return
 		}
-		if n := s.active.Add(1); n > int64(s.cfg.MaxSessions) {
+		sess = clamped(sess)
+		// Counted before the look at stopping: Serve closes stopping and
+		// then waits for the count to fall, so either this session sees
+		// the stop or Serve sees the session.
+		n := s.active.Add(1)
+		if s.stopped() {
+			s.active.Add(-1)
+			wish.Fatalln(sess, stoppedLine)
+			s.logf("refused %s %s: stopping", sess.RemoteAddr(), fp)
+			return
+		}
+		if n > int64(s.cfg.MaxSessions) {
 			s.active.Add(-1)
 			wish.Fatalf(sess, "infertop: the server is full (%d sessions); try again later\n", s.cfg.MaxSessions)
 			s.logf("refused %s %s: full", sess.RemoteAddr(), fp)
@@ -214,7 +285,86 @@ func (s *Server) gate(next ssh.Handler) ssh.Handler {
 			s.logf("disconnected %s %s as %s after %s", sess.RemoteAddr(), fp, role, time.Since(start).Round(time.Second))
 		}()
 		next(sess)
+		if s.stopped() { // the program has quit, the screen is the terminal's again
+			wish.Println(sess, stoppedLine)
+		}
 	}
+}
+
+// stoppedLine is what a session reads last when the server stops.
+const stoppedLine = "infertop: the server stopped"
+
+// stopped reports whether Serve is stopping.
+func (s *Server) stopped() bool {
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// clampedSession is a session whose PTY and window changes report at
+// most MaxColumns×MaxRows. bm's middleware reads the size from Pty() and
+// forwards the window channel as WindowSizeMsg, so clamping what the
+// session reports clamps what the program sees, without forking the
+// middleware (its colour profile key is its own).
+type clampedSession struct {
+	ssh.Session
+	pty   ssh.Pty
+	winch chan ssh.Window
+}
+
+// clamped wraps sess; sess must have a PTY. The PTY is read once, here:
+// the ssh package writes the PTY's window on every window change, so a
+// later read would race with it.
+func clamped(sess ssh.Session) ssh.Session {
+	pty, in, _ := sess.Pty()
+	pty.Window = clamp(pty.Window)
+	c := &clampedSession{Session: sess, pty: pty, winch: make(chan ssh.Window, 1)}
+	go func() {
+		for {
+			select {
+			case <-sess.Context().Done():
+				return
+			case w, ok := <-in:
+				if !ok {
+					return // not closed in turn: bm's loop would spin on a closed channel
+				}
+				w = clamp(w)
+				// Only the latest size matters: a size the program has not
+				// taken yet is replaced, so this never blocks (it is the
+				// only sender) and a burst of changes costs one resize.
+				select {
+				case c.winch <- w:
+				default:
+					select {
+					case <-c.winch:
+					default:
+					}
+					c.winch <- w
+				}
+			}
+		}
+	}()
+	return c
+}
+
+// Pty reports the session's PTY with its window clamped.
+func (c *clampedSession) Pty() (ssh.Pty, <-chan ssh.Window, bool) {
+	return c.pty, c.winch, true
+}
+
+// clamp bounds a window to MaxColumns×MaxRows.
+func clamp(w ssh.Window) ssh.Window {
+	if w.Width > MaxColumns {
+		w.Width = MaxColumns
+	}
+	if w.Height > MaxRows {
+		w.Height = MaxRows
+	}
+	w.WidthPixels, w.HeightPixels = 0, 0 // they would no longer match
+	return w
 }
 
 // theme is the session's theme: 'theme=NAME' as the command, or
@@ -241,7 +391,6 @@ func (s *Server) theme(sess ssh.Session) string {
 // program builds one session's dashboard.
 func (s *Server) program(sess ssh.Session) *tea.Program {
 	snaps, unsubscribe := s.cfg.Engine.Subscribe()
-	go func() { <-sess.Context().Done(); unsubscribe() }()
 	opts := s.cfg.View // a copy: the template stays as it is
 	opts.Renderer, opts.Theme, opts.Snapshots = bm.MakeRenderer(sess), s.theme(sess), snaps
 	opts.ReadOnly = !s.controller(sess.PublicKey())
@@ -256,15 +405,42 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 	}
 	// No WithContext: the middleware quits the program when the session
 	// ends, which is a clean exit rather than a "killed" error on stderr.
-	return tea.NewProgram(m, append(bm.MakeOptions(sess), tea.WithAltScreen(), tea.WithoutSignalHandler())...)
+	p := tea.NewProgram(m, append(bm.MakeOptions(sess), tea.WithAltScreen(), tea.WithoutSignalHandler())...)
+	go func() {
+		select {
+		case <-sess.Context().Done():
+		case <-s.stopping:
+			// Quit, not Kill: the program leaves the alt screen and shows
+			// the cursor while the connection is still there to carry it.
+			// Quit waits for Run to take it; the middleware runs the
+			// program as soon as this returns (the gate checked the PTY).
+			p.Quit()
+		}
+		unsubscribe()
+	}()
+	return p
 }
 
-// Serve accepts sessions on ln until ctx ends, then closes every session.
+// stopGrace bounds the wait for the sessions to quit when Serve stops (a
+// client that reads nothing would hold its session's last frame).
+const stopGrace = 2 * time.Second
+
+// Serve accepts sessions on ln until ctx ends, then stops every session
+// (its dashboard quits, its screen restored, and it reads stoppedLine) and
+// closes every connection.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	defer s.flushLog() // the count of lines left out, now rather than later
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(ln) }()
 	select {
 	case <-ctx.Done():
+		// First the sessions: each program quits, restores its screen and
+		// says the server stopped, over a connection still open. Then the
+		// connections.
+		s.stopOnce.Do(func() { close(s.stopping) })
+		for deadline := time.Now().Add(stopGrace); s.Active() > 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if err := s.srv.Shutdown(sctx); err != nil {

@@ -6,9 +6,12 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +53,8 @@ type rig struct {
 	srv  *Server
 	addr string
 	log  *syncBuffer
+	// stop stops the server (as the cleanup does) and waits for Serve.
+	stop func()
 }
 
 func startServer(t *testing.T, cfg Config, tick ...time.Duration) *rig {
@@ -85,6 +90,7 @@ func startServer(t *testing.T, cfg Config, tick ...time.Duration) *rig {
 	engDone, srvDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(engDone); eng.Run(ctx) }()
 	go func() { defer close(srvDone); r.srv.Serve(ctx, ln) }()
+	r.stop = func() { cancel(); <-srvDone }
 	t.Cleanup(func() { cancel(); <-srvDone; <-engDone })
 	return r
 }
@@ -118,6 +124,12 @@ type session struct {
 
 func dial(t *testing.T, addr string, signer gossh.Signer, hostKey *gossh.PublicKey) (*session, error) {
 	t.Helper()
+	return dialSize(t, addr, signer, hostKey, 30, 100)
+}
+
+// dialSize is dial with a PTY of the given size.
+func dialSize(t *testing.T, addr string, signer gossh.Signer, hostKey *gossh.PublicKey, rows, cols int) (*session, error) {
+	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return nil, err
@@ -140,7 +152,7 @@ func dial(t *testing.T, addr string, signer gossh.Signer, hostKey *gossh.PublicK
 		client.Close()
 		return nil, err
 	}
-	if err := sess.RequestPty("xterm-256color", 30, 100, gossh.TerminalModes{}); err != nil {
+	if err := sess.RequestPty("xterm-256color", rows, cols, gossh.TerminalModes{}); err != nil {
 		client.Close()
 		return nil, err
 	}
@@ -272,6 +284,10 @@ func TestRefusals(t *testing.T) {
 	if _, err := dial(t, r.addr, stranger, nil); err == nil || !strings.Contains(err.Error(), "unable to authenticate") {
 		t.Fatalf("an unknown key: %v", err)
 	}
+	// The refusal is logged with the key's type and fingerprint.
+	if want := "ssh-ed25519 " + gossh.FingerprintSHA256(stranger.PublicKey()) + " not authorized"; !strings.Contains(r.log.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, r.log.String())
+	}
 	first, err := dial(t, r.addr, known, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -331,5 +347,234 @@ func TestHostKeyStable(t *testing.T) {
 	}
 	if first == nil || first.Type() != "ssh-ed25519" || !bytes.Equal(first.Marshal(), second.Marshal()) {
 		t.Fatalf("host key changed across restarts (%v, %v)", first, second)
+	}
+}
+
+// frameSize reads the size a dashboard was drawn for from its output: the
+// widest line (the header spans the width) and the lowest row the renderer
+// moves the cursor to (it parks it on the last line of each frame).
+func frameSize(out string) (cols, rows int) {
+	for _, line := range lineBreak.Split(out, -1) {
+		cols = max(cols, ansi.StringWidth(line))
+	}
+	for _, m := range cursorRow.FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[1])
+		rows = max(rows, n)
+	}
+	return cols, rows
+}
+
+// lineBreak ends a line on the screen: a new line, a carriage return or a
+// move of the cursor.
+var lineBreak = regexp.MustCompile(`[\r\n]|\x1b\[[0-9;]*[HABCDf]`)
+
+var cursorRow = regexp.MustCompile(`\x1b\[(\d+);H`)
+
+// TestWindowClamped: a huge PTY and a huger window change are drawn at
+// MaxColumns×MaxRows, quickly (unclamped, 65535×65535 never drew a frame
+// and took a gigabyte in three seconds).
+func TestWindowClamped(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := newKey(t)
+	r := startServer(t, Config{HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true})
+	s, err := dialSize(t, r.addr, key, nil, 10000, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "Latency")
+	time.Sleep(300 * time.Millisecond) // a few frames
+	if c, rows := frameSize(s.out.String()); c != MaxColumns || rows != MaxRows {
+		t.Fatalf("a 10000×10000 PTY drew %d×%d, want %d×%d", c, rows, MaxColumns, MaxRows)
+	}
+	n := len(s.out.String())
+	if err := s.sess.WindowChange(65535, 65535); err != nil {
+		t.Fatal(err)
+	}
+	// The resize repaints the whole frame; wait for a few.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.out.String()[n:], "Latency") || strings.Count(s.out.String()[n:], "\x1b[H") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no full frame in %d bytes after the window change", len(s.out.String())-n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c, rows := frameSize(s.out.String()[n:]); c != MaxColumns || rows != MaxRows {
+		t.Fatalf("a 65535×65535 window drew %d×%d, want %d×%d", c, rows, MaxColumns, MaxRows)
+	}
+	if err := s.sess.WindowChange(40, 120); err != nil { // and a small one is kept as it is
+		t.Fatal(err)
+	}
+	n = len(s.out.String())
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, rows := frameSize(s.out.String()[n:]); c == 120 && rows == 40 {
+			break
+		}
+		if time.Now().After(deadline) {
+			c, rows := frameSize(s.out.String()[n:])
+			t.Fatalf("a 120×40 window drew %d×%d", c, rows)
+		}
+	}
+}
+
+// banner opens a TCP connection from the address local that sends the
+// client's banner and then nothing; the channel gets how long the server
+// took to close it (10 s at most: then the test gives up on it).
+func banner(t *testing.T, addr, local string) <-chan time.Duration {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	closed := make(chan time.Duration, 1)
+	go func() {
+		conn.SetReadDeadline(start.Add(10 * time.Second))
+		buf := make([]byte, 4096)
+		for {
+			if _, err := conn.Read(buf); err != nil {
+				closed <- time.Since(start)
+				return
+			}
+		}
+	}()
+	return closed
+}
+
+// TestUnauthenticatedBounded: connections that never authenticate are
+// bounded from one address and in all (the next ones closed at once), and
+// closed at the handshake's deadline; then a real client gets in.
+func TestUnauthenticatedBounded(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := newKey(t)
+	const deadline = 1500 * time.Millisecond
+	r := startServer(t, Config{HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true,
+		HandshakeTimeout: deadline, MaxUnauthenticated: 8, MaxUnauthenticatedPerIP: 5})
+	var conns []<-chan time.Duration
+	// 5 admitted, 2 over the address's bound.
+	for range 7 {
+		conns = append(conns, banner(t, r.addr, "127.0.0.1"))
+	}
+	time.Sleep(200 * time.Millisecond) // the first seven are counted before the next
+	// 3 admitted (8 in all), 2 over the bound in all.
+	for range 5 {
+		conns = append(conns, banner(t, r.addr, "127.0.0.2"))
+	}
+	var early, late int
+	for i, c := range conns {
+		d := <-c
+		switch {
+		case d < deadline/2:
+			early++
+		case d >= deadline-100*time.Millisecond && d < deadline+2*time.Second:
+			late++
+		default:
+			t.Errorf("connection %d closed after %s (deadline %s)", i, d, deadline)
+		}
+	}
+	if early != 4 || late != 8 {
+		t.Errorf("%d connections closed at once (want 4), %d at the deadline (want 8)", early, late)
+	}
+	for _, want := range []string{"not yet authenticated (5 in all, 5 from 127.0.0.1)", "not yet authenticated (8 in all, 3 from 127.0.0.2)", "not authenticated within 1.5s"} {
+		if !strings.Contains(r.log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, r.log.String())
+		}
+	}
+	s, err := dial(t, r.addr, key, nil)
+	if err != nil {
+		t.Fatalf("a client after the flood: %v", err)
+	}
+	s.waitFor(t, "Latency")
+}
+
+// TestHostKeyModeWarned: a host key others can read is warned of at New.
+func TestHostKeyModeWarned(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "host")
+	var log syncBuffer
+	if _, err := New(Config{HostKeyPath: path, AllowAnyKey: true, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "warning") {
+		t.Fatalf("a new host key warned of:\n%s", log.String())
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{HostKeyPath: path, AllowAnyKey: true, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "warning: host key " + path + " has mode 0644"; !strings.Contains(log.String(), want) {
+		t.Fatalf("log lacks %q:\n%s", want, log.String())
+	}
+}
+
+// TestLogBounded: past LogLinesPerSecond in a second the lines are counted,
+// and the count is written when the second is over, with nothing after.
+func TestLogBounded(t *testing.T) {
+	var log syncBuffer
+	s := &Server{cfg: Config{Log: &log}}
+	for i := range 3 * LogLinesPerSecond {
+		s.logf("line %d", i)
+	}
+	if n := strings.Count(log.String(), "\n"); n != LogLinesPerSecond {
+		t.Fatalf("%d lines written in a second, want %d", n, LogLinesPerSecond)
+	}
+	want := fmt.Sprintf("%d lines left out", 2*LogLinesPerSecond)
+	for deadline := time.Now().Add(3 * time.Second); !strings.Contains(log.String(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("log lacks %q:\n%s", want, log.String())
+		}
+	}
+	s.logf("after")
+	if !strings.HasSuffix(log.String(), "infertop ssh: after\n") {
+		t.Fatalf("the next second's line is missing:\n%s", log.String())
+	}
+}
+
+// TestStopRestoresScreens: when the server stops, each session's dashboard
+// quits cleanly (the alt screen left, the cursor shown) and then the
+// session reads that the server stopped, before its channel closes.
+func TestStopRestoresScreens(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := newKey(t)
+	r := startServer(t, Config{HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true})
+	var sessions []*session
+	for range 3 {
+		s, err := dial(t, r.addr, key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	for _, s := range sessions {
+		s.waitFor(t, "Latency")
+	}
+	start := time.Now()
+	r.stop()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stopping took %s", d)
+	}
+	for i, s := range sessions {
+		done := make(chan error, 1)
+		go func() { done <- s.sess.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("session %d ended with %v", i, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("session %d still open after the server stopped", i)
+		}
+		// The alt screen left, then the cursor shown, then the line, last.
+		out := s.out.String()
+		exit := strings.LastIndex(out, "\x1b[?1049l")
+		if exit < 0 || !strings.Contains(out[exit:], "\x1b[?25h") || !strings.HasSuffix(out, stoppedLine+"\r\n") {
+			t.Errorf("session %d's output ends %q", i, out[max(0, len(out)-200):])
+		}
 	}
 }
