@@ -274,7 +274,7 @@ func (s *Server) gate(next ssh.Handler) ssh.Handler {
 		}
 		if n > int64(s.cfg.MaxSessions) {
 			s.active.Add(-1)
-			wish.Fatalf(sess, "infertop: the server is full (%d sessions); try again later\n", s.cfg.MaxSessions)
+			wish.Fatalf(sess, "infertop: the server is full (%s); try again later\n", plural(s.cfg.MaxSessions, "session"))
 			s.logf("refused %s %s: full", sess.RemoteAddr(), fp)
 			return
 		}
@@ -458,3 +458,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // Active is the number of sessions open.
 func (s *Server) Active() int { return int(s.active.Load()) }
+
+// plural is n and a noun, an s added when n is not 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
