@@ -113,6 +113,12 @@ func (a *app) runSSH(args []string) error {
 	}
 	err = guard.Run(p)
 	done()
+	if n := srv.Active(); err == nil && ctx.Err() == nil && n > 0 {
+		// q ends this terminal's session, as it does every other's: the
+		// audience is not cut off without asking.
+		fmt.Fprintf(a.stderr, "infertop ssh: your dashboard is closed; %d other sessions still watch %s. Ctrl+C stops the server.\n", n, ln.Addr())
+		<-ctx.Done()
+	}
 	stopServer()
 	if serr := <-served; serr != nil {
 		return serr
