@@ -14,6 +14,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,6 +125,10 @@ type Client struct {
 	// closed.
 	fresh  *http.Client
 	header http.Header // every request's, shared
+	// secrets are what redact removes from any text a Result or error
+	// carries: the API key and the value of every configured header (a
+	// 401 body may echo an x-api-key back), longest first.
+	secrets []string
 }
 
 // New returns a client for cfg.
@@ -172,7 +177,12 @@ func New(cfg Config) (*Client, error) {
 	}
 	ftr := tr.Clone()
 	ftr.DisableKeepAlives = true
-	c := &Client{cfg: cfg, proto: proto, tr: tr, http: &http.Client{Transport: tr}, fresh: &http.Client{Transport: ftr}}
+	c := &Client{
+		cfg: cfg, proto: proto, tr: tr,
+		http:    &http.Client{Transport: tr, CheckRedirect: noRedirect},
+		fresh:   &http.Client{Transport: ftr, CheckRedirect: noRedirect},
+		secrets: secretsOf(cfg),
+	}
 	c.header = http.Header{"Content-Type": {"application/json"}}
 	switch proto.framing() {
 	case frameSSE:
@@ -184,6 +194,40 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.setHeaders(c.header)
 	return c, nil
+}
+
+// noRedirect keeps a client from following any redirect: net/http replays
+// a POST on a 307 or 308 to wherever it points, and drops only
+// Authorization on the way to another host, so an x-api-key or any custom
+// credential header would go with it. The 3xx is the answer (HTTP3xx).
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// minSecret is the shortest header value redacted: shorter ones ("1",
+// "yes") would blank out ordinary words of a message, and guess nothing.
+const minSecret = 4
+
+// secretsOf lists the texts to redact for cfg: the API key, each header
+// value and, for a value with a scheme ("Bearer tok", "Basic dXNl"), the
+// credential after it too, since a body may echo it alone. Longest first,
+// so a value holding another is removed whole.
+func secretsOf(cfg Config) []string {
+	var out []string
+	add := func(v string) {
+		if v = strings.TrimSpace(v); len(v) >= minSecret {
+			out = append(out, v)
+		}
+	}
+	add(cfg.APIKey)
+	for _, vs := range cfg.Header {
+		for _, v := range vs {
+			add(v)
+			if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+				add(cred)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }
 
 // setHeaders adds the configured headers and the API key to h.
@@ -320,6 +364,12 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	}
 	defer resp.Body.Close()
 	res.Status, res.Proto = resp.StatusCode, resp.Proto
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		res.E2E = time.Since(res.Start)
+		res.Class, res.Err = HTTP3xx, c.redirectErr(resp)
+		drain(resp.Body, cancel)
+		return res
+	}
 	if resp.StatusCode != http.StatusOK {
 		excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 		res.E2E = time.Since(res.Start)
@@ -412,6 +462,19 @@ func drain(body io.Reader, cancel context.CancelFunc) {
 	t := time.AfterFunc(drainWait, cancel)
 	io.Copy(io.Discard, io.LimitReader(body, drainMax))
 	t.Stop()
+}
+
+// redirectErr describes a 3xx answer: where it pointed, redacted (a
+// presigned URL carries its credentials in the query).
+func (c *Client) redirectErr(resp *http.Response) string {
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return fmt.Sprintf("HTTP %d without a Location; infertop does not follow redirects", resp.StatusCode)
+	}
+	if u, err := resp.Request.URL.Parse(loc); err == nil {
+		loc = u.String() // relative to the request, as a client would go
+	}
+	return c.redact(fmt.Sprintf("HTTP %d: redirected to %s; infertop does not follow redirects", resp.StatusCode, RedactURL(loc)))
 }
 
 // readStream reads a streamed answer message by message (SSE events or
@@ -555,7 +618,7 @@ func (c *Client) finishTokens(res *Result, u *usage) {
 	}
 }
 
-func (c *Client) redact(s string) string { return Redact(s, 200, c.cfg.APIKey) }
+func (c *Client) redact(s string) string { return Redact(s, 200, c.secrets...) }
 
 func statusClass(code int) ErrorClass {
 	switch {
