@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -389,7 +390,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		// One allocation for the message times, sized by the answer asked
 		// for, instead of a slice grown by doubling as messages come.
 		res.Chunks = make([]time.Duration, 0, min(max(req.MaxTokens, 16), 4096))
-		c.readStream(ctx, resp.Body, fr, &res)
+		c.readStream(ctx, resp.Body, fr, &res, req.MaxTokens)
 	}
 	if res.Class == OK {
 		drain(resp.Body, cancel)
@@ -477,9 +478,33 @@ func (c *Client) redirectErr(resp *http.Response) string {
 	return c.redact(fmt.Sprintf("HTTP %d: redirected to %s; infertop does not follow redirects", resp.StatusCode, RedactURL(loc)))
 }
 
+// The bound on the messages of one request: OutputCap(max_tokens) is
+// outputCapPerToken×max_tokens + outputCapMargin, or outputCapNoMax when
+// the request set no max_tokens. Every message of a stream takes a slot of
+// Result.Chunks at least, so a server sending endless tiny messages and
+// never [DONE] grew a request without end (1.6 GB in ten seconds).
+// Four times leaves room for servers that send a message per token of
+// reasoning and of text, or empty keep-alive deltas, or count special
+// tokens; 64 for the role, finish, usage and end messages of short answers.
+const (
+	outputCapPerToken = 4
+	outputCapMargin   = 64
+	outputCapNoMax    = 1 << 20
+)
+
+// OutputCap is the most messages a stream asked for maxTokens may send
+// (see the constants above).
+func OutputCap(maxTokens int) int {
+	if maxTokens <= 0 {
+		return outputCapNoMax
+	}
+	return outputCapPerToken*min(maxTokens, (math.MaxInt-outputCapMargin)/outputCapPerToken) + outputCapMargin
+}
+
 // readStream reads a streamed answer message by message (SSE events or
-// NDJSON lines), timing every message that carries output.
-func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res *Result) {
+// NDJSON lines), timing every message that carries output. A stream that
+// sends more than OutputCap(maxTokens) messages ends as Malformed.
+func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res *Result, maxTokens int) {
 	st := getStreamState(body)
 	defer st.release()
 	var (
@@ -488,6 +513,8 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		nd       *NDJSONReader
 		finished bool
 		u        *usage
+		msgs     int
+		msgCap   = OutputCap(maxTokens)
 	)
 	if fr == frameSSE {
 		sse = &st.sse
@@ -514,7 +541,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 			switch {
 			case err == io.EOF || err == io.ErrUnexpectedEOF:
 				res.Class, res.Err = StreamCut, "stream ended before the answer was complete"
-			case errors.Is(err, ErrLineTooLong):
+			case errors.Is(err, ErrLineTooLong), errors.Is(err, ErrEventTooLong):
 				res.Class, res.Err = Malformed, err.Error()
 			default:
 				res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
@@ -528,6 +555,11 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		}
 		if sse != nil && len(bytes.TrimSpace(data)) == 0 {
 			continue // an empty data field, sent by some servers as a keep-alive
+		}
+		if msgs++; msgs > msgCap {
+			res.E2E = now
+			res.Class, res.Err = Malformed, fmt.Sprintf("stream sent more than %d messages (the cap on one request's messages, %s)", msgCap, capRule(maxTokens))
+			return
 		}
 		info, err := c.proto.parse(p, data)
 		if err != nil {
@@ -578,6 +610,14 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 	c.finishTokens(res, u)
 }
 
+// capRule says how OutputCap came to its figure, for messages.
+func capRule(maxTokens int) string {
+	if maxTokens <= 0 {
+		return "with no max_tokens"
+	}
+	return fmt.Sprintf("%d×max_tokens %d + %d", outputCapPerToken, maxTokens, outputCapMargin)
+}
+
 // readWhole reads a non-streamed JSON answer: no TTFT can be observed, and
 // none is reported (never E2E in its place).
 func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) {
@@ -589,6 +629,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) {
 	}
 	st := getStreamState(nil) // for its parser
 	defer st.release()
+	st.bigParse = len(data) > keepBytes
 	info, err := c.proto.parse(&st.parser, data)
 	if err != nil {
 		res.Class, res.Err = Malformed, c.redact(err.Error())
