@@ -384,13 +384,17 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" && fr == frameSSE {
 		fr = frameWhole // the server ignored "stream": read the whole answer
 	}
+	var u *usage
 	if fr == frameWhole {
-		c.readWhole(ctx, resp.Body, &res)
+		u = c.readWhole(ctx, resp.Body, &res)
 	} else {
 		// One allocation for the message times, sized by the answer asked
 		// for, instead of a slice grown by doubling as messages come.
 		res.Chunks = make([]time.Duration, 0, min(max(req.MaxTokens, 16), 4096))
-		c.readStream(ctx, resp.Body, fr, &res, req.MaxTokens)
+		u = c.readStream(ctx, resp.Body, fr, &res, req.MaxTokens)
+	}
+	if res.Class == OK {
+		c.finishTokens(&res, req, u)
 	}
 	if res.Class == OK {
 		drain(resp.Body, cancel)
@@ -478,7 +482,8 @@ func (c *Client) redirectErr(resp *http.Response) string {
 	return c.redact(fmt.Sprintf("HTTP %d: redirected to %s; infertop does not follow redirects", resp.StatusCode, RedactURL(loc)))
 }
 
-// The bound on the messages of one request: OutputCap(max_tokens) is
+// The bound on the messages of one request, and on the output count a
+// server may report for it: OutputCap(max_tokens) is
 // outputCapPerToken×max_tokens + outputCapMargin, or outputCapNoMax when
 // the request set no max_tokens. Every message of a stream takes a slot of
 // Result.Chunks at least, so a server sending endless tiny messages and
@@ -492,8 +497,8 @@ const (
 	outputCapNoMax    = 1 << 20
 )
 
-// OutputCap is the most messages a stream asked for maxTokens may send
-// (see the constants above).
+// OutputCap is the most messages a stream asked for maxTokens may send,
+// and the largest output count believed for it (see the constants above).
 func OutputCap(maxTokens int) int {
 	if maxTokens <= 0 {
 		return outputCapNoMax
@@ -502,9 +507,10 @@ func OutputCap(maxTokens int) int {
 }
 
 // readStream reads a streamed answer message by message (SSE events or
-// NDJSON lines), timing every message that carries output. A stream that
-// sends more than OutputCap(maxTokens) messages ends as Malformed.
-func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res *Result, maxTokens int) {
+// NDJSON lines), timing every message that carries output, and returns the
+// server's usage, if it gave one. A stream that sends more than
+// OutputCap(maxTokens) messages ends as Malformed.
+func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res *Result, maxTokens int) *usage {
 	st := getStreamState(body)
 	defer st.release()
 	var (
@@ -546,12 +552,12 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 			default:
 				res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
 			}
-			return
+			return nil
 		}
 		if name == "error" {
 			res.E2E = now
 			res.Class, res.Err = streamErrorClass(data), c.redact("error in stream: "+string(data))
-			return
+			return nil
 		}
 		if sse != nil && len(bytes.TrimSpace(data)) == 0 {
 			continue // an empty data field, sent by some servers as a keep-alive
@@ -559,7 +565,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		if msgs++; msgs > msgCap {
 			res.E2E = now
 			res.Class, res.Err = Malformed, fmt.Sprintf("stream sent more than %d messages (the cap on one request's messages, %s)", msgCap, capRule(maxTokens))
-			return
+			return nil
 		}
 		info, err := c.proto.parse(p, data)
 		if err != nil {
@@ -569,7 +575,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 			} else {
 				res.Class, res.Err = Malformed, c.redact(err.Error())
 			}
-			return
+			return nil
 		}
 		if info.done {
 			break
@@ -577,7 +583,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		if info.errMsg != nil {
 			res.E2E = now
 			res.Class, res.Err = streamErrorClass(info.errMsg), c.redact("error in stream: "+string(info.errMsg))
-			return
+			return nil
 		}
 		if len(info.id) > 0 && res.ID == "" {
 			res.ID = string(info.id)
@@ -607,7 +613,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 	if !res.HasTTFT {
 		res.E2E = time.Since(res.Start)
 	}
-	c.finishTokens(res, u)
+	return u
 }
 
 // capRule says how OutputCap came to its figure, for messages.
@@ -619,13 +625,13 @@ func capRule(maxTokens int) string {
 }
 
 // readWhole reads a non-streamed JSON answer: no TTFT can be observed, and
-// none is reported (never E2E in its place).
-func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) {
+// none is reported (never E2E in its place). It returns the server's usage.
+func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) *usage {
 	data, err := io.ReadAll(io.LimitReader(body, MaxLineBytes))
 	res.E2E = time.Since(res.Start)
 	if err != nil {
 		res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
-		return
+		return nil
 	}
 	st := getStreamState(nil) // for its parser
 	defer st.release()
@@ -633,30 +639,60 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) {
 	info, err := c.proto.parse(&st.parser, data)
 	if err != nil {
 		res.Class, res.Err = Malformed, c.redact(err.Error())
-		return
+		return nil
 	}
 	if info.errMsg != nil {
 		res.Class, res.Err = streamErrorClass(info.errMsg), c.redact("error: "+string(info.errMsg))
-		return
+		return nil
 	}
 	res.ID = string(info.id)
 	if info.output {
 		res.Messages = 1
 	}
-	c.finishTokens(res, info.usage)
+	return info.usage
 }
 
-func (c *Client) finishTokens(res *Result, u *usage) {
-	if u != nil && u.CompletionTokens > 0 {
-		res.OutputTokens = u.CompletionTokens
+// promptCapMargin is added to twice the prompt's bytes for the largest
+// input count believed: every tokenizer in use spends at most a token a
+// byte (byte fallback) or two (a word's space marker), and the margin
+// covers a chat template and a system prompt the server adds.
+const promptCapMargin = 64 << 10
+
+// finishTokens sets the token counts of a successful answer from the
+// server's usage u (nil: none), or counts them. A count that
+// cannot be true (negative, no int, output past OutputCap of the request's
+// max_tokens, input past twice its prompt's bytes plus promptCapMargin) is
+// set aside, as if absent, and UsageIgnored set.
+func (c *Client) finishTokens(res *Result, req Request, u *usage) {
+	var out, in int
+	if u != nil {
+		out, in = u.CompletionTokens, u.PromptTokens
+	}
+	if out < 0 || out > OutputCap(req.MaxTokens) {
+		out, res.UsageIgnored = 0, true
+	}
+	if in < 0 || in > 2*promptBytes(req)+promptCapMargin {
+		in, res.UsageIgnored = 0, true
+	}
+	if out > 0 {
+		res.OutputTokens = out
 	} else {
 		res.OutputTokens, res.OutputEstimated = res.Messages, true
 	}
-	if u != nil && u.PromptTokens > 0 {
-		res.InputTokens = u.PromptTokens
+	if in > 0 {
+		res.InputTokens = in
 	} else {
 		res.InputEstimated = true
 	}
+}
+
+// promptBytes is the length of the request's text, without building it.
+func promptBytes(r Request) int {
+	n := len(r.Prompt)
+	for _, m := range r.Messages {
+		n += len(m.Content) + 1
+	}
+	return n
 }
 
 func (c *Client) redact(s string) string { return Redact(s, 200, c.secrets...) }

@@ -63,6 +63,13 @@ type Result struct {
 	OutputTokens    int
 	OutputEstimated bool
 	InputEstimated  bool
+	// UsageIgnored is true when the server's count could not be true and
+	// was set aside (the count then is as if the server gave none, and
+	// estimated): negative, not an integer, too large for an int, output
+	// past OutputCap(max_tokens), or input past twice the prompt's bytes
+	// plus 64 Ki (see finishTokens). One absurd count (10^18 tokens) would
+	// otherwise make every rate and sum it enters absurd too.
+	UsageIgnored bool
 	// Messages is the number of output-bearing messages.
 	Messages int
 	// Status is the HTTP status (0 if no response arrived).
