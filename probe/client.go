@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,6 +126,10 @@ type Client struct {
 	// closed.
 	fresh  *http.Client
 	header http.Header // every request's, shared
+	// secrets are what redact removes from any text a Result or error
+	// carries: the API key and the value of every configured header (a
+	// 401 body may echo an x-api-key back), longest first.
+	secrets []string
 }
 
 // New returns a client for cfg.
@@ -172,7 +178,12 @@ func New(cfg Config) (*Client, error) {
 	}
 	ftr := tr.Clone()
 	ftr.DisableKeepAlives = true
-	c := &Client{cfg: cfg, proto: proto, tr: tr, http: &http.Client{Transport: tr}, fresh: &http.Client{Transport: ftr}}
+	c := &Client{
+		cfg: cfg, proto: proto, tr: tr,
+		http:    &http.Client{Transport: tr, CheckRedirect: noRedirect},
+		fresh:   &http.Client{Transport: ftr, CheckRedirect: noRedirect},
+		secrets: secretsOf(cfg),
+	}
 	c.header = http.Header{"Content-Type": {"application/json"}}
 	switch proto.framing() {
 	case frameSSE:
@@ -184,6 +195,40 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.setHeaders(c.header)
 	return c, nil
+}
+
+// noRedirect keeps a client from following any redirect: net/http replays
+// a POST on a 307 or 308 to wherever it points, and drops only
+// Authorization on the way to another host, so an x-api-key or any custom
+// credential header would go with it. The 3xx is the answer (HTTP3xx).
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// minSecret is the shortest header value redacted: shorter ones ("1",
+// "yes") would blank out ordinary words of a message, and guess nothing.
+const minSecret = 4
+
+// secretsOf lists the texts to redact for cfg: the API key, each header
+// value and, for a value with a scheme ("Bearer tok", "Basic dXNl"), the
+// credential after it too, since a body may echo it alone. Longest first,
+// so a value holding another is removed whole.
+func secretsOf(cfg Config) []string {
+	var out []string
+	add := func(v string) {
+		if v = strings.TrimSpace(v); len(v) >= minSecret {
+			out = append(out, v)
+		}
+	}
+	add(cfg.APIKey)
+	for _, vs := range cfg.Header {
+		for _, v := range vs {
+			add(v)
+			if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+				add(cred)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }
 
 // setHeaders adds the configured headers and the API key to h.
@@ -320,6 +365,12 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	}
 	defer resp.Body.Close()
 	res.Status, res.Proto = resp.StatusCode, resp.Proto
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		res.E2E = time.Since(res.Start)
+		res.Class, res.Err = HTTP3xx, c.redirectErr(resp)
+		drain(resp.Body, cancel)
+		return res
+	}
 	if resp.StatusCode != http.StatusOK {
 		excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 		res.E2E = time.Since(res.Start)
@@ -333,13 +384,17 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" && fr == frameSSE {
 		fr = frameWhole // the server ignored "stream": read the whole answer
 	}
+	var u *usage
 	if fr == frameWhole {
-		c.readWhole(ctx, resp.Body, &res)
+		u = c.readWhole(ctx, resp.Body, &res)
 	} else {
 		// One allocation for the message times, sized by the answer asked
 		// for, instead of a slice grown by doubling as messages come.
 		res.Chunks = make([]time.Duration, 0, min(max(req.MaxTokens, 16), 4096))
-		c.readStream(ctx, resp.Body, fr, &res)
+		u = c.readStream(ctx, resp.Body, fr, &res, req.MaxTokens)
+	}
+	if res.Class == OK {
+		c.finishTokens(&res, req, u)
 	}
 	if res.Class == OK {
 		drain(resp.Body, cancel)
@@ -414,9 +469,48 @@ func drain(body io.Reader, cancel context.CancelFunc) {
 	t.Stop()
 }
 
+// redirectErr describes a 3xx answer: where it pointed, redacted (a
+// presigned URL carries its credentials in the query).
+func (c *Client) redirectErr(resp *http.Response) string {
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return fmt.Sprintf("HTTP %d without a Location; infertop does not follow redirects", resp.StatusCode)
+	}
+	if u, err := resp.Request.URL.Parse(loc); err == nil {
+		loc = u.String() // relative to the request, as a client would go
+	}
+	return c.redact(fmt.Sprintf("HTTP %d: redirected to %s; infertop does not follow redirects", resp.StatusCode, RedactURL(loc)))
+}
+
+// The bound on the messages of one request, and on the output count a
+// server may report for it: OutputCap(max_tokens) is
+// outputCapPerToken×max_tokens + outputCapMargin, or outputCapNoMax when
+// the request set no max_tokens. Every message of a stream takes a slot of
+// Result.Chunks at least, so a server sending endless tiny messages and
+// never [DONE] grew a request without end (1.6 GB in ten seconds).
+// Four times leaves room for servers that send a message per token of
+// reasoning and of text, or empty keep-alive deltas, or count special
+// tokens; 64 for the role, finish, usage and end messages of short answers.
+const (
+	outputCapPerToken = 4
+	outputCapMargin   = 64
+	outputCapNoMax    = 1 << 20
+)
+
+// OutputCap is the most messages a stream asked for maxTokens may send,
+// and the largest output count believed for it (see the constants above).
+func OutputCap(maxTokens int) int {
+	if maxTokens <= 0 {
+		return outputCapNoMax
+	}
+	return outputCapPerToken*min(maxTokens, (math.MaxInt-outputCapMargin)/outputCapPerToken) + outputCapMargin
+}
+
 // readStream reads a streamed answer message by message (SSE events or
-// NDJSON lines), timing every message that carries output.
-func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res *Result) {
+// NDJSON lines), timing every message that carries output, and returns the
+// server's usage, if it gave one. A stream that sends more than
+// OutputCap(maxTokens) messages ends as Malformed.
+func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res *Result, maxTokens int) *usage {
 	st := getStreamState(body)
 	defer st.release()
 	var (
@@ -425,6 +519,8 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		nd       *NDJSONReader
 		finished bool
 		u        *usage
+		msgs     int
+		msgCap   = OutputCap(maxTokens)
 	)
 	if fr == frameSSE {
 		sse = &st.sse
@@ -451,20 +547,25 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 			switch {
 			case err == io.EOF || err == io.ErrUnexpectedEOF:
 				res.Class, res.Err = StreamCut, "stream ended before the answer was complete"
-			case errors.Is(err, ErrLineTooLong):
+			case errors.Is(err, ErrLineTooLong), errors.Is(err, ErrEventTooLong):
 				res.Class, res.Err = Malformed, err.Error()
 			default:
 				res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
 			}
-			return
+			return nil
 		}
 		if name == "error" {
 			res.E2E = now
 			res.Class, res.Err = streamErrorClass(data), c.redact("error in stream: "+string(data))
-			return
+			return nil
 		}
 		if sse != nil && len(bytes.TrimSpace(data)) == 0 {
 			continue // an empty data field, sent by some servers as a keep-alive
+		}
+		if msgs++; msgs > msgCap {
+			res.E2E = now
+			res.Class, res.Err = Malformed, fmt.Sprintf("stream sent more than %d messages (the cap on one request's messages, %s)", msgCap, capRule(maxTokens))
+			return nil
 		}
 		info, err := c.proto.parse(p, data)
 		if err != nil {
@@ -474,7 +575,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 			} else {
 				res.Class, res.Err = Malformed, c.redact(err.Error())
 			}
-			return
+			return nil
 		}
 		if info.done {
 			break
@@ -482,7 +583,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		if info.errMsg != nil {
 			res.E2E = now
 			res.Class, res.Err = streamErrorClass(info.errMsg), c.redact("error in stream: "+string(info.errMsg))
-			return
+			return nil
 		}
 		if len(info.id) > 0 && res.ID == "" {
 			res.ID = string(info.id)
@@ -512,50 +613,89 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 	if !res.HasTTFT {
 		res.E2E = time.Since(res.Start)
 	}
-	c.finishTokens(res, u)
+	return u
+}
+
+// capRule says how OutputCap came to its figure, for messages.
+func capRule(maxTokens int) string {
+	if maxTokens <= 0 {
+		return "with no max_tokens"
+	}
+	return fmt.Sprintf("%d×max_tokens %d + %d", outputCapPerToken, maxTokens, outputCapMargin)
 }
 
 // readWhole reads a non-streamed JSON answer: no TTFT can be observed, and
-// none is reported (never E2E in its place).
-func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) {
+// none is reported (never E2E in its place). It returns the server's usage.
+func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) *usage {
 	data, err := io.ReadAll(io.LimitReader(body, MaxLineBytes))
 	res.E2E = time.Since(res.Start)
 	if err != nil {
 		res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
-		return
+		return nil
 	}
 	st := getStreamState(nil) // for its parser
 	defer st.release()
+	st.bigParse = len(data) > keepBytes
 	info, err := c.proto.parse(&st.parser, data)
 	if err != nil {
 		res.Class, res.Err = Malformed, c.redact(err.Error())
-		return
+		return nil
 	}
 	if info.errMsg != nil {
 		res.Class, res.Err = streamErrorClass(info.errMsg), c.redact("error: "+string(info.errMsg))
-		return
+		return nil
 	}
 	res.ID = string(info.id)
 	if info.output {
 		res.Messages = 1
 	}
-	c.finishTokens(res, info.usage)
+	return info.usage
 }
 
-func (c *Client) finishTokens(res *Result, u *usage) {
-	if u != nil && u.CompletionTokens > 0 {
-		res.OutputTokens = u.CompletionTokens
+// promptCapMargin is added to twice the prompt's bytes for the largest
+// input count believed: every tokenizer in use spends at most a token a
+// byte (byte fallback) or two (a word's space marker), and the margin
+// covers a chat template and a system prompt the server adds.
+const promptCapMargin = 64 << 10
+
+// finishTokens sets the token counts of a successful answer from the
+// server's usage u (nil: none), or counts them. A count that
+// cannot be true (negative, no int, output past OutputCap of the request's
+// max_tokens, input past twice its prompt's bytes plus promptCapMargin) is
+// set aside, as if absent, and UsageIgnored set.
+func (c *Client) finishTokens(res *Result, req Request, u *usage) {
+	var out, in int
+	if u != nil {
+		out, in = u.CompletionTokens, u.PromptTokens
+	}
+	if out < 0 || out > OutputCap(req.MaxTokens) {
+		out, res.UsageIgnored = 0, true
+	}
+	if in < 0 || in > 2*promptBytes(req)+promptCapMargin {
+		in, res.UsageIgnored = 0, true
+	}
+	if out > 0 {
+		res.OutputTokens = out
 	} else {
 		res.OutputTokens, res.OutputEstimated = res.Messages, true
 	}
-	if u != nil && u.PromptTokens > 0 {
-		res.InputTokens = u.PromptTokens
+	if in > 0 {
+		res.InputTokens = in
 	} else {
 		res.InputEstimated = true
 	}
 }
 
-func (c *Client) redact(s string) string { return Redact(s, 200, c.cfg.APIKey) }
+// promptBytes is the length of the request's text, without building it.
+func promptBytes(r Request) int {
+	n := len(r.Prompt)
+	for _, m := range r.Messages {
+		n += len(m.Content) + 1
+	}
+	return n
+}
+
+func (c *Client) redact(s string) string { return Redact(s, 200, c.secrets...) }
 
 func statusClass(code int) ErrorClass {
 	switch {

@@ -492,7 +492,7 @@ func BenchmarkReadStream(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			res := Result{Start: time.Now(), Chunks: make([]time.Duration, 0, 256)}
-			c.readStream(context.Background(), bytes.NewReader(payload), frameSSE, &res)
+			c.readStream(context.Background(), bytes.NewReader(payload), frameSSE, &res, 200)
 			if !res.OK() || res.Messages != 200 {
 				b.Fatalf("%d messages, %v", res.Messages, res.Err)
 			}

@@ -136,7 +136,8 @@ func Detect(ctx context.Context, cfg Config, raw string) (Kind, string, error) {
 	return "", "", fmt.Errorf("cannot tell which API %s speaks (%s); pass --api", RedactURL(raw), strings.Join(tried, ", "))
 }
 
-// get fetches a small document with the client's headers and key.
+// get fetches a small document with the client's headers and key; a
+// redirect is an error.
 func (c *Client) get(ctx context.Context, u string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout+5*time.Second)
 	defer cancel()
@@ -150,6 +151,12 @@ func (c *Client) get(ctx context.Context, u string) (int, []byte, error) {
 		return 0, nil, fmt.Errorf("%s", c.redact(err.Error()))
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Never followed (noRedirect): the headers and key would go
+		// wherever it points. Detection stops here rather than read the
+		// redirect as "not this API".
+		return resp.StatusCode, nil, fmt.Errorf("GET %s: %s", RedactURL(u), c.redirectErr(resp))
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	return resp.StatusCode, body, err
 }

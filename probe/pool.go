@@ -20,6 +20,9 @@ type streamState struct {
 	sse    SSEReader
 	nd     NDJSONReader
 	parser parser
+	// bigParse is set by a reader that handed the parser a message longer
+	// than keepBytes from a buffer of its own (readWhole's).
+	bigParse bool
 }
 
 // parser is what the protocols parse messages with: a reused JSON parser
@@ -42,19 +45,38 @@ func getStreamState(body io.Reader) *streamState {
 	return s
 }
 
-// release returns s to the pool, dropping buffers a rare long line grew
-// (up to MaxLineBytes) so the pool does not hold them.
+// keepBytes is the most a pooled reading state keeps of what a request
+// grew: a buffer (or parser) past it was grown by a rare long message, up
+// to MaxLineBytes, and is dropped rather than pooled, so a server sending
+// such messages costs memory for the requests that read them, not for
+// every idle state in the pool ever after.
+const keepBytes = 64 << 10
+
+// release returns s to the pool, dropping what a long message grew.
 func (s *streamState) release() {
 	s.br.Reset(nil)
-	const keep = 64 << 10
-	if cap(s.sse.data) > keep {
+	s.shrink()
+	streamStates.Put(s)
+}
+
+// shrink drops the buffers and the parser a long message grew past
+// keepBytes.
+func (s *streamState) shrink() {
+	big := s.bigParse || cap(s.sse.data) > keepBytes || cap(s.sse.long) > keepBytes || cap(s.nd.long) > keepBytes
+	if cap(s.sse.data) > keepBytes {
 		s.sse.data = nil
 	}
-	if cap(s.sse.long) > keep {
+	if cap(s.sse.long) > keepBytes {
 		s.sse.long = nil
 	}
-	if cap(s.nd.long) > keep {
+	if cap(s.nd.long) > keepBytes {
 		s.nd.long = nil
 	}
-	streamStates.Put(s)
+	if big || cap(s.parser.memo.prefix) > keepBytes {
+		// fastjson keeps a copy of the last message and a slot for every
+		// value it held (16 MiB of [0,0,...] is eight million of them):
+		// a parser that read a long message starts afresh.
+		s.parser = parser{}
+	}
+	s.bigParse = false
 }

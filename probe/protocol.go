@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -101,10 +102,15 @@ type chunkInfo struct {
 	id       []byte // valid until the next parse
 }
 
+// usage is a message's token counts as the server gave them (badCount for
+// one that is no int); finishTokens decides what to believe.
 type usage struct {
 	PromptTokens     int
 	CompletionTokens int
 }
+
+// badCount stands for a count that is a JSON number but no int.
+const badCount = -1
 
 func newProtocol(cfg *Config) (protocol, error) {
 	b := cfg.Body
@@ -342,11 +348,26 @@ func errorField(v *fastjson.Value) []byte {
 }
 
 // readUsage reads OpenAI's or other servers' names for the token counts.
+// A count that is no int (1e30, 2.5, past int64) reads as badCount, for
+// finishTokens to set aside: fastjson's GetInt says 0 for those, which
+// would pass for "no count" and hide that the server sent nonsense.
 func readUsage(u *fastjson.Value) *usage {
 	pick := func(names ...string) int {
 		for _, n := range names {
 			if x := u.Get(n); x != nil && x.Type() == fastjson.TypeNumber {
-				return x.GetInt()
+				if n := x.GetInt(); n != 0 {
+					return n
+				}
+				// 0, or a number GetInt could not take: a float that
+				// is a whole count (1e3, 5.0) is still one.
+				f, err := x.Float64()
+				switch {
+				case err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53:
+					return badCount
+				case f != 0:
+					return int(f)
+				}
+				return 0
 			}
 		}
 		return 0

@@ -7,6 +7,8 @@ type ErrorClass int
 
 // The error classes of DESIGN.md. Canceled is a request that infertop itself
 // abandoned (on quit or reset); it is never counted as an endpoint error.
+// HTTP3xx, a redirect (never followed), comes last so the older classes keep
+// their values.
 const (
 	OK ErrorClass = iota
 	HTTP4xx
@@ -17,11 +19,12 @@ const (
 	StreamCut
 	Malformed
 	Canceled
+	HTTP3xx
 	// NumClasses is the number of classes, for arrays indexed by class.
 	NumClasses
 )
 
-var classNames = [NumClasses]string{"ok", "4xx", "429", "5xx", "timeout", "connection", "stream_cut", "malformed", "canceled"}
+var classNames = [NumClasses]string{"ok", "4xx", "429", "5xx", "timeout", "connection", "stream_cut", "malformed", "canceled", "3xx"}
 
 // String is the short, stable name of the class, as reports and the UI show it.
 func (c ErrorClass) String() string {
@@ -33,7 +36,7 @@ func (c ErrorClass) String() string {
 
 // FailureClasses lists the classes that count as endpoint errors, in display order.
 func FailureClasses() []ErrorClass {
-	return []ErrorClass{HTTP4xx, HTTP429, HTTP5xx, Timeout, Connection, StreamCut, Malformed}
+	return []ErrorClass{HTTP3xx, HTTP4xx, HTTP429, HTTP5xx, Timeout, Connection, StreamCut, Malformed}
 }
 
 // Result is one request, measured. Durations are offsets from Start, taken
@@ -60,6 +63,13 @@ type Result struct {
 	OutputTokens    int
 	OutputEstimated bool
 	InputEstimated  bool
+	// UsageIgnored is true when the server's count could not be true and
+	// was set aside (the count then is as if the server gave none, and
+	// estimated): negative, not an integer, too large for an int, output
+	// past OutputCap(max_tokens), or input past twice the prompt's bytes
+	// plus 64 Ki (see finishTokens). One absurd count (10^18 tokens) would
+	// otherwise make every rate and sum it enters absurd too.
+	UsageIgnored bool
 	// Messages is the number of output-bearing messages.
 	Messages int
 	// Status is the HTTP status (0 if no response arrived).

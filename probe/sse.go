@@ -13,7 +13,17 @@ import (
 const MaxLineBytes = 16 << 20
 
 // ErrLineTooLong is returned for a stream line longer than MaxLineBytes.
-var ErrLineTooLong = errors.New("stream line longer than 16 MiB")
+var ErrLineTooLong = errors.New("stream line longer than 16 MiB (the cap on one line)")
+
+// MaxEventBytes bounds the data of one server-sent event: the lines of an
+// event are joined until its blank line, so capping each line alone let an
+// event of endless short data lines grow without end (1.9 GB in ten
+// seconds at two streams). It is the line cap: an event's data is never
+// legitimately larger than the one line most servers send it as.
+const MaxEventBytes = MaxLineBytes
+
+// ErrEventTooLong is returned for an event whose data passes MaxEventBytes.
+var ErrEventTooLong = errors.New("stream event larger than 16 MiB (the cap on one event's data)")
 
 // Event is one server-sent event. Data is valid until the next call to Next.
 type Event struct {
@@ -39,9 +49,11 @@ func NewSSEReader(r io.Reader) *SSEReader {
 }
 
 // Next returns the next event. At the end of the stream it returns io.EOF;
-// a stream cut in the middle of a line returns io.ErrUnexpectedEOF. Data
-// lines complete at the end of the stream but missing their blank line are
-// still delivered, since several servers end that way.
+// a stream cut in the middle of a line returns io.ErrUnexpectedEOF; an
+// event whose data would pass MaxEventBytes returns ErrEventTooLong (the
+// reader is of no further use then). Data lines complete at the end of the
+// stream but missing their blank line are still delivered, since several
+// servers end that way.
 func (s *SSEReader) Next() (Event, error) {
 	for {
 		line, err := s.readLine()
@@ -70,6 +82,11 @@ func (s *SSEReader) Next() (Event, error) {
 		}
 		switch string(field) {
 		case "data":
+			// Checked before the append, so the buffer never grows past
+			// the cap to learn that it has.
+			if len(s.data)+1+len(value) > MaxEventBytes {
+				return Event{}, ErrEventTooLong
+			}
 			if s.hasData {
 				s.data = append(s.data, '\n')
 			}
