@@ -115,7 +115,7 @@ const maxErrorLines = 5
 // HTTP status, message.
 func ErrorLine(e load.ErrorCount) string {
 	t := e.Class.String()
-	if e.Status > 0 && !strings.HasPrefix(e.Message, fmt.Sprintf("HTTP %d", e.Status)) { // probe's messages often start with it
+	if e.Status >= 300 && !strings.HasPrefix(e.Message, fmt.Sprintf("HTTP %d", e.Status)) { // probe's messages often start with it
 		t += fmt.Sprintf(" (HTTP %d)", e.Status)
 	}
 	if e.Message != "" {
