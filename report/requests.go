@@ -57,6 +57,9 @@ type requestLine struct {
 	Good            bool      `json:"good"`
 	ID              string    `json:"id,omitempty"`
 	Retried         bool      `json:"retried,omitempty"`
+	// UsageIgnored: the server's token counts could not be true and were
+	// set aside for the counted messages.
+	UsageIgnored bool `json:"usage_ignored,omitempty"`
 }
 
 // Write logs one request and flushes it.
@@ -67,7 +70,7 @@ func (l *RequestsLog) Write(r load.Record) {
 		OutputTokens: r.OutputTokens, OutputEstimated: r.OutputEstimated, Messages: r.Messages,
 		DNS: ms(r.DNS), Connect: ms(r.Connect), TLS: ms(r.TLS), Reused: r.ConnReused, Proto: r.Proto,
 		RetryAfterS: r.RetryAfter.Seconds(), Good: r.Good, ID: r.ID, ITL: []float64{},
-		Retried: r.Retried,
+		Retried: r.Retried, UsageIgnored: r.UsageIgnored,
 	}
 	if r.TTFB > 0 {
 		v := ms(r.TTFB)
