@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -22,13 +23,39 @@ import (
 	"github.com/infertop/infertop/slo"
 )
 
-// Latency buckets in seconds: fine where interactive serving lives, coarse
-// out to the minutes a stalled request can take.
-var (
-	ttftBuckets = []float64{.005, .01, .025, .05, .075, .1, .15, .2, .3, .5, .75, 1, 1.5, 2, 3, 5, 7.5, 10, 20, 30, 60}
-	tokBuckets  = []float64{.001, .0025, .005, .0075, .01, .015, .02, .03, .04, .05, .075, .1, .15, .2, .3, .5, 1, 2}
-	e2eBuckets  = []float64{.05, .1, .25, .5, .75, 1, 1.5, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 120, 300, 600}
-)
+// Classic latency buckets in seconds: fine where interactive serving
+// lives, coarse out to the minutes a stalled request can take. The same
+// histograms are native histograms too (exponential buckets about 10 %
+// wide), which a Prometheus with native histograms on reads instead: its
+// quantiles then land within a few percent of the dashboard's exact ones.
+func ttftBuckets() []float64 {
+	return []float64{.005, .01, .025, .05, .075, .1, .15, .2, .3, .5, .75, 1, 1.5, 2, 3, 5, 7.5, 10, 20, 30, 60}
+}
+
+func tokBuckets() []float64 {
+	return []float64{.001, .0025, .005, .0075, .01, .015, .02, .03, .04, .05, .075, .1, .15, .2, .3, .5, 1, 2}
+}
+
+func e2eBuckets() []float64 {
+	return []float64{.05, .1, .25, .5, .75, 1, 1.5, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 120, 300, 600}
+}
+
+// windowQuantiles are the quantiles of the rolling window exported as
+// gauges, exactly as the dashboard shows them.
+func windowQuantiles() []struct {
+	label string
+	pick  func(load.Dist) time.Duration
+} {
+	return []struct {
+		label string
+		pick  func(load.Dist) time.Duration
+	}{
+		{"0.5", func(d load.Dist) time.Duration { return d.P50 }},
+		{"0.9", func(d load.Dist) time.Duration { return d.P90 }},
+		{"0.95", func(d load.Dist) time.Duration { return d.P95 }},
+		{"0.99", func(d load.Dist) time.Duration { return d.P99 }},
+	}
+}
 
 // Exporter holds the collectors. Observe and Update may be called from any
 // goroutine.
@@ -41,6 +68,8 @@ type Exporter struct {
 	inflight, conc, prompt     prometheus.Gauge
 	output, paused             prometheus.Gauge
 	sloHeld                    *prometheus.GaugeVec
+	windowQ                    *prometheus.GaugeVec
+	window                     prometheus.Gauge
 	objectives                 []slo.Objective
 	// sent and incomplete come from the snapshots (a request cancelled
 	// before it finished is no record), read by their counters.
@@ -51,7 +80,8 @@ type Exporter struct {
 func New(objectives []slo.Objective) *Exporter {
 	x := &Exporter{reg: prometheus.NewRegistry(), objectives: objectives}
 	hist := func(name, help string, b []float64) prometheus.Histogram {
-		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b})
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b,
+			NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 160, NativeHistogramMinResetDuration: time.Hour})
 	}
 	gauge := func(name, help string) prometheus.Gauge {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
@@ -59,11 +89,11 @@ func New(objectives []slo.Objective) *Exporter {
 	x.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "infertop_requests_total",
 		Help: "Requests finished, by class (ok or the error class)."}, []string{"class"})
 	x.good = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_good_requests_total", Help: "Requests that met every goodput limit."})
-	x.ttft = hist("infertop_ttft_seconds", "Time to the first output-bearing message.", ttftBuckets)
-	x.tpot = hist("infertop_tpot_seconds", "Time per output token after the first, per request.", tokBuckets)
-	x.itl = hist("infertop_itl_seconds", "Gaps between output-bearing messages.", tokBuckets)
-	x.e2e = hist("infertop_e2e_seconds", "Time to the last output-bearing message.", e2eBuckets)
-	x.ttfb = hist("infertop_ttfb_seconds", "Time to the response headers.", ttftBuckets)
+	x.ttft = hist("infertop_ttft_seconds", "Time to the first output-bearing message.", ttftBuckets())
+	x.tpot = hist("infertop_tpot_seconds", "Time per output token after the first, per request.", tokBuckets())
+	x.itl = hist("infertop_itl_seconds", "Gaps between output-bearing messages.", tokBuckets())
+	x.e2e = hist("infertop_e2e_seconds", "Time to the last output-bearing message.", e2eBuckets())
+	x.ttfb = hist("infertop_ttfb_seconds", "Time to the response headers.", ttftBuckets())
 	x.outTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_output_tokens_total", Help: "Output tokens received."})
 	x.inTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_input_tokens_total", Help: "Prompt tokens sent, as the server counted them."})
 	x.inflight = gauge("infertop_in_flight_requests", "Requests sent and not yet finished.")
@@ -77,7 +107,11 @@ func New(objectives []slo.Objective) *Exporter {
 		Help: "Requests started: finished (infertop_requests_total), incomplete, or in flight."}, func() float64 { return float64(x.sent.Load()) })
 	incomplete := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "infertop_requests_incomplete_total",
 		Help: "Requests still in flight at the end of the drain, cancelled."}, func() float64 { return float64(x.incomplete.Load()) })
-	x.reg.MustRegister(sent, incomplete, x.requests, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.outTok, x.inTok,
+	x.windowQ = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "infertop_window_latency_seconds",
+		Help: "The rolling window's latency quantiles, exact (HdrHistogram), as the dashboard shows them; NaN with nothing measured."},
+		[]string{"metric", "quantile"})
+	x.window = gauge("infertop_window_seconds", "The rolling window's length.")
+	x.reg.MustRegister(x.windowQ, x.window, sent, incomplete, x.requests, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.outTok, x.inTok,
 		x.inflight, x.conc, x.prompt, x.output, x.paused, x.sloHeld,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range append([]probe.ErrorClass{probe.OK}, probe.FailureClasses()...) {
@@ -122,6 +156,20 @@ func (x *Exporter) Observe(r load.Record) {
 // so an energy objective reads what the dashboard and the reports read).
 func (x *Exporter) Update(s load.Snapshot, fig slo.Figures) {
 	x.inflight.Set(float64(s.InFlight))
+	x.window.Set(s.Window.Seconds())
+	for _, m := range []struct {
+		name string
+		m    load.Metric
+	}{{"ttft", load.TTFT}, {"tpot", load.TPOT}, {"itl", load.ITL}, {"e2e", load.E2E}} {
+		d := s.Latency[m.m]
+		for _, q := range windowQuantiles() {
+			v := math.NaN()
+			if d.Count > 0 {
+				v = q.pick(d).Seconds()
+			}
+			x.windowQ.WithLabelValues(m.name, q.label).Set(v)
+		}
+	}
 	x.sent.Store(s.Run.Sent())
 	x.incomplete.Store(s.Run.Incomplete)
 	x.conc.Set(float64(s.Knobs.Concurrency))

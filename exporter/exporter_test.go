@@ -51,6 +51,7 @@ func TestExporter(t *testing.T) {
 		`infertop_in_flight_requests 5`, `infertop_concurrency_target 8`, `infertop_prompt_tokens_target 256`,
 		`infertop_slo_held{slo="ttft_p99<=100ms"} 1`, `infertop_slo_held{slo="error_rate<1%"} 0`, "go_goroutines",
 		`infertop_requests_sent_total 12`, `infertop_requests_incomplete_total 4`,
+		`infertop_window_latency_seconds{metric="ttft",quantile="0.99"} 0.05`, `infertop_window_latency_seconds{metric="e2e",quantile="0.5"} NaN`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
