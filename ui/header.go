@@ -14,9 +14,6 @@ func (m *Model) header(w int) string {
 	// The model name is what the endpoint said it serves and the URL may
 	// hold what a user pasted: neither reaches the terminal raw.
 	target := sanitize.Text(s.Target.URL)
-	if s.Target.Sim {
-		target += " (embedded sim)"
-	}
 	// The engine decides when the run is over; the header only says what
 	// its snapshot says, and the clock is the snapshot's, which stops when
 	// the run is done.
@@ -35,7 +32,7 @@ func (m *Model) header(w int) string {
 	case s.Ending():
 		state = t.Warn.Render(fmt.Sprintf("ending: %d in flight", s.InFlight))
 		if s.OldestInFlight > 0 { // a drain that does not end shows its oldest request's age growing
-			state += t.Warn.Render(", oldest " + dur(s.OldestInFlight))
+			state += t.Warn.Render(", oldest " + Duration(s.OldestInFlight))
 		}
 	case s.Knobs.Paused:
 		state = t.Warn.Render("‖ paused")
@@ -49,10 +46,7 @@ func (m *Model) header(w int) string {
 			right = t.Muted.Render("ends in ") + t.Value.Render(clock(max(l-s.Elapsed, 0))) + "  " + right
 		}
 	}
-	left := t.Header.Render("infertop") + "  " + t.Value.Render(sanitize.Text(s.Target.Model)) + t.Muted.Render(" · "+s.Target.API+" · ") +
-		t.Text.Render(target)
-	gap := w - lipglossWidth(right)
-	line1 := fit(fit(left, gap-1)+" "+right, w) // never wider than the terminal, however long the state
+	line1 := m.headerLine(target, right, w)
 
 	k := s.Knobs
 	item := func(label, value string) string { return t.Muted.Render(label+" ") + t.Value.Render(value) }
@@ -92,6 +86,42 @@ func (m *Model) header(w int) string {
 		line2 = fit(t.Muted.Render("waiting for the first snapshot…"), w)
 	}
 	return line1 + "\n" + line2
+}
+
+// headerLine is the header's first line: what is watched on the left, the
+// run's state on the right. What does not fit is dropped whole, least
+// needed first (the API, then "embedded" of the sim, then the model), so
+// the URL is never cut (a port shown as "800…" is a wrong port); a URL too
+// long even alone goes on lines of its own under the first.
+func (m *Model) headerLine(target, right string, w int) string {
+	t, s := m.theme, &m.snap
+	name := t.Header.Render("infertop") + "  "
+	model := t.Value.Render(sanitize.Text(s.Target.Model)) + t.Muted.Render(" · ")
+	api := t.Muted.Render(s.Target.API + " · ")
+	url := t.Text.Render(target)
+	sims := []string{"", ""}
+	if s.Target.Sim {
+		sims = []string{t.Text.Render(" (embedded sim)"), t.Text.Render(" (sim)")}
+	}
+	room := w - lipglossWidth(right) - 1
+	for _, left := range []string{
+		name + model + api + url + sims[0],
+		name + model + url + sims[0],
+		name + model + url + sims[1],
+		name + url + sims[1],
+	} {
+		if lipglossWidth(left) <= room {
+			return fit(fit(left, room)+" "+right, w)
+		}
+	}
+	line := fit(fit(name+model, room)+" "+right, w) // never wider than the terminal, however long the state
+	for i, l := range wrap(url+sims[1], w) {
+		if i == 2 {
+			break // a URL is not the dashboard: two lines of it at most
+		}
+		line += "\n" + fit(l, w)
+	}
+	return line
 }
 
 func lengthLabel(l load.Length, centre int) string {
