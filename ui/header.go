@@ -2,7 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/sanitize"
@@ -66,22 +65,33 @@ func (m *Model) header(w int) string {
 		}
 		loop += t.Warn.Render(fmt.Sprintf(" backing off: %d %s after failures", s.BackingOff, workers))
 	}
-	parts := []string{
-		loop,
-		item("prompt", lengthLabel(s.PromptLength, k.PromptTokens)),
-		item("output", lengthLabel(s.OutputLength, k.OutputTokens)),
-		item("window", window(s.Window)),
+	// The knobs whole, never cut: the theme and the window (also in the
+	// latency panel's title) give way first; the load and the lengths
+	// take a second line when one is not enough (workers backing off).
+	parts := []part{
+		{loop, 0},
+		{item("prompt", lengthLabel(s.PromptLength, k.PromptTokens)), 1},
+		{item("output", lengthLabel(s.OutputLength, k.OutputTokens)), 1},
+		{item("window", window(s.Window)), 2},
 	}
 	if s.Dataset > 0 {
-		parts[1] = item("prompts", fmt.Sprintf("dataset of %d", s.Dataset))
+		parts[1].text = item("prompts", fmt.Sprintf("dataset of %d", s.Dataset))
 	}
 	if w >= 110 {
-		parts = append(parts, item("theme", m.theme.Name))
+		parts = append(parts, part{item("theme", m.theme.Name), 3})
 	}
 	if m.readOnly {
-		parts = append(parts, t.Muted.Render("watching"))
+		parts = append(parts, part{t.Muted.Render("watching"), 0})
 	}
-	line2 := fit(strings.Join(parts, t.Muted.Render(" · ")), w)
+	sep := t.Muted.Render(" · ")
+	var needed []part
+	for _, p := range parts {
+		if p.prio <= 1 {
+			needed = append(needed, p)
+		}
+	}
+	n := min(max(len(flow(needed, sep, w)), 1), 2)
+	line2 := block(flowParts(parts, sep, w, n), w, n)
 	if !m.haveSnap {
 		line2 = fit(t.Muted.Render("waiting for the first snapshot…"), w)
 	}
