@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,8 +11,13 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// dur formats a latency in at most 7 cells, with 3 significant digits.
-func dur(d time.Duration) string {
+// Duration formats a latency or an age as the dashboard does: at most 7
+// cells, 3 significant digits, the unit chosen by size (850µs, 1.25ms,
+// 18.7ms, 412ms, 1.70s, 42.3s, 312s), and "—" for nothing measured (zero or
+// less). It is exported so that every text infertop prints (the headless
+// progress line, the summaries) reads durations the one way the dashboard
+// does, never as time.Duration's 16.7526s beside a 158.1ms.
+func Duration(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return "—"
@@ -165,5 +171,74 @@ func wrapInto(s string, w, n int, more string) []string {
 	lines = lines[:n]
 	room := max(w-ansi.StringWidth(more), 0)
 	lines[n-1] = ansi.Truncate(strings.TrimRight(lines[n-1], " "), room, "") + more
+	return lines
+}
+
+// part is one item of a line laid out by flowParts, with its priority:
+// 0 is always kept, and the higher the number the sooner it is dropped
+// when the items do not fit.
+type part struct {
+	text string
+	prio int
+}
+
+// flowParts lays the parts out in at most n lines of w cells, joined by
+// sep, never cutting a part across lines: what does not fit on a line
+// goes to the next, and when n lines are not enough the parts of the
+// highest priority number are dropped whole, the latest first, until they
+// fit. A part wider than a line is wrapped on lines of its own; parts of
+// priority 0 that still need more than n lines are cut at the n-th, with
+// an ellipsis.
+func flowParts(parts []part, sep string, w, n int) []string {
+	if n <= 0 || w <= 0 {
+		return nil
+	}
+	keep := slices.Clone(parts)
+	for {
+		lines := flow(keep, sep, w)
+		if len(lines) <= n {
+			return lines
+		}
+		drop, worst := -1, 0
+		for i, p := range keep {
+			if p.prio > 0 && p.prio >= worst {
+				drop, worst = i, p.prio
+			}
+		}
+		if drop < 0 {
+			lines = lines[:n]
+			lines[n-1] = ansi.Truncate(lines[n-1], w-1, "") + "…"
+			return lines
+		}
+		keep = slices.Delete(keep, drop, drop+1)
+	}
+}
+
+// flow lays the parts out greedily in lines of at most w cells.
+func flow(parts []part, sep string, w int) []string {
+	var lines []string
+	cur, curW := "", 0
+	sepW := ansi.StringWidth(sep)
+	for _, p := range parts {
+		pw := ansi.StringWidth(p.text)
+		switch {
+		case cur != "" && curW+sepW+pw <= w:
+			cur, curW = cur+sep+p.text, curW+sepW+pw
+			continue
+		case cur != "":
+			lines = append(lines, cur)
+		}
+		if pw <= w {
+			cur, curW = p.text, pw
+			continue
+		}
+		wrapped := wrap(p.text, w)
+		lines = append(lines, wrapped[:len(wrapped)-1]...)
+		cur = wrapped[len(wrapped)-1]
+		curW = ansi.StringWidth(cur)
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
 	return lines
 }

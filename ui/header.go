@@ -2,7 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/sanitize"
@@ -14,9 +13,6 @@ func (m *Model) header(w int) string {
 	// The model name is what the endpoint said it serves and the URL may
 	// hold what a user pasted: neither reaches the terminal raw.
 	target := sanitize.Text(s.Target.URL)
-	if s.Target.Sim {
-		target += " (embedded sim)"
-	}
 	// The engine decides when the run is over; the header only says what
 	// its snapshot says, and the clock is the snapshot's, which stops when
 	// the run is done.
@@ -35,7 +31,7 @@ func (m *Model) header(w int) string {
 	case s.Ending():
 		state = t.Warn.Render(fmt.Sprintf("ending: %d in flight", s.InFlight))
 		if s.OldestInFlight > 0 { // a drain that does not end shows its oldest request's age growing
-			state += t.Warn.Render(", oldest " + dur(s.OldestInFlight))
+			state += t.Warn.Render(", oldest " + Duration(s.OldestInFlight))
 		}
 	case s.Knobs.Paused:
 		state = t.Warn.Render("‖ paused")
@@ -49,10 +45,7 @@ func (m *Model) header(w int) string {
 			right = t.Muted.Render("ends in ") + t.Value.Render(clock(max(l-s.Elapsed, 0))) + "  " + right
 		}
 	}
-	left := t.Header.Render("infertop") + "  " + t.Value.Render(sanitize.Text(s.Target.Model)) + t.Muted.Render(" · "+s.Target.API+" · ") +
-		t.Text.Render(target)
-	gap := w - lipglossWidth(right)
-	line1 := fit(fit(left, gap-1)+" "+right, w) // never wider than the terminal, however long the state
+	line1 := m.headerLine(target, right, w)
 
 	k := s.Knobs
 	item := func(label, value string) string { return t.Muted.Render(label+" ") + t.Value.Render(value) }
@@ -72,26 +65,73 @@ func (m *Model) header(w int) string {
 		}
 		loop += t.Warn.Render(fmt.Sprintf(" backing off: %d %s after failures", s.BackingOff, workers))
 	}
-	parts := []string{
-		loop,
-		item("prompt", lengthLabel(s.PromptLength, k.PromptTokens)),
-		item("output", lengthLabel(s.OutputLength, k.OutputTokens)),
-		item("window", window(s.Window)),
+	// The knobs whole, never cut: the theme and the window (also in the
+	// latency panel's title) give way first; the load and the lengths
+	// take a second line when one is not enough (workers backing off).
+	parts := []part{
+		{loop, 0},
+		{item("prompt", lengthLabel(s.PromptLength, k.PromptTokens)), 1},
+		{item("output", lengthLabel(s.OutputLength, k.OutputTokens)), 1},
+		{item("window", window(s.Window)), 2},
 	}
 	if s.Dataset > 0 {
-		parts[1] = item("prompts", fmt.Sprintf("dataset of %d", s.Dataset))
+		parts[1].text = item("prompts", fmt.Sprintf("dataset of %d", s.Dataset))
 	}
 	if w >= 110 {
-		parts = append(parts, item("theme", m.theme.Name))
+		parts = append(parts, part{item("theme", m.theme.Name), 3})
 	}
 	if m.readOnly {
-		parts = append(parts, t.Muted.Render("watching"))
+		parts = append(parts, part{t.Muted.Render("watching"), 0})
 	}
-	line2 := fit(strings.Join(parts, t.Muted.Render(" · ")), w)
+	sep := t.Muted.Render(" · ")
+	var needed []part
+	for _, p := range parts {
+		if p.prio <= 1 {
+			needed = append(needed, p)
+		}
+	}
+	n := min(max(len(flow(needed, sep, w)), 1), 2)
+	line2 := block(flowParts(parts, sep, w, n), w, n)
 	if !m.haveSnap {
 		line2 = fit(t.Muted.Render("waiting for the first snapshot…"), w)
 	}
 	return line1 + "\n" + line2
+}
+
+// headerLine is the header's first line: what is watched on the left, the
+// run's state on the right. What does not fit is dropped whole, least
+// needed first (the API, then "embedded" of the sim, then the model), so
+// the URL is never cut (a port shown as "800…" is a wrong port); a URL too
+// long even alone goes on lines of its own under the first.
+func (m *Model) headerLine(target, right string, w int) string {
+	t, s := m.theme, &m.snap
+	name := t.Header.Render("infertop") + "  "
+	model := t.Value.Render(sanitize.Text(s.Target.Model)) + t.Muted.Render(" · ")
+	api := t.Muted.Render(s.Target.API + " · ")
+	url := t.Text.Render(target)
+	sims := []string{"", ""}
+	if s.Target.Sim {
+		sims = []string{t.Text.Render(" (embedded sim)"), t.Text.Render(" (sim)")}
+	}
+	room := w - lipglossWidth(right) - 1
+	for _, left := range []string{
+		name + model + api + url + sims[0],
+		name + model + url + sims[0],
+		name + model + url + sims[1],
+		name + url + sims[1],
+	} {
+		if lipglossWidth(left) <= room {
+			return fit(fit(left, room)+" "+right, w)
+		}
+	}
+	line := fit(fit(name+model, room)+" "+right, w) // never wider than the terminal, however long the state
+	for i, l := range wrap(url+sims[1], w) {
+		if i == 2 {
+			break // a URL is not the dashboard: two lines of it at most
+		}
+		line += "\n" + fit(l, w)
+	}
+	return line
 }
 
 func lengthLabel(l load.Length, centre int) string {

@@ -12,16 +12,37 @@ import (
 	"github.com/infertop/infertop/load"
 )
 
-// tableWidth is the latency table's width; the chart takes the rest.
+// tableWidth is the latency table's width; the charts take the rest.
 const tableWidth = 48
 
-// latencyPanel is the percentile table beside the chart over time.
+// twoChartsWidth is the room beside the table from which a second chart
+// over time (the other latency metric) is drawn: two charts of 50 cells
+// still hold a minute at a label every 10 s.
+const twoChartsWidth = 100
+
+// latencyPanel is the percentile table, with the window's distribution
+// under it when there is room, beside the chart over time (two charts,
+// E2E and TTFT, on a wide terminal).
 func (m *Model) latencyPanel(w, h int) string {
-	left := m.latencyTable(tableWidth, h)
-	right := m.latencyChart(w-tableWidth-1, h)
-	return lipgloss.JoinHorizontal(lipgloss.Top, left, " ", right)
+	met := chartMetrics()[m.chartMetric]
+	table := m.latencyTable(tableWidth, h)
+	if used := lipgloss.Height(table); h-used >= distHeight {
+		table += "\n" + m.distPanel(met, tableWidth, h-used)
+	} else {
+		table = block(strings.Split(table, "\n"), tableWidth, h)
+	}
+	rest := w - tableWidth - 1
+	if rest < twoChartsWidth {
+		return lipgloss.JoinHorizontal(lipgloss.Top, table, " ", m.overTime(m.latencySpec(met), rest, h))
+	}
+	other := chartMetrics()[(m.chartMetric+1)%len(chartMetrics())]
+	first := (rest - 1) / 2
+	return lipgloss.JoinHorizontal(lipgloss.Top, table, " ",
+		m.overTime(m.latencySpec(met), first, h), " ", m.overTime(m.latencySpec(other), rest-1-first, h))
 }
 
+// latencyTable is the window's percentiles, one row per metric, and a note
+// on what they count: as many lines as it needs, at most h.
 func (m *Model) latencyTable(w, h int) string {
 	t, s := m.theme, &m.snap
 	lines := []string{m.title("Latency", window(s.Window)+" window", w)}
@@ -53,35 +74,149 @@ func (m *Model) latencyTable(w, h int) string {
 			if st, ok := m.sloStyle(strings.ToLower(met.String()), []string{"p50", "p90", "p95", "p99", "max"}[i]); ok {
 				style = st.Underline(true)
 			}
-			row += style.Render(padLeft(dur(v), 8))
+			row += style.Render(padLeft(Duration(v), 8))
 		}
 		lines = append(lines, row)
 	}
-	if h > len(lines) {
-		n := s.Latency[load.E2E].Count
-		note := t.Muted.Render(strings.TrimSpace(num(float64(n)) + " requests, " +
-			num(float64(s.Latency[load.ITL].Count)) + " token gaps"))
-		if s.OutputEstimated {
-			note += t.Warn.Render("  tokens estimated")
-		}
+	if room := h - len(lines); room > 0 {
+		// Counts are whole numbers: "7 requests", never num's "7.0".
+		var parts []part
 		if open {
-			note = t.Muted.Render("* from the intended send time · ") + note
+			parts = append(parts, part{t.Muted.Render("* from the intended send time"), 0})
 		}
-		lines = append(lines, note)
+		parts = append(parts, part{t.Muted.Render(count(s.Latency[load.E2E].Count, 7) + " requests"), 0},
+			part{t.Muted.Render(count(s.Latency[load.ITL].Count, 7) + " token gaps"), 2})
+		if s.OutputEstimated {
+			parts = append(parts, part{t.Warn.Render("tokens estimated"), 1})
+		}
+		lines = append(lines, flowParts(parts, t.Muted.Render(" · "), w, room)...)
+	}
+	return strings.Join(lines[:min(len(lines), h)], "\n")
+}
+
+// distHeight is the distribution's height: its title and seven rows.
+const distHeight = 8
+
+// distPanel is the window's distribution of one metric as a percentile
+// ladder: each quantile's value and a bar to the scale of the largest, so
+// how far the tail sits from the median reads at a glance.
+func (m *Model) distPanel(met load.Metric, w, h int) string {
+	t, s := m.theme, &m.snap
+	d := s.Latency[met]
+	lines := []string{m.title(met.String()+" distribution", window(s.Window)+" window", w)}
+	if d.Count == 0 {
+		return block(append(lines, t.Muted.Render("nothing measured in the window")), w, h)
+	}
+	rows := []struct {
+		label string
+		v     time.Duration
+		style lipgloss.Style
+	}{
+		{"p50", d.P50, t.P50}, {"p90", d.P90, t.Text}, {"p95", d.P95, t.P95}, {"p99", d.P99, t.P99},
+		{"p99.9", d.P999, t.P99}, {"max", d.Max, t.Text}, {"mean", d.Mean, t.Muted},
+	}
+	const labelW, valueW = 6, 8
+	barW := max(w-labelW-valueW-1, 1)
+	for _, r := range rows {
+		lines = append(lines, t.Muted.Render(fit(r.label, labelW))+r.style.Render(padLeft(Duration(r.v), valueW))+" "+
+			r.style.Render(bar(float64(r.v)/float64(max(d.Max, 1)), barW)))
 	}
 	return block(lines, w, h)
 }
 
-// latencyChart draws p50/p95/p99 of the chosen metric, one point per
-// second, with a marker column where a phase began.
-func (m *Model) latencyChart(w, h int) string {
-	t, s := m.theme, &m.snap
-	met := chartMetrics()[m.chartMetric]
-	legend := t.P50.Render("p50") + " " + t.P95.Render("p95") + " " + t.P99.Render("p99")
-	if met == load.TTFT {
-		legend = t.P50.Render("p50") + " " + t.P99.Render("p99")
+// bar is a horizontal bar of f (0 to 1) of w cells, to an eighth of a cell.
+func bar(f float64, w int) string {
+	eighths := int(math.Round(min(max(f, 0), 1) * float64(w*8)))
+	s := strings.Repeat("█", eighths/8)
+	if r := eighths % 8; r > 0 {
+		s += string([]rune("▏▎▍▌▋▊▉")[r-1])
 	}
-	title := m.title(met.String()+" over time", legend+t.Muted.Render(" · c: metric"), w)
+	return s
+}
+
+// chartSpec is one chart over time: its lines, title and Y labels.
+type chartSpec struct {
+	// id names the chart's cached drawing.
+	id    string
+	name  string // the title's name, extra its legend
+	extra string
+	// hint follows the legend where the title has room for it whole.
+	hint  string
+	lines []seriesLine
+	// yLabel formats a Y value (a latency's milliseconds, a rate).
+	yLabel func(float64) string
+}
+
+// seriesLine is one line of a chart: a value per second.
+type seriesLine struct {
+	name  string
+	style lipgloss.Style
+	pick  func(load.Point) float64
+	// gaps: a zero is a second in which nothing was measured (a latency
+	// with no request finished), drawn as no point rather than a drop to 0.
+	gaps bool
+}
+
+// latencySpec is the chart of p50/p95/p99 (p50/p99 for TTFT) of met, in ms.
+func (m *Model) latencySpec(met load.Metric) chartSpec {
+	t := m.theme
+	ms := func(f func(load.Point) time.Duration) func(load.Point) float64 {
+		return func(p load.Point) float64 { return float64(f(p)) / 1e6 }
+	}
+	spec := chartSpec{id: met.String(), name: met.String() + " over time",
+		yLabel: func(v float64) string { return Duration(time.Duration(v * 1e6)) }}
+	if met == load.E2E {
+		spec.extra = t.P50.Render("p50") + " " + t.P95.Render("p95") + " " + t.P99.Render("p99")
+		spec.lines = []seriesLine{
+			{"a50", t.P50, ms(func(p load.Point) time.Duration { return p.E2EP50 }), true},
+			{"b95", t.P95, ms(func(p load.Point) time.Duration { return p.E2EP95 }), true},
+			{"c99", t.P99, ms(func(p load.Point) time.Duration { return p.E2EP99 }), true},
+		}
+	} else {
+		spec.extra = t.P50.Render("p50") + " " + t.P99.Render("p99")
+		spec.lines = []seriesLine{
+			{"a50", t.P50, ms(func(p load.Point) time.Duration { return p.TTFTP50 }), true},
+			{"c99", t.P99, ms(func(p load.Point) time.Duration { return p.TTFTP99 }), true},
+		}
+	}
+	spec.hint = t.Muted.Render(" · c: metric")
+	return spec
+}
+
+// throughputSpecs are the charts of the rates over time: output tokens,
+// and requests (in flight, finished and failed each second), read beside
+// the latency to see where the load stopped paying.
+func (m *Model) throughputSpecs() []chartSpec {
+	t := m.theme
+	return []chartSpec{
+		{id: "tokens", name: "Throughput over time", extra: t.P50.Render("tok/s out"), yLabel: num,
+			lines: []seriesLine{{"a", t.P50, func(p load.Point) float64 { return float64(p.OutTokens) }, false}}},
+		{id: "requests", name: "Requests over time",
+			extra: t.P50.Render("in flight") + " " + t.P95.Render("done/s") + " " + t.P99.Render("failed/s"), yLabel: num,
+			lines: []seriesLine{
+				{"a", t.P50, func(p load.Point) float64 { return float64(p.InFlight) }, false},
+				{"b", t.P95, func(p load.Point) float64 { return float64(p.Completed) }, false},
+				{"c", t.P99, func(p load.Point) float64 { return float64(p.Failed) }, false},
+			}},
+	}
+}
+
+// throughputRow is the throughput charts side by side.
+func (m *Model) throughputRow(w, h int) string {
+	specs := m.throughputSpecs()
+	first := (w - 1) / 2
+	return lipgloss.JoinHorizontal(lipgloss.Top, m.overTime(specs[0], first, h), " ", m.overTime(specs[1], w-1-first, h))
+}
+
+// overTime draws a chart of the last minute (or window), one point per
+// second, with a marker column where a phase began; the drawing is cached
+// by what it is drawn from.
+func (m *Model) overTime(spec chartSpec, w, h int) string {
+	s := &m.snap
+	title := m.title(spec.name, spec.extra+spec.hint, w)
+	if lipgloss.Width(spec.name+spec.extra+spec.hint)+6 > w {
+		title = m.title(spec.name, spec.extra, w)
+	}
 	ch := h - 1
 	if w < 20 || ch < 3 {
 		return block([]string{title}, w, h)
@@ -89,51 +224,37 @@ func (m *Model) latencyChart(w, h int) string {
 	span := max(s.Window, time.Minute)
 	end := max(s.Elapsed.Truncate(time.Second), span)
 	start := end - span
-	var sets []latencySeries
-	if met == load.E2E {
-		sets = []latencySeries{
-			{"a50", t.P50, func(p load.Point) time.Duration { return p.E2EP50 }},
-			{"b95", t.P95, func(p load.Point) time.Duration { return p.E2EP95 }},
-			{"c99", t.P99, func(p load.Point) time.Duration { return p.E2EP99 }},
-		}
-	} else {
-		sets = []latencySeries{
-			{"a50", t.P50, func(p load.Point) time.Duration { return p.TTFTP50 }},
-			{"c99", t.P99, func(p load.Point) time.Duration { return p.TTFTP99 }},
-		}
-	}
-	var top time.Duration
-	key := chartKey{w: w, h: h, metric: met, start: start, end: end, legend: title}
+	top := 0.0
+	key := chartKey{w: w, h: h, start: start, end: end, title: title}
 	for _, p := range s.Series {
 		if time.Duration(p.Sec)*time.Second < start {
 			continue
 		}
 		key.mix(uint64(p.Sec))
-		for _, st := range sets {
-			v := st.pick(p)
+		for _, l := range spec.lines {
+			v := l.pick(p)
 			top = max(top, v)
-			key.mix(uint64(v))
+			key.mix(math.Float64bits(v))
 		}
 	}
 	for _, ph := range s.Phases {
 		key.mix(uint64(ph.Start))
 	}
-	if m.chart != nil && m.chart.key == key {
-		return m.chart.view
+	if c := m.charts[spec.id]; c != nil && c.key == key {
+		return c.view
 	}
-	view := m.drawLatencyChart(title, w, ch, sets, top, start, end, span)
-	m.chart = &chartDrawing{key: key, view: view}
+	view := title + "\n" + m.drawChart(spec, w, ch, top, start, end)
+	m.charts[spec.id] = &chartDrawing{key: key, view: view}
 	return view
 }
 
-// chartKey is everything the latency chart is drawn from; the chart is
-// drawn again only when it changes (once a second, as the series moves on,
-// or on a key), not on every frame.
+// chartKey is everything a chart is drawn from; it is drawn again only
+// when that changes (once a second, as the series moves on, or on a key),
+// not on every frame.
 type chartKey struct {
 	w, h       int
-	metric     load.Metric
 	start, end time.Duration
-	legend     string
+	title      string
 	sum        uint64 // FNV-1a of the points and phase starts drawn
 }
 
@@ -152,41 +273,44 @@ type chartDrawing struct {
 	view string
 }
 
-// latencySeries is one line of the chart.
-type latencySeries struct {
-	name  string
-	style lipgloss.Style
-	pick  func(load.Point) time.Duration
-}
-
-func (m *Model) drawLatencyChart(title string, w, ch int, sets []latencySeries, top, start, end, span time.Duration) string {
+func (m *Model) drawChart(spec chartSpec, w, ch int, top float64, start, end time.Duration) string {
 	t, s := m.theme, &m.snap
+	span := end - start
 	ts := func(d time.Duration) time.Time { return time.Unix(int64(d/time.Second), 0) }
-	yMax := niceCeil(float64(max(top, time.Millisecond)) * 1.1 / 1e6) // ms
+	yMax := niceCeil(max(top, 1e-3) * 1.1)
 	c := timeserieslinechart.New(w, ch,
 		timeserieslinechart.WithTimeRange(ts(start), ts(end)),
 		timeserieslinechart.WithYRange(0, yMax),
-		timeserieslinechart.WithXLabelFormatter(func(_ int, v float64) string { return clock(time.Duration(v) * time.Second) }),
 		timeserieslinechart.WithYLabelFormatter(func(_ int, v float64) string {
 			if v <= 0 {
 				return "0"
 			}
-			return dur(time.Duration(v * 1e6))
+			return spec.yLabel(v)
 		}),
 		timeserieslinechart.WithAxesStyles(t.Border, t.Muted),
-		timeserieslinechart.WithXYSteps(2, 2),
+		// The X labels are asked for at every column and given only where
+		// a round step falls (timeLabels), not every n columns at whatever
+		// second that lands on.
+		timeserieslinechart.WithXYSteps(1, 2),
 	)
 	c.SetViewTimeAndYRange(ts(start), ts(end), 0, yMax)
-	for _, st := range sets {
-		c.SetDataSetStyle(st.name, st.style)
+	labels := timeLabels(start, span, c.GraphWidth())
+	c.XLabelFormatter = func(i int, _ float64) string {
+		if i < 0 || i >= len(labels) {
+			return ""
+		}
+		return labels[i]
+	}
+	for _, l := range spec.lines {
+		c.SetDataSetStyle(l.name, l.style)
 	}
 	for _, p := range s.Series {
 		if time.Duration(p.Sec)*time.Second < start {
 			continue
 		}
-		for _, st := range sets {
-			if v := st.pick(p); v > 0 {
-				c.PushDataSet(st.name, timeserieslinechart.TimePoint{Time: ts(time.Duration(p.Sec) * time.Second), Value: float64(v) / 1e6})
+		for _, l := range spec.lines {
+			if v := l.pick(p); v > 0 || !l.gaps {
+				c.PushDataSet(l.name, timeserieslinechart.TimePoint{Time: ts(time.Duration(p.Sec) * time.Second), Value: v})
 			}
 		}
 	}
@@ -196,7 +320,7 @@ func (m *Model) drawLatencyChart(title string, w, ch int, sets []latencySeries, 
 		if i == 0 || ph.Start < start {
 			continue
 		}
-		x := c.Origin().X + 1 + int(math.Round((ph.Start-start).Seconds()/span.Seconds()*float64(c.GraphWidth()-1)))
+		x := c.Origin().X + 1 + column(ph.Start-start, span, c.GraphWidth())
 		for y := 0; y < c.Origin().Y; y++ {
 			p := canvas.Point{X: x, Y: y}
 			if cell := c.Canvas.Cell(p); cell.Rune == 0 || cell.Rune == ' ' {
@@ -204,7 +328,50 @@ func (m *Model) drawLatencyChart(title string, w, ch int, sets []latencySeries, 
 			}
 		}
 	}
-	return title + "\n" + block(strings.Split(c.View(), "\n"), w, ch)
+	return block(strings.Split(c.View(), "\n"), w, ch)
+}
+
+// column is the graph column of the time d into a span drawn over gw
+// columns, as ntcharts scales a point (over gw-1).
+func column(d, span time.Duration, gw int) int {
+	return int(math.Round(d.Seconds() / span.Seconds() * float64(gw-1)))
+}
+
+// labelSteps are the time axis' steps, in seconds: round on a clock.
+func labelSteps() []int64 {
+	return []int64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 24 * 3600}
+}
+
+// labelStep is the smallest round step (1, 2, 5, 10, 15, 30 s, 1, 2, 5,
+// 10, 15, 30 min, 1 h…) at which labels of labelW cells over a span drawn
+// in gw columns keep two blank cells between them.
+func labelStep(span time.Duration, gw, labelW int) int64 {
+	steps := labelSteps()
+	perSec := float64(gw-1) / span.Seconds()
+	for _, st := range steps {
+		if float64(st)*perSec >= float64(labelW+2) {
+			return st
+		}
+	}
+	return steps[len(steps)-1]
+}
+
+// timeLabels is the time axis: for each of gw columns, the clock label of
+// the multiple of the step that falls there, or "" (no label). ntcharts
+// counts a label's column from the Y axis, the data's from the column
+// after it: the label is one column on, so that it starts above its time.
+func timeLabels(start, span time.Duration, gw int) []string {
+	labels := make([]string, max(gw+1, 1))
+	if gw < 2 || span <= 0 {
+		return labels
+	}
+	step := time.Duration(labelStep(span, gw, len(clock(start+span)))) * time.Second
+	for v := (start + step - 1) / step * step; v <= start+span; v += step {
+		if i := column(v-start, span, gw) + 1; i >= 0 && i < len(labels) {
+			labels[i] = clock(v)
+		}
+	}
+	return labels
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten.

@@ -118,10 +118,10 @@ type Model struct {
 
 	// cache is the rendered screen; View returns it.
 	cache string
-	// sparks keeps each sparkline's last drawing, by panel; chart the
-	// latency chart's.
+	// sparks keeps each sparkline's last drawing, by panel; charts each
+	// chart's over time, by chartSpec.id.
 	sparks map[string]*sparkDrawing
-	chart  *chartDrawing
+	charts map[string]*chartDrawing
 }
 
 // New returns a dashboard acting on ctl.
@@ -131,7 +131,7 @@ func New(ctl Controller, o Options) (Model, error) {
 	}
 	m := Model{ctl: ctl, renderer: o.Renderer, palettes: themes.Palettes(), keys: newKeyMap(), snaps: o.Snapshots,
 		objs: o.Objectives, save: o.Save, readOnly: o.ReadOnly, figures: o.Figures, width: MinWidth, height: MinHeight,
-		sparks: map[string]*sparkDrawing{}}
+		sparks: map[string]*sparkDrawing{}, charts: map[string]*chartDrawing{}}
 	if o.Theme != "" {
 		found := false
 		for i, p := range m.palettes {
@@ -310,8 +310,10 @@ func (m Model) ThemeName() string { return m.theme.Name }
 func (m *Model) render() {
 	w, h := m.width, m.height
 	if w < MinWidth || h < MinHeight {
+		// Wrapped, not cut: the message is the whole screen, and its end
+		// (the size needed) is the part that matters.
 		msg := fmt.Sprintf("terminal too small: %dx%d, infertop needs %dx%d", w, h, MinWidth, MinHeight)
-		m.cache = lipgloss.PlaceHorizontal(max(w, 1), lipgloss.Left, fit(msg, w)) + "\n" + fit("q quits", w)
+		m.cache = block(append(wrap(msg, w), wrap("q quits", w)...), max(w, 1), max(h, 1))
 		return
 	}
 	header := m.header(w)
@@ -319,7 +321,7 @@ func (m *Model) render() {
 		header += "\n" + b
 	}
 	footer := m.footer(w)
-	avail := h - lipgloss.Height(header) - 1
+	avail := h - lipgloss.Height(header) - lipgloss.Height(footer)
 	var body string
 	switch m.screen {
 	case screenHelp:
@@ -327,30 +329,87 @@ func (m *Model) render() {
 	case screenErrors:
 		body = m.errorsScreen(w, avail)
 	default:
-		latH := min(max(avail*35/100, 6), 20)
-		smallH := min(max(avail*28/100, 6), 14)
-		server := m.serverPanel(w)
-		phaseH := avail - latH - smallH - lipgloss.Height(server)
-		if server == "" {
-			phaseH = avail - latH - smallH
-		}
-		parts := []string{m.latencyPanel(w, latH), m.smallPanels(w, smallH)}
-		if server != "" {
-			parts = append(parts, server)
-		}
-		body = lipgloss.JoinVertical(lipgloss.Left, append(parts, m.phasesPanel(w, phaseH))...)
+		body = m.dashboard(w, avail)
 	}
 	m.cache = lipgloss.JoinVertical(lipgloss.Left, header, body, footer)
 }
 
+// dashboard lays the panels out in h lines. A bigger terminal shows more,
+// not taller bars: the sparklines keep a sparkline's height; the latency
+// row grows to hold the window's distribution under the table and, when
+// wide, a second chart; on a wide terminal with rows to spare a row of
+// throughput charts follows; the phase table has the rest, and at least
+// the rows its phases need while the charts can give them up.
+func (m *Model) dashboard(w, h int) string {
+	server := m.serverPanel(w)
+	serverH := 0
+	if server != "" {
+		serverH = lipgloss.Height(server)
+	}
+	// Title, two or three figures and three or four rows of bars.
+	smallH := 6
+	switch {
+	case h >= 60:
+		smallH = 8
+	case h >= 30:
+		smallH = 7
+	}
+	phaseNeed := 2 + max(m.visiblePhases(), 1)
+	rest := h - smallH - serverH
+	latH := min(max(rest-phaseNeed, 6), max(20, h*40/100))
+	rest -= latH
+	tputH := 0
+	if w >= 120 && rest-phaseNeed >= 8 {
+		tputH = min(rest-phaseNeed, 20)
+		rest -= tputH
+	}
+	parts := []string{m.latencyPanel(w, latH)}
+	if tputH > 0 {
+		parts = append(parts, m.throughputRow(w, tputH))
+	}
+	parts = append(parts, m.smallPanels(w, smallH))
+	if server != "" {
+		parts = append(parts, server)
+	}
+	return lipgloss.JoinVertical(lipgloss.Left, append(parts, m.phasesPanel(w, rest))...)
+}
+
+// footer is the keys' line, and a notice above it when there is one. The
+// line always ends with ? help and q quit, the keys a newcomer needs
+// first; the other keys show as far as they fit, each whole.
 func (m *Model) footer(w int) string {
-	if m.flash != "" {
-		return fit(m.theme.Accent.Render(m.flash), w)
+	t := m.theme
+	var parts []part
+	for i, b := range m.keys.ShortHelp() {
+		prio := 1 + i // the earlier in the table, the longer kept
+		if k := b.Keys()[0]; k == "?" || k == "q" {
+			prio = 0
+		}
+		parts = append(parts, part{t.Key.Render(b.Help().Key) + " " + t.KeyDesc.Render(b.Help().Desc), prio})
 	}
-	if m.saving {
-		return fit(m.theme.Accent.Render("saving…"), w)
+	keys := fit(strings.Join(flowParts(parts, t.Muted.Render(" · "), w, 1), ""), w)
+	notice := m.flash
+	if notice == "" && m.saving {
+		notice = "saving…"
 	}
-	return fit(m.help.ShortHelpView(m.keys.ShortHelp()), w)
+	if notice == "" {
+		return keys
+	}
+	// The notice wraps (a saved report's paths are its point) over at
+	// most three lines above the keys.
+	lines := wrapInto(t.Accent.Render(notice), w, 3, t.Muted.Render("…"))
+	return block(append(lines, keys), w, len(lines)+1)
+}
+
+// visiblePhases counts the phase table's rows (phasesPanel's filter).
+func (m *Model) visiblePhases() int {
+	n := 0
+	for _, ph := range m.snap.Phases {
+		if shownPhase(ph) {
+			n++
+		}
+	}
+	return n
 }
 
 // banner names the objectives the window breaks, or is empty.
@@ -371,7 +430,12 @@ func (m *Model) banner(w int) string {
 	if len(broken) == 0 {
 		return ""
 	}
-	return m.theme.Banner.Render(fit(" SLO BREACHED over the "+window(m.snap.Window)+" window: "+strings.Join(broken, ", "), w))
+	// Wrapped, not cut: the breach that does not fit is the one missed.
+	lines := wrapInto(" SLO BREACHED over the "+window(m.snap.Window)+" window: "+strings.Join(broken, ", "), w, 3, "…")
+	for i, l := range lines {
+		lines[i] = m.theme.Banner.Render(fit(l, w))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // sloStyle is the style for a latency figure an objective watches: good or
@@ -418,12 +482,14 @@ func (m *Model) helpScreen(w, h int) string {
 	return block(lines, w, h)
 }
 
-// title draws a panel's title rule: "─ name ─────".
+// title draws a panel's title rule: "─ name · extra ─────". The dot
+// keeps the muted extra from reading on as part of the name in a
+// terminal without colour ("Server its own metrics").
 func (m *Model) title(name, extra string, w int) string {
 	t := m.theme
 	s := t.Border.Render("─ ") + t.Title.Render(name)
 	if extra != "" {
-		s += " " + t.Muted.Render(extra)
+		s += t.Muted.Render(" · " + extra)
 	}
 	s += " "
 	if n := lipglossWidth(s); n < w {

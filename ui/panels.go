@@ -63,10 +63,12 @@ type sparkDrawing struct {
 func (m *Model) ttftPanel(w, h int) string {
 	t, s := m.theme, &m.snap
 	d := s.Latency[load.TTFT]
-	lines := []string{
-		m.title("TTFT", "", w),
-		t.Muted.Render("p50 ") + t.P50.Render(dur(d.P50)),
-		t.Muted.Render("p99 ") + t.P99.Render(dur(d.P99)) + t.Muted.Render(" (last s "+dur(lastPoint(s).TTFTP99)+")"),
+	p99, last := t.Muted.Render("p99 ")+t.P99.Render(Duration(d.P99)), t.Muted.Render("last s "+Duration(lastPoint(s).TTFTP99))
+	lines := []string{m.title("TTFT", "", w), t.Muted.Render("p50 ") + t.P50.Render(Duration(d.P50))}
+	if full := p99 + t.Muted.Render(" (") + last + t.Muted.Render(")"); lipgloss.Width(full) <= w {
+		lines = append(lines, full)
+	} else { // the last second's p99 on a line of its own rather than cut
+		lines = append(lines, p99, last)
 	}
 	lines = append(lines, m.spark("ttft", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.TTFTP99) })...)
 	return block(lines, w, h)
@@ -110,17 +112,21 @@ func (m *Model) errorsPanel(w, h int) string {
 		m.title("Errors", "", w),
 		rate + t.Muted.Render(fmt.Sprintf(" · %d in %s", s.Failed, window(s.Window))),
 	}
-	var classes []string
+	// The classes on one line, each whole, the run's total dropped first
+	// (the top error under them needs the lines more); on two when the
+	// classes alone need them.
+	var classes []part
 	for _, c := range probe.FailureClasses() {
 		if n := s.ByClass[c]; n > 0 {
-			classes = append(classes, t.Text.Render(c.String())+" "+t.Bad.Render(fmt.Sprint(n)))
+			classes = append(classes, part{t.Text.Render(c.String()) + " " + t.Bad.Render(fmt.Sprint(n)), 1})
 		}
 	}
 	if len(classes) == 0 {
-		classes = []string{t.Muted.Render("none")}
+		classes = []part{{t.Muted.Render("none"), 0}}
 	}
-	classes = append(classes, t.Muted.Render(fmt.Sprintf("· %d total", s.TotalFailed)))
-	lines = append(lines, strings.Join(classes, " "))
+	n := min(len(flow(classes, " ", w)), 2)
+	classes = append(classes, part{t.Muted.Render(fmt.Sprintf("· %d total", s.TotalFailed)), 2})
+	lines = append(lines, flowParts(classes, " ", w, n)...)
 	if room := h - len(lines); room > 0 {
 		lines = append(lines, m.topError(w, room)...)
 	}
@@ -199,12 +205,18 @@ func (m *Model) inflightPanel(w, h int) string {
 	case s.OldestInFlight <= 0:
 		lines = append(lines, t.Muted.Render("oldest —"))
 	case s.OldestInFlight > oldestLimit(s):
-		lines = append(lines, t.Warn.Render("oldest "+dur(s.OldestInFlight)+" · hung?"))
+		lines = append(lines, t.Warn.Render("oldest "+Duration(s.OldestInFlight)+" · hung?"))
 	default:
-		lines = append(lines, t.Muted.Render("oldest ")+t.Value.Render(dur(s.OldestInFlight)))
+		lines = append(lines, t.Muted.Render("oldest ")+t.Value.Render(Duration(s.OldestInFlight)))
 	}
 	lines = append(lines, m.spark("inflight", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.InFlight) })...)
 	return block(lines, w, h)
+}
+
+// shownPhase says whether the phase table has a row for ph: not for a
+// setting passed through on the way to another (keys held down).
+func shownPhase(ph load.Phase) bool {
+	return ph.Current || ph.Warmup || ph.Completed+ph.Failed > 0 && ph.End-ph.Start >= time.Second
 }
 
 // phasesPanel is the table of phases, newest at the bottom.
@@ -222,8 +234,8 @@ func (m *Model) phasesPanel(w, h int) string {
 	lines = append(lines, t.Muted.Render(head))
 	var rows []string
 	for _, ph := range s.Phases {
-		if !ph.Current && !ph.Warmup && (ph.Completed+ph.Failed == 0 || ph.End-ph.Start < time.Second) {
-			continue // a setting passed through on the way to another (keys held down)
+		if !shownPhase(ph) {
+			continue
 		}
 		errs := "0"
 		if n := ph.Completed + ph.Failed; ph.Failed > 0 {
@@ -243,7 +255,7 @@ func (m *Model) phasesPanel(w, h int) string {
 		}
 		cells := []string{
 			id, level, count(int64(ph.Knobs.PromptTokens), 6), count(int64(ph.Knobs.OutputTokens), 6),
-			count(ph.Completed, 6), dur(ph.Latency[load.TTFT].P50), dur(ph.Latency[load.TTFT].P99), dur(ph.Latency[load.E2E].P99),
+			count(ph.Completed, 6), Duration(ph.Latency[load.TTFT].P50), Duration(ph.Latency[load.TTFT].P99), Duration(ph.Latency[load.E2E].P99),
 			num(ph.OutTokPerSec), errs, clock(span),
 		}
 		row := ""

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/telemetry"
@@ -24,7 +23,10 @@ func (m *Model) serverPanel(w int) string {
 	sep := t.Muted.Render(" · ")
 	item := func(label, value string) string { return t.Muted.Render(label+" ") + t.Value.Render(value) }
 	var lines []string
-	lines = append(lines, m.title("Server", "its own metrics", w))
+	// The server's percentiles come from its histogram buckets: an
+	// estimate (interpolated inside a bucket), unlike the client's exact
+	// figures beside it, so each carries ≈ and the title says why.
+	lines = append(lines, m.title("Server", "its own metrics, ≈ estimated from histogram buckets", w))
 	if s := v.Server; s != nil {
 		var parts []string
 		switch {
@@ -40,16 +42,16 @@ func (m *Model) serverPanel(w int) string {
 				parts = append(parts, item("preempted", fmt.Sprintf("%.0f", s.Preemptions)))
 			}
 			if s.HasTTFT {
-				parts = append(parts, t.Muted.Render("server TTFT p50 ")+t.P50.Render(dur(secs(s.TTFTP50)))+t.Muted.Render(" p99 ")+t.P99.Render(dur(secs(s.TTFTP99))))
+				parts = append(parts, t.Muted.Render("server TTFT p50 ≈")+t.P50.Render(Duration(secs(s.TTFTP50)))+t.Muted.Render(" p99 ≈")+t.P99.Render(Duration(secs(s.TTFTP99))))
 			}
 			if s.HasITL {
-				parts = append(parts, t.Muted.Render("ITL p50 ")+t.P50.Render(dur(secs(s.ITLP50)))+t.Muted.Render(" p99 ")+t.P99.Render(dur(secs(s.ITLP99))))
+				parts = append(parts, t.Muted.Render("ITL p50 ≈")+t.P50.Render(Duration(secs(s.ITLP50)))+t.Muted.Render(" p99 ≈")+t.P99.Render(Duration(secs(s.ITLP99))))
 			}
 			if s.Stale {
 				parts = append(parts, t.Warn.Render(fmt.Sprintf("stale %s: %s", clock(s.Age), clean(s.Err))))
 			}
 		}
-		lines = append(lines, strings.Join(parts, sep))
+		lines = append(lines, flowLine(parts, sep, w)...)
 	}
 	if g := v.GPU; g != nil {
 		var parts []string
@@ -65,16 +67,27 @@ func (m *Model) serverPanel(w int) string {
 				parts = append(parts, t.Warn.Render(fmt.Sprintf("stale %s: %s", clock(g.Age), clean(g.Err))))
 			}
 		}
-		lines = append(lines, strings.Join(parts, sep))
+		lines = append(lines, flowLine(parts, sep, w)...)
 		if g.Count > 1 && g.Count <= 16 { // each GPU, on a line of its own
 			var each []string
 			for _, x := range g.GPUs {
 				each = append(each, t.Muted.Render("GPU"+clean(x.Index)+" ")+t.Text.Render(watts(x.PowerW))+t.Muted.Render(fmt.Sprintf(" %.0f%%", x.UtilPct)))
 			}
-			lines = append(lines, strings.Join(each, sep))
+			lines = append(lines, flowLine(each, sep, w)...)
 		}
 	}
 	return block(lines, w, len(lines))
+}
+
+// flowLine lays a line's items out over as many lines of w cells as they
+// need, each item whole: a server line is read item by item, and one cut
+// at the edge ("p99 2…") says nothing.
+func flowLine(items []string, sep string, w int) []string {
+	parts := make([]part, len(items))
+	for i, s := range items {
+		parts[i] = part{s, 0}
+	}
+	return flow(parts, sep, w)
 }
 
 // kindName is the server's kind as shown: its name when telemetry knows

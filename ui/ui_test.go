@@ -50,10 +50,10 @@ func fixedSnapshot() load.Snapshot {
 	}
 	s.ByClass[probe.HTTP5xx], s.ByClass[probe.HTTP429] = 4, 2
 	s.TotalByClass[probe.HTTP5xx], s.TotalByClass[probe.HTTP429] = 6, 3
-	s.Latency[load.TTFT] = load.Dist{Count: 392, Mean: 610 * ms, P50: 412 * ms, P90: 1480 * ms, P95: 1610 * ms, P99: 1702 * ms, Max: 1751 * ms}
+	s.Latency[load.TTFT] = load.Dist{Count: 392, Mean: 610 * ms, P50: 412 * ms, P90: 1480 * ms, P95: 1610 * ms, P99: 1702 * ms, P999: 1745 * ms, Max: 1751 * ms}
 	s.Latency[load.TPOT] = load.Dist{Count: 392, Mean: 19 * ms, P50: 18700 * time.Microsecond, P90: 19400 * time.Microsecond, P95: 19800 * time.Microsecond, P99: 20100 * time.Microsecond, Max: 21 * ms}
 	s.Latency[load.ITL] = load.Dist{Count: 49784, Mean: 19 * ms, P50: 14900 * time.Microsecond, P90: 16300 * time.Microsecond, P95: 17 * ms, P99: 131 * ms, Max: 301 * ms}
-	s.Latency[load.E2E] = load.Dist{Count: 392, Mean: 3 * time.Second, P50: 2810 * ms, P90: 3700 * ms, P95: 3880 * ms, P99: 3950 * ms, Max: 4010 * ms}
+	s.Latency[load.E2E] = load.Dist{Count: 392, Mean: 3 * time.Second, P50: 2810 * ms, P90: 3700 * ms, P95: 3880 * ms, P99: 3950 * ms, P999: 4002 * ms, Max: 4010 * ms}
 	s.Latency[load.TTFB] = load.Dist{Count: 392, Mean: ms, P50: 900 * time.Microsecond, P90: 1200 * time.Microsecond, P95: 1300 * time.Microsecond, P99: 2 * ms, Max: 3 * ms}
 	for sec := int64(0); sec < 95; sec++ {
 		p := load.Point{Sec: sec, InFlight: 8, Completed: 6, OutTokens: 768, InTokens: 3100,
@@ -178,21 +178,35 @@ func TestGolden(t *testing.T) {
 		size [2]int
 		snap load.Snapshot
 		keys string // pressed after the snapshot
+		// server, if set, is the telemetry the dashboard's figures join.
+		server *telemetry.View
 	}{
-		{"80x24", [2]int{80, 24}, fixedSnapshot(), ""},
-		{"160x48", [2]int{160, 48}, fixedSnapshot(), ""},
-		{"open-80x24", [2]int{80, 24}, openSnapshot(), ""},
-		{"help-120x30", [2]int{120, 30}, fixedSnapshot(), "?"}, // the help screen, from the key table
-		{"help-80x24", [2]int{80, 24}, fixedSnapshot(), "?"},
-		{"long-error-80x24", [2]int{80, 24}, longErrorSnapshot(), ""}, // the top error wrapped, cut, pointing at e
-		{"errors-80x24", [2]int{80, 24}, longErrorSnapshot(), "e"},    // every error, wrapped in full
-		{"errors-none-80x24", [2]int{80, 24}, noErrorSnapshot(), "e"}, // the screen with nothing to list
-		{"hung-80x24", [2]int{80, 24}, hungSnapshot(), ""},            // oldest in flight flagged, workers backing off
-		{"fast-80x24", [2]int{80, 24}, fastSnapshot(), ""},            // rates past 1000/s in every column
+		{"80x24", [2]int{80, 24}, fixedSnapshot(), "", nil},
+		{"120x40", [2]int{120, 40}, fixedSnapshot(), "", nil},
+		{"160x48", [2]int{160, 48}, fixedSnapshot(), "", nil},
+		{"240x70", [2]int{240, 70}, fixedSnapshot(), "", nil},
+		{"open-80x24", [2]int{80, 24}, openSnapshot(), "", nil},
+		{"help-120x30", [2]int{120, 30}, fixedSnapshot(), "?", nil}, // the help screen, from the key table
+		{"help-80x24", [2]int{80, 24}, fixedSnapshot(), "?", nil},
+		{"long-error-80x24", [2]int{80, 24}, longErrorSnapshot(), "", nil},    // the top error wrapped, cut, pointing at e
+		{"errors-80x24", [2]int{80, 24}, longErrorSnapshot(), "e", nil},       // every error, wrapped in full
+		{"errors-none-80x24", [2]int{80, 24}, noErrorSnapshot(), "e", nil},    // the screen with nothing to list
+		{"hung-80x24", [2]int{80, 24}, hungSnapshot(), "", nil},               // oldest in flight flagged, workers backing off
+		{"fast-80x24", [2]int{80, 24}, fastSnapshot(), "", nil},               // rates past 1000/s in every column
+		{"server-120x40", [2]int{120, 40}, fixedSnapshot(), "", serverView()}, // the server's lines wrapped, item by item
+		{"server-80x24", [2]int{80, 24}, fixedSnapshot(), "", serverView()},
 	} {
 		size := c.size
 		t.Run(c.name, func(t *testing.T) {
-			tm := teatest.NewTestModel(t, newTestModel(t, nil), teatest.WithInitialTermSize(size[0], size[1]))
+			m := newTestModel(t, nil)
+			if c.server != nil {
+				var err error
+				m, err = New(nil, Options{Renderer: asciiRenderer(), Figures: func(s load.Snapshot) runner.Figures { return runner.Join(s, c.server) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(size[0], size[1]))
 			tm.Send(SnapshotMsg(c.snap))
 			if c.keys != "" {
 				tm.Send(runes(c.keys))
@@ -542,12 +556,18 @@ func TestSaveDoesNotBlock(t *testing.T) {
 	}
 }
 
-func TestServerPanel(t *testing.T) {
-	view := telemetry.View{
-		Server: &telemetry.ServerView{Kind: "vllm", Running: 32, Waiting: 5, KVUsage: 0.78, HasKV: true, GenPerSec: 1700, PromptTokPerSec: 7000, HasTTFT: true, TTFTP50: 0.4, TTFTP99: 1.7},
+// serverView is a vLLM server's telemetry and two GPUs'.
+func serverView() *telemetry.View {
+	return &telemetry.View{
+		Server: &telemetry.ServerView{Kind: "vllm", Running: 32, Waiting: 5, KVUsage: 0.78, HasKV: true, GenPerSec: 1700, PromptTokPerSec: 7000,
+			HasPreempt: true, Preemptions: 3, HasTTFT: true, TTFTP50: 0.4, TTFTP99: 1.7, HasITL: true, ITLP50: 0.015, ITLP99: 0.13},
 		GPU: &telemetry.GPUView{Source: "DCGM", Count: 2, PowerW: 1400, AvgW: 1360, EnergyFrom: "energy counter", UtilPct: 93, TempC: 61,
 			GPUs: []telemetry.GPU{{Index: "0", PowerW: 720, UtilPct: 95}, {Index: "1", PowerW: 680, UtilPct: 91}}},
 	}
+}
+
+func TestServerPanel(t *testing.T) {
+	view := *serverView()
 	objs, _ := slo.ParseAll([]string{"energy_per_token<=0.5J"})
 	m, _ := New(nil, Options{Renderer: asciiRenderer(), Objectives: objs, Figures: func(s load.Snapshot) runner.Figures { return runner.Join(s, &view) }})
 	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 48}, SnapshotMsg(fixedSnapshot()))
@@ -800,5 +820,123 @@ func TestNumbers(t *testing.T) {
 	}
 	if got := count(12345678, 6); got != "12M" {
 		t.Errorf("count(12345678, 6) = %q", got)
+	}
+}
+
+// TestFooterKeys: the footer always ends with ? help and q quit, the keys
+// a newcomer needs first, each key whole, with a notice or without.
+func TestFooterKeys(t *testing.T) {
+	for _, w := range []int{80, 100, 120} {
+		for _, readOnly := range []bool{false, true} {
+			m, _ := New(nil, Options{Renderer: asciiRenderer(), ReadOnly: readOnly})
+			m = press[tea.Msg](m, tea.WindowSizeMsg{Width: w, Height: 30}, SnapshotMsg(fixedSnapshot()))
+			if readOnly {
+				m = press(m, runes("+")) // a locked key: a notice over the keys
+			}
+			lines := strings.Split(m.View(), "\n")
+			last := lines[len(lines)-1]
+			if !strings.Contains(last, "? help") || !strings.Contains(last, "q quit") || strings.Contains(last, "…") {
+				t.Errorf("%d columns, read-only %v: footer %q", w, readOnly, last)
+			}
+			if readOnly && !strings.Contains(m.View(), "knobs are locked") {
+				t.Errorf("%d columns: the notice is gone:\n%s", w, m.View())
+			}
+			if len(lines) != 30 {
+				t.Errorf("%d columns, read-only %v: %d lines", w, readOnly, len(lines))
+			}
+		}
+	}
+}
+
+// TestTooSmall: the too-small message is wrapped, never cut.
+func TestTooSmall(t *testing.T) {
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 40, Height: 10}, SnapshotMsg(fixedSnapshot()))
+	lines := strings.Split(m.View(), "\n")
+	var words []string
+	for _, l := range lines {
+		if w := lipgloss.Width(l); w != 40 {
+			t.Errorf("line %q is %d cells wide", l, w)
+		}
+		words = append(words, strings.Fields(l)...)
+	}
+	if got := strings.Join(words, " "); got != "terminal too small: 40x10, infertop needs 80x24 q quits" {
+		t.Errorf("too small: %q", got)
+	}
+	if len(lines) != 10 {
+		t.Errorf("%d lines", len(lines))
+	}
+}
+
+// TestLabelStep: the time axis is labelled at round steps, as close as
+// the labels' width allows, and every label falls on a multiple.
+func TestLabelStep(t *testing.T) {
+	for _, c := range []struct {
+		span   time.Duration
+		gw, lw int
+		want   int64
+	}{
+		{time.Minute, 25, 4, 15},     // 80 columns: 0:45 1:00 1:15
+		{time.Minute, 65, 4, 10},     // 120 columns
+		{time.Minute, 102, 4, 5},     // 160 columns
+		{time.Minute, 600, 4, 1},     // one a second when there is room
+		{time.Minute, 61, 4, 10},     // 6 cells for 5 s: under 4+2
+		{5 * time.Minute, 65, 4, 30}, // the 5-minute window
+		{5 * time.Minute, 25, 4, 120},
+		{time.Hour, 65, 7, 600},
+		{48 * time.Hour, 10, 8, 24 * 3600}, // the largest step
+	} {
+		if got := labelStep(c.span, c.gw, c.lw); got != c.want {
+			t.Errorf("labelStep(%v, %d, %d) = %d, want %d", c.span, c.gw, c.lw, got, c.want)
+		}
+	}
+	for _, start := range []time.Duration{0, 35 * time.Second, 97 * time.Second} {
+		labels := timeLabels(start, time.Minute, 65)
+		var got []string
+		for _, l := range labels {
+			if l == "" {
+				continue
+			}
+			got = append(got, l)
+			var mm, ss int
+			if _, err := fmt.Sscanf(l, "%d:%d", &mm, &ss); err != nil || ss%10 != 0 {
+				t.Errorf("start %v: label %q not at a multiple of 10 s", start, l)
+			}
+		}
+		if len(got) < 5 {
+			t.Errorf("start %v: labels %q", start, got)
+		}
+	}
+}
+
+// TestCountsAfterReset: the window's counts are whole numbers however few
+// ("7 requests", never "7.0 requests" as after an r).
+func TestCountsAfterReset(t *testing.T) {
+	s := fixedSnapshot()
+	s.Latency[load.E2E].Count, s.Latency[load.ITL].Count = 7, 889
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(s))
+	if v := m.View(); !strings.Contains(v, "7 requests · 889 token gaps") || strings.Contains(v, "7.0 requests") {
+		t.Fatalf("counts after a reset:\n%s", v)
+	}
+}
+
+// TestFlow: parts are never cut across lines, and the least needed are
+// dropped whole when the lines run out.
+func TestFlow(t *testing.T) {
+	parts := []part{{"alpha", 0}, {"beta", 2}, {"gamma", 1}, {"delta", 0}}
+	for _, c := range []struct {
+		w, n int
+		want []string
+	}{
+		{40, 1, []string{"alpha · beta · gamma · delta"}},
+		{20, 2, []string{"alpha · beta · gamma", "delta"}},
+		{20, 1, []string{"alpha · delta"}}, // beta (2), then gamma (1), dropped
+		{22, 1, []string{"alpha · gamma · delta"}},
+		{10, 1, []string{"alpha…"}}, // nothing left to drop: cut, and says so
+	} {
+		if got := flowParts(parts, " · ", c.w, c.n); !slices.Equal(got, c.want) {
+			t.Errorf("w %d n %d: %q, want %q", c.w, c.n, got, c.want)
+		}
 	}
 }
