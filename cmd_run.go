@@ -19,6 +19,7 @@ import (
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/ui"
 )
 
 const runSynopsis = `Usage: infertop run [flags]
@@ -200,9 +201,8 @@ func (a *app) follow(r *runner.Runner, rf *runFlags, sigs <-chan os.Signal) ([]s
 
 func progressLine(s load.Snapshot) string {
 	line := fmt.Sprintf("%s  %d ok %d failed  in flight %d  %.1f req/s  %.0f tok/s  TTFT p50 %s p99 %s  E2E p99 %s",
-		s.Elapsed.Round(time.Second), s.TotalCompleted, s.TotalFailed, s.InFlight, s.ReqPerSec, s.OutTokPerSec,
-		s.Latency[load.TTFT].P50.Round(time.Millisecond/10), s.Latency[load.TTFT].P99.Round(time.Millisecond/10),
-		s.Latency[load.E2E].P99.Round(time.Millisecond))
+		ui.Duration(s.Elapsed), s.TotalCompleted, s.TotalFailed, s.InFlight, s.ReqPerSec, s.OutTokPerSec,
+		ui.Duration(s.Latency[load.TTFT].P50), ui.Duration(s.Latency[load.TTFT].P99), ui.Duration(s.Latency[load.E2E].P99))
 	if s.Ending() {
 		line += "  (ending: draining)"
 	}
