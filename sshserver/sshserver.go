@@ -24,6 +24,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -400,8 +401,8 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 	m, err := ui.New(s.cfg.Engine, opts)
 	if err != nil { // an unknown theme asked for: the default instead, and say so
 		opts.Theme = s.cfg.View.Theme
+		opts.Notice = fmt.Sprintf("%v; using %s (t cycles the themes)", sanitizeTheme(err), s.cfg.View.Theme)
 		m, _ = ui.New(s.cfg.Engine, opts)
-		fmt.Fprintf(sess.Stderr(), "infertop: %v; using %s\r\n", err, s.cfg.View.Theme)
 	}
 	// No WithContext: the middleware quits the program when the session
 	// ends, which is a clean exit rather than a "killed" error on stderr.
@@ -466,3 +467,7 @@ func plural(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// sanitizeTheme is a theme error as a session sees it: the name it asked
+// for came from the client, so it is shown escaped.
+func sanitizeTheme(err error) string { return sanitize.Text(err.Error()) }

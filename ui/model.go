@@ -58,6 +58,9 @@ type Options struct {
 	// ReadOnly makes a watcher's view: the keys that act on the load (knobs,
 	// window, reset, save) are locked and say so.
 	ReadOnly bool
+	// Notice, if set, is shown in the footer until the first key (an SSH
+	// session's unknown theme, say).
+	Notice string
 }
 
 // SnapshotMsg delivers a new engine snapshot to the model.
@@ -144,6 +147,7 @@ func New(ctl Controller, o Options) (Model, error) {
 			return Model{}, err
 		}
 	}
+	m.flash = o.Notice
 	m.help = help.New()
 	m.applyTheme()
 	return m, nil

@@ -940,3 +940,20 @@ func TestFlow(t *testing.T) {
 		}
 	}
 }
+
+// TestNotice: a notice given at the start (an SSH session's unknown
+// theme) shows in the footer until the first key.
+func TestNotice(t *testing.T) {
+	m, err := New(nil, Options{Renderer: asciiRenderer(), Notice: `unknown theme "pink"; using dark`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 100, Height: 30}, SnapshotMsg(fixedSnapshot()))
+	if !strings.Contains(m.View(), `unknown theme "pink"; using dark`) {
+		t.Fatalf("the notice is not shown:\n%s", m.View())
+	}
+	m = press[tea.Msg](m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'c'}})
+	if strings.Contains(m.View(), "unknown theme") {
+		t.Fatal("the notice outlived a key")
+	}
+}
