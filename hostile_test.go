@@ -47,7 +47,7 @@ func TestHostileTextStaysOut(t *testing.T) {
 func TestHostileDashboard(t *testing.T) {
 	self := selfForTmux(t)
 	url := hostile.Start(t, hostile.ModelName)
-	term := tmuxterm.New(t, fmt.Sprintf("infertop-hostile-%d", os.Getpid()), 100, 30,
+	term := tmuxterm.New(t, fmt.Sprintf("infertop-hostile-%d", os.Getpid()), 200, 50,
 		fmt.Sprintf("env INFERTOP_TEST_MAIN=1 TERM=xterm-256color %q --url %s --api openai-chat --tick 100ms -c 2 --server-metrics off; echo EXITED $?; sleep 30", self, url))
 	s := term.Wait("the dashboard", term.Screen, func(s string) bool { return strings.Contains(s, "Latency") && strings.Contains(s, `\x1b]0;pwned`) })
 	if title := term.Display("#{pane_title}"); strings.Contains(title, "pwned") {

@@ -152,7 +152,7 @@ func TestHostileStreamsBounded(t *testing.T) {
 			defer c.Close()
 			var results []Result
 			peak, after := heapWatch(func() {
-				results = hammerTwo(t, c, Request{Prompt: "x", MaxTokens: tt.maxTokens}, 2*time.Second, 10*time.Second)
+				results = hammerTwo(t, c, Request{Prompt: "x", MaxTokens: tt.maxTokens}, 2*time.Second, 30*time.Second) // bounded, not fast: 16 MiB of tiny lines under -race on a busy machine took 10.8 s
 			})
 			c.Close()
 			for _, res := range results {

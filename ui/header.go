@@ -118,8 +118,8 @@ func (m *Model) headerLine(target, right string, w int) string {
 		name + model + api + url + sims[0],
 		name + model + url + sims[0],
 		name + model + url + sims[1],
-		name + url + sims[1],
-	} {
+	} { // the model is never dropped: what is measured comes first
+
 		if lipglossWidth(left) <= room {
 			return fit(fit(left, room)+" "+right, w)
 		}
