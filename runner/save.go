@@ -11,6 +11,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/telemetry"
 )
 
 // Outputs are the report files a run writes (empty: not written).
@@ -90,6 +91,20 @@ func CheckOutputs(paths map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// history is the run's whole record for the report: the engine's seconds
+// and histograms (nil when ctx ends first) and the scraper's readings.
+func (r *Runner) history(ctx context.Context) (*load.History, []telemetry.Reading) {
+	var rs []telemetry.Reading
+	if r.scraper != nil {
+		rs = r.scraper.History()
+	}
+	h, err := r.eng.History(ctx)
+	if err != nil {
+		return nil, rs
+	}
+	return &h, rs
 }
 
 // Save writes the reports of the run as s shows it into dir, named for
