@@ -35,6 +35,7 @@ endpoint unreachable from the start.`
 type runFlags struct {
 	progressEvery, sloWindow       time.Duration
 	jsonPath, csvPath, requestsLog string
+	htmlPath                       string
 	failFast                       bool
 }
 
@@ -42,6 +43,7 @@ func (r *runFlags) add(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.progressEvery, "progress-every", 10*time.Second, "a progress line this often on stderr when it is not a terminal")
 	fs.StringVar(&r.jsonPath, "json", "", "write the whole result as JSON (vLLM's keys plus infertop's) to this file")
 	fs.StringVar(&r.csvPath, "csv", "", "write one row per phase to this CSV file")
+	fs.StringVar(&r.htmlPath, "html", "", "write the result as one self-contained HTML page (charts, summary) to this file")
 	fs.StringVar(&r.requestsLog, "requests-log", "", "write one JSON line per request to this file, as they finish")
 	fs.DurationVar(&r.sloWindow, "slo-window", load.DefaultWindow, "window the SLOs are checked over while running (10s..5m)")
 	fs.BoolVar(&r.failFast, "fail-fast", false, "end the run at the first full --slo-window that breaks an SLO")
@@ -71,7 +73,7 @@ func (a *app) runHeadless(args []string) error {
 		return err
 	}
 	cfg.RequestsLog = rf.requestsLog
-	if err := runner.CheckOutputs(map[string]string{"--json": rf.jsonPath, "--csv": rf.csvPath, "--requests-log": rf.requestsLog}); err != nil {
+	if err := runner.CheckOutputs(map[string]string{"--json": rf.jsonPath, "--csv": rf.csvPath, "--requests-log": rf.requestsLog, "--html": rf.htmlPath}); err != nil {
 		return usageError{err}
 	}
 	// A walk ends the run when it is over, unless a duration or a request
@@ -110,7 +112,7 @@ func (a *app) runHeadless(args []string) error {
 	if err := rep.WriteText(a.stdout); err != nil {
 		return err
 	}
-	if err := runner.Write(rep, runner.Outputs{JSON: rf.jsonPath, CSV: rf.csvPath}); err != nil {
+	if err := runner.Write(rep, runner.Outputs{JSON: rf.jsonPath, CSV: rf.csvPath, HTML: rf.htmlPath}); err != nil {
 		return err
 	}
 	if run := final.Run; run.Completed == 0 && run.Failed > 0 { // nothing worked: say the first reason

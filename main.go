@@ -84,6 +84,8 @@ func (a *app) run(args []string) int {
 		err = a.runHeadless(args[1:])
 	case len(args) > 0 && args[0] == "ssh":
 		err = a.runSSH(args[1:])
+	case len(args) > 0 && args[0] == "report":
+		err = a.runReport(args[1:])
 	default:
 		err = a.runTUI(args)
 	}

@@ -84,6 +84,8 @@ type Engine struct {
 	subs   map[chan Snapshot]struct{}
 	closed bool
 	latest atomic.Pointer[Snapshot]
+
+	desk historyDesk // History's way to the aggregator
 }
 
 // New returns an engine ready to Run.
@@ -278,6 +280,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !e.cfg.NoCalibrate {
 		agg.cal = &e.cal
 	}
+	e.desk.open()
 	e.spawnLocked()
 	e.workers.Add(1)
 	go e.dispatch(reqCtx)
@@ -373,6 +376,8 @@ loop:
 			snap()
 		case <-e.nudge:
 			snap()
+		case reply := <-e.desk.req:
+			reply <- agg.history()
 		}
 	}
 	e.mu.Lock()
@@ -394,6 +399,7 @@ loop:
 		}
 	}
 	snap()
+	e.desk.close(agg)
 	e.closeSubscriptions()
 	return nil
 }

@@ -51,6 +51,8 @@ type phaseAcc struct {
 	mom     [NumMetrics]moments
 	lastEnd time.Duration
 	final   *Phase
+	// encoded keeps the histograms, encoded, once they are released.
+	encoded [NumMetrics][]byte
 }
 
 // addOnly folds a result into this phase alone (a warm-up request).
@@ -141,6 +143,7 @@ type aggregator struct {
 	lastErrAt   time.Duration
 	errors      errorTable
 	overflows   int64
+	hist        secHistory // every second of the run, for the reports
 }
 
 func newAggregator(t0 time.Time, window time.Duration) *aggregator {
@@ -196,6 +199,7 @@ func (a *aggregator) seal() {
 		p.E2EP50, p.E2EP95, p.E2EP99 = time.Duration(q[0])*time.Microsecond, time.Duration(q[1])*time.Microsecond, time.Duration(q[2])*time.Microsecond
 	}
 	c.point = p
+	a.recordSecond(c)
 	for m := range NumMetrics {
 		c.hist[m] = sparsify(a.curHist[m])
 		a.curHist[m].Reset()
@@ -427,6 +431,7 @@ func (a *aggregator) reset(now time.Duration, gen int) {
 	a.lastErr, a.lastErrAt = "", 0
 	a.errors.reset()
 	a.sealedFor = -1
+	a.hist.reset()
 }
 
 func (a *aggregator) setWindow(w time.Duration) {
@@ -533,6 +538,7 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 		ph := a.summarisePhase(p, now, isCurrent)
 		if !isCurrent && p.info.outstanding.Load() == 0 && i+1 < len(a.phases) {
 			p.final = &ph
+			p.encoded = encodeHists(&p.hist)
 			for m := range NumMetrics {
 				a.putHist(p.hist[m])
 				p.hist[m] = nil

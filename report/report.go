@@ -13,6 +13,7 @@ import (
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/telemetry"
 )
 
 // Manifest says what ran, against what, where and when.
@@ -68,6 +69,11 @@ type Report struct {
 	Verdicts []slo.Verdict
 	// Energy is the GPUs' side, when there was GPU telemetry.
 	Energy *Energy
+	// History is the run's whole record (every second, every phase's
+	// histograms), Readings the server's and GPUs' readings over the run;
+	// nil when not had (the JSON then leaves them out).
+	History  *load.History
+	Readings []telemetry.Reading
 }
 
 // Verdicts checks objs over the whole run and every phase with requests;

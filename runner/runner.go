@@ -423,6 +423,7 @@ func (r *Runner) Report(ctx context.Context, s load.Snapshot) *report.Report {
 	m.Start, m.End = r.started, r.started.Add(s.Elapsed)
 	rep := &report.Report{Manifest: m, Final: s, Energy: report.EnergyOf(r.scraper, r.started, s)}
 	rep.Verdicts = report.Verdicts(r.cfg.Objectives, s, rep.Energy)
+	rep.History, rep.Readings = r.history(ctx)
 	return rep
 }
 

@@ -8,14 +8,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/report/htmlreport"
+	"github.com/infertop/infertop/telemetry"
 )
 
 // Outputs are the report files a run writes (empty: not written).
 type Outputs struct {
 	JSON, CSV, Text string
+	// HTML is the self-contained page drawn from the JSON (htmlreport).
+	HTML string
 	// Replace writes each file beside its path and renames it into place:
 	// a symlink planted at the path is replaced, never written through
 	// (the s key's files, in a directory others may write to).
@@ -40,7 +45,10 @@ func Write(rep *report.Report, o Outputs) error {
 		}
 		return nil
 	}
-	return errors.Join(write(o.JSON, rep.WriteJSON), write(o.CSV, rep.WriteCSV), write(o.Text, rep.WriteText))
+	page := func(w io.Writer) error {
+		return htmlreport.WriteReport(w, rep, strings.TrimSuffix(filepath.Base(o.HTML), filepath.Ext(o.HTML)))
+	}
+	return errors.Join(write(o.JSON, rep.WriteJSON), write(o.CSV, rep.WriteCSV), write(o.Text, rep.WriteText), write(o.HTML, page))
 }
 
 // replaceFile writes data to a new file in path's directory and renames it
@@ -92,12 +100,26 @@ func CheckOutputs(paths map[string]string) error {
 	return nil
 }
 
+// history is the run's whole record for the report: the engine's seconds
+// and histograms (nil when ctx ends first) and the scraper's readings.
+func (r *Runner) history(ctx context.Context) (*load.History, []telemetry.Reading) {
+	var rs []telemetry.Reading
+	if r.scraper != nil {
+		rs = r.scraper.History()
+	}
+	h, err := r.eng.History(ctx)
+	if err != nil {
+		return nil, rs
+	}
+	return &h, rs
+}
+
 // Save writes the reports of the run as s shows it into dir, named for
-// the run's start (infertop-START.json, .csv, .txt), and says where.
+// the run's start (infertop-START.json, .csv, .txt, .html), and says where.
 func (r *Runner) Save(ctx context.Context, s load.Snapshot, dir string) (string, error) {
 	base := filepath.Join(dir, "infertop-"+r.started.Format("20060102-150405"))
-	if err := Write(r.Report(ctx, s), Outputs{JSON: base + ".json", CSV: base + ".csv", Text: base + ".txt", Replace: true}); err != nil {
+	if err := Write(r.Report(ctx, s), Outputs{JSON: base + ".json", CSV: base + ".csv", Text: base + ".txt", HTML: base + ".html", Replace: true}); err != nil {
 		return "", err
 	}
-	return base + ".{json,csv,txt}", nil
+	return base + ".{json,csv,txt,html}", nil
 }

@@ -52,7 +52,8 @@ type Scraper struct {
 	gpus    []Sample
 	srv     source
 	gpu     source
-	gpuFrom string // "DCGM" or "nvidia-smi"
+	gpuFrom string    // "DCGM" or "nvidia-smi"
+	hist    []Reading // the whole run, one a second (History)
 }
 
 type timedServer struct {
@@ -166,6 +167,7 @@ func (s *Scraper) readServer(r io.Reader, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.servers = append(trimServers(s.servers, at), timedServer{At: at, S: srv})
+	s.recordServerLocked(at, srv)
 	return nil
 }
 
@@ -186,6 +188,7 @@ func (s *Scraper) addGPU(smp Sample) {
 		i++
 	}
 	s.gpus = append(s.gpus[i:], smp)
+	s.recordGPULocked(smp)
 	s.gpu.ok, s.gpu.last, s.gpu.err = true, smp.At, ""
 }
 
