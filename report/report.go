@@ -68,6 +68,9 @@ type Report struct {
 	Verdicts []slo.Verdict
 	// Energy is the GPUs' side, when there was GPU telemetry.
 	Energy *Energy
+	// Extra is merged into the JSON's "infertop" object (a comparison's
+	// "compare": the other side and the differences).
+	Extra map[string]any
 }
 
 // Verdicts checks objs over the whole run and every phase with requests;
