@@ -56,6 +56,7 @@ func (a *app) runHeadless(args []string) error {
 	f := addLoadFlags(fs)
 	var rf runFlags
 	rf.add(fs)
+	cf := addCompareFlags(fs, true)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
@@ -79,6 +80,9 @@ func (a *app) runHeadless(args []string) error {
 	// A walk ends the run when it is over, unless a duration or a request
 	// count says how long to hold the last stage.
 	cfg.Load.EndAfterStages = cfg.Load.Duration == 0 && cfg.Load.MaxRequests == 0
+	if cf.used() {
+		return a.runCompare(cfg, &rf, cf)
+	}
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

@@ -33,12 +33,16 @@ func (a *app) runTUI(args []string) error {
 	fs := newFlagSet("infertop", tuiSynopsis, a.stdout)
 	f := addLoadFlags(fs)
 	reportDir := fs.String("report-dir", ".", "where the s key writes the reports (infertop-START.json, .csv, .txt)")
+	cf := addCompareFlags(fs, false)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
 	cfg, err := f.config()
 	if err != nil {
 		return err
+	}
+	if cf.used() {
+		return a.runTUICompare(cfg, cf, f.theme, *reportDir)
 	}
 	term, ok := a.stdout.(*os.File)
 	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {

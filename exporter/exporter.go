@@ -77,8 +77,23 @@ type Exporter struct {
 }
 
 // New builds an exporter for the given objectives.
-func New(objectives []slo.Objective) *Exporter {
+func New(objectives []slo.Objective) *Exporter { return newExporter(objectives, "", true) }
+
+// ForTarget builds an exporter whose every series carries the label
+// target=name, so one scrape holds two endpoints under one load (a
+// comparison's baseline and canary) under the same series names. process
+// adds the Go runtime's and the process's series (unlabelled): give it to
+// one exporter of a set, as they describe the one process.
+func ForTarget(objectives []slo.Objective, name string, process bool) *Exporter {
+	return newExporter(objectives, name, process)
+}
+
+func newExporter(objectives []slo.Objective, target string, process bool) *Exporter {
 	x := &Exporter{reg: prometheus.NewRegistry(), objectives: objectives}
+	var reg prometheus.Registerer = x.reg
+	if target != "" {
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{"target": target}, x.reg)
+	}
 	hist := func(name, help string, b []float64) prometheus.Histogram {
 		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b,
 			NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 160, NativeHistogramMinResetDuration: time.Hour})
@@ -111,9 +126,11 @@ func New(objectives []slo.Objective) *Exporter {
 		Help: "The rolling window's latency quantiles, exact (HdrHistogram), as the dashboard shows them; NaN with nothing measured."},
 		[]string{"metric", "quantile"})
 	x.window = gauge("infertop_window_seconds", "The rolling window's length.")
-	x.reg.MustRegister(x.windowQ, x.window, sent, incomplete, x.requests, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.outTok, x.inTok,
-		x.inflight, x.conc, x.prompt, x.output, x.paused, x.sloHeld,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(x.windowQ, x.window, sent, incomplete, x.requests, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.outTok, x.inTok,
+		x.inflight, x.conc, x.prompt, x.output, x.paused, x.sloHeld)
+	if process {
+		x.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
 	for _, c := range append([]probe.ErrorClass{probe.OK}, probe.FailureClasses()...) {
 		x.requests.WithLabelValues(c.String()) // every class shows, at zero
 	}
@@ -190,9 +207,17 @@ func (x *Exporter) Update(s load.Snapshot, fig slo.Figures) {
 }
 
 // Handler serves /metrics.
-func (x *Exporter) Handler() http.Handler {
+func (x *Exporter) Handler() http.Handler { return Handler(x) }
+
+// Handler serves the series of every exporter given on one /metrics (each
+// with its own target label: see ForTarget).
+func Handler(xs ...*Exporter) http.Handler {
+	var g prometheus.Gatherers
+	for _, x := range xs {
+		g = append(g, x.reg)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(x.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	return mux
 }
 
@@ -206,8 +231,11 @@ func Listen(addr string) (net.Listener, error) {
 }
 
 // Serve serves the exporter on ln until ctx ends.
-func (x *Exporter) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: x.Handler(), ReadHeaderTimeout: 5 * time.Second}
+func (x *Exporter) Serve(ctx context.Context, ln net.Listener) error { return Serve(ctx, ln, x) }
+
+// Serve serves every exporter given on ln (see Handler) until ctx ends.
+func Serve(ctx context.Context, ln net.Listener, xs ...*Exporter) error {
+	hs := &http.Server{Handler: Handler(xs...), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -105,3 +105,8 @@ func (d *Dataset) Len() int { return len(d.items) }
 func (d *Dataset) take() probe.Request {
 	return d.items[(d.next.Add(1)-1)%uint64(len(d.items))]
 }
+
+// Clone is the same prompts in the same order with a cursor of its own,
+// from the first: two engines that must send the same prompts (a
+// comparison) each take from a clone.
+func (d *Dataset) Clone() *Dataset { return &Dataset{items: d.items} }

@@ -189,6 +189,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	} {
 		inf[k] = v
 	}
+	for k, v := range r.Extra {
+		inf[k] = v
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // read by people too: <redacted>, not \u003c

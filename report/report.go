@@ -74,6 +74,9 @@ type Report struct {
 	// nil when not had (the JSON then leaves them out).
 	History  *load.History
 	Readings []telemetry.Reading
+	// Extra is merged into the JSON's "infertop" object (a comparison's
+	// "compare": the other side and the differences).
+	Extra map[string]any
 }
 
 // Verdicts checks objs over the whole run and every phase with requests;

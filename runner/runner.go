@@ -85,6 +85,14 @@ type Config struct {
 	Notes io.Writer
 	// WrapDo, if set, wraps the request function (tests).
 	WrapDo func(Do) Do
+	// Ready, if set, is called once everything is ready, just before the
+	// engine starts; an error fails Start. Two runners that must put
+	// their load on at the same moment (a comparison) wait for each
+	// other here.
+	Ready func(context.Context) error
+	// Exporter, if set, is fed instead of one served at MetricsAddr: the
+	// caller serves it (a comparison serves both sides on one address).
+	Exporter *exporter.Exporter
 }
 
 // Telemetry says where the server's and the GPUs' metrics come from.
@@ -169,7 +177,9 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	if err := r.startClient(ctx); err != nil {
 		return nil, err
 	}
-	if cfg.MetricsAddr != "" {
+	if cfg.Exporter != nil {
+		r.x = cfg.Exporter
+	} else if cfg.MetricsAddr != "" {
 		ln, err := exporter.Listen(cfg.MetricsAddr)
 		if err != nil {
 			return nil, &SettingError{SettingMetricsAddr, err}
@@ -194,6 +204,11 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	lc.OnResult = r.chain(lc.OnResult)
 	if r.eng, err = load.New(lc); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
+	}
+	if cfg.Ready != nil {
+		if err := cfg.Ready(ctx); err != nil {
+			return nil, err
+		}
 	}
 	r.scraper = r.newScraper()
 	engCtx, cancel := context.WithCancel(context.Background())

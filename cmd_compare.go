@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/mattn/go-isatty"
+	"github.com/muesli/termenv"
+	"github.com/spf13/pflag"
+
+	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/runner"
+	"github.com/infertop/infertop/sanitize"
+	"github.com/infertop/infertop/ui"
+)
+
+// The pair moves both loads when the dashboard's keys move one.
+var _ ui.Controller = (*compare.Pair)(nil)
+
+// compareFlags put a canary beside the endpoint: the same load on both.
+type compareFlags struct {
+	url, model  string
+	regressions []string
+}
+
+// addCompareFlags binds the comparison's flags; --regression only for the
+// headless run, the one that sets an exit code.
+func addCompareFlags(fs *pflag.FlagSet, headless bool) *compareFlags {
+	cf := &compareFlags{}
+	fs.StringVar(&cf.url, "compare", "", "canary endpoint: the same load (knobs, prompts, seed) on it at once, each endpoint its own engine, and a live verdict: is the canary slower, are its errors up")
+	fs.StringVar(&cf.model, "compare-model", "", "the canary's model name, when it serves another (default: --model, else its first)")
+	if headless {
+		fs.StringArrayVar(&cf.regressions, "regression", nil, "with --compare: the canary's allowed worsening, repeatable, e.g. 'ttft_p99<+10%', 'error_rate<+0.5pp'; exit 1 when it is worse with confidence")
+	}
+	return cf
+}
+
+func (cf *compareFlags) used() bool { return cf.url != "" || cf.model != "" || len(cf.regressions) > 0 }
+
+// pairConfig checks the comparison's flags and builds the pair's
+// configuration over cfg, the baseline's.
+func (cf *compareFlags) pairConfig(cfg runner.Config) (compare.Config, error) {
+	if cf.url == "" {
+		return compare.Config{}, usagef("--compare-model and --regression need --compare URL")
+	}
+	regs, err := compare.ParseRegressions(cf.regressions)
+	if err != nil {
+		return compare.Config{}, usagef("--regression: %v", err)
+	}
+	if cfg.Settings != nil { // the manifest stores the canary's URL without credentials
+		cfg.Settings["compare"] = probe.RedactURL(cf.url)
+	}
+	return compare.Config{Baseline: cfg, CanaryURL: cf.url, CanaryModel: cf.model, Options: compare.Options{Regressions: regs}}, nil
+}
+
+// canaryPath is the canary's file beside the baseline's: run.jsonl ->
+// run.canary.jsonl.
+func canaryPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + ".canary" + ext
+}
+
+// startPair starts the pair with the app's hooks, its errors in the
+// command line's words.
+func (a *app) startPair(ctx context.Context, pc compare.Config) (*compare.Pair, error) {
+	pc.Baseline.Notes, pc.Baseline.WrapDo = a.stderr, a.wrapDo
+	p, err := compare.Start(ctx, pc)
+	if err == nil {
+		return p, nil
+	}
+	var se *compare.StartError
+	if errors.As(err, &se) && se.Side == compare.Canary {
+		return nil, usagef("--compare: %v", startError(se.Err))
+	}
+	if errors.As(err, &se) {
+		err = se.Err
+	}
+	return nil, startError(err)
+}
+
+// runCompare is `infertop run --compare`: both loads followed to their
+// end, both reports and the comparison, and the exit code: 1 when an SLO
+// broke on either side or the canary regressed with confidence.
+func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) error {
+	pc, err := cf.pairConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if rf.failFast {
+		return usagef("--fail-fast does not work with --compare yet")
+	}
+	pc.CanaryRequestsLog = canaryPath(rf.requestsLog)
+	if err := runner.CheckOutputs(map[string]string{"--json": rf.jsonPath, "--csv": rf.csvPath, "--requests-log": rf.requestsLog,
+		"--requests-log (the canary's)": pc.CanaryRequestsLog}); err != nil {
+		return usageError{err}
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // a signal during the start ends the start
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	p, err := a.startPair(ctx, pc)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer p.Stop()
+	final := a.followPair(p, rf, sigs)
+	if err := p.Stop(); err != nil {
+		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
+	}
+	cmp := p.Compare(2 * compare.DefaultResamples) // the last word: more resamples than the live line's
+	rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer rcancel()
+	var reps [2]*report.Report
+	for i := range reps {
+		r := p.Runner(compare.Side(i))
+		if s := r.Engine().Latest(); final[i].Seq < s.Seq {
+			final[i] = s
+		}
+		reps[i] = r.Report(rctx, final[i])
+	}
+	for i, rep := range reps {
+		fmt.Fprintf(a.stdout, "== %s ==\n", compare.Side(i))
+		if err := rep.WriteText(a.stdout); err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout)
+	}
+	base, canary := sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL)
+	if err := cmp.WriteTable(a.stdout, base, canary); err != nil {
+		return err
+	}
+	var cj bytes.Buffer
+	if err := reps[1].WriteJSON(&cj); err != nil {
+		return err
+	}
+	j := cmp.JSON()
+	j["baseline"] = map[string]any{"url": reps[0].Manifest.URL, "model": reps[0].Manifest.Model, "report": "the top level"}
+	j["canary"] = json.RawMessage(cj.Bytes())
+	reps[0].Extra = map[string]any{"compare": j}
+	if err := runner.Write(reps[0], runner.Outputs{JSON: rf.jsonPath, CSV: rf.csvPath}); err != nil {
+		return err
+	}
+	for i, s := range final {
+		if err := allFailed(s); err != nil {
+			if i == int(compare.Canary) {
+				return usagef("the canary: %v", err)
+			}
+			return err
+		}
+	}
+	var broken []string
+	for i, rep := range reps {
+		for _, v := range rep.Verdicts {
+			if !v.Held {
+				broken = append(broken, fmt.Sprintf("%s in %s (%s)", v.Expr, v.Scope, compare.Side(i)))
+			}
+		}
+	}
+	for _, g := range cmp.Gates {
+		if g.Breached {
+			broken = append(broken, "regression "+g.Regression.Expr)
+		}
+	}
+	if len(broken) > 0 {
+		return exitError{1, fmt.Errorf("the canary regressed or an SLO broke: %s", strings.Join(broken, "; "))}
+	}
+	return nil
+}
+
+// allFailed is the error of a side where nothing worked: its first reason.
+func allFailed(s load.Snapshot) error {
+	run := s.Run
+	if run.Completed > 0 || run.Failed == 0 {
+		return nil
+	}
+	why := sanitize.Text(s.LastError)
+	if len(s.Errors) > 0 {
+		e := s.Errors[0]
+		why = fmt.Sprintf("%d of %d: %s", e.Count, run.Sent(), report.ErrorLine(e))
+	}
+	if s.TotalByClass[probe.Connection] == s.TotalFailed {
+		return usagef("the endpoint was unreachable: %s", why)
+	}
+	return usagef("every request failed: %s", why)
+}
+
+// followPair reads both sides' snapshots until both runs are done (or a
+// second signal stops them): a progress line on stderr with the live
+// verdict. It returns each side's last snapshot.
+func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) [2]load.Snapshot {
+	var chans [2]<-chan load.Snapshot
+	for i := range chans {
+		ch, unsubscribe := p.Runner(compare.Side(i)).Subscribe()
+		defer unsubscribe()
+		chans[i] = ch
+	}
+	live := isTerminal(a.stderr)
+	var last [2]load.Snapshot
+	lastProgress := time.Now()
+	said := false
+	for chans[0] != nil || chans[1] != nil {
+		var s load.Snapshot
+		var ok bool
+		var i int
+		select {
+		case <-sigs:
+			if last[0].Ending() || last[1].Ending() {
+				fmt.Fprintf(a.stderr, "\ninfertop: stopped: %d requests in flight cancelled\n", last[0].InFlight+last[1].InFlight)
+				return last
+			}
+			p.Finish(load.EndInterrupted)
+			continue
+		case s, ok = <-chans[0]:
+			i = 0
+		case s, ok = <-chans[1]:
+			i = 1
+		}
+		if !ok || s.Done {
+			chans[i] = nil
+		}
+		if !ok {
+			continue
+		}
+		last[i] = s
+		if s.Ending() && !said {
+			said = true
+			if live {
+				fmt.Fprint(a.stderr, "\r\033[K")
+			}
+			fmt.Fprintf(a.stderr, "infertop: run ended: %s\n", s.DoneWhy)
+		}
+		if i != 0 || s.Done {
+			continue
+		}
+		line := progressLine(s)
+		if c, ok := p.Comparison(); ok {
+			line += "  ·  " + c.Line()
+		}
+		switch {
+		case live:
+			fmt.Fprintf(a.stderr, "\r\033[K%s", line)
+		case time.Since(lastProgress) >= rf.progressEvery:
+			fmt.Fprintln(a.stderr, line)
+			lastProgress = time.Now()
+		}
+	}
+	if live {
+		fmt.Fprint(a.stderr, "\r\033[K")
+	}
+	return last
+}
+
+// runTUICompare is `infertop --compare`: the dashboard shows the baseline
+// while the keys move both loads; the comparison is printed when it
+// ends (side-by-side panels are the dashboard's to come).
+func (a *app) runTUICompare(cfg runner.Config, cf *compareFlags, theme, reportDir string) error {
+	pc, err := cf.pairConfig(cfg)
+	if err != nil {
+		return err
+	}
+	term, ok := a.stdout.(*os.File)
+	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
+		return usagef("the dashboard needs a terminal on stdin and stdout")
+	}
+	guard := crash.GuardTerminal(term, a.stderr)
+	defer crash.Handle(nil)
+	p, err := a.startPair(context.Background(), pc)
+	if err != nil {
+		return err
+	}
+	defer p.Stop()
+	base := p.Runner(compare.Baseline)
+	rd := lipgloss.NewRenderer(term)
+	if os.Getenv("NO_COLOR") != "" {
+		rd.SetColorProfile(termenv.Ascii)
+	}
+	o := viewOptions(base, theme, reportDir)
+	snaps, unsubscribe := base.Subscribe()
+	defer unsubscribe()
+	o.Renderer, o.Snapshots = rd, snaps
+	model, err := ui.New(p, o)
+	if err != nil {
+		return usageError{err}
+	}
+	var m tea.Model = model
+	if a.wrapModel != nil {
+		m = a.wrapModel(m)
+	}
+	prog := tea.NewProgram(m, tea.WithAltScreen(), tea.WithOutput(term), tea.WithoutCatchPanics())
+	if err := guard.Run(prog); err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	p.Stop()
+	b, c := p.Runner(compare.Baseline).Target().URL, p.Runner(compare.Canary).Target().URL
+	return p.Compare(2*compare.DefaultResamples).WriteTable(a.stdout, sanitize.Text(b), sanitize.Text(c))
+}

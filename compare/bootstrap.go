@@ -1,0 +1,384 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+)
+
+// Verdict is what a comparison says of one statistic.
+type Verdict int
+
+// The verdicts.
+const (
+	// NotEnough: a side has too few requests (Stat.minSamples) or the
+	// comparison spans fewer than MinSeconds seconds.
+	NotEnough Verdict = iota
+	// NoDifference: the interval holds zero.
+	NoDifference
+	// Worse: the whole interval is above zero (slower, or more errors).
+	Worse
+	// Better: the whole interval is below zero.
+	Better
+)
+
+func (v Verdict) String() string {
+	return [...]string{"not enough data", "no difference", "canary worse", "canary better"}[v]
+}
+
+// Defaults of a comparison.
+const (
+	// DefaultConfidence is the family-wise confidence: the chance that no
+	// interval of the comparison misses its true difference. Each of K
+	// statistics gets 1-(1-DefaultConfidence)/K (Bonferroni): 99 % for
+	// the five defaults.
+	DefaultConfidence = 0.95
+	// DefaultResamples is the bootstrap's replicates.
+	DefaultResamples = 1000
+	// MinSeconds is the fewest seconds with requests before a statistic is
+	// judged: the bootstrap resamples seconds, and needs several.
+	MinSeconds = 10
+)
+
+// Options configure a comparison.
+type Options struct {
+	// Regressions are the allowed worsenings the canary is judged against.
+	Regressions []Regression
+	// Confidence is family-wise (0: DefaultConfidence).
+	Confidence float64
+	// Resamples is the bootstrap's replicates (0: DefaultResamples).
+	Resamples int
+	// Seed makes the resampling repeatable.
+	Seed uint64
+}
+
+// Stats are the statistics a comparison with regs judges: the defaults
+// and every statistic a regression names, each once.
+func Stats(regs []Regression) []Stat {
+	out := DefaultStats()
+	for _, r := range regs {
+		if !slices.ContainsFunc(out, func(s Stat) bool { return s.Name == r.Stat.Name }) {
+			out = append(out, r.Stat)
+		}
+	}
+	return out
+}
+
+// Result is the comparison of one statistic.
+type Result struct {
+	Stat Stat
+	// Baseline and Canary are the statistic on each side: milliseconds for
+	// a latency, a fraction for the error rate. NBaseline and NCanary are
+	// the samples behind them; Seconds the seconds the comparison spans.
+	Baseline, Canary   float64
+	NBaseline, NCanary int
+	Seconds            int
+	// Delta is the canary's difference: relative for a latency (0.38 is
+	// 38 % slower), in rate for the error rate (0.005 is +0.5pp). Lo and Hi
+	// bound it at the comparison's per-statistic confidence.
+	Delta, Lo, Hi float64
+	Verdict       Verdict
+}
+
+// Gate is one regression judged: Breached when the canary's difference is
+// above the tolerance with confidence (the interval's lower bound is).
+type Gate struct {
+	Regression Regression
+	Result     Result
+	Breached   bool
+}
+
+// Comparison is both sides compared at one moment.
+type Comparison struct {
+	Results []Result
+	Gates   []Gate
+	// Confidence is each interval's; Family the comparison's as a whole.
+	Confidence, Family float64
+	Resamples          int
+}
+
+// Breached reports whether a regression is breached with confidence.
+func (c Comparison) Breached() bool {
+	for _, g := range c.Gates {
+		if g.Breached {
+			return true
+		}
+	}
+	return false
+}
+
+// Compare judges every statistic over the samples held now: a paired block
+// bootstrap (see judge).
+func (s *Samples) Compare(o Options) Comparison {
+	if o.Confidence <= 0 || o.Confidence >= 1 {
+		o.Confidence = DefaultConfidence
+	}
+	if o.Resamples <= 0 {
+		o.Resamples = DefaultResamples
+	}
+	k := len(s.stats)
+	alpha := (1 - o.Confidence) / float64(k)
+	c := Comparison{Confidence: 1 - alpha, Family: o.Confidence, Resamples: o.Resamples}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x636f6d70617265))
+	byName := map[string]Result{}
+	for _, st := range s.stats {
+		r := judge(st, s.snapshot(st), o.Resamples, alpha, rng)
+		c.Results = append(c.Results, r)
+		byName[st.Name] = r
+	}
+	for _, reg := range o.Regressions {
+		r := byName[reg.Stat.Name]
+		c.Gates = append(c.Gates, Gate{Regression: reg, Result: r, Breached: r.Verdict != NotEnough && r.Lo > reg.Tolerance})
+	}
+	return c
+}
+
+// sideData is one side's samples of a statistic, sorted by value, with the
+// block (the second) of each and the count per block.
+type sideData struct {
+	v     []float64
+	blk   []int32
+	count []int
+}
+
+// judge compares one statistic with a paired block bootstrap. The blocks
+// are the seconds both sides ran through (from the later of their oldest
+// samples on): requests of one second share the server's state (a batch,
+// a queue), so they are resampled together, never one by one, and a
+// second drawn counts for both sides at once, so what both sides went
+// through at the same time (a knob change, the client's own hiccup) is
+// not mistaken for a difference. Each replicate draws as many seconds as
+// there are, with replacement, weighs every sample by its second's draws,
+// and computes the statistic on each side; the interval is the
+// replicates' percentiles at alpha/2 and 1-alpha/2.
+func judge(st Stat, data [2][]sample, resamples int, alpha float64, rng *rand.Rand) Result {
+	r := Result{Stat: st}
+	if len(data[0]) == 0 || len(data[1]) == 0 {
+		r.NBaseline, r.NCanary = len(data[0]), len(data[1])
+		return r
+	}
+	start := max(minSec(data[0]), minSec(data[1]))
+	blocks := map[int32]int32{}
+	var sides [2]sideData
+	for i, d := range data {
+		d = slices.DeleteFunc(d, func(s sample) bool { return s.sec < start })
+		slices.SortFunc(d, func(a, b sample) int {
+			switch {
+			case a.v < b.v:
+				return -1
+			case a.v > b.v:
+				return 1
+			}
+			return 0
+		})
+		sd := &sides[i]
+		for _, s := range d {
+			b, ok := blocks[s.sec]
+			if !ok {
+				b = int32(len(blocks))
+				blocks[s.sec] = b
+			}
+			sd.v, sd.blk = append(sd.v, s.v), append(sd.blk, b)
+		}
+	}
+	m := len(blocks)
+	ones := make([]int, m)
+	for i := range ones {
+		ones[i] = 1
+	}
+	for i := range sides {
+		sides[i].count = make([]int, m)
+		for _, b := range sides[i].blk {
+			sides[i].count[b]++
+		}
+	}
+	r.NBaseline, r.NCanary, r.Seconds = len(sides[0].v), len(sides[1].v), m
+	if r.NBaseline == 0 || r.NCanary == 0 {
+		return r
+	}
+	var ok bool
+	r.Baseline, _ = statOf(st, &sides[0], ones)
+	r.Canary, _ = statOf(st, &sides[1], ones)
+	if r.Delta, ok = delta(st, r.Baseline, r.Canary); !ok {
+		return r
+	}
+	if r.NBaseline < st.minSamples() || r.NCanary < st.minSamples() || m < MinSeconds {
+		return r
+	}
+	w := make([]int, m)
+	deltas := make([]float64, 0, resamples)
+	for range resamples {
+		clear(w)
+		for range m {
+			w[rng.IntN(m)]++
+		}
+		b, okB := statOf(st, &sides[0], w)
+		c, okC := statOf(st, &sides[1], w)
+		if d, ok := delta(st, b, c); okB && okC && ok {
+			deltas = append(deltas, d)
+		}
+	}
+	if len(deltas) < resamples/2 { // most replicates left a side empty
+		return r
+	}
+	slices.Sort(deltas)
+	n := float64(len(deltas))
+	r.Lo = deltas[int(math.Floor(alpha/2*n))]
+	r.Hi = deltas[min(int(math.Ceil((1-alpha/2)*n))-1, len(deltas)-1)]
+	switch {
+	case r.Lo > 0:
+		r.Verdict = Worse
+	case r.Hi < 0:
+		r.Verdict = Better
+	default:
+		r.Verdict = NoDifference
+	}
+	return r
+}
+
+func minSec(d []sample) int32 {
+	m := d[0].sec
+	for _, s := range d[1:] {
+		m = min(m, s.sec)
+	}
+	return m
+}
+
+// delta is the canary's difference: relative for a latency, absolute for
+// the error rate.
+func delta(st Stat, b, c float64) (float64, bool) {
+	if st.ErrorRate {
+		return c - b, true
+	}
+	if b <= 0 {
+		return 0, false
+	}
+	return c/b - 1, true
+}
+
+// statOf is the statistic of one side with each sample weighed by its
+// block's weight w; ok is false when every weight is zero.
+func statOf(st Stat, d *sideData, w []int) (float64, bool) {
+	total := 0
+	for b, n := range d.count {
+		total += n * w[b]
+	}
+	if total == 0 {
+		return 0, false
+	}
+	if st.ErrorRate || st.Q == 0 { // a mean (of 0/1 outcomes, for the error rate)
+		sum := 0.0
+		for i, v := range d.v {
+			sum += v * float64(w[d.blk[i]])
+		}
+		return sum / float64(total), true
+	}
+	// The lower quantile: the smallest value whose cumulative weight
+	// reaches q of the total, walked from the nearer end (a p99 reads the
+	// top one per cent only).
+	target := st.Q * float64(total)
+	if st.Q >= 0.5 {
+		above := 0
+		for i := len(d.v) - 1; i >= 0; i-- {
+			wi := w[d.blk[i]]
+			if wi == 0 {
+				continue
+			}
+			if float64(total-above-wi) < target {
+				return d.v[i], true
+			}
+			above += wi
+		}
+		return d.v[0], true
+	}
+	cum := 0
+	for i, v := range d.v {
+		wi := w[d.blk[i]]
+		if wi == 0 {
+			continue
+		}
+		if cum += wi; float64(cum) >= target {
+			return v, true
+		}
+	}
+	return d.v[len(d.v)-1], true
+}
+
+// pct formats a difference of a statistic: a relative one as a signed
+// percentage, the error rate's in percentage points.
+func pct(st Stat, d float64) string {
+	if st.ErrorRate {
+		return fmt.Sprintf("%+.2fpp", d*100)
+	}
+	if math.Abs(d) < 0.1 {
+		return fmt.Sprintf("%+.1f%%", d*100)
+	}
+	return fmt.Sprintf("%+.0f%%", d*100)
+}
+
+// Interval formats the result's interval, "+21%…+55%".
+func (r Result) Interval() string {
+	if r.Verdict == NotEnough {
+		return "—"
+	}
+	return pct(r.Stat, r.Lo) + "…" + pct(r.Stat, r.Hi)
+}
+
+// DeltaText formats the result's difference.
+func (r Result) DeltaText() string {
+	if r.NBaseline == 0 || r.NCanary == 0 {
+		return "—"
+	}
+	return pct(r.Stat, r.Delta)
+}
+
+// Line is the comparison in one line, for a live display: 'canary slower:
+// TTFT p99 +38% (+21%…+55%, 99% confidence)', 'canary faster: …', or 'no
+// difference found yet'.
+func (c Comparison) Line() string {
+	conf := fmt.Sprintf("%.3g%% confidence", c.Confidence*100)
+	say := func(rs []Result) string {
+		var parts []string
+		for _, r := range rs {
+			parts = append(parts, fmt.Sprintf("%s %s (%s)", r.Stat.Label(), pct(r.Stat, r.Delta), r.Interval()))
+		}
+		return strings.Join(parts, ", ") + " · " + conf
+	}
+	var slower, errsUp, faster, errsDown []Result
+	judged, n, secs := 0, [2]int{}, 0
+	for _, r := range c.Results {
+		if r.Verdict != NotEnough {
+			judged++
+		}
+		if r.Stat.ErrorRate {
+			n, secs = [2]int{r.NBaseline, r.NCanary}, r.Seconds
+		}
+		switch {
+		case r.Verdict == Worse && r.Stat.ErrorRate:
+			errsUp = append(errsUp, r)
+		case r.Verdict == Worse:
+			slower = append(slower, r)
+		case r.Verdict == Better && r.Stat.ErrorRate:
+			errsDown = append(errsDown, r)
+		case r.Verdict == Better:
+			faster = append(faster, r)
+		}
+	}
+	switch {
+	case len(slower) > 0 && len(errsUp) > 0:
+		return "canary slower and failing more: " + say(append(slower, errsUp...))
+	case len(slower) > 0:
+		return "canary slower: " + say(slower)
+	case len(errsUp) > 0:
+		return "canary failing more: " + say(errsUp)
+	case len(faster) > 0:
+		return "canary faster: " + say(append(faster, errsDown...))
+	case len(errsDown) > 0:
+		return "canary failing less: " + say(errsDown)
+	case judged == 0:
+		return fmt.Sprintf("no difference found yet (not enough data: %d baseline, %d canary requests over %d s; judging needs %d s)", n[0], n[1], secs, MinSeconds)
+	}
+	return fmt.Sprintf("no difference found yet (%d baseline, %d canary requests)", n[0], n[1])
+}

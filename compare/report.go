@@ -1,0 +1,130 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Method describes how the comparison is made, for the reports.
+const Method = "paired block bootstrap over the seconds both sides ran (percentile intervals, Bonferroni over the statistics)"
+
+// value formats one side's statistic.
+func value(r Result, v float64, n int) string {
+	switch {
+	case n == 0:
+		return "—"
+	case r.Stat.ErrorRate:
+		return fmt.Sprintf("%.2f%%", v*100)
+	}
+	return fmt.Sprintf("%.2fms", v)
+}
+
+// WriteTable writes the comparison as a table: each statistic on both
+// sides, the canary's difference, its interval and the verdict; then the
+// regressions and the one-line verdict.
+func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Comparison · baseline %s · canary %s\n", baseline, canary)
+	fmt.Fprintf(&b, "  %.3g%% intervals (%.3g%% over all %d), %d resamples of the seconds both ran\n",
+		c.Confidence*100, c.Family*100, len(c.Results), c.Resamples)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  statistic\tbaseline\tcanary\tdelta\tinterval\trequests\tverdict")
+	for _, r := range c.Results {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d / %d\t%s\n", r.Stat.Label(), value(r, r.Baseline, r.NBaseline),
+			value(r, r.Canary, r.NCanary), r.DeltaText(), r.Interval(), r.NBaseline, r.NCanary, r.Verdict)
+	}
+	tw.Flush()
+	if len(c.Gates) > 0 {
+		b.WriteString("\nRegressions:\n")
+		for _, g := range c.Gates {
+			fmt.Fprintf(&b, "  %s\n", g)
+		}
+		if c.Breached() {
+			b.WriteString("the canary regressed\n")
+		} else {
+			b.WriteString("no regression found\n")
+		}
+	}
+	fmt.Fprintf(&b, "\n%s\n", c.Line())
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// String says whether the regression was breached and why.
+func (g Gate) String() string {
+	r := g.Result
+	switch {
+	case r.Verdict == NotEnough:
+		return fmt.Sprintf("%s: not judged: too few requests (%d baseline, %d canary; %s needs %d a side over %d s)",
+			g.Regression.Expr, r.NBaseline, r.NCanary, r.Stat.Name, r.Stat.minSamples(), MinSeconds)
+	case g.Breached:
+		return fmt.Sprintf("%s: breached: %s (%s), above %s with confidence", g.Regression.Expr, r.DeltaText(), r.Interval(),
+			pct(r.Stat, g.Regression.Tolerance))
+	}
+	return fmt.Sprintf("%s: held: %s (%s)", g.Regression.Expr, r.DeltaText(), r.Interval())
+}
+
+// ResultJSON is one statistic compared, as the JSON report writes it.
+type ResultJSON struct {
+	Name string `json:"name"`
+	// Unit is ms for a latency, fraction for the error rate; DeltaUnit is
+	// relative (0.38: +38 %) or rate (0.005: +0.5 percentage points).
+	Unit      string   `json:"unit"`
+	Baseline  *float64 `json:"baseline"`
+	Canary    *float64 `json:"canary"`
+	DeltaUnit string   `json:"delta_unit"`
+	Delta     *float64 `json:"delta"`
+	// Interval is [lo, hi] at Confidence; null when not judged.
+	Interval   []float64 `json:"interval"`
+	NBaseline  int       `json:"n_baseline"`
+	NCanary    int       `json:"n_canary"`
+	Seconds    int       `json:"seconds"`
+	Verdict    string    `json:"verdict"`
+	Confidence float64   `json:"confidence"`
+}
+
+// GateJSON is one regression judged.
+type GateJSON struct {
+	Expr      string  `json:"expr"`
+	Tolerance float64 `json:"tolerance"`
+	Judged    bool    `json:"judged"`
+	Breached  bool    `json:"breached"`
+	Text      string  `json:"text"`
+}
+
+// JSON is the comparison as the report's infertop.compare writes it (the
+// caller adds both sides' reports).
+func (c Comparison) JSON() map[string]any {
+	var rs []ResultJSON
+	for _, r := range c.Results {
+		j := ResultJSON{Name: r.Stat.Name, Unit: "ms", DeltaUnit: "relative", NBaseline: r.NBaseline, NCanary: r.NCanary,
+			Seconds: r.Seconds, Verdict: r.Verdict.String(), Confidence: c.Confidence}
+		if r.Stat.ErrorRate {
+			j.Unit, j.DeltaUnit = "fraction", "rate"
+		}
+		if r.NBaseline > 0 {
+			j.Baseline = &r.Baseline
+		}
+		if r.NCanary > 0 {
+			j.Canary = &r.Canary
+		}
+		if r.NBaseline > 0 && r.NCanary > 0 {
+			j.Delta = &r.Delta
+		}
+		if r.Verdict != NotEnough {
+			j.Interval = []float64{r.Lo, r.Hi}
+		}
+		rs = append(rs, j)
+	}
+	gs := []GateJSON{}
+	for _, g := range c.Gates {
+		gs = append(gs, GateJSON{Expr: g.Regression.Expr, Tolerance: g.Regression.Tolerance, Judged: g.Result.Verdict != NotEnough,
+			Breached: g.Breached, Text: g.String()})
+	}
+	return map[string]any{
+		"method": Method, "confidence": c.Confidence, "family_confidence": c.Family, "resamples": c.Resamples,
+		"metrics": rs, "regressions": gs, "regressed": c.Breached(), "verdict": c.Line(),
+	}
+}
