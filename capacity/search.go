@@ -90,7 +90,8 @@ type Hold struct {
 	// starts. The warm-up also lasts until as many requests have finished
 	// as were in flight at the step's start, and as the step's
 	// concurrency: one turnover, so that the measured phase starts in the
-	// new steady state (at most MaxTime/2).
+	// new steady state, the queue an over-saturated step left drained
+	// (at most MaxTime).
 	Warmup time.Duration
 	// MinRequests and MinTime are the least a measured phase is held:
 	// requests finished in it, and time. MaxTime is the most: the step is

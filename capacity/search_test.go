@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,16 +72,15 @@ func logSteps(t *testing.T, r Result) {
 	t.Logf("found %v max %s in %v: %s", r.Found, r.Over.Format(r.MaxLoad), r.Elapsed.Round(time.Millisecond), r.Why)
 }
 
-// bruteKnee holds every concurrency in cs (ascending) for the same hold
-// and returns the highest one after which... the highest at which the
-// objectives held before the first that broke.
-func bruteKnee(t *testing.T, r *rig, objs []slo.Objective, cs []float64, h Hold) float64 {
-	t.Helper()
+// bruteKnee holds every concurrency in cs (ascending) in turn with the
+// same hold, no search: the highest that held before the first that
+// broke.
+func bruteKnee(t *testing.T, r *rig, objs []slo.Objective, cs []float64, h Hold) (float64, error) {
 	knee := 0.0
 	for _, c := range cs {
 		res, err := Search{Objectives: objs, Hold: h}.Measure(context.Background(), r.eng, r.snaps, c)
 		if err != nil {
-			t.Fatal(err)
+			return 0, err
 		}
 		st := res.Steps[0]
 		t.Logf("brute force: concurrency %.0f: TTFT p99 %v held %v (%s)", c, st.TTFT.P99.Round(time.Millisecond), st.Held, st.Why)
@@ -89,23 +89,102 @@ func bruteKnee(t *testing.T, r *rig, objs []slo.Objective, cs []float64, h Hold)
 		}
 		knee = c
 	}
-	return knee
+	return knee, nil
 }
 
-// TestSmallKnee: against --preset small (8 slots), the concurrency found
-// for ttft_p99<=500ms at prompt 256, output 128 lies within 15 % of the
-// knee a brute-force sweep of the same sim finds.
-func TestSmallKnee(t *testing.T) {
-	objs := mustParse(t, "ttft_p99<=500ms")
-	r := startRig(t, "small", load.Knobs{Concurrency: 1, PromptTokens: 256, OutputTokens: 128})
-	res, err := Search{Objectives: objs, Hold: shortHold(), From: 2}.Run(context.Background(), r.eng, r.snaps)
-	logSteps(t, res)
-	if err != nil {
-		t.Fatal(err)
+// TestKnees holds searches against the sims to brute-force sweeps of the
+// same sims, all at once (two at a time). Against the default sim (32 sequence slots)
+// and --preset small (8), at prompt 256, output 128, the concurrency
+// found for ttft_p99<=500ms lies within 15 % of the sweep's knee; two
+// searches with the same seed end within one step of each other and one
+// starting above the knee walks down to it (short answers, for speed);
+// an open loop past the endpoint's capacity is over-saturated.
+func TestKnees(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of searches against the sim")
 	}
-	knee := bruteKnee(t, r, objs, []float64{7, 8, 9, 10, 11, 12}, shortHold())
-	if !res.Found || math.Abs(res.MaxLoad-knee) > 0.15*knee+1e-9 && math.Abs(res.MaxLoad-knee) > 1 {
-		t.Fatalf("found %v (%v), the brute-force knee is %v", res.MaxLoad, res.Found, knee)
+	objs := mustParse(t, "ttft_p99<=500ms")
+	lengths := load.Knobs{Concurrency: 1, PromptTokens: 256, OutputTokens: 128}
+	type job struct {
+		name string
+		rig  *rig
+		run  func(*rig) (float64, Result, error)
+	}
+	search := func(s Search) func(*rig) (float64, Result, error) {
+		return func(r *rig) (float64, Result, error) {
+			res, err := s.Run(context.Background(), r.eng, r.snaps)
+			return res.MaxLoad, res, err
+		}
+	}
+	brute := func(cs ...float64) func(*rig) (float64, Result, error) {
+		return func(r *rig) (float64, Result, error) {
+			k, err := bruteKnee(t, r, objs, cs, shortHold())
+			return k, Result{}, err
+		}
+	}
+	rateObjs := mustParse(t, "ttft_p99<=1s")
+	// Short answers against the small sim, for the checks of the walk
+	// rather than of the knee: seconds a search.
+	short := load.Knobs{Concurrency: 1, PromptTokens: 64, OutputTokens: 8}
+	shortObjs := mustParse(t, "ttft_p99<=150ms")
+	jobs := []job{
+		{"default search", startRig(t, "default", lengths), search(Search{Objectives: objs, Hold: shortHold()})},
+		{"default sweep", startRig(t, "default", lengths), brute(30, 31, 32, 33, 34)},
+		{"small search", startRig(t, "small", lengths), search(Search{Objectives: objs, Hold: shortHold(), From: 2})},
+		{"small sweep", startRig(t, "small", lengths), brute(7, 8, 9, 10)},
+		{"short search", startRig(t, "small", short), search(Search{Objectives: shortObjs, Hold: shortHold(), From: 2})},
+		{"short search again", startRig(t, "small", short), search(Search{Objectives: shortObjs, Hold: shortHold(), From: 2})},
+		{"short from above", startRig(t, "small", short), search(Search{Objectives: shortObjs, Hold: shortHold(), From: 40})},
+		{"small over the rate", startRig(t, "small", load.Knobs{PromptTokens: 64, OutputTokens: 16, Mode: load.OpenLoop, Rate: 8}),
+			search(Search{Objectives: rateObjs, Over: Rate, From: 8, Resolution: 0.1, Hold: shortHold()})},
+	}
+	found := make([]float64, len(jobs))
+	results := make([]Result, len(jobs))
+	errs := make([]error, len(jobs))
+	// Two at a time: more starve two cores under the race detector, and
+	// the latencies with them.
+	sem := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			found[i], results[i], errs[i] = j.run(j.rig)
+		}()
+	}
+	wg.Wait()
+	for i, j := range jobs {
+		t.Logf("%s: %v", j.name, found[i])
+		if len(results[i].Steps) > 0 {
+			logSteps(t, results[i])
+		}
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", j.name, errs[i])
+		}
+	}
+	within := func(name string, got, knee float64) {
+		if knee == 0 || math.Abs(got-knee) > 0.15*knee {
+			t.Errorf("%s: found %v, the sweep's knee is %v: off by more than 15%%", name, got, knee)
+		}
+	}
+	within("default", found[0], found[1])
+	within("small", found[2], found[3])
+	within("short from above", found[6], found[4])
+	if a, b := found[4], found[5]; math.Abs(a-b) > 1 {
+		t.Errorf("two searches with the same seed found %v and %v", a, b)
+	}
+	if r := results[6]; r.Steps[0].Held || r.Steps[1].Load >= r.Steps[0].Load {
+		t.Errorf("the search from above did not walk down: %v then %v", r.Steps[0].Load, r.Steps[1].Load)
+	}
+	rate := results[7]
+	saturated := false
+	for _, s := range rate.Steps {
+		saturated = saturated || s.Saturated
+	}
+	if !rate.Found || !saturated {
+		t.Errorf("over the rate: found %v at %v, a step over-saturated: %v", rate.Found, rate.MaxLoad, saturated)
 	}
 }
 

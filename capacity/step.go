@@ -94,10 +94,10 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 			step.Start = startAt
 		}
 		el := snap.Elapsed - startAt
-		if el >= h.Warmup && snap.Finished()-finished0 >= turnover || el >= h.MaxTime/2 {
+		if el >= h.Warmup && snap.Finished()-finished0 >= turnover || el >= h.MaxTime {
 			break
 		}
-		tell(StateWarmup, h.MaxTime/2-el, h.Warmup-el, 0)
+		tell(StateWarmup, h.MaxTime-el, h.Warmup-el, 0)
 	}
 
 	_, meas := st.eng.NewPhase(func(*load.Knobs) {})
@@ -200,8 +200,12 @@ func (st *stepper) judge(step *Step, snap load.Snapshot, ph load.Phase, el time.
 	}
 	// What the step would have by its end, at the least: a breach that
 	// stands even then is certain now.
+	// The steady state's rate, not this phase's so far: a closed loop's
+	// first completions lag by an E2E, which would understate the end.
 	final := max(n, h.MinRequests)
-	if el > 0 {
+	if step.ReqPerSec > 0 {
+		final = max(final, int64(step.ReqPerSec*h.MinTime.Seconds()))
+	} else if el > 0 {
 		final = max(final, int64(float64(n)*h.MinTime.Seconds()/el.Seconds()))
 	}
 	for i, o := range s.Objectives {
