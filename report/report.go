@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/slo"
@@ -68,6 +69,10 @@ type Report struct {
 	Verdicts []slo.Verdict
 	// Energy is the GPUs' side, when there was GPU telemetry.
 	Energy *Energy
+	// Capacity is a capacity run's outcome (--find-max, --matrix): a
+	// section of the summary, infertop.capacity in the JSON, and the CSV's
+	// rows, one per step.
+	Capacity *capacity.Outcome
 }
 
 // Verdicts checks objs over the whole run and every phase with requests;
