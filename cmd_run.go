@@ -28,7 +28,11 @@ The same engine and flags as the dashboard, headless: runs until --duration or
 requests in flight finish (--drain), then prints a summary to stdout and
 writes the reports asked for. A second signal stops at once. Exit code 0
 when every --slo held, 1 when one was breached, 2 for bad usage or an
-endpoint unreachable from the start.`
+endpoint unreachable from the start.
+
+With --find-max it searches instead for the highest load at which every
+objective holds (see "Finding the capacity" in the README): exit code 0
+when a load was found, 1 when even the lowest step broke.`
 
 // runFlags are the headless run's own flags.
 type runFlags struct {
@@ -53,6 +57,8 @@ func (a *app) runHeadless(args []string) error {
 	f := addLoadFlags(fs)
 	var rf runFlags
 	rf.add(fs)
+	var cf capacityFlags
+	cf.add(fs)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
@@ -70,6 +76,10 @@ func (a *app) runHeadless(args []string) error {
 		return err
 	}
 	cfg.RequestsLog = rf.requestsLog
+	plan, err := cf.plan(fs, f, &rf, &cfg)
+	if err != nil {
+		return err
+	}
 	if err := runner.CheckOutputs(map[string]string{"--json": rf.jsonPath, "--csv": rf.csvPath, "--requests-log": rf.requestsLog}); err != nil {
 		return usageError{err}
 	}
@@ -95,6 +105,9 @@ func (a *app) runHeadless(args []string) error {
 		return err
 	}
 	defer r.Stop()
+	if plan != nil {
+		return a.runCapacity(r, plan, &rf, sigs)
+	}
 	windowBreaches, final := a.follow(r, &rf, sigs)
 	if err := r.Stop(); err != nil {
 		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
