@@ -164,7 +164,7 @@ func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) erro
 	j["baseline"] = map[string]any{"url": reps[0].Manifest.URL, "model": reps[0].Manifest.Model, "report": "the top level"}
 	j["canary"] = json.RawMessage(cj.Bytes())
 	reps[0].Extra = map[string]any{"compare": j}
-	if err := runner.Write(reps[0], runner.Outputs{JSON: rf.jsonPath, CSV: rf.csvPath}); err != nil {
+	if err := runner.Write(reps[0], runner.Outputs{JSON: rf.jsonPath, CSV: rf.csvPath, HTML: rf.htmlPath}); err != nil {
 		return err
 	}
 	for i, s := range final {

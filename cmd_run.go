@@ -29,7 +29,11 @@ The same engine and flags as the dashboard, headless: runs until --duration or
 requests in flight finish (--drain), then prints a summary to stdout and
 writes the reports asked for. A second signal stops at once. Exit code 0
 when every --slo held, 1 when one was breached, 2 for bad usage or an
-endpoint unreachable from the start.`
+endpoint unreachable from the start.
+
+With --find-max it searches instead for the highest load at which every
+objective holds (see "Finding the capacity" in the README): exit code 0
+when a load was found, 1 when even the lowest step broke.`
 
 // runFlags are the headless run's own flags.
 type runFlags struct {
@@ -57,6 +61,8 @@ func (a *app) runHeadless(args []string) error {
 	var rf runFlags
 	rf.add(fs)
 	cf := addCompareFlags(fs, true)
+	var capf capacityFlags
+	capf.add(fs)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
@@ -74,6 +80,10 @@ func (a *app) runHeadless(args []string) error {
 		return err
 	}
 	cfg.RequestsLog = rf.requestsLog
+	plan, err := capf.plan(fs, f, &rf, &cfg)
+	if err != nil {
+		return err
+	}
 	if err := runner.CheckOutputs(map[string]string{"--json": rf.jsonPath, "--csv": rf.csvPath, "--requests-log": rf.requestsLog, "--html": rf.htmlPath}); err != nil {
 		return usageError{err}
 	}
@@ -81,6 +91,9 @@ func (a *app) runHeadless(args []string) error {
 	// count says how long to hold the last stage.
 	cfg.Load.EndAfterStages = cfg.Load.Duration == 0 && cfg.Load.MaxRequests == 0
 	if cf.used() {
+		if plan != nil {
+			return usagef("--find-max and --matrix do not work with --compare yet")
+		}
 		return a.runCompare(cfg, &rf, cf)
 	}
 
@@ -102,6 +115,9 @@ func (a *app) runHeadless(args []string) error {
 		return err
 	}
 	defer r.Stop()
+	if plan != nil {
+		return a.runCapacity(r, plan, &rf, sigs)
+	}
 	windowBreaches, final := a.follow(r, &rf, sigs)
 	if err := r.Stop(); err != nil {
 		fmt.Fprintf(a.stderr, "infertop: %v\n", err)

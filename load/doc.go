@@ -9,6 +9,7 @@
 //
 //	config.go     Config, Warmup, Goodput, Record, the run-end reasons, Windows
 //	engine.go     Engine and New, the knob methods, Finish/Ending, Run (the aggregator loop)
+//	step.go       NewPhase: a phase on demand, for a driver of the knobs (a capacity search)
 //	knobs.go      Knobs, Mode and the knobs' limits
 //	closed.go     the closed loop: workers, one per unit of concurrency, backing off on failures
 //	open.go       the open loop: Arrivals, the dispatcher, the backlog; ParseRate

@@ -11,8 +11,11 @@ import (
 )
 
 // WriteCSV writes one row per phase with requests, then one for the whole
-// run (phase "run").
+// run (phase "run"); for a capacity run, one row per step instead.
 func (r *Report) WriteCSV(w io.Writer) error {
+	if r.Capacity != nil { // a capacity run's table is its curve
+		return writeCapacityCSV(w, r.Capacity)
+	}
 	cw := csv.NewWriter(w)
 	head := []string{"phase", "mode", "rate", "concurrency", "prompt_tokens", "output_tokens", "start_s", "duration_s", "sent", "completed", "failed", "incomplete", "retried", "good",
 		"total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "input_throughput"}

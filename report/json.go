@@ -176,6 +176,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		inf["energy"] = map[string]any{"source": e.Source, "run": energyJSON(0, e.Run), "phases": phases}
 	}
 	r.addHistory(inf)
+	if r.Capacity != nil {
+		inf["capacity"] = capacityJSON(r.Capacity)
+	}
 	top["infertop"] = inf
 	for k, v := range map[string]any{
 		"manifest":        r.Manifest,

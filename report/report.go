@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/slo"
@@ -77,6 +78,10 @@ type Report struct {
 	// Extra is merged into the JSON's "infertop" object (a comparison's
 	// "compare": the other side and the differences).
 	Extra map[string]any
+	// Capacity is a capacity run's outcome (--find-max, --matrix): a
+	// section of the summary, infertop.capacity in the JSON, and the CSV's
+	// rows, one per step.
+	Capacity *capacity.Outcome
 }
 
 // Verdicts checks objs over the whole run and every phase with requests;

@@ -59,6 +59,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Energy != nil {
 		writeEnergy(&b, r.Energy.Source, r.Energy.Run)
 	}
+	if r.Capacity != nil {
+		writeCapacity(&b, r.Capacity)
+	}
 	if len(r.Verdicts) > 0 {
 		b.WriteString("\nSLOs:\n")
 		for _, v := range r.Verdicts {

@@ -1,0 +1,400 @@
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/slo"
+)
+
+// stepper runs the steps of one search against one engine.
+type stepper struct {
+	s     *Search
+	eng   Engine
+	snaps <-chan load.Snapshot
+}
+
+// next is the next snapshot, or why there will be none.
+func (st *stepper) next(ctx context.Context) (load.Snapshot, error) {
+	select {
+	case <-ctx.Done():
+		return load.Snapshot{}, context.Cause(ctx)
+	case <-st.eng.Ending():
+		return load.Snapshot{}, ErrRunEnded
+	case s, ok := <-st.snaps:
+		if !ok {
+			return load.Snapshot{}, ErrRunEnded
+		}
+		return s, nil
+	}
+}
+
+// phaseOf finds phase id in s; ok is false when s predates it. A phase
+// after it means someone else turned a knob: taken over.
+func phaseOf(s load.Snapshot, id int) (p load.Phase, ok bool, err error) {
+	for i := len(s.Phases) - 1; i >= 0; i-- {
+		switch ph := s.Phases[i]; {
+		case ph.ID > id:
+			return load.Phase{}, false, ErrTakenOver
+		case ph.ID == id:
+			return ph, true, nil
+		}
+	}
+	return load.Phase{}, false, nil
+}
+
+// sample is the load in flight at one snapshot of a measured phase.
+type sample struct {
+	at       time.Duration // since the measured phase began
+	inFlight int           // in flight plus the open loop's backlog
+}
+
+// run holds one step at load l and judges it; good and bad are the
+// search's bounds so far, for the progress.
+func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, error) {
+	s, h := st.s, st.s.Hold
+	prog := Progress{Step: n, Over: s.Over, Load: l, Good: good, Bad: bad, NeedRequests: h.MinRequests}
+	tell := func(state string, left, need time.Duration, reqs int64) {
+		if s.Progress != nil {
+			prog.State, prog.Left, prog.Need, prog.Requests = state, max(left, 0), max(need, 0), reqs
+			s.Progress(prog)
+		}
+	}
+	knobs, warm := st.eng.NewPhase(func(k *load.Knobs) { s.set(k, l) })
+	step := Step{N: n, Load: l, Knobs: knobs, WarmupPhase: warm}
+
+	// The warm-up: its least time, and one turnover of what was in
+	// flight, so the measured phase starts where the new load settled.
+	var startAt time.Duration
+	var finished0, turnover int64
+	seen := false
+	for {
+		snap, err := st.next(ctx)
+		if err != nil {
+			return step, err
+		}
+		ph, ok, err := phaseOf(snap, warm)
+		if err != nil {
+			return step, err
+		}
+		if !ok {
+			continue
+		}
+		if !seen {
+			seen, startAt, finished0 = true, ph.Start, snap.Finished()
+			turnover = int64(snap.InFlight + snap.Backlog)
+			if knobs.Mode == load.ClosedLoop {
+				turnover = max(turnover, int64(knobs.Concurrency))
+			}
+			step.Start = startAt
+		}
+		el := snap.Elapsed - startAt
+		if el >= h.Warmup && snap.Finished()-finished0 >= turnover || el >= h.MaxTime {
+			break
+		}
+		tell(StateWarmup, h.MaxTime-el, h.Warmup-el, 0)
+	}
+
+	_, meas := st.eng.NewPhase(func(*load.Knobs) {})
+	step.Phase = meas
+	var markAt time.Duration
+	var samples []sample
+	seen = false
+	for {
+		snap, err := st.next(ctx)
+		if err != nil {
+			return step, err
+		}
+		ph, ok, err := phaseOf(snap, meas)
+		if err != nil {
+			return step, err
+		}
+		if !ok {
+			continue
+		}
+		if !seen {
+			seen, markAt = true, ph.Start
+		}
+		el := snap.Elapsed - markAt
+		samples = append(samples, sample{el, snap.InFlight + snap.Backlog})
+		st.figures(&step, snap, ph, markAt)
+		done := st.judge(&step, snap, ph, el, samples)
+		if done {
+			if step.Held {
+				tell(StateHeld, 0, 0, step.Completed+step.Failed)
+			} else {
+				tell(StateBroke, 0, 0, step.Completed+step.Failed)
+			}
+			return step, nil
+		}
+		need := h.MinTime - el
+		if left := h.MinRequests - (step.Completed + step.Failed); left > 0 && step.ReqPerSec > 0 {
+			need = max(need, time.Duration(float64(left)/step.ReqPerSec*float64(time.Second)))
+		}
+		tell(StateHolding, h.MaxTime-el, min(need, h.MaxTime-el), step.Completed+step.Failed)
+	}
+}
+
+// figures fills in step's figures from the measured phase ph of snap,
+// which began at run time markAt.
+func (st *stepper) figures(step *Step, snap load.Snapshot, ph load.Phase, markAt time.Duration) {
+	step.Measured = snap.Elapsed - markAt
+	step.Completed, step.Failed, step.Incomplete = ph.Completed, ph.Failed, ph.Incomplete
+	step.TTFT, step.TPOT, step.E2E = ph.Latency[load.TTFT], ph.Latency[load.TPOT], ph.Latency[load.E2E]
+	step.ErrorRate = 0
+	if n := ph.Completed + ph.Failed + ph.Incomplete; n > 0 {
+		step.ErrorRate = float64(ph.Failed+ph.Incomplete) / float64(n)
+	}
+	// The throughput of the load, not of the phase: the phase's own rate
+	// counts only requests started in it, low until its first ones come
+	// back (a closed loop's first E2E), while the seconds of the measured
+	// stretch count every completion at this load's steady state.
+	var secs, done int64
+	for _, p := range completeSeconds(snap, markAt) {
+		secs++
+		done += p.Completed
+	}
+	step.ReqPerSec = ph.ReqPerSec
+	if secs > 0 {
+		step.ReqPerSec = float64(done) / float64(secs)
+	}
+	step.OutTokPerSec, step.GoodPerSec = 0, 0
+	if ph.Completed > 0 {
+		step.OutTokPerSec = step.ReqPerSec * float64(ph.OutTokens) / float64(ph.Completed)
+		step.GoodPerSec = step.ReqPerSec * float64(ph.Good) / float64(ph.Completed)
+	}
+	f := slo.FromPhase(ph)
+	f.Incomplete = ph.Incomplete
+	f.ReqPerSec, f.OutTokPerSec, f.GoodPerSec = step.ReqPerSec, step.OutTokPerSec, step.GoodPerSec
+	if ph.Completed > 0 {
+		f.InTokPerSec = step.ReqPerSec * float64(ph.InTokens) / float64(ph.Completed)
+	}
+	step.Verdicts = slo.CheckAll(st.s.Objectives, f, "step "+strconv.Itoa(step.N))
+}
+
+// completeSeconds are the whole seconds of snap's series inside the
+// measured stretch that began at markAt.
+func completeSeconds(snap load.Snapshot, markAt time.Duration) []load.Point {
+	first := int64(math.Ceil(markAt.Seconds()))
+	var out []load.Point
+	for _, p := range snap.Series {
+		if p.Sec >= first && time.Duration(p.Sec+1)*time.Second <= snap.Elapsed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// judge decides whether the step is over, and if so sets Held and Why.
+func (st *stepper) judge(step *Step, snap load.Snapshot, ph load.Phase, el time.Duration, samples []sample) bool {
+	s, h := st.s, st.s.Hold
+	n := ph.Completed + ph.Failed + ph.Incomplete
+	if why, ok := saturated(step, snap, el, samples, h); ok {
+		step.Held, step.Saturated, step.Why = false, true, "over-saturated: "+why
+		return true
+	}
+	// What the step would have by its end, at the least: a breach that
+	// stands even then is certain now.
+	// The steady state's rate, not this phase's so far: a closed loop's
+	// first completions lag by an E2E, which would understate the end.
+	final := max(n, h.MinRequests)
+	if step.ReqPerSec > 0 {
+		final = max(final, int64(step.ReqPerSec*h.MinTime.Seconds()))
+	} else if el > 0 {
+		final = max(final, int64(float64(n)*h.MinTime.Seconds()/el.Seconds()))
+	}
+	for i, o := range s.Objectives {
+		if certain(o, step.Verdicts[i], ph, final) {
+			step.Held, step.Why = false, "breach certain: "+breached(step.Verdicts)
+			return true
+		}
+	}
+	held := allHeld(step.Verdicts)
+	switch {
+	case el >= h.MinTime && n >= h.MinRequests:
+		step.Held, step.Why = held, "held"
+	case el >= h.MinTime && held && n >= min(h.MinRequests, 10) && clearOf(s.Objectives, step.Verdicts, h.ClearMargin):
+		step.Held, step.Why = true, fmt.Sprintf("held, clear of every objective by %.0f%%", (1-h.ClearMargin)*100)
+	case el >= h.MaxTime:
+		step.Held, step.Why = held, "held (time up)"
+	default:
+		return false
+	}
+	if !step.Held {
+		step.Why = "breached: " + breached(step.Verdicts)
+		if n == 0 {
+			step.Why = "nothing measured in " + h.MaxTime.String()
+		}
+	}
+	return true
+}
+
+// breached lists the verdicts that broke: "ttft_p99<=500ms 612ms".
+func breached(vs []slo.Verdict) string {
+	var out []string
+	for _, v := range vs {
+		switch {
+		case !v.Known:
+			out = append(out, v.Expr+" nothing measured")
+		case !v.Held:
+			out = append(out, v.Expr+" "+v.Format(v.Actual))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// quantiles are the percentiles a Dist carries, lowest first, as
+// fractions.
+var quantiles = []struct {
+	q    float64
+	pick func(load.Dist) time.Duration
+}{
+	{0.5, func(d load.Dist) time.Duration { return d.P50 }},
+	{0.9, func(d load.Dist) time.Duration { return d.P90 }},
+	{0.95, func(d load.Dist) time.Duration { return d.P95 }},
+	{0.99, func(d load.Dist) time.Duration { return d.P99 }},
+	{0.999, func(d load.Dist) time.Duration { return d.P999 }},
+}
+
+// latencyMetric maps an objective's latency metric to the engine's.
+func latencyMetric(name string) (load.Metric, bool) {
+	switch name {
+	case "ttft":
+		return load.TTFT, true
+	case "tpot":
+		return load.TPOT, true
+	case "itl":
+		return load.ITL, true
+	case "e2el", "e2e":
+		return load.E2E, true
+	case "ttfb":
+		return load.TTFB, true
+	}
+	return 0, false
+}
+
+// certain reports whether the breach of upper bound o can no longer be
+// undone by the requests the step has still to finish (final in all): a
+// maximum over its limit, failures already past the error rate of the
+// whole, or so many requests over a latency limit that a percentile must
+// stay over it.
+func certain(o slo.Objective, v slo.Verdict, ph load.Phase, final int64) bool {
+	if o.Op != "<" && o.Op != "<=" || !v.Known || v.Held {
+		return false
+	}
+	if o.Metric == "error_rate" { // failures stay failures: over the whole they only thin out
+		least := float64(ph.Failed+ph.Incomplete) / float64(final)
+		return least > o.Value || o.Op == "<" && least == o.Value
+	}
+	m, ok := latencyMetric(o.Metric)
+	if !ok {
+		return false
+	}
+	d := ph.Latency[m]
+	if o.Stat == "max" {
+		return true // a maximum only grows
+	}
+	q, err := strconv.ParseFloat(strings.TrimPrefix(o.Stat, "p"), 64)
+	if !strings.HasPrefix(o.Stat, "p") || err != nil || d.Count < 5 {
+		return false
+	}
+	q /= 100
+	limit := time.Duration(o.Value * float64(time.Second))
+	for _, p := range quantiles { // the lowest percentile over the limit bounds how many are
+		if p.pick(d) > limit {
+			over := (1 - p.q) * float64(d.Count)
+			return over > (1-q)*float64(final)
+		}
+	}
+	return false
+}
+
+// clearOf reports whether every verdict is within margin of its limit.
+func clearOf(objs []slo.Objective, vs []slo.Verdict, margin float64) bool {
+	if margin <= 0 || margin >= 1 {
+		return false
+	}
+	for i, o := range objs {
+		v := vs[i]
+		if !v.Known || !v.Held {
+			return false
+		}
+		switch o.Op {
+		case "<", "<=":
+			if v.Actual > margin*o.Value {
+				return false
+			}
+		default:
+			if v.Actual < o.Value/margin {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// saturated reports an open loop past what the endpoint carries: the
+// requests in flight growing across the step while completions stall
+// below the rate asked for, and TTFT not falling. A closed loop cannot
+// over-saturate (its queue is its concurrency); its breach shows in the
+// latencies.
+func saturated(step *Step, snap load.Snapshot, el time.Duration, samples []sample, h Hold) (string, bool) {
+	if step.Knobs.Mode != load.OpenLoop || el < max(min(h.MinTime, 5*time.Second), 3*time.Second) || len(samples) < 6 {
+		return "", false
+	}
+	third := el / 3
+	var first, last []float64
+	for _, s := range samples {
+		switch {
+		case s.at < third:
+			first = append(first, float64(s.inFlight))
+		case s.at >= el-third:
+			last = append(last, float64(s.inFlight))
+		}
+	}
+	if len(first) == 0 || len(last) == 0 {
+		return "", false
+	}
+	f, l := mean(first), mean(last)
+	rate := step.Knobs.Rate
+	if l < f*1.5+4 || step.ReqPerSec >= 0.9*rate {
+		return "", false
+	}
+	secs := completeSeconds(snap, snap.Elapsed-el)
+	if k := len(secs) / 3; k > 0 {
+		var a, b []float64
+		for _, p := range secs[:k] {
+			a = append(a, p.TTFTP50.Seconds())
+		}
+		for _, p := range secs[len(secs)-k:] {
+			b = append(b, p.TTFTP50.Seconds())
+		}
+		if mean(b) < mean(a) {
+			return "", false
+		}
+	}
+	return fmt.Sprintf("in flight %.0f → %.0f while %.1f of %.3g req/s completed", f, l, step.ReqPerSec, rate), true
+}
+
+func mean(xs []float64) float64 {
+	var t float64
+	for _, x := range xs {
+		t += x
+	}
+	return t / float64(len(xs))
+}
+
+// allHeld reports whether every verdict held (none: true).
+func allHeld(vs []slo.Verdict) bool {
+	for _, v := range vs {
+		if !v.Held {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,16 @@
+package load
+
+// NewPhase changes the knobs through f, as Update does, and starts a new
+// phase even when nothing changed; it returns the knobs and the new
+// phase's id. A driver of the knobs (a capacity search) needs both: a
+// phase boundary after a step's warm-up, where no knob turns, and the id
+// of the phase it is about to judge, known for certain even when a person
+// turns a knob at the same moment (the id is read under the engine's lock,
+// in the same change).
+func (e *Engine) NewPhase(f func(*Knobs)) (k Knobs, phase int) {
+	k = e.update(func(k *Knobs) {
+		f(k)
+		phase = e.phaseSeq + 1 // update holds e.mu and, asked for a new phase, always starts one
+	}, true)
+	return k, phase
+}

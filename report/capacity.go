@@ -1,0 +1,225 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/infertop/infertop/capacity"
+	"github.com/infertop/infertop/load"
+)
+
+// writeCapacity writes a capacity run's section of the text summary: per
+// search the load found, its figures, and the capacity curve with the
+// knee marked; for a matrix, first the table of the load found per cell.
+func writeCapacity(b *strings.Builder, o *capacity.Outcome) {
+	var objs []string
+	for _, ob := range o.Objectives {
+		objs = append(objs, ob.Expr)
+	}
+	if o.Matrix != nil {
+		writeMatrix(b, o, strings.Join(objs, " and "))
+	}
+	for _, c := range o.Cells {
+		r := c.Result
+		fmt.Fprintf(b, "\nCapacity · prompt %d, output %d tokens · %s", c.Prompt, c.Output, r.Over)
+		switch {
+		case r.Fixed:
+			fmt.Fprintf(b, " %s (given, not searched)\n", r.Over.Format(r.Steps[0].Load))
+		case r.Found:
+			fmt.Fprintf(b, ": the most at which %s held: %s (%s)\n", strings.Join(objs, " and "), r.Over.Format(r.MaxLoad), r.Why)
+		default:
+			fmt.Fprintf(b, ": no load held %s (%s)\n", strings.Join(objs, " and "), r.Why)
+		}
+		if at := r.At(); at != nil && !r.Fixed {
+			fmt.Fprintf(b, "  there: %.1f req/s · %.1f tok/s out · goodput %.1f req/s · errors %.2f%%\n", at.ReqPerSec, at.OutTokPerSec, at.GoodPerSec, at.ErrorRate*100)
+			tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "  \tcount\tp50\tp90\tp95\tp99\tmax\t")
+			for _, m := range []struct {
+				name string
+				d    load.Dist
+			}{{"TTFT", at.TTFT}, {"TPOT", at.TPOT}, {"E2E", at.E2E}} {
+				fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", m.name, m.d.Count, fms(m.d.P50), fms(m.d.P90), fms(m.d.P95), fms(m.d.P99), fms(m.d.Max))
+			}
+			tw.Flush()
+		}
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "  step\t%s\tphase\treq/s\tout tok/s\tgoodput\tTTFT p50\tTTFT p99\tE2E p50\tE2E p99\terrors\t\t\t\n", r.Over)
+		for i, s := range r.Steps {
+			mark := ""
+			if i == r.Knee && !r.Fixed {
+				mark = "◀ knee"
+			}
+			verdict := "held"
+			if !s.Held {
+				verdict = "broke"
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%d\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%.2f%%\t%s\t%s\t\n", s.N, r.Over.Format(s.Load), s.Phase, s.ReqPerSec, s.OutTokPerSec, s.GoodPerSec,
+				fms(s.TTFT.P50), fms(s.TTFT.P99), fms(s.E2E.P50), fms(s.E2E.P99), s.ErrorRate*100, verdict, mark)
+		}
+		tw.Flush()
+		for _, s := range r.Steps {
+			fmt.Fprintf(b, "  step %d: %s, phases %d (warm-up) and %d, held %s, %d requests\n", s.N, s.Why, s.WarmupPhase, s.Phase,
+				s.Measured.Round(100*time.Millisecond), s.Completed+s.Failed+s.Incomplete)
+		}
+	}
+	if o.Stopped != "" {
+		fmt.Fprintf(b, "\nthe capacity run stopped before it was over: %s\n", o.Stopped)
+	}
+}
+
+// writeMatrix writes the table 'max throughput under the objective':
+// rows the prompt lengths, columns the output lengths, each cell the load
+// found and its output tok/s, and TTFT and E2E p99 there.
+func writeMatrix(b *strings.Builder, o *capacity.Outcome, objs string) {
+	title := "Max throughput under " + objs
+	if objs == "" {
+		title = "Throughput at the load given"
+	}
+	fmt.Fprintf(b, "\n%s (rows: prompt tokens, columns: output tokens; each cell: %s, output tok/s, TTFT p99, E2E p99)\n", title, o.Over)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "  prompt \\ output\t")
+	for _, out := range o.Matrix.Outputs {
+		fmt.Fprintf(tw, "%d\t", out)
+	}
+	fmt.Fprintln(tw)
+	for _, p := range o.Matrix.Prompts {
+		fmt.Fprintf(tw, "  %d\t", p)
+		for _, out := range o.Matrix.Outputs {
+			cell := "—"
+			for _, c := range o.Cells {
+				if c.Prompt != p || c.Output != out {
+					continue
+				}
+				r := c.Result
+				at := r.At()
+				switch {
+				case at != nil:
+					cell = fmt.Sprintf("%s · %.0f tok/s · %s · %s", r.Over.Format(at.Load), at.OutTokPerSec, fms(at.TTFT.P99), fms(at.E2E.P99))
+				case len(r.Steps) > 0:
+					cell = "none held"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t", cell)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+// StepJSON is one step of a capacity search.
+type StepJSON struct {
+	N            int       `json:"step"`
+	Load         float64   `json:"load"`
+	Knobs        KnobsJSON `json:"knobs"`
+	WarmupPhase  int       `json:"warmup_phase"`
+	Phase        int       `json:"phase"`
+	StartS       float64   `json:"start_s"`
+	MeasuredS    float64   `json:"measured_s"`
+	Completed    int64     `json:"completed"`
+	Failed       int64     `json:"failed"`
+	Incomplete   int64     `json:"incomplete"`
+	ReqPerSec    float64   `json:"request_throughput"`
+	OutTokPerSec float64   `json:"output_throughput"`
+	GoodPerSec   float64   `json:"request_goodput"`
+	P50TTFT      float64   `json:"p50_ttft_ms"`
+	P99TTFT      float64   `json:"p99_ttft_ms"`
+	P50E2E       float64   `json:"p50_e2el_ms"`
+	P99E2E       float64   `json:"p99_e2el_ms"`
+	ErrorRate    float64   `json:"error_rate"`
+	Held         bool      `json:"held"`
+	Saturated    bool      `json:"over_saturated"`
+	Why          string    `json:"why"`
+}
+
+func stepJSON(s capacity.Step) StepJSON {
+	return StepJSON{N: s.N, Load: s.Load, Knobs: knobs(s.Knobs), WarmupPhase: s.WarmupPhase, Phase: s.Phase, StartS: s.Start.Seconds(), MeasuredS: s.Measured.Seconds(),
+		Completed: s.Completed, Failed: s.Failed, Incomplete: s.Incomplete, ReqPerSec: s.ReqPerSec, OutTokPerSec: s.OutTokPerSec, GoodPerSec: s.GoodPerSec,
+		P50TTFT: ms(s.TTFT.P50), P99TTFT: ms(s.TTFT.P99), P50E2E: ms(s.E2E.P50), P99E2E: ms(s.E2E.P99), ErrorRate: s.ErrorRate, Held: s.Held, Saturated: s.Saturated, Why: s.Why}
+}
+
+// searchJSON is one search (or one cell): the load found, the figures
+// there, every step.
+func searchJSON(r capacity.Result) map[string]any {
+	steps := make([]StepJSON, 0, len(r.Steps))
+	for _, s := range r.Steps {
+		steps = append(steps, stepJSON(s))
+	}
+	out := map[string]any{"found": r.Found, "fixed": r.Fixed, "max_load": nil, "at": nil, "steps": steps, "why": r.Why,
+		"prompt_tokens": r.Prompt, "output_tokens": r.Output, "duration_s": r.Elapsed.Seconds()}
+	if r.Found {
+		out["max_load"] = r.MaxLoad
+	}
+	if r.Bad > 0 {
+		out["broke_at"] = r.Bad
+	}
+	if at := r.At(); at != nil {
+		out["at"] = map[string]any{"step": at.N, "load": at.Load, "request_throughput": at.ReqPerSec, "output_throughput": at.OutTokPerSec,
+			"request_goodput": at.GoodPerSec, "error_rate": at.ErrorRate,
+			"latency": map[string]DistJSON{"ttft": dist(at.TTFT), "tpot": dist(at.TPOT), "e2el": dist(at.E2E)}}
+	}
+	return out
+}
+
+// capacityJSON is infertop.capacity: one search's fields at the top; a
+// matrix's per cell under matrix.cells (the top's max_load and at null,
+// its steps empty), found true only when every cell found a load.
+func capacityJSON(o *capacity.Outcome) map[string]any {
+	objs := []string{}
+	for _, ob := range o.Objectives {
+		objs = append(objs, ob.Expr)
+	}
+	var out map[string]any
+	if o.Matrix == nil && len(o.Cells) == 1 {
+		out = searchJSON(o.Cells[0].Result)
+	} else {
+		out = map[string]any{"max_load": nil, "at": nil, "steps": []StepJSON{}}
+		cells := []map[string]any{}
+		for _, c := range o.Cells {
+			cells = append(cells, searchJSON(c.Result))
+		}
+		m := map[string]any{"prompts": []int{}, "outputs": []int{}, "cells": cells}
+		if o.Matrix != nil {
+			m["prompts"], m["outputs"] = o.Matrix.Prompts, o.Matrix.Outputs
+		}
+		out["matrix"] = m
+	}
+	out["over"], out["objectives"], out["found"] = string(o.Over), objs, o.Found()
+	if o.Stopped != "" {
+		out["stopped"] = o.Stopped
+	}
+	return out
+}
+
+// writeCapacityCSV writes a capacity run's CSV: one row per step of every
+// search (the capacity curve), the cell's lengths in the first columns.
+func writeCapacityCSV(w io.Writer, o *capacity.Outcome) error {
+	cw := csv.NewWriter(w)
+	head := []string{"prompt_tokens", "output_tokens", "step", "over", "load", "held", "knee", "over_saturated", "warmup_phase", "phase", "start_s", "measured_s",
+		"completed", "failed", "incomplete", "request_throughput", "output_throughput", "request_goodput",
+		"p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms", "p50_e2el_ms", "p99_e2el_ms", "error_rate", "why"}
+	if err := cw.Write(head); err != nil {
+		return fmt.Errorf("write CSV: %w", err)
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	for _, c := range o.Cells {
+		r := c.Result
+		for k, s := range r.Steps {
+			row := []string{strconv.Itoa(c.Prompt), strconv.Itoa(c.Output), strconv.Itoa(s.N), string(r.Over), f(s.Load), strconv.FormatBool(s.Held),
+				strconv.FormatBool(k == r.Knee && !r.Fixed), strconv.FormatBool(s.Saturated), strconv.Itoa(s.WarmupPhase), strconv.Itoa(s.Phase),
+				f(s.Start.Seconds()), f(s.Measured.Seconds()), i(s.Completed), i(s.Failed), i(s.Incomplete), f(s.ReqPerSec), f(s.OutTokPerSec), f(s.GoodPerSec),
+				f(ms(s.TTFT.P50)), f(ms(s.TTFT.P99)), f(ms(s.TPOT.P50)), f(ms(s.TPOT.P99)), f(ms(s.E2E.P50)), f(ms(s.E2E.P99)),
+				strconv.FormatFloat(s.ErrorRate, 'f', 6, 64), s.Why}
+			if err := cw.Write(row); err != nil {
+				return fmt.Errorf("write CSV: %w", err)
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
