@@ -7,12 +7,17 @@
 # itself; the full vet is in lint (a separate vet compiles every dependency
 # again without -race). Cold cache on two cores: 4 m 38 s (5 m 33 s with
 # the vet and the builds one at a time); warm: under 3 minutes.
-.PHONY: test build bench lint
+.PHONY: test test-slow build bench lint
 
 test:
 	go test -race -count=1 -run '^$$' ./... >/dev/null
 	go test -race -count=1 -p 1 ./...
 	go test -count=1 -run 'TestEngineMatchesSim' ./load
+
+# The slow stage: searches and comparisons against the default sim at its
+# own pace (minutes), kept out of make test's eight-minute budget.
+test-slow:
+	INFERTOP_SLOW=1 go test -count=1 -timeout 20m -run 'TestKnees|TestPairDefaultSim' ./capacity ./compare
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o infertop .

@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"math"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -100,8 +101,8 @@ func bruteKnee(t *testing.T, r *rig, objs []slo.Objective, cs []float64, h Hold)
 // starting above the knee walks down to it (short answers, for speed);
 // an open loop past the endpoint's capacity is over-saturated.
 func TestKnees(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a minute of searches against the sim")
+	if testing.Short() || os.Getenv("INFERTOP_SLOW") == "" {
+		t.Skip("a minute of searches against the sim: the slow stage (make test-slow)")
 	}
 	objs := mustParse(t, "ttft_p99<=500ms")
 	lengths := load.Knobs{Concurrency: 1, PromptTokens: 256, OutputTokens: 128}

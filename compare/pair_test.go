@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -120,8 +121,8 @@ func TestPairDetectsSlowCanary(t *testing.T) {
 // prompt 256, output 128), a canary 20 % slower is called slower at TTFT
 // p99 within 60 s: the verdict says slower (TTFT p99's own verdict logged).
 func TestPairDefaultSim(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a minute of the default sim")
+	if testing.Short() || os.Getenv("INFERTOP_SLOW") == "" {
+		t.Skip("a minute of the default sim: the slow stage (make test-slow)")
 	}
 	d, _ := sim.Preset("default")
 	p := startPair(t, d, slower(d, 1.2), load.Config{Knobs: load.Knobs{Concurrency: load.DefaultConcurrency,
