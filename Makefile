@@ -17,7 +17,7 @@ test:
 # The slow stage: searches and comparisons against the default sim at its
 # own pace (minutes), kept out of make test's eight-minute budget.
 test-slow:
-	INFERTOP_SLOW=1 go test -count=1 -timeout 20m -run 'TestKnees|TestPairDefaultSim' ./capacity ./compare
+	INFERTOP_SLOW=1 go test -count=1 -timeout 20m -run 'TestKnees|TestPairDefaultSim|TestPairIdenticalSims' ./capacity ./compare
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o infertop .

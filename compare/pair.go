@@ -102,7 +102,13 @@ func Start(ctx context.Context, cfg Config) (_ *Pair, err error) {
 	if c.Telemetry.ServerMetrics != runner.ServerMetricsOff {
 		c.Telemetry.ServerMetrics = ""
 	}
-	c.Notes = prefixWriter{w: cfg.Baseline.Notes, prefix: "infertop: canary: "}
+	// Both sides start at once and may note something at the same moment:
+	// one lock for the one writer.
+	if cfg.Baseline.Notes != nil {
+		notes := &lockedWriter{w: cfg.Baseline.Notes}
+		cfgs[Baseline].Notes = notes
+		c.Notes = prefixWriter{w: notes, prefix: "infertop: canary: "}
+	}
 	c.Load.Stages = append([]load.Stage(nil), cfg.Baseline.Load.Stages...)
 	if ds := cfg.Baseline.Load.Dataset; ds != nil { // a cursor each, from the first prompt
 		cfgs[Baseline].Load.Dataset, c.Load.Dataset = ds.Clone(), ds.Clone()
@@ -281,6 +287,18 @@ func (p *Pair) Stop() error {
 type prefixWriter struct {
 	w      io.Writer
 	prefix string
+}
+
+// lockedWriter serialises the writes of both sides to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 func (pw prefixWriter) Write(b []byte) (int, error) {
