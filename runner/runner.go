@@ -141,6 +141,9 @@ type Runner struct {
 	infoDone chan struct{}
 }
 
+// StartTimeout bounds the protocol detection and the model discovery.
+const StartTimeout = 15 * time.Second
+
 // InfoTimeout bounds the read of the server's description (model list,
 // version) for the reports.
 const InfoTimeout = 3 * time.Second
@@ -272,6 +275,10 @@ func (r *Runner) startSim() error {
 // startClient builds the probe client: the API given or detected, the
 // model given or the server's first.
 func (r *Runner) startClient(ctx context.Context) error {
+	// A server that accepts and never answers must not hold the start for
+	// the request timeout (minutes): detection and discovery are bounded.
+	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
+	defer cancel()
 	pc := r.cfg.Probe
 	kind := r.cfg.API
 	if kind == "" {
