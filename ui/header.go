@@ -124,7 +124,8 @@ func (m *Model) headerLine(target, right string, w int) string {
 			return fit(fit(left, room)+" "+right, w)
 		}
 	}
-	line := fit(fit(name+model, room)+" "+right, w) // never wider than the terminal, however long the state
+	bare := t.Value.Render(sanitize.Text(s.Target.Model)) // the URL goes below: no separator left hanging
+	line := fit(fit(name+bare, room)+" "+right, w)        // never wider than the terminal, however long the state
 	for i, l := range wrap(url+sims[1], w) {
 		if i == 2 {
 			break // a URL is not the dashboard: two lines of it at most
