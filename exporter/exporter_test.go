@@ -2,8 +2,11 @@ package exporter
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +62,50 @@ func TestExporter(t *testing.T) {
 	}
 	if _, err := Listen("256.1.1.1:1"); err == nil {
 		t.Error("a bad address was accepted")
+	}
+}
+
+// TestGrafanaDashboard: every metric the dashboard in deploy/grafana
+// queries is one the exporter serves.
+func TestGrafanaDashboard(t *testing.T) {
+	b, err := os.ReadFile("../deploy/grafana/infertop.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	objs, _ := slo.ParseAll([]string{"ttft_p99<=1s"})
+	x := New(objs)
+	x.Observe(load.Record{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: time.Millisecond, E2E: time.Millisecond}})
+	x.Update(load.Snapshot{}, slo.Figures{})
+	fams, err := x.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]bool{}
+	for _, f := range fams {
+		served[f.GetName()] = true
+	}
+	metric := regexp.MustCompile(`infertop_[a-z_]+`)
+	n := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			for _, m := range metric.FindAllString(tg.Expr, -1) {
+				n++
+				if !served[m] && !served[strings.TrimSuffix(m, "_bucket")] {
+					t.Errorf("panel %q queries %s, which the exporter does not serve", p.Title, m)
+				}
+			}
+		}
+	}
+	if n < 7 {
+		t.Fatalf("only %d metrics queried", n)
 	}
 }
