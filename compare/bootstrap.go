@@ -52,7 +52,20 @@ type Options struct {
 	Resamples int
 	// Seed makes the resampling repeatable.
 	Seed uint64
+	// MinEffect is the least difference called a difference: a latency's
+	// relative (0: DefaultMinEffect), an error rate's in points (0:
+	// DefaultMinErrorEffect); negative: none. Two endpoints are never
+	// quite alike (two identical sims on one busy machine differed by
+	// 2 % at TPOT p50, with an interval of +0.2 %…+3.0 %): a rollout asks
+	// whether the canary is worse by enough to matter.
+	MinEffect, MinErrorEffect float64
 }
+
+// The least differences a verdict calls.
+const (
+	DefaultMinEffect      = 0.05
+	DefaultMinErrorEffect = 0.001
+)
 
 // Stats are the statistics a comparison with regs judges: the defaults
 // and every statistic a regression names, each once.
@@ -125,6 +138,14 @@ func (s *Samples) Compare(o Options) Comparison {
 	byName := map[string]Result{}
 	for _, st := range s.stats {
 		r := judge(st, s.snapshot(st), o.Resamples, alpha, rng)
+		min := effect(o.MinEffect, DefaultMinEffect)
+		if st.ErrorRate {
+			min = effect(o.MinErrorEffect, DefaultMinErrorEffect)
+		}
+		switch {
+		case r.Verdict == Worse && r.Lo <= min, r.Verdict == Better && r.Hi >= -min:
+			r.Verdict = NoDifference // significant, but too small to matter
+		}
 		c.Results = append(c.Results, r)
 		byName[st.Name] = r
 	}
@@ -133,6 +154,17 @@ func (s *Samples) Compare(o Options) Comparison {
 		c.Gates = append(c.Gates, Gate{Regression: reg, Result: r, Breached: r.Verdict != NotEnough && r.Lo > reg.Tolerance})
 	}
 	return c
+}
+
+// effect is a minimum effect given (v), or its default.
+func effect(v, def float64) float64 {
+	switch {
+	case v < 0:
+		return 0
+	case v == 0:
+		return def
+	}
+	return v
 }
 
 // sideData is one side's samples of a statistic, sorted by value, with the
