@@ -93,9 +93,9 @@ func (m Model) updateCanary(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // verdictLine is the comparison's verdict in words (compare's Line), bad
 // when the canary is worse on a statistic, good when only better, muted
-// while nothing differs; one line on a short terminal, two on a tall one.
-// It is empty outside a comparison.
-func (m *Model) verdictLine(w, h int) string {
+// while nothing differs, wrapped over two lines at most. It is empty
+// outside a comparison.
+func (m *Model) verdictLine(w int) string {
 	if !m.cmp.on {
 		return ""
 	}
@@ -107,11 +107,9 @@ func (m *Model) verdictLine(w, h int) string {
 	if m.cmp.stopped {
 		text, style = "the canary's engine stopped · "+text, t.Bad
 	}
-	n := 1
-	if h >= 30 {
-		n = 2
-	}
-	lines := wrapInto(style.Render(text), w, n, style.Render("…"))
+	// Two lines at most, on every terminal: the verdict is what the view
+	// is for, and a cut one loses its confidence or what it waits for.
+	lines := wrapInto(style.Render(text), w, 2, style.Render("…"))
 	for i, l := range lines {
 		lines[i] = fit(l, w)
 	}
@@ -341,7 +339,7 @@ func (m *Model) cmpTable(keep []bool, w, h int) string {
 		if open {
 			parts = append(parts, part{t.Muted.Render("* from the intended send time"), 0})
 		}
-		parts = append(parts, part{t.Muted.Render(count(b.Latency[load.E2E].Count, 7) + " | " + count(c.Latency[load.E2E].Count, 7) + " requests"), 0},
+		parts = append(parts, part{t.Muted.Render(count(b.Latency[load.E2E].Count, 7) + " | " + count(c.Latency[load.E2E].Count, 7) + " requests"), 1},
 			part{t.Muted.Render("Δ: the canary's"), 2})
 		lines = append(lines, flowParts(parts, t.Muted.Render(" · "), w, room)...)
 	}

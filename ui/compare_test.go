@@ -67,6 +67,16 @@ func fixedComparison() compare.Comparison {
 	return c
 }
 
+// thinComparison is a comparison made before either side had enough
+// requests: nothing judged.
+func thinComparison() compare.Comparison {
+	c := fixedComparison()
+	for i := range c.Results {
+		c.Results[i].Verdict, c.Results[i].NBaseline, c.Results[i].NCanary, c.Results[i].Seconds = compare.NotEnough, 48, 47, 1
+	}
+	return c
+}
+
 // newCompareModel is a comparison's dashboard over no pair, its
 // comparison fixed (ok false: none yet).
 func newCompareModel(t testing.TB, c compare.Comparison, ok bool) Model {
@@ -123,19 +133,29 @@ func TestCompareFits(t *testing.T) {
 	closed := func() (load.Snapshot, load.Snapshot) { return fixedSnapshot(), canarySnapshot() }
 	for _, size := range [][2]int{{80, 24}, {100, 30}, {120, 40}, {160, 48}, {240, 70}} {
 		for name, snaps := range map[string]func() (load.Snapshot, load.Snapshot){"closed": closed, "open": open} {
-			for _, judged := range []bool{false, true} {
+			for _, v := range []struct {
+				cmp  compare.Comparison
+				ok   bool
+				want string
+			}{
+				{fixedComparison(), false, "comparing"},
+				{fixedComparison(), true, "canary slower: TTFT p99 +38%"},
+				{thinComparison(), true, "no difference found yet (not enough data"}, // the longest line: two at 80 columns
+			} {
+				judged := v.ok
 				b, c := snaps()
-				m := newCompareModel(t, fixedComparison(), judged)
+				m := newCompareModel(t, v.cmp, v.ok)
 				m = press[tea.Msg](m, tea.WindowSizeMsg{Width: size[0], Height: size[1]}, SnapshotMsg(b), CanarySnapshotMsg(c))
 				view := m.View()
 				checkSize(t, view, size[0], size[1])
 				lines := strings.Split(view, "\n")
-				want := "comparing"
-				if judged {
-					want = "canary slower: TTFT p99 +38%"
+				if !strings.HasPrefix(lines[2], v.want) {
+					t.Errorf("%v %s judged %v: line 3 is %q, want the verdict %q", size, name, judged, lines[2], v.want)
 				}
-				if !strings.HasPrefix(lines[2], want) {
-					t.Errorf("%v %s judged %v: line 3 is %q, want the verdict %q", size, name, judged, lines[2], want)
+				for _, l := range lines[2:4] {
+					if strings.HasSuffix(strings.TrimSpace(l), "…") {
+						t.Errorf("%v %s: the verdict is cut: %q", size, name, l)
+					}
 				}
 				for _, w := range []string{"Δ", "canary", "Latency", "Throughput", "Errors", "In flight"} {
 					if !strings.Contains(view, w) {

@@ -336,7 +336,7 @@ func (m *Model) render() {
 		return
 	}
 	header := m.header(w)
-	if v := m.verdictLine(w, h); v != "" {
+	if v := m.verdictLine(w); v != "" {
 		header += "\n" + v
 	}
 	if b := m.banner(w); b != "" {
