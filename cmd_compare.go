@@ -13,10 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
 	"github.com/mattn/go-isatty"
-	"github.com/muesli/termenv"
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/compare"
@@ -277,9 +274,8 @@ func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) [
 	return last
 }
 
-// runTUICompare is `infertop --compare`: the dashboard shows the baseline
-// while the keys move both loads; the comparison is printed when it
-// ends (side-by-side panels are the dashboard's to come).
+// runTUICompare is `infertop --compare`: the dashboard of both sides,
+// the keys moving both loads; the comparison is printed when it ends.
 func (a *app) runTUICompare(cfg runner.Config, cf *compareFlags, theme, reportDir string) error {
 	pc, err := cf.pairConfig(cfg)
 	if err != nil {
@@ -296,25 +292,13 @@ func (a *app) runTUICompare(cfg runner.Config, cf *compareFlags, theme, reportDi
 		return err
 	}
 	defer p.Stop()
-	base := p.Runner(compare.Baseline)
-	rd := lipgloss.NewRenderer(term)
-	if os.Getenv("NO_COLOR") != "" {
-		rd.SetColorProfile(termenv.Ascii)
-	}
-	o := viewOptions(base, theme, reportDir)
-	snaps, unsubscribe := base.Subscribe()
-	defer unsubscribe()
-	o.Renderer, o.Snapshots = rd, snaps
-	model, err := ui.New(p, o)
+	prog, done, err := a.dashboard(context.Background(), p.Runner(compare.Baseline), p, term, theme, reportDir)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
-	var m tea.Model = model
-	if a.wrapModel != nil {
-		m = a.wrapModel(m)
-	}
-	prog := tea.NewProgram(m, tea.WithAltScreen(), tea.WithOutput(term), tea.WithoutCatchPanics())
-	if err := guard.Run(prog); err != nil {
+	err = guard.Run(prog)
+	done()
+	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	p.Stop()

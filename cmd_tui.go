@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/muesli/termenv"
 
+	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
@@ -55,7 +56,7 @@ func (a *app) runTUI(args []string) error {
 		return err
 	}
 	defer r.Stop()
-	p, done, err := a.dashboard(context.Background(), r, term, f.theme, *reportDir)
+	p, done, err := a.dashboard(context.Background(), r, nil, term, f.theme, *reportDir)
 	if err != nil {
 		return err
 	}
@@ -80,9 +81,11 @@ func viewOptions(r *runner.Runner, theme, reportDir string) ui.Options {
 }
 
 // dashboard builds the dashboard program on term, a controller of r: the
-// one builder for `infertop` and `infertop ssh --local`. The program ends
-// with ctx; done ends its subscription once it has run.
-func (a *app) dashboard(ctx context.Context, r *runner.Runner, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
+// one builder for `infertop`, `infertop --compare` and `infertop ssh
+// --local`. With a pair (r its baseline) the keys move both of its loads
+// and the panels show its canary beside r, with the live verdict. The
+// program ends with ctx; done ends its subscriptions once it has run.
+func (a *app) dashboard(ctx context.Context, r *runner.Runner, pair *compare.Pair, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
 	rd := lipgloss.NewRenderer(term)
 	if os.Getenv("NO_COLOR") != "" {
 		rd.SetColorProfile(termenv.Ascii)
@@ -90,7 +93,14 @@ func (a *app) dashboard(ctx context.Context, r *runner.Runner, term *os.File, th
 	o := viewOptions(r, theme, reportDir)
 	snaps, unsubscribe := r.Subscribe()
 	o.Renderer, o.Snapshots = rd, snaps
-	model, err := ui.New(r.Engine(), o)
+	var ctl ui.Controller = r.Engine()
+	if pair != nil {
+		canary, unsubscribeCanary := pair.Runner(compare.Canary).Subscribe()
+		o.Canary, o.Compare, ctl = canary, pair.Comparison, pair
+		base := unsubscribe
+		unsubscribe = func() { base(); unsubscribeCanary() }
+	}
+	model, err := ui.New(ctl, o)
 	if err != nil {
 		unsubscribe()
 		return nil, nil, usageError{err}

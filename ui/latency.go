@@ -155,6 +155,17 @@ type seriesLine struct {
 	// gaps: a zero is a second in which nothing was measured (a latency
 	// with no request finished), drawn as no point rather than a drop to 0.
 	gaps bool
+	// from is the snapshot whose series the line draws: nil for the
+	// model's, the canary's in a comparison.
+	from *load.Snapshot
+}
+
+// points is the series l is drawn from.
+func (l seriesLine) points(s *load.Snapshot) []load.Point {
+	if l.from != nil {
+		return l.from.Series
+	}
+	return s.Series
 }
 
 // latencySpec is the chart of p50/p95/p99 (p50/p99 for TTFT) of met, in ms.
@@ -168,15 +179,15 @@ func (m *Model) latencySpec(met load.Metric) chartSpec {
 	if met == load.E2E {
 		spec.extra = t.P50.Render("p50") + " " + t.P95.Render("p95") + " " + t.P99.Render("p99")
 		spec.lines = []seriesLine{
-			{"a50", t.P50, ms(func(p load.Point) time.Duration { return p.E2EP50 }), true},
-			{"b95", t.P95, ms(func(p load.Point) time.Duration { return p.E2EP95 }), true},
-			{"c99", t.P99, ms(func(p load.Point) time.Duration { return p.E2EP99 }), true},
+			{"a50", t.P50, ms(func(p load.Point) time.Duration { return p.E2EP50 }), true, nil},
+			{"b95", t.P95, ms(func(p load.Point) time.Duration { return p.E2EP95 }), true, nil},
+			{"c99", t.P99, ms(func(p load.Point) time.Duration { return p.E2EP99 }), true, nil},
 		}
 	} else {
 		spec.extra = t.P50.Render("p50") + " " + t.P99.Render("p99")
 		spec.lines = []seriesLine{
-			{"a50", t.P50, ms(func(p load.Point) time.Duration { return p.TTFTP50 }), true},
-			{"c99", t.P99, ms(func(p load.Point) time.Duration { return p.TTFTP99 }), true},
+			{"a50", t.P50, ms(func(p load.Point) time.Duration { return p.TTFTP50 }), true, nil},
+			{"c99", t.P99, ms(func(p load.Point) time.Duration { return p.TTFTP99 }), true, nil},
 		}
 	}
 	spec.hint = t.Muted.Render(" · c: metric")
@@ -190,13 +201,13 @@ func (m *Model) throughputSpecs() []chartSpec {
 	t := m.theme
 	return []chartSpec{
 		{id: "tokens", name: "Throughput over time", extra: t.P50.Render("tok/s out"), yLabel: num,
-			lines: []seriesLine{{"a", t.P50, func(p load.Point) float64 { return float64(p.OutTokens) }, false}}},
+			lines: []seriesLine{{"a", t.P50, func(p load.Point) float64 { return float64(p.OutTokens) }, false, nil}}},
 		{id: "requests", name: "Requests over time",
 			extra: t.P50.Render("in flight") + " " + t.P95.Render("done/s") + " " + t.P99.Render("failed/s"), yLabel: num,
 			lines: []seriesLine{
-				{"a", t.P50, func(p load.Point) float64 { return float64(p.InFlight) }, false},
-				{"b", t.P95, func(p load.Point) float64 { return float64(p.Completed) }, false},
-				{"c", t.P99, func(p load.Point) float64 { return float64(p.Failed) }, false},
+				{"a", t.P50, func(p load.Point) float64 { return float64(p.InFlight) }, false, nil},
+				{"b", t.P95, func(p load.Point) float64 { return float64(p.Completed) }, false, nil},
+				{"c", t.P99, func(p load.Point) float64 { return float64(p.Failed) }, false, nil},
 			}},
 	}
 }
@@ -226,14 +237,14 @@ func (m *Model) overTime(spec chartSpec, w, h int) string {
 	start := end - span
 	top := 0.0
 	key := chartKey{w: w, h: h, start: start, end: end, title: title}
-	for _, p := range s.Series {
-		if time.Duration(p.Sec)*time.Second < start {
-			continue
-		}
-		key.mix(uint64(p.Sec))
-		for _, l := range spec.lines {
+	for _, l := range spec.lines {
+		for _, p := range l.points(s) {
+			if time.Duration(p.Sec)*time.Second < start {
+				continue
+			}
 			v := l.pick(p)
 			top = max(top, v)
+			key.mix(uint64(p.Sec))
 			key.mix(math.Float64bits(v))
 		}
 	}
@@ -304,11 +315,11 @@ func (m *Model) drawChart(spec chartSpec, w, ch int, top float64, start, end tim
 	for _, l := range spec.lines {
 		c.SetDataSetStyle(l.name, l.style)
 	}
-	for _, p := range s.Series {
-		if time.Duration(p.Sec)*time.Second < start {
-			continue
-		}
-		for _, l := range spec.lines {
+	for _, l := range spec.lines {
+		for _, p := range l.points(s) {
+			if time.Duration(p.Sec)*time.Second < start {
+				continue
+			}
 			if v := l.pick(p); v > 0 || !l.gaps {
 				c.PushDataSet(l.name, timeserieslinechart.TimePoint{Time: ts(time.Duration(p.Sec) * time.Second), Value: v})
 			}

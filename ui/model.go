@@ -15,6 +15,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
@@ -61,6 +62,13 @@ type Options struct {
 	// Notice, if set, is shown in the footer until the first key (an SSH
 	// session's unknown theme, say).
 	Notice string
+	// Canary is the canary's subscription in a comparison (compare.Pair):
+	// Snapshots is then the baseline's, and the panels show both sides.
+	Canary <-chan load.Snapshot
+	// Compare, if set, is the live comparison (compare.Pair.Comparison):
+	// its verdict line sits under the header and its verdicts colour the
+	// differences. Either it or Canary makes the view a comparison's.
+	Compare func() (compare.Comparison, bool)
 }
 
 // SnapshotMsg delivers a new engine snapshot to the model.
@@ -119,6 +127,9 @@ type Model struct {
 	screen  screen
 	stopped bool
 
+	// cmp is the canary's side when the view is a comparison's.
+	cmp compareView
+
 	// cache is the rendered screen; View returns it.
 	cache string
 	// sparks keeps each sparkline's last drawing, by panel; charts each
@@ -148,6 +159,7 @@ func New(ctl Controller, o Options) (Model, error) {
 		}
 	}
 	m.flash = o.Notice
+	m.cmp = newCompareView(o)
 	m.help = help.New()
 	m.applyTheme()
 	return m, nil
@@ -178,8 +190,8 @@ func listen(ch <-chan load.Snapshot) tea.Cmd {
 	}
 }
 
-// Init starts listening for snapshots.
-func (m Model) Init() tea.Cmd { return listen(m.snaps) }
+// Init starts listening for snapshots (both sides' in a comparison).
+func (m Model) Init() tea.Cmd { return tea.Batch(listen(m.snaps), m.cmp.listen()) }
 
 // Update handles snapshots, resizes and keys.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -192,8 +204,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.fig = runner.Join(m.snap, nil)
 		}
 		m.verdicts = slo.CheckAll(m.objs, m.fig.Window, "window")
+		m.cmp.refresh()
 		m.render()
 		return m, listen(m.snaps)
+	case CanarySnapshotMsg, canaryDoneMsg:
+		return m.updateCanary(msg)
 	case engineDoneMsg:
 		m.stopped = true
 		m.render()
@@ -321,6 +336,9 @@ func (m *Model) render() {
 		return
 	}
 	header := m.header(w)
+	if v := m.verdictLine(w); v != "" {
+		header += "\n" + v
+	}
 	if b := m.banner(w); b != "" {
 		header += "\n" + b
 	}
@@ -345,6 +363,9 @@ func (m *Model) render() {
 // throughput charts follows; the phase table has the rest, and at least
 // the rows its phases need while the charts can give them up.
 func (m *Model) dashboard(w, h int) string {
+	if m.cmp.on {
+		return m.compareDashboard(w, h)
+	}
 	server := m.serverPanel(w)
 	serverH := 0
 	if server != "" {

@@ -26,10 +26,14 @@ func (m *Model) smallPanels(w, h int) string {
 // spark draws one bar per second of the newest seconds, scaled to the
 // largest value shown (never to a maximum that only grows).
 func (m *Model) spark(name string, w, h int, style lipgloss.Style, value func(load.Point) float64) []string {
+	return m.sparkOf(name, m.snap.Series, w, h, style, value)
+}
+
+// sparkOf is spark over the series pts (the canary's, in a comparison).
+func (m *Model) sparkOf(name string, pts []load.Point, w, h int, style lipgloss.Style, value func(load.Point) float64) []string {
 	if h <= 0 || w <= 0 {
 		return nil
 	}
-	pts := m.snap.Series
 	if len(pts) > w {
 		pts = pts[len(pts)-w:]
 	}
@@ -101,13 +105,7 @@ func (m *Model) throughputPanel(w, h int) string {
 // cut at 19 cells says nothing), then errors over time in what is left.
 func (m *Model) errorsPanel(w, h int) string {
 	t, s := m.theme, &m.snap
-	rate := t.Good.Render(pct(s.ErrorRate))
-	switch {
-	case s.ErrorRate >= 0.05:
-		rate = t.Bad.Render(pct(s.ErrorRate))
-	case s.ErrorRate > 0:
-		rate = t.Warn.Render(pct(s.ErrorRate))
-	}
+	rate := m.errorRateStyle(s.ErrorRate).Render(pct(s.ErrorRate))
 	lines := []string{
 		m.title("Errors", "", w),
 		rate + t.Muted.Render(fmt.Sprintf(" · %d in %s", s.Failed, window(s.Window))),
@@ -132,6 +130,18 @@ func (m *Model) errorsPanel(w, h int) string {
 	}
 	lines = append(lines, m.spark("errors", w, h-len(lines), t.Bad, func(p load.Point) float64 { return float64(p.Failed) })...)
 	return block(lines, w, h)
+}
+
+// errorRateStyle is an error rate's colour: good at none, a warning
+// below 5 %, bad from there.
+func (m *Model) errorRateStyle(rate float64) lipgloss.Style {
+	switch {
+	case rate >= 0.05:
+		return m.theme.Bad
+	case rate > 0:
+		return m.theme.Warn
+	}
+	return m.theme.Good
 }
 
 // topError is the most frequent error with its count, wrapped into at most
