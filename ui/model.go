@@ -61,6 +61,11 @@ type Options struct {
 	// Notice, if set, is shown in the footer until the first key (an SSH
 	// session's unknown theme, say).
 	Notice string
+	// Finder, if set, runs capacity searches (the f key); FindMax, if
+	// given too, are the objectives of one started at once and of the f
+	// key's (without, the key asks for them).
+	Finder  Finder
+	FindMax []slo.Objective
 }
 
 // SnapshotMsg delivers a new engine snapshot to the model.
@@ -125,6 +130,9 @@ type Model struct {
 	// chart's over time, by chartSpec.id.
 	sparks map[string]*sparkDrawing
 	charts map[string]*chartDrawing
+
+	// capState is the capacity search's (capacity.go).
+	capState capState
 }
 
 // New returns a dashboard acting on ctl.
@@ -148,6 +156,7 @@ func New(ctl Controller, o Options) (Model, error) {
 		}
 	}
 	m.flash = o.Notice
+	m.capState = capState{finder: o.Finder, given: o.FindMax}
 	m.help = help.New()
 	m.applyTheme()
 	return m, nil
@@ -178,8 +187,15 @@ func listen(ch <-chan load.Snapshot) tea.Cmd {
 	}
 }
 
-// Init starts listening for snapshots.
-func (m Model) Init() tea.Cmd { return listen(m.snaps) }
+// Init starts listening for snapshots and for the searches' news, and
+// starts --find-max's search.
+func (m Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{listen(m.snaps), listenFind(m.capState.finder)}
+	if c := m.capState; c.finder != nil && len(c.given) > 0 {
+		cmds = append(cmds, func() tea.Msg { return findMsg{c.given} })
+	}
+	return tea.Batch(cmds...)
+}
 
 // Update handles snapshots, resizes and keys.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -205,6 +221,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tea.KeyMsg:
 		return m.handleKey(msg)
+	case findMsg:
+		m.startSearch(msg.objs)
+		m.render()
+		return m, nil
+	case SearchMsg:
+		m.searchNews(msg)
+		m.render()
+		return m, listenFind(m.capState.finder)
 	case savedMsg:
 		m.saving = false
 		if msg.err != nil {
@@ -219,6 +243,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	if m.capState.asking { // the footer's input takes every key, pasted or typed
+		return m.askKey(msg)
+	}
 	// Keys typed faster than the terminal is read arrive as one message
 	// ("KK"): take them one by one.
 	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
@@ -249,7 +276,9 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 // turn changes the engine's knobs by f and shows the new values at once,
 // before the next snapshot brings them.
 func (m *Model) turn(f func(*load.Knobs)) {
+	m.handBack() // a person's knob ends a search first
 	m.snap.Knobs = m.ctl.Update(f)
+	m.saidHandBack(m.snap.Knobs)
 }
 
 // toggleLoop switches between the closed and the open loop; the open loop
@@ -321,6 +350,9 @@ func (m *Model) render() {
 		return
 	}
 	header := m.header(w)
+	if l := m.searchLine(w); l != "" {
+		header += "\n" + l
+	}
 	if b := m.banner(w); b != "" {
 		header += "\n" + b
 	}
@@ -383,6 +415,9 @@ func (m *Model) dashboard(w, h int) string {
 // first; the other keys show as far as they fit, each whole.
 func (m *Model) footer(w int) string {
 	t := m.theme
+	if m.capState.asking {
+		return m.askFooter(w)
+	}
 	var parts []part
 	for i, b := range m.keys.ShortHelp() {
 		prio := 1 + i // the earlier in the table, the longer kept
