@@ -224,7 +224,7 @@ func TestKnobHandsBack(t *testing.T) {
 type stillEngine struct{ ending chan struct{} }
 
 func (e stillEngine) NewPhase(func(*load.Knobs)) (load.Knobs, int) { return load.Knobs{}, 1 }
-func (e stillEngine) Ending() <-chan struct{}                     { return e.ending }
+func (e stillEngine) Ending() <-chan struct{}                      { return e.ending }
 
 // TestSearcherStops: the Searcher runs one search at a time, its stop
 // returns once the search has, the end comes as news, and Close ends
