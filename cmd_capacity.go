@@ -91,27 +91,12 @@ func (c *capacityFlags) plan(fs *pflag.FlagSet, f *loadFlags, rf *runFlags, cfg 
 			return nil, usagef("--find-max %s: the energy per token is not searched (a step is too short for the GPUs' counters)", o.Expr)
 		}
 	}
-	over := capacity.Concurrency
-	if l.Knobs.Rate > 0 {
-		over = capacity.Rate
-	}
-	if c.over != "" {
-		if over, err = capacity.ParseOver(c.over); err != nil {
-			return nil, usagef("--over: %v", err)
-		}
-	}
-	res, err := parseFraction(c.resolution)
+	search, err := c.search(objs, l.Knobs)
 	if err != nil {
-		return nil, usagef("--resolution: %v", err)
+		return nil, err
 	}
-	p := &capacityPlan{search: capacity.Search{Objectives: objs, Over: over, From: c.from, To: c.to, Resolution: res,
-		Hold: capacity.Hold{Warmup: c.warmup, MinRequests: c.minRequests, MinTime: c.minTime, MaxTime: c.maxTime, ClearMargin: capacity.DefaultHold().ClearMargin}}}
-	if c.from < 0 || c.to < 0 {
-		return nil, usagef("--from and --to must not be negative")
-	}
-	if err := p.search.Check(); err != nil {
-		return nil, usagef("--find-max: %v", err)
-	}
+	over := search.Over
+	p := &capacityPlan{search: search}
 	p.at = float64(l.Knobs.Concurrency)
 	if over == capacity.Rate {
 		p.at = l.Knobs.Rate
@@ -134,6 +119,57 @@ func (c *capacityFlags) plan(fs *pflag.FlagSet, f *loadFlags, rf *runFlags, cfg 
 	}
 	p.knobs = l.Knobs
 	return p, nil
+}
+
+// search is the search the flags describe, for objs, starting from the
+// knobs k (an open loop searches the rate unless --over says otherwise).
+func (c *capacityFlags) search(objs []slo.Objective, k load.Knobs) (capacity.Search, error) {
+	over := capacity.Concurrency
+	if k.Rate > 0 {
+		over = capacity.Rate
+	}
+	if c.over != "" {
+		var err error
+		if over, err = capacity.ParseOver(c.over); err != nil {
+			return capacity.Search{}, usagef("--over: %v", err)
+		}
+	}
+	res, err := parseFraction(c.resolution)
+	if err != nil {
+		return capacity.Search{}, usagef("--resolution: %v", err)
+	}
+	s := capacity.Search{Objectives: objs, Over: over, From: c.from, To: c.to, Resolution: res,
+		Hold: capacity.Hold{Warmup: c.warmup, MinRequests: c.minRequests, MinTime: c.minTime, MaxTime: c.maxTime, ClearMargin: capacity.DefaultHold().ClearMargin}}
+	if c.from < 0 || c.to < 0 {
+		return capacity.Search{}, usagef("--from and --to must not be negative")
+	}
+	if err := s.Check(); err != nil {
+		return capacity.Search{}, usagef("--find-max: %v", err)
+	}
+	return s, nil
+}
+
+// dashboardSearch is the dashboard's search: the settings of every search
+// its f key starts and, with --find-max, the objectives of the one it
+// starts at once. The checks are the headless run's, on a copy of cfg:
+// the dashboard's load starts as today, not paused, and the search takes
+// the knobs from its first step.
+func (c *capacityFlags) dashboardSearch(fs *pflag.FlagSet, f *loadFlags, cfg *runner.Config) (capacity.Search, error) {
+	if c.matrix != "" {
+		return capacity.Search{}, usagef("--matrix is headless: infertop run --matrix")
+	}
+	if len(c.findMax) > 0 {
+		headless := *cfg
+		p, err := c.plan(fs, f, &runFlags{}, &headless)
+		if err != nil {
+			return capacity.Search{}, err
+		}
+		return p.search, nil
+	}
+	if c.minRequests < 1 || c.minTime <= 0 || c.maxTime < c.minTime || c.warmup < 0 {
+		return capacity.Search{}, usagef("--step-min-requests and --step-min-time must be positive, --step-max-time at least --step-min-time")
+	}
+	return c.search(nil, cfg.Load.Knobs)
 }
 
 // parseFraction reads '5%' or '0.05'.

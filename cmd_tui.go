@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/muesli/termenv"
 
+	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
@@ -35,6 +36,8 @@ func (a *app) runTUI(args []string) error {
 	f := addLoadFlags(fs)
 	reportDir := fs.String("report-dir", ".", "where the s key writes the reports (infertop-START.json, .csv, .txt)")
 	cf := addCompareFlags(fs, false)
+	var capf capacityFlags
+	capf.add(fs)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
@@ -42,7 +45,15 @@ func (a *app) runTUI(args []string) error {
 	if err != nil {
 		return err
 	}
+	find, err := capf.dashboardSearch(fs, f, &cfg)
+	if err != nil {
+		return err
+	}
+	a.find = &find
 	if cf.used() {
+		if len(find.Objectives) > 0 {
+			return usagef("--find-max does not work with --compare yet")
+		}
 		return a.runTUICompare(cfg, cf, f.theme, *reportDir)
 	}
 	term, ok := a.stdout.(*os.File)
@@ -100,8 +111,10 @@ func (a *app) dashboard(ctx context.Context, r *runner.Runner, pair *compare.Pai
 		base := unsubscribe
 		unsubscribe = func() { base(); unsubscribeCanary() }
 	}
+	searcher := a.searcher(r, &o)
 	model, err := ui.New(ctl, o)
 	if err != nil {
+		searcher.Close()
 		unsubscribe()
 		return nil, nil, usageError{err}
 	}
@@ -112,5 +125,21 @@ func (a *app) dashboard(ctx context.Context, r *runner.Runner, pair *compare.Pai
 	// Panics are crash's, not bubbletea's: bubbletea would print a panic in
 	// a command's goroutine into the alternate screen, where it is lost.
 	p = tea.NewProgram(m, tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics())
-	return p, unsubscribe, nil
+	return p, func() { searcher.Close(); unsubscribe() }, nil
+}
+
+// searcher is the dashboard's capacity searches over r, its f key's (and
+// --find-max's, at once), set in o; the dashboard's command closes it.
+// Without a.find (infertop ssh --local) the searches are the defaults,
+// over the loop the load runs.
+func (a *app) searcher(r *runner.Runner, o *ui.Options) *ui.Searcher {
+	tmpl := capacity.Search{}
+	if a.find != nil {
+		tmpl = *a.find
+	} else if r.Engine().Knobs().Mode == load.OpenLoop {
+		tmpl.Over = capacity.Rate
+	}
+	s := ui.NewSearcher(tmpl, r.Engine(), r.Subscribe)
+	o.Finder, o.FindMax = s, tmpl.Objectives
+	return s
 }

@@ -21,6 +21,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/runner"
 )
 
@@ -63,6 +64,9 @@ type app struct {
 	wrapModel func(tea.Model) tea.Model
 	// wrapDo wraps every request (to make one panic in a worker, in tests).
 	wrapDo func(runner.Do) runner.Do
+	// find is the dashboard's capacity search (runTUI's flags: the f key's
+	// settings, --find-max's objectives); nil: the defaults.
+	find *capacity.Search
 }
 
 func main() {

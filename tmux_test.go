@@ -87,3 +87,19 @@ func TestHeaderStopsAtDone(t *testing.T) {
 	term.Keys("q")
 	term.Wait("a clean exit", term.Screen, func(s string) bool { return strings.Contains(s, "EXITED 0") })
 }
+
+// TestFindMaxInTmux: --find-max in the dashboard runs the search, the
+// header says what it does, and a knob key hands the load back.
+func TestFindMaxInTmux(t *testing.T) {
+	self := selfForTmux(t)
+	term := tmuxterm.New(t, fmt.Sprintf("infertop-findmax-%d", os.Getpid()), 100, 30,
+		fmt.Sprintf("env INFERTOP_TEST_MAIN=1 TERM=xterm-256color %q --tick 100ms --find-max 'ttft_p99<=2s' --from 2 --to 4 --sim-preset fast; echo EXITED $?; sleep 30", self))
+	term.Wait("the search's header", term.Screen, func(s string) bool { return strings.Contains(s, "capacity search · step 1: concurrency 2") })
+	term.Keys("k")
+	s := term.Wait("the hand-back", term.Screen, func(s string) bool { return strings.Contains(s, "the search handed control back: concurrency 3") })
+	if strings.Contains(s, "capacity search · step") {
+		t.Errorf("the header still shows the search:\n%s", s)
+	}
+	term.Keys("q")
+	term.Wait("a clean exit", term.Screen, func(s string) bool { return strings.Contains(s, "EXITED 0") })
+}

@@ -109,8 +109,10 @@ func fakeHold() Hold {
 func TestSearchWalksUpThenBisects(t *testing.T) {
 	f, snaps := newFake(t, 37)
 	var progress []Progress
+	var told []Step
 	res, err := Search{Objectives: mustParse(t, "ttft_p99<=500ms"), Hold: fakeHold(), Resolution: 0.01,
-		Progress: func(p Progress) { progress = append(progress, p) }}.Run(context.Background(), f, snaps)
+		Progress: func(p Progress) { progress = append(progress, p) },
+		OnStep:   func(s Step) { told = append(told, s) }}.Run(context.Background(), f, snaps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +143,15 @@ func TestSearchWalksUpThenBisects(t *testing.T) {
 	}
 	if len(progress) == 0 || progress[len(progress)-1].State != StateHeld {
 		t.Fatalf("progress ends %+v", progress[len(progress)-1])
+	}
+	// OnStep tells each step as it is judged, the same as the result's.
+	if len(told) != len(res.Steps) {
+		t.Fatalf("OnStep told %d steps, the result has %d", len(told), len(res.Steps))
+	}
+	for i := range told {
+		if told[i].N != res.Steps[i].N || told[i].Load != res.Steps[i].Load || told[i].Held != res.Steps[i].Held {
+			t.Fatalf("OnStep's step %d is %+v, the result's %+v", i, told[i], res.Steps[i])
+		}
 	}
 }
 

@@ -139,6 +139,10 @@ type Search struct {
 	// Progress, if set, is told what the search is doing at every
 	// snapshot it reads, on the search's goroutine: it must not block.
 	Progress func(Progress)
+	// OnStep, if set, is given each step once it is judged, on the
+	// search's goroutine (it must not block): a live view draws the
+	// curve as it comes in, where the Result comes only at the end.
+	OnStep func(Step)
 }
 
 // Progress is what a search is doing, as plain values.
@@ -392,6 +396,9 @@ func (s Search) Run(ctx context.Context, eng Engine, snaps <-chan load.Snapshot)
 			return false, err
 		}
 		res.Steps = append(res.Steps, step)
+		if s.OnStep != nil {
+			s.OnStep(step)
+		}
 		res.Prompt, res.Output = step.Knobs.PromptTokens, step.Knobs.OutputTokens
 		if step.Held {
 			good, res.Knee = l, len(res.Steps)-1

@@ -53,6 +53,7 @@ func newKeyMap() keyMap {
 		{b([]string{"+", "="}, "+", "rate ×1.25"), 2, long, shared, rate(1.25)},
 		{b([]string{"-", "_"}, "-", "rate ÷1.25"), 2, long, shared, rate(1 / 1.25)},
 		{b([]string{" "}, "space", "pause/resume"), 2, short, shared, knob(func(k *load.Knobs) { k.Paused = !k.Paused })},
+		{b([]string{"f"}, "f", "find max load"), 2, long, shared, (*Model).findKey},
 
 		{b([]string{"w"}, "w", "window"), 3, short, shared, (*Model).nextWindow},
 		{b([]string{"c"}, "c", "chart metric"), 3, long, local, func(m *Model) tea.Cmd {

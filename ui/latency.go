@@ -32,6 +32,9 @@ func (m *Model) latencyPanel(w, h int) string {
 		table = block(strings.Split(table, "\n"), tableWidth, h)
 	}
 	rest := w - tableWidth - 1
+	if m.capacityShown() { // the search's curve, in the charts' place
+		return lipgloss.JoinHorizontal(lipgloss.Top, table, " ", m.capacityPanel(rest, h))
+	}
 	if rest < twoChartsWidth {
 		return lipgloss.JoinHorizontal(lipgloss.Top, table, " ", m.overTime(m.latencySpec(met), rest, h))
 	}

@@ -69,6 +69,11 @@ type Options struct {
 	// its verdict line sits under the header and its verdicts colour the
 	// differences. Either it or Canary makes the view a comparison's.
 	Compare func() (compare.Comparison, bool)
+	// Finder, if set, runs capacity searches (the f key); FindMax, if
+	// given too, are the objectives of one started at once and of the f
+	// key's (without, the key asks for them).
+	Finder  Finder
+	FindMax []slo.Objective
 }
 
 // SnapshotMsg delivers a new engine snapshot to the model.
@@ -136,6 +141,9 @@ type Model struct {
 	// chart's over time, by chartSpec.id.
 	sparks map[string]*sparkDrawing
 	charts map[string]*chartDrawing
+
+	// capState is the capacity search's (capacity.go).
+	capState capState
 }
 
 // New returns a dashboard acting on ctl.
@@ -160,6 +168,7 @@ func New(ctl Controller, o Options) (Model, error) {
 	}
 	m.flash = o.Notice
 	m.cmp = newCompareView(o)
+	m.capState = capState{finder: o.Finder, given: o.FindMax}
 	m.help = help.New()
 	m.applyTheme()
 	return m, nil
@@ -190,8 +199,15 @@ func listen(ch <-chan load.Snapshot) tea.Cmd {
 	}
 }
 
-// Init starts listening for snapshots (both sides' in a comparison).
-func (m Model) Init() tea.Cmd { return tea.Batch(listen(m.snaps), m.cmp.listen()) }
+// Init starts listening for snapshots and for the searches' news, and
+// starts --find-max's search.
+func (m Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{listen(m.snaps), listenFind(m.capState.finder), m.cmp.listen()}
+	if c := m.capState; c.finder != nil && len(c.given) > 0 {
+		cmds = append(cmds, func() tea.Msg { return findMsg{c.given} })
+	}
+	return tea.Batch(cmds...)
+}
 
 // Update handles snapshots, resizes and keys.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -220,6 +236,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tea.KeyMsg:
 		return m.handleKey(msg)
+	case findMsg:
+		m.startSearch(msg.objs)
+		m.render()
+		return m, nil
+	case SearchMsg:
+		m.searchNews(msg)
+		m.render()
+		return m, listenFind(m.capState.finder)
 	case savedMsg:
 		m.saving = false
 		if msg.err != nil {
@@ -234,6 +258,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	if m.capState.asking { // the footer's input takes every key, pasted or typed
+		return m.askKey(msg)
+	}
 	// Keys typed faster than the terminal is read arrive as one message
 	// ("KK"): take them one by one.
 	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
@@ -264,7 +291,9 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 // turn changes the engine's knobs by f and shows the new values at once,
 // before the next snapshot brings them.
 func (m *Model) turn(f func(*load.Knobs)) {
+	m.handBack() // a person's knob ends a search first
 	m.snap.Knobs = m.ctl.Update(f)
+	m.saidHandBack(m.snap.Knobs)
 }
 
 // toggleLoop switches between the closed and the open loop; the open loop
@@ -339,6 +368,9 @@ func (m *Model) render() {
 	if v := m.verdictLine(w); v != "" {
 		header += "\n" + v
 	}
+	if l := m.searchLine(w); l != "" {
+		header += "\n" + l
+	}
 	if b := m.banner(w); b != "" {
 		header += "\n" + b
 	}
@@ -404,6 +436,9 @@ func (m *Model) dashboard(w, h int) string {
 // first; the other keys show as far as they fit, each whole.
 func (m *Model) footer(w int) string {
 	t := m.theme
+	if m.capState.asking {
+		return m.askFooter(w)
+	}
 	var parts []part
 	for i, b := range m.keys.ShortHelp() {
 		prio := 1 + i // the earlier in the table, the longer kept
