@@ -598,7 +598,12 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		if len(info.id) > 0 && res.ID == "" {
 			res.ID = string(info.id)
 		}
-		if field != "" && res.Group == "" {
+		// The field is looked for in the first few messages and in those
+		// that end the answer (a finish reason, the usage): servers that
+		// send it at all send it in every chunk (OpenAI, llama.cpp) or in
+		// the last, and scanning every message of a server that never does
+		// (vLLM) would cost as much again as the fast path.
+		if field != "" && res.Group == "" && (msgs <= groupLookMessages || info.finished || info.usage != nil) {
 			c.readGroup(data, field, res)
 		}
 		if info.usage != nil {
@@ -667,6 +672,10 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) *us
 	}
 	return info.usage
 }
+
+// groupLookMessages is how many of a stream's first messages are looked
+// at for a SplitBy field (see readStream).
+const groupLookMessages = 4
 
 // readGroup sets res.Group from the message's field, if it carries it.
 func (c *Client) readGroup(data []byte, field string, res *Result) {

@@ -66,6 +66,16 @@ func TestSplitCaptured(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
+		if r.URL.Query().Get("late") != "" {
+			// Only the message that ends the answer carries it, past the
+			// first few messages looked at.
+			for range 8 {
+				fmt.Fprint(w, `data: {"id":"x","choices":[{"delta":{"content":"a"}}]}`+"\n\n")
+			}
+			fmt.Fprint(w, `data: {"id":"x","choices":[{"delta":{},"finish_reason":"stop"}],"system_fingerprint":"fp_last"}`+"\n\n")
+			fmt.Fprint(w, "data: [DONE]\n\n")
+			return
+		}
 		// The role chunk has no fingerprint, the first content chunk does,
 		// a later one another (ignored: the first one counts).
 		fmt.Fprint(w, `data: {"id":"x","model":"m1","choices":[{"delta":{"role":"assistant"}}]}`+"\n\n")
@@ -97,6 +107,7 @@ func TestSplitCaptured(t *testing.T) {
 		{SplitBy{Field: "model"}, "fp=fp_abc", "m1", true},
 		{SplitBy{Field: "system_fingerprint"}, "fp=" + long, long[:MaxGroupBytes], true},
 		{SplitBy{Field: "system_fingerprint"}, "whole=1", "fp_whole", true},
+		{SplitBy{Field: "system_fingerprint"}, "late=1", "fp_last", true},
 		{SplitBy{Field: "model"}, "whole=1", "m-whole", true},
 		{SplitBy{}, "b=pod-a&fp=fp_abc", "", true},
 	} {
