@@ -26,13 +26,22 @@ import (
 	"github.com/infertop/infertop/ui"
 )
 
-// The pair moves both loads when the dashboard's keys move one.
-var _ ui.Controller = (*compare.Pair)(nil)
+// The pair moves both loads when the dashboard's keys move one; a split
+// moves its one load and starts its groups' comparison over.
+var (
+	_ ui.Controller = (*compare.Pair)(nil)
+	_ ui.Controller = (*compare.Split)(nil)
+)
 
-// compareFlags put a canary beside the endpoint: the same load on both.
+// compareFlags put a canary beside the endpoint: the same load on both;
+// or, with --split-by, compare the backends behind the one endpoint.
 type compareFlags struct {
 	url, model  string
 	regressions []string
+	splitBy     string
+	// minSeconds lowers the seconds a statistic needs (hidden: for tests
+	// that cannot wait the default's 10 s; fewer make intervals too narrow).
+	minSeconds int
 }
 
 // addCompareFlags binds the comparison's flags; --regression only for the
@@ -41,28 +50,63 @@ func addCompareFlags(fs *pflag.FlagSet, headless bool) *compareFlags {
 	cf := &compareFlags{}
 	fs.StringVar(&cf.url, "compare", "", "canary endpoint: the same load (knobs, prompts, seed) on it at once, each endpoint its own engine, and a live verdict: is the canary slower, are its errors up")
 	fs.StringVar(&cf.model, "compare-model", "", "the canary's model name, when it serves another (default: --model, else its first)")
+	fs.StringVar(&cf.splitBy, "split-by", "", "group every request by the backend that answered, header:NAME or field:system_fingerprint (or field:model), and compare the group seen first with each newer one (a rolling update's old and new pods behind one --url)")
 	if headless {
-		fs.StringArrayVar(&cf.regressions, "regression", nil, "with --compare: the canary's allowed worsening, repeatable, e.g. 'ttft_p99<+10%', 'error_rate<+0.5pp'; exit 1 when it is worse with confidence")
+		fs.StringArrayVar(&cf.regressions, "regression", nil, "with --compare or --split-by: the canary's (each newer group's) allowed worsening, repeatable, e.g. 'ttft_p99<+10%', 'error_rate<+0.5pp'; exit 1 when it is worse with confidence")
 	}
+	fs.IntVar(&cf.minSeconds, "compare-min-seconds", 0, "seconds of requests a statistic needs before it is judged (default 10)")
+	_ = fs.MarkHidden("compare-min-seconds")
 	return cf
 }
 
-func (cf *compareFlags) used() bool { return cf.url != "" || cf.model != "" || len(cf.regressions) > 0 }
+func (cf *compareFlags) used() bool {
+	return cf.url != "" || cf.model != "" || len(cf.regressions) > 0 || cf.splitBy != ""
+}
+
+// options are the comparison's options from the flags.
+func (cf *compareFlags) options() (compare.Options, error) {
+	regs, err := compare.ParseRegressions(cf.regressions)
+	if err != nil {
+		return compare.Options{}, usagef("--regression: %v", err)
+	}
+	if cf.minSeconds < 0 {
+		return compare.Options{}, usagef("--compare-min-seconds must not be negative")
+	}
+	return compare.Options{Regressions: regs, MinSeconds: cf.minSeconds}, nil
+}
+
+// splitConfig checks the split's flags and builds its configuration over
+// cfg, the load's.
+func (cf *compareFlags) splitConfig(cfg runner.Config) (compare.SplitConfig, error) {
+	if cf.url != "" || cf.model != "" {
+		return compare.SplitConfig{}, usagef("--split-by does not work with --compare: split one endpoint's answers, or compare two endpoints")
+	}
+	by, err := probe.ParseSplitBy(cf.splitBy)
+	if err != nil {
+		return compare.SplitConfig{}, usageError{err}
+	}
+	o, err := cf.options()
+	if err != nil {
+		return compare.SplitConfig{}, err
+	}
+	cfg.Probe.SplitBy = by
+	return compare.SplitConfig{Run: cfg, Options: o}, nil
+}
 
 // pairConfig checks the comparison's flags and builds the pair's
 // configuration over cfg, the baseline's.
 func (cf *compareFlags) pairConfig(cfg runner.Config) (compare.Config, error) {
 	if cf.url == "" {
-		return compare.Config{}, usagef("--compare-model and --regression need --compare URL")
+		return compare.Config{}, usagef("--compare-model and --regression need --compare URL (or --split-by)")
 	}
-	regs, err := compare.ParseRegressions(cf.regressions)
+	o, err := cf.options()
 	if err != nil {
-		return compare.Config{}, usagef("--regression: %v", err)
+		return compare.Config{}, err
 	}
 	if cfg.Settings != nil { // the manifest stores the canary's URL without credentials
 		cfg.Settings["compare"] = probe.RedactURL(cf.url)
 	}
-	return compare.Config{Baseline: cfg, CanaryURL: cf.url, CanaryModel: cf.model, Options: compare.Options{Regressions: regs}}, nil
+	return compare.Config{Baseline: cfg, CanaryURL: cf.url, CanaryModel: cf.model, Options: o}, nil
 }
 
 // canaryPath is the canary's file beside the baseline's: run.jsonl ->
@@ -97,6 +141,9 @@ func (a *app) startPair(ctx context.Context, pc compare.Config) (*compare.Pair, 
 // end, both reports and the comparison, and the exit code: 1 when an SLO
 // broke on either side or the canary regressed with confidence.
 func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) error {
+	if cf.splitBy != "" {
+		return a.runSplit(cfg, rf, cf)
+	}
 	pc, err := cf.pairConfig(cfg)
 	if err != nil {
 		return err
@@ -277,6 +324,9 @@ func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) [
 // runTUICompare is `infertop --compare`: the dashboard of both sides,
 // the keys moving both loads; the comparison is printed when it ends.
 func (a *app) runTUICompare(cfg runner.Config, cf *compareFlags, theme, reportDir string) error {
+	if cf.splitBy != "" {
+		return a.runTUISplit(cfg, cf, theme, reportDir)
+	}
 	pc, err := cf.pairConfig(cfg)
 	if err != nil {
 		return err
@@ -304,4 +354,176 @@ func (a *app) runTUICompare(cfg runner.Config, cf *compareFlags, theme, reportDi
 	p.Stop()
 	b, c := p.Runner(compare.Baseline).Target().URL, p.Runner(compare.Canary).Target().URL
 	return p.Compare(2*compare.DefaultResamples).WriteTable(a.stdout, sanitize.Text(b), sanitize.Text(c))
+}
+
+// runSplit is `infertop run --split-by`: one load followed to its end,
+// its report, the comparison of each newer group with the baseline group,
+// and the exit code: 1 when an SLO broke or a newer group regressed with
+// confidence.
+func (a *app) runSplit(cfg runner.Config, rf *runFlags, cf *compareFlags) error {
+	sc, err := cf.splitConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if rf.failFast {
+		return usagef("--fail-fast does not work with --split-by yet")
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // a signal during the start ends the start
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	sp, err := a.startSplit(ctx, sc)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer sp.Stop()
+	final := a.followSplit(sp, rf, sigs)
+	if err := sp.Stop(); err != nil {
+		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
+	}
+	grp := sp.Compare(2 * compare.DefaultResamples) // the last word: more resamples than the live line's
+	r := sp.Runner()
+	if s := r.Engine().Latest(); final.Seq < s.Seq {
+		final = s
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer rcancel()
+	rep := r.Report(rctx, final)
+	if err := rep.WriteText(a.stdout); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout)
+	if err := grp.WriteTable(a.stdout); err != nil {
+		return err
+	}
+	rep.Extra = map[string]any{"compare": grp.JSON()}
+	if err := runner.Write(rep, runner.Outputs{JSON: rf.jsonPath, CSV: rf.csvPath, HTML: rf.htmlPath}); err != nil {
+		return err
+	}
+	if err := allFailed(final); err != nil {
+		return err
+	}
+	var broken []string
+	for _, v := range rep.Verdicts {
+		if !v.Held {
+			broken = append(broken, v.Expr+" in "+v.Scope)
+		}
+	}
+	for _, c := range grp.Newer {
+		for _, g := range c.Gates {
+			if g.Breached {
+				broken = append(broken, fmt.Sprintf("regression %s (%s)", g.Regression.Expr, c.Group.Label()))
+			}
+		}
+	}
+	if len(broken) > 0 {
+		return exitError{1, fmt.Errorf("a newer group regressed or an SLO broke: %s", strings.Join(broken, "; "))}
+	}
+	return nil
+}
+
+// startSplit starts the split with the app's hooks, its errors in the
+// command line's words.
+func (a *app) startSplit(ctx context.Context, sc compare.SplitConfig) (*compare.Split, error) {
+	sc.Run.Notes, sc.Run.WrapDo = a.stderr, a.wrapDo
+	sp, err := compare.StartSplit(ctx, sc)
+	if err != nil {
+		return nil, startError(err)
+	}
+	return sp, nil
+}
+
+// followSplit reads the snapshots until the run is done (or a second
+// signal stops it): a progress line on stderr with the live verdict of
+// the groups. It returns the last snapshot.
+func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal) load.Snapshot {
+	snaps, unsubscribe := sp.Runner().Subscribe()
+	defer unsubscribe()
+	live := isTerminal(a.stderr)
+	var last load.Snapshot
+	lastProgress := time.Now()
+	said := false
+	defer func() {
+		if live {
+			fmt.Fprint(a.stderr, "\r\033[K")
+		}
+	}()
+	for {
+		select {
+		case <-sigs:
+			if last.Ending() {
+				fmt.Fprintf(a.stderr, "\ninfertop: stopped: %d requests in flight cancelled\n", last.InFlight)
+				return last
+			}
+			sp.Finish(load.EndInterrupted)
+			continue
+		case s, ok := <-snaps:
+			if !ok {
+				return last
+			}
+			last = s
+			if s.Ending() && !said {
+				said = true
+				if live {
+					fmt.Fprint(a.stderr, "\r\033[K")
+				}
+				fmt.Fprintf(a.stderr, "infertop: run ended: %s\n", s.DoneWhy)
+			}
+			if s.Done {
+				return s
+			}
+		}
+		line := progressLine(last)
+		if g, ok := sp.Comparison(); ok {
+			line += "  ·  " + g.Line()
+		}
+		switch {
+		case live:
+			fmt.Fprintf(a.stderr, "\r\033[K%s", line)
+		case time.Since(lastProgress) >= rf.progressEvery:
+			fmt.Fprintln(a.stderr, line)
+			lastProgress = time.Now()
+		}
+	}
+}
+
+// runTUISplit is `infertop --split-by`: the dashboard shows the one load
+// (its keys move it, and a new setting starts the groups' comparison
+// over); the groups' comparison is printed when it ends (the dashboard's
+// own panels for it are to come).
+func (a *app) runTUISplit(cfg runner.Config, cf *compareFlags, theme, reportDir string) error {
+	sc, err := cf.splitConfig(cfg)
+	if err != nil {
+		return err
+	}
+	term, ok := a.stdout.(*os.File)
+	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
+		return usagef("the dashboard needs a terminal on stdin and stdout")
+	}
+	guard := crash.GuardTerminal(term, a.stderr)
+	defer crash.Handle(nil)
+	sp, err := a.startSplit(context.Background(), sc)
+	if err != nil {
+		return err
+	}
+	defer sp.Stop()
+	prog, done, err := a.dashboardOn(context.Background(), sp.Runner(), sp, nil, term, theme, reportDir)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := guard.Run(prog); err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	sp.Stop()
+	return sp.Compare(2 * compare.DefaultResamples).WriteTable(a.stdout)
 }

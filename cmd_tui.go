@@ -97,6 +97,12 @@ func viewOptions(r *runner.Runner, theme, reportDir string) ui.Options {
 // and the panels show its canary beside r, with the live verdict. The
 // program ends with ctx; done ends its subscriptions once it has run.
 func (a *app) dashboard(ctx context.Context, r *runner.Runner, pair *compare.Pair, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
+	return a.dashboardOn(ctx, r, nil, pair, term, theme, reportDir)
+}
+
+// dashboardOn is dashboard with the keys acting on ctl (nil: r's engine,
+// or the pair): a split's groups start over on a knob change.
+func (a *app) dashboardOn(ctx context.Context, r *runner.Runner, ctl ui.Controller, pair *compare.Pair, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
 	rd := lipgloss.NewRenderer(term)
 	if os.Getenv("NO_COLOR") != "" {
 		rd.SetColorProfile(termenv.Ascii)
@@ -104,7 +110,9 @@ func (a *app) dashboard(ctx context.Context, r *runner.Runner, pair *compare.Pai
 	o := viewOptions(r, theme, reportDir)
 	snaps, unsubscribe := r.Subscribe()
 	o.Renderer, o.Snapshots = rd, snaps
-	var ctl ui.Controller = r.Engine()
+	if ctl == nil {
+		ctl = r.Engine()
+	}
 	if pair != nil {
 		canary, unsubscribeCanary := pair.Runner(compare.Canary).Subscribe()
 		o.Canary, o.Compare, ctl = canary, pair.Comparison, pair

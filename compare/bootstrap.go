@@ -24,8 +24,20 @@ const (
 	Better
 )
 
-func (v Verdict) String() string {
-	return [...]string{"not enough data", "no difference", "canary worse", "canary better"}[v]
+func (v Verdict) String() string { return v.text("canary") }
+
+// text is the verdict with who for its subject: a Pair's canary, a
+// split's newer group ("group worse").
+func (v Verdict) text(who string) string {
+	switch v {
+	case Worse:
+		return who + " worse"
+	case Better:
+		return who + " better"
+	case NoDifference:
+		return "no difference"
+	}
+	return "not enough data"
 }
 
 // Defaults of a comparison.
@@ -59,6 +71,18 @@ type Options struct {
 	// 2 % at TPOT p50, with an interval of +0.2 %…+3.0 %): a rollout asks
 	// whether the canary is worse by enough to matter.
 	MinEffect, MinErrorEffect float64
+	// MinSeconds is the fewest seconds with requests before a statistic is
+	// judged (0: MinSeconds). Fewer make the interval rest on a handful of
+	// blocks, narrower than the truth; tests that cannot wait lower it.
+	MinSeconds int
+}
+
+// minSeconds is o's MinSeconds or the default.
+func (o Options) minSeconds() int {
+	if o.MinSeconds > 0 {
+		return o.MinSeconds
+	}
+	return MinSeconds
 }
 
 // The least differences a verdict calls.
@@ -101,6 +125,10 @@ type Gate struct {
 	Regression Regression
 	Result     Result
 	Breached   bool
+	// How the comparison named its sides and the seconds it needed, for
+	// String (zero: a Pair's, and MinSeconds).
+	sides      [2]string
+	minSeconds int
 }
 
 // Comparison is both sides compared at one moment.
@@ -110,6 +138,22 @@ type Comparison struct {
 	// Confidence is each interval's; Family the comparison's as a whole.
 	Confidence, Family float64
 	Resamples          int
+	// MinSeconds is the seconds a statistic needed to be judged.
+	MinSeconds int
+	// Sides name what was compared, for Line and WriteTable: empty for a
+	// Pair's ("baseline", "canary"); a split's groups, "group 1 (fp_a)"
+	// and "group 2 (fp_b)".
+	Sides [2]string
+}
+
+// side is the name of side i in lines ("baseline", "canary" by default).
+func (c Comparison) side(i int) string { return sideName(c.Sides, i) }
+
+func sideName(sides [2]string, i int) string {
+	if sides[i] != "" {
+		return sides[i]
+	}
+	return Side(i).String()
 }
 
 // Breached reports whether a regression is breached with confidence.
@@ -125,19 +169,26 @@ func (c Comparison) Breached() bool {
 // Compare judges every statistic over the samples held now: a paired block
 // bootstrap (see judge).
 func (s *Samples) Compare(o Options) Comparison {
+	return compareStats(s.stats, o, false, [2]string{}, s.snapshot)
+}
+
+// compareStats judges every statistic of stats over the samples data
+// gives; shared pairs only the seconds both sides have samples in (see
+// judge), sides name them.
+func compareStats(stats []Stat, o Options, shared bool, sides [2]string, data func(Stat) [2][]sample) Comparison {
 	if o.Confidence <= 0 || o.Confidence >= 1 {
 		o.Confidence = DefaultConfidence
 	}
 	if o.Resamples <= 0 {
 		o.Resamples = DefaultResamples
 	}
-	k := len(s.stats)
+	k := len(stats)
 	alpha := (1 - o.Confidence) / float64(k)
-	c := Comparison{Confidence: 1 - alpha, Family: o.Confidence, Resamples: o.Resamples}
+	c := Comparison{Confidence: 1 - alpha, Family: o.Confidence, Resamples: o.Resamples, MinSeconds: o.minSeconds(), Sides: sides}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x636f6d70617265))
 	byName := map[string]Result{}
-	for _, st := range s.stats {
-		r := judge(st, s.snapshot(st), o.Resamples, alpha, rng)
+	for _, st := range stats {
+		r := judge(st, data(st), judging{o.Resamples, alpha, o.minSeconds(), shared}, rng)
 		min := effect(o.MinEffect, DefaultMinEffect)
 		if st.ErrorRate {
 			min = effect(o.MinErrorEffect, DefaultMinErrorEffect)
@@ -151,7 +202,8 @@ func (s *Samples) Compare(o Options) Comparison {
 	}
 	for _, reg := range o.Regressions {
 		r := byName[reg.Stat.Name]
-		c.Gates = append(c.Gates, Gate{Regression: reg, Result: r, Breached: r.Verdict != NotEnough && r.Lo > reg.Tolerance})
+		c.Gates = append(c.Gates, Gate{Regression: reg, Result: r, Breached: r.Verdict != NotEnough && r.Lo > reg.Tolerance,
+			sides: sides, minSeconds: c.MinSeconds})
 	}
 	return c
 }
@@ -185,17 +237,37 @@ type sideData struct {
 // there are, with replacement, weighs every sample by its second's draws,
 // and computes the statistic on each side; the interval is the
 // replicates' percentiles at alpha/2 and 1-alpha/2.
-func judge(st Stat, data [2][]sample, resamples int, alpha float64, rng *rand.Rand) Result {
+//
+// With shared (a split: the groups of one load), only the seconds in which
+// both sides have samples are blocks: the sides are not two loads running
+// side by side from one start, but one load's requests that a balancer
+// handed to either group, and a group may come (a new pod ready) or go
+// (the last old pod drained) at any second. A second in which both had
+// requests is a moment both served the same offered load; the seconds
+// only one had cannot be set against anything of the other's.
+func judge(st Stat, data [2][]sample, j judging, rng *rand.Rand) Result {
+	resamples, alpha := j.resamples, j.alpha
 	r := Result{Stat: st}
 	if len(data[0]) == 0 || len(data[1]) == 0 {
 		r.NBaseline, r.NCanary = len(data[0]), len(data[1])
 		return r
 	}
 	start := max(minSec(data[0]), minSec(data[1]))
+	keep := func(s sample) bool { return s.sec >= start }
+	if j.shared {
+		var secs [2]map[int32]bool
+		for i, d := range data {
+			secs[i] = make(map[int32]bool)
+			for _, s := range d {
+				secs[i][s.sec] = true
+			}
+		}
+		keep = func(s sample) bool { return secs[0][s.sec] && secs[1][s.sec] }
+	}
 	blocks := map[int32]int32{}
 	var sides [2]sideData
 	for i, d := range data {
-		d = slices.DeleteFunc(d, func(s sample) bool { return s.sec < start })
+		d = slices.DeleteFunc(d, func(s sample) bool { return !keep(s) })
 		slices.SortFunc(d, func(a, b sample) int {
 			switch {
 			case a.v < b.v:
@@ -236,7 +308,7 @@ func judge(st Stat, data [2][]sample, resamples int, alpha float64, rng *rand.Ra
 	if r.Delta, ok = delta(st, r.Baseline, r.Canary); !ok {
 		return r
 	}
-	if r.NBaseline < st.minSamples() || r.NCanary < st.minSamples() || m < MinSeconds {
+	if r.NBaseline < st.minSamples() || r.NCanary < st.minSamples() || m < j.minSeconds {
 		return r
 	}
 	w := make([]int, m)
@@ -268,6 +340,15 @@ func judge(st Stat, data [2][]sample, resamples int, alpha float64, rng *rand.Ra
 		r.Verdict = NoDifference
 	}
 	return r
+}
+
+// judging is how judge decides: the replicates, the per-statistic error
+// rate alpha, the fewest seconds, and whether only shared seconds count.
+type judging struct {
+	resamples  int
+	alpha      float64
+	minSeconds int
+	shared     bool
 }
 
 func minSec(d []sample) int32 {
@@ -368,7 +449,8 @@ func (r Result) DeltaText() string {
 
 // Line is the comparison in one line, for a live display: 'canary slower:
 // TTFT p99 +38% (+21%…+55%, 99% confidence)', 'canary faster: …', or 'no
-// difference found yet'.
+// difference found yet'; a split's names the group instead: 'group 2
+// (fp_abc) slower: …'.
 func (c Comparison) Line() string {
 	conf := fmt.Sprintf("%.3g%% confidence", c.Confidence*100)
 	say := func(rs []Result) string {
@@ -398,19 +480,29 @@ func (c Comparison) Line() string {
 			faster = append(faster, r)
 		}
 	}
+	who, base := c.side(1), c.side(0)
+	minSecs := c.MinSeconds
+	if minSecs <= 0 {
+		minSecs = MinSeconds
+	}
 	switch {
 	case len(slower) > 0 && len(errsUp) > 0:
-		return "canary slower and failing more: " + say(append(slower, errsUp...))
+		return who + " slower and failing more: " + say(append(slower, errsUp...))
 	case len(slower) > 0:
-		return "canary slower: " + say(slower)
+		return who + " slower: " + say(slower)
 	case len(errsUp) > 0:
-		return "canary failing more: " + say(errsUp)
+		return who + " failing more: " + say(errsUp)
 	case len(faster) > 0:
-		return "canary faster: " + say(append(faster, errsDown...))
+		return who + " faster: " + say(append(faster, errsDown...))
 	case len(errsDown) > 0:
-		return "canary failing less: " + say(errsDown)
-	case judged == 0:
-		return fmt.Sprintf("no difference found yet (not enough data: %d baseline, %d canary requests over %d s; judging needs %d s)", n[0], n[1], secs, MinSeconds)
+		return who + " failing less: " + say(errsDown)
 	}
-	return fmt.Sprintf("no difference found yet (%d baseline, %d canary requests)", n[0], n[1])
+	prefix := "" // a Pair's line needs no subject: there is one canary
+	if c.Sides != ([2]string{}) {
+		prefix = who + ": "
+	}
+	if judged == 0 {
+		return fmt.Sprintf("%sno difference found yet (not enough data: %d %s, %d %s requests over %d s; judging needs %d s)", prefix, n[0], base, n[1], who, secs, minSecs)
+	}
+	return fmt.Sprintf("%sno difference found yet (%d %s, %d %s requests)", prefix, n[0], base, n[1], who)
 }

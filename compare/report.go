@@ -26,14 +26,25 @@ func value(r Result, v float64, n int) string {
 // regressions and the one-line verdict.
 func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Comparison · baseline %s · canary %s\n", baseline, canary)
+	cols, word := [2]string{"baseline", "canary"}, "canary"
+	if c.Sides == ([2]string{}) {
+		fmt.Fprintf(&b, "Comparison · baseline %s · canary %s\n", baseline, canary)
+	} else {
+		// A split's: the columns are the groups' numbers, their names
+		// (too long for a column) in the heading.
+		fmt.Fprintf(&b, "Comparison · %s · %s\n", baseline, canary)
+		for i := range cols {
+			cols[i], _, _ = strings.Cut(c.side(i), " (")
+		}
+		word = "group"
+	}
 	fmt.Fprintf(&b, "  %.3g%% intervals (%.3g%% over all %d), %d resamples of the seconds both ran\n",
 		c.Confidence*100, c.Family*100, len(c.Results), c.Resamples)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  statistic\tbaseline\tcanary\tdelta\tinterval\trequests\tverdict")
+	fmt.Fprintf(tw, "  statistic\t%s\t%s\tdelta\tinterval\trequests\tverdict\n", cols[0], cols[1])
 	for _, r := range c.Results {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d / %d\t%s\n", r.Stat.Label(), value(r, r.Baseline, r.NBaseline),
-			value(r, r.Canary, r.NCanary), r.DeltaText(), r.Interval(), r.NBaseline, r.NCanary, r.Verdict)
+			value(r, r.Canary, r.NCanary), r.DeltaText(), r.Interval(), r.NBaseline, r.NCanary, r.Verdict.text(word))
 	}
 	tw.Flush()
 	if len(c.Gates) > 0 {
@@ -42,7 +53,11 @@ func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 			fmt.Fprintf(&b, "  %s\n", g)
 		}
 		if c.Breached() {
-			b.WriteString("the canary regressed\n")
+			who := "the canary"
+			if c.Sides != ([2]string{}) {
+				who = c.side(1)
+			}
+			b.WriteString(who + " regressed\n")
 		} else {
 			b.WriteString("no regression found\n")
 		}
@@ -55,10 +70,14 @@ func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 // String says whether the regression was breached and why.
 func (g Gate) String() string {
 	r := g.Result
+	minSecs := g.minSeconds
+	if minSecs <= 0 {
+		minSecs = MinSeconds
+	}
 	switch {
 	case r.Verdict == NotEnough:
-		return fmt.Sprintf("%s: not judged: too few requests (%d baseline, %d canary; %s needs %d a side over %d s)",
-			g.Regression.Expr, r.NBaseline, r.NCanary, r.Stat.Name, r.Stat.minSamples(), MinSeconds)
+		return fmt.Sprintf("%s: not judged: too few requests (%d %s, %d %s; %s needs %d a side over %d s)",
+			g.Regression.Expr, r.NBaseline, sideName(g.sides, 0), r.NCanary, sideName(g.sides, 1), r.Stat.Name, r.Stat.minSamples(), minSecs)
 	case g.Breached:
 		return fmt.Sprintf("%s: breached: %s (%s), above %s with confidence", g.Regression.Expr, r.DeltaText(), r.Interval(),
 			pct(r.Stat, g.Regression.Tolerance))
@@ -97,10 +116,14 @@ type GateJSON struct {
 // JSON is the comparison as the report's infertop.compare writes it (the
 // caller adds both sides' reports).
 func (c Comparison) JSON() map[string]any {
+	word := "canary"
+	if c.Sides != ([2]string{}) {
+		word = "group"
+	}
 	var rs []ResultJSON
 	for _, r := range c.Results {
 		j := ResultJSON{Name: r.Stat.Name, Unit: "ms", DeltaUnit: "relative", NBaseline: r.NBaseline, NCanary: r.NCanary,
-			Seconds: r.Seconds, Verdict: r.Verdict.String(), Confidence: c.Confidence}
+			Seconds: r.Seconds, Verdict: r.Verdict.text(word), Confidence: c.Confidence}
 		if r.Stat.ErrorRate {
 			j.Unit, j.DeltaUnit = "fraction", "rate"
 		}

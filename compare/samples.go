@@ -79,10 +79,44 @@ type Samples struct {
 	mu      sync.Mutex
 	stats   []Stat
 	t0      time.Time
+	setting setting
+	sides   [2]sideSamples
+}
+
+// setting is the knob setting a comparison's samples belong to, and the
+// moment of its last reset: the rule for which requests count, shared by
+// a Pair's Samples and a split's Groups.
+type setting struct {
 	since   time.Time // requests started before it are left out (a reset)
 	knobs   load.Knobs
 	hasKnob bool
-	sides   [2]sideSamples
+}
+
+// admit reports whether rec, seen at now, counts; newest is the newest
+// phase its source (a side, or the one engine of a split) has recorded.
+// restart says every sample held must go first: rec is the first of a
+// newer phase under another setting (a walk moves each engine on its own).
+// A late one of an older setting is left out.
+func (st *setting) admit(rec load.Record, now time.Time, newest int) (ok, restart bool) {
+	if rec.Warmup || now.Add(-rec.E2E).Before(st.since) {
+		return false, false // the warm-up's, or started before a reset
+	}
+	if st.hasKnob && samePhase(st.knobs, rec.Knobs) {
+		return true, false
+	}
+	if st.hasKnob && rec.Phase <= newest {
+		return false, false
+	}
+	restart = st.hasKnob
+	st.knobs, st.hasKnob = rec.Knobs, true
+	return true, restart
+}
+
+// set says the knobs are now k; true when that is a new setting.
+func (st *setting) set(k load.Knobs) (changed bool) {
+	changed = st.hasKnob && !samePhase(st.knobs, k)
+	st.knobs, st.hasKnob = k, true
+	return changed
 }
 
 // NewSamples keeps n samples (0: DefaultSamples) per side of every metric
@@ -93,15 +127,20 @@ func NewSamples(stats []Stat, n int, t0 time.Time) *Samples {
 	}
 	s := &Samples{stats: stats, t0: t0}
 	for i := range s.sides {
-		side := &s.sides[i]
-		side.errs = newRing(n)
-		for _, st := range stats {
-			if !st.ErrorRate && side.lat[st.Metric] == nil {
-				side.lat[st.Metric] = newRing(n)
-			}
-		}
+		s.sides[i] = newSideSamples(stats, n)
 	}
 	return s
+}
+
+// newSideSamples are the rings of one side (or group) for stats, n each.
+func newSideSamples(stats []Stat, n int) sideSamples {
+	side := sideSamples{errs: newRing(n)}
+	for _, st := range stats {
+		if !st.ErrorRate && side.lat[st.Metric] == nil {
+			side.lat[st.Metric] = newRing(n)
+		}
+	}
+	return side
 }
 
 // samePhase is load's notion of one setting: the pause is not a change.
@@ -118,12 +157,16 @@ func samePhase(a, b load.Knobs) bool {
 // clearLocked forgets every sample.
 func (s *Samples) clearLocked() {
 	for i := range s.sides {
-		side := &s.sides[i]
-		side.errs.clear()
-		for _, r := range side.lat {
-			if r != nil {
-				r.clear()
-			}
+		s.sides[i].clear()
+	}
+}
+
+// clear forgets the side's samples.
+func (sd *sideSamples) clear() {
+	sd.errs.clear()
+	for _, r := range sd.lat {
+		if r != nil {
+			r.clear()
 		}
 	}
 }
@@ -133,10 +176,9 @@ func (s *Samples) clearLocked() {
 func (s *Samples) SetKnobs(k load.Knobs) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.hasKnob && !samePhase(s.knobs, k) {
+	if s.setting.set(k) {
 		s.clearLocked()
 	}
-	s.knobs, s.hasKnob = k, true
 }
 
 // Reset forgets every sample; requests that started before at are left
@@ -145,34 +187,32 @@ func (s *Samples) Reset(at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.clearLocked()
-	s.since = at
+	s.setting.since = at
 }
 
 // Observe counts one finished request of side, seen at now.
 func (s *Samples) Observe(side Side, rec load.Record, now time.Time) {
-	if rec.Warmup {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if now.Add(-rec.E2E).Before(s.since) {
-		return // started before a reset
-	}
 	sd := &s.sides[side]
-	if !s.hasKnob || !samePhase(s.knobs, rec.Knobs) {
-		// A walk moves each engine on its own: the first request of a newer
-		// phase under another setting starts the comparison over; a late
-		// one of an older setting is left out.
-		if s.hasKnob && rec.Phase <= sd.maxPhase {
-			return
-		}
-		if s.hasKnob {
-			s.clearLocked()
-		}
-		s.knobs, s.hasKnob = rec.Knobs, true
+	ok, restart := s.setting.admit(rec, now, sd.maxPhase)
+	if !ok {
+		return
 	}
+	if restart {
+		s.clearLocked()
+	}
+	sd.record(rec, secondOf(now, s.t0))
+}
+
+// secondOf is the second of the comparison now falls in, counted from t0.
+func secondOf(now, t0 time.Time) int32 {
+	return int32(max(now.Sub(t0), 0) / time.Second)
+}
+
+// record adds rec, finished in second sec, to the side's rings.
+func (sd *sideSamples) record(rec load.Record, sec int32) {
 	sd.maxPhase = max(sd.maxPhase, rec.Phase)
-	sec := int32(max(now.Sub(s.t0), 0) / time.Second)
 	fail := 0.0
 	if !rec.OK() {
 		fail = 1
@@ -207,15 +247,17 @@ func (s *Samples) Observe(side Side, rec load.Record, now time.Time) {
 func (s *Samples) snapshot(st Stat) [2][]sample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out [2][]sample
-	for i := range s.sides {
-		r := s.sides[i].errs
-		if !st.ErrorRate {
-			r = s.sides[i].lat[st.Metric]
-		}
-		if r != nil {
-			out[i] = append([]sample(nil), r.items()...)
-		}
+	return [2][]sample{s.sides[0].items(st), s.sides[1].items(st)}
+}
+
+// items copies the side's samples of stat (nil for none).
+func (sd *sideSamples) items(st Stat) []sample {
+	r := sd.errs
+	if !st.ErrorRate {
+		r = sd.lat[st.Metric]
 	}
-	return out
+	if r == nil {
+		return nil
+	}
+	return append([]sample(nil), r.items()...)
 }

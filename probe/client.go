@@ -72,6 +72,10 @@ type Config struct {
 	// Insecure skips TLS verification; CACert adds a PEM file of roots.
 	Insecure bool
 	CACert   string
+	// SplitBy, when set, reads every answer's group (Result.Group): the
+	// backend that served it, from a response header or a field of its
+	// messages.
+	SplitBy SplitBy
 }
 
 // Request is what varies from one request to the next: a prompt, or a
@@ -365,6 +369,11 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	}
 	defer resp.Body.Close()
 	res.Status, res.Proto = resp.StatusCode, resp.Proto
+	if h := c.cfg.SplitBy.Header; h != "" {
+		// Before the status is looked at: a failing backend's errors are
+		// its group's, as its answers are.
+		res.Group = groupValue(resp.Header.Get(h))
+	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		res.E2E = time.Since(res.Start)
 		res.Class, res.Err = HTTP3xx, c.redirectErr(resp)
@@ -521,6 +530,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		u        *usage
 		msgs     int
 		msgCap   = OutputCap(maxTokens)
+		field    = c.cfg.SplitBy.Field
 	)
 	if fr == frameSSE {
 		sse = &st.sse
@@ -588,6 +598,14 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		if len(info.id) > 0 && res.ID == "" {
 			res.ID = string(info.id)
 		}
+		// The field is looked for in the first few messages and in those
+		// that end the answer (a finish reason, the usage): servers that
+		// send it at all send it in every chunk (OpenAI, llama.cpp) or in
+		// the last, and scanning every message of a server that never does
+		// (vLLM) would cost as much again as the fast path.
+		if field != "" && res.Group == "" && (msgs <= groupLookMessages || info.finished || info.usage != nil) {
+			c.readGroup(data, field, res)
+		}
 		if info.usage != nil {
 			u = info.usage
 		}
@@ -646,10 +664,24 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) *us
 		return nil
 	}
 	res.ID = string(info.id)
+	if f := c.cfg.SplitBy.Field; f != "" && res.Group == "" {
+		c.readGroup(data, f, res)
+	}
 	if info.output {
 		res.Messages = 1
 	}
 	return info.usage
+}
+
+// groupLookMessages is how many of a stream's first messages are looked
+// at for a SplitBy field (see readStream).
+const groupLookMessages = 4
+
+// readGroup sets res.Group from the message's field, if it carries it.
+func (c *Client) readGroup(data []byte, field string, res *Result) {
+	if v, ok := topString(data, field); ok {
+		res.Group = groupValue(v)
+	}
 }
 
 // promptCapMargin is added to twice the prompt's bytes for the largest

@@ -460,11 +460,9 @@ func TestChunkParse(t *testing.T) {
 	}
 }
 
-// BenchmarkReadStream reads a recorded vLLM stream, its content messages
-// repeated to 200, from memory: the client's own work per message, with no
-// network or server. "raw" is the bench's raw reader on the same bytes (a
-// line scanner and a substring test per line), the floor for any client.
-func BenchmarkReadStream(b *testing.B) {
+// benchStream is a recorded vLLM stream, its content messages repeated to
+// 200.
+func benchStream(b *testing.B) string {
 	rec, err := os.ReadFile("testdata/vllm-sim/chat-stream-usage.body")
 	if err != nil {
 		b.Fatal(err)
@@ -486,7 +484,15 @@ func BenchmarkReadStream(b *testing.B) {
 			stream.Write(e)
 		}
 	}
-	payload := stream.Bytes()
+	return stream.String()
+}
+
+// BenchmarkReadStream reads a recorded vLLM stream, its content messages
+// repeated to 200, from memory: the client's own work per message, with no
+// network or server. "raw" is the bench's raw reader on the same bytes (a
+// line scanner and a substring test per line), the floor for any client.
+func BenchmarkReadStream(b *testing.B) {
+	payload := []byte(benchStream(b))
 	b.Run("infertop", func(b *testing.B) {
 		c, _ := New(Config{URL: "http://127.0.0.1:1/v1/chat/completions"})
 		b.ReportAllocs()

@@ -93,6 +93,11 @@ type Result struct {
 	// ConnReused are the second attempt's. The request succeeded or failed
 	// by the second attempt alone.
 	Retried bool
+	// Group is the backend that answered, as Config.SplitBy reads it: the
+	// header's value, or the field's in the first message that carries it
+	// (empty: none seen, or no SplitBy). At most MaxGroupBytes, and raw:
+	// whoever prints it sanitises it.
+	Group string
 }
 
 // OK reports whether the request succeeded.

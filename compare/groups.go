@@ -1,0 +1,304 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/sanitize"
+)
+
+// DefaultGroups is how many groups a split names: a rolling update has an
+// old and a new version, sometimes a third; more would not fit a screen,
+// and a server that sends a new value with every answer must not grow
+// anything (the rest go to OtherGroup).
+const DefaultGroups = 4
+
+// OtherGroup is the name of the requests of every group past the named
+// ones, compared with the baseline as one group.
+const OtherGroup = "other"
+
+// Groups collects one load's requests by the group that answered each
+// (probe.Result.Group, from a --split-by): the newest N per metric and
+// group, stamped with the second they finished in, as Samples does for a
+// Pair's sides. The first group seen is the baseline; each newer one is
+// compared with it. At most a fixed number of groups are named; the
+// requests of any other go to OtherGroup, so memory stays bounded whatever
+// the server sends. Requests without a group (no header, no field: a
+// connection refused, a field-less error) are counted, never compared.
+// Its methods are safe from any goroutine; Observe is cheap.
+type Groups struct {
+	mu       sync.Mutex
+	stats    []Stat
+	n, limit int
+	t0       time.Time
+	setting  setting
+	maxPhase int // the engine's newest phase recorded
+	// names are the named groups in the order seen (names[0] the
+	// baseline), sides their samples, seen their requests (every one,
+	// warm-up and resets included); the last of sides and seen is
+	// OtherGroup's.
+	names []string
+	sides []sideSamples
+	seen  []int
+	// ungrouped and ungroupedFailed count the requests without a group.
+	ungrouped, ungroupedFailed int
+}
+
+// NewGroups keeps n samples (0: DefaultSamples) per group of every metric
+// stats need, for at most limit named groups (0: DefaultGroups), counting
+// seconds from t0.
+func NewGroups(stats []Stat, n, limit int, t0 time.Time) *Groups {
+	if n <= 0 {
+		n = DefaultSamples
+	}
+	if limit <= 0 {
+		limit = DefaultGroups
+	}
+	limit = max(limit, 2) // a baseline and one to compare with
+	return &Groups{stats: stats, n: n, limit: limit, t0: t0,
+		sides: []sideSamples{newSideSamples(stats, n)}, seen: []int{0}}
+}
+
+// SetKnobs says the knobs are now k: a new setting starts the comparison
+// over (the groups keep their names and numbers).
+func (g *Groups) SetKnobs(k load.Knobs) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.setting.set(k) {
+		g.clearLocked()
+	}
+}
+
+// Reset forgets every sample; requests that started before at are left
+// out when they end. The groups keep their names: the baseline stays the
+// baseline.
+func (g *Groups) Reset(at time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.clearLocked()
+	g.setting.since = at
+}
+
+func (g *Groups) clearLocked() {
+	for i := range g.sides {
+		g.sides[i].clear()
+	}
+}
+
+// indexLocked is the slot of group name, naming it if there is room: the
+// last slot (OtherGroup's) once limit names are taken.
+func (g *Groups) indexLocked(name string) int {
+	for i, n := range g.names {
+		if n == name {
+			return i
+		}
+	}
+	if len(g.names) < g.limit {
+		g.names = append(g.names, name)
+		i := len(g.names) - 1
+		// Named groups take the slots before OtherGroup's, which stays last.
+		g.sides = append(g.sides[:i], newSideSamples(g.stats, g.n), g.sides[i])
+		g.seen = append(g.seen[:i], 0, g.seen[i])
+		return i
+	}
+	return len(g.sides) - 1
+}
+
+// Observe counts one finished request, seen at now, in its group.
+func (g *Groups) Observe(rec load.Record, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if rec.Group == "" {
+		g.ungrouped++
+		if !rec.OK() {
+			g.ungroupedFailed++
+		}
+		return
+	}
+	// Named on its first request, warm-up or not: the baseline is the
+	// group that answered first.
+	i := g.indexLocked(rec.Group)
+	g.seen[i]++
+	ok, restart := g.setting.admit(rec, now, g.maxPhase)
+	if !ok {
+		return
+	}
+	if restart {
+		g.clearLocked()
+	}
+	g.maxPhase = max(g.maxPhase, rec.Phase)
+	g.sides[i].record(rec, secondOf(now, g.t0))
+}
+
+// Group is one group of a split.
+type Group struct {
+	// Name is the value that named it (raw, as the server sent it: see
+	// Label), OtherGroup for the rest; Index its number in the order
+	// seen, the baseline's 1 (0 for OtherGroup).
+	Name  string
+	Index int
+	// Requests are every request it answered (warm-up, resets and knob
+	// changes included), failed or not.
+	Requests int
+}
+
+// Label is the group as lines show it, sanitised: "group 2 (fp_abc)",
+// "other groups".
+func (g Group) Label() string {
+	if g.Index == 0 {
+		return "other groups"
+	}
+	return fmt.Sprintf("group %d (%s)", g.Index, sanitize.Text(g.Name))
+}
+
+// GroupComparison is one newer group compared with the baseline group.
+type GroupComparison struct {
+	Group Group
+	Comparison
+}
+
+// Grouping is every newer group compared with the baseline group at one
+// moment: what a split's verdict and report are made of.
+type Grouping struct {
+	// By is the split's spec ("header:X-Backend"), for the reports (a
+	// Split's; empty from Groups.Compare).
+	By string
+	// Baseline is the group seen first (Index 0 and no name: none yet).
+	Baseline Group
+	// Newer are the other named groups in the order seen, then
+	// OtherGroup's when it has requests.
+	Newer []GroupComparison
+	// Ungrouped are the requests no group could be read from, and the
+	// failed among them.
+	Ungrouped, UngroupedFailed int
+}
+
+// Compare compares each newer group with the baseline group over the
+// samples held now (see judge: only the seconds both groups had requests
+// in are paired). Every group's comparison uses o, with the same seed.
+func (g *Groups) Compare(o Options) Grouping {
+	g.mu.Lock()
+	names := append([]string(nil), g.names...)
+	seen := append([]int(nil), g.seen...)
+	out := Grouping{Ungrouped: g.ungrouped, UngroupedFailed: g.ungroupedFailed}
+	g.mu.Unlock()
+	if len(names) == 0 {
+		return out
+	}
+	out.Baseline = Group{Name: names[0], Index: 1, Requests: seen[0]}
+	for i := 1; i < len(seen); i++ {
+		grp := Group{Name: OtherGroup, Requests: seen[i]}
+		if i < len(names) {
+			grp.Name, grp.Index = names[i], i+1
+		} else if seen[i] == 0 {
+			continue // no other group yet
+		}
+		i := i
+		data := func(st Stat) [2][]sample {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			return [2][]sample{g.sides[0].items(st), g.sides[i].items(st)}
+		}
+		c := compareStats(g.stats, o, true, [2]string{out.Baseline.Label(), grp.Label()}, data)
+		out.Newer = append(out.Newer, GroupComparison{Group: grp, Comparison: c})
+	}
+	return out
+}
+
+// Breached reports whether any newer group breached a regression with
+// confidence.
+func (gr Grouping) Breached() bool {
+	for _, c := range gr.Newer {
+		if c.Breached() {
+			return true
+		}
+	}
+	return false
+}
+
+// Line is the split in one line, for a live display: each newer group's
+// Line, or what is still missing ("one group so far: …").
+func (gr Grouping) Line() string {
+	switch {
+	case gr.Baseline.Index == 0:
+		return fmt.Sprintf("no group seen yet (%d requests without %s)", gr.Ungrouped, gr.what())
+	case len(gr.Newer) == 0:
+		return fmt.Sprintf("one group so far: %s, %d requests", gr.Baseline.Label(), gr.Baseline.Requests)
+	}
+	var parts []string
+	for _, c := range gr.Newer {
+		parts = append(parts, c.Line())
+	}
+	return strings.Join(parts, " | ")
+}
+
+// what is the split's source as a sentence says it: "the header
+// X-Backend", "the field system_fingerprint".
+func (gr Grouping) what() string {
+	kind, name, ok := strings.Cut(gr.By, ":")
+	if !ok {
+		return "a group"
+	}
+	return "the " + kind + " " + sanitize.Text(name)
+}
+
+// WriteTable writes the split: its groups, then each newer group's
+// comparison table with the baseline group, then the verdict.
+func (gr Grouping) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Split by %s\n", sanitize.Text(gr.By))
+	if gr.Baseline.Index == 0 {
+		fmt.Fprintf(&b, "  no request carried %s: nothing to compare\n", gr.what())
+	} else {
+		fmt.Fprintf(&b, "  baseline: %s, %d requests\n", gr.Baseline.Label(), gr.Baseline.Requests)
+		for _, c := range gr.Newer {
+			fmt.Fprintf(&b, "  newer:    %s, %d requests\n", c.Group.Label(), c.Group.Requests)
+		}
+	}
+	if gr.Ungrouped > 0 {
+		fmt.Fprintf(&b, "  without a group: %d requests (%d failed), left out\n", gr.Ungrouped, gr.UngroupedFailed)
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	for _, c := range gr.Newer {
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+		if err := c.WriteTable(w, c.side(0), c.side(1)); err != nil {
+			return err
+		}
+	}
+	if len(gr.Newer) == 0 {
+		_, err := fmt.Fprintf(w, "\n%s\n", gr.Line())
+		return err
+	}
+	return nil
+}
+
+// JSON is the split as the report's infertop.compare writes it: the
+// baseline group, and per newer group its name, number, requests and the
+// comparison as a Pair's JSON has it.
+func (gr Grouping) JSON() map[string]any {
+	groups := []map[string]any{}
+	for _, c := range gr.Newer {
+		j := c.JSON()
+		j["group"], j["index"], j["requests"] = c.Group.Name, c.Group.Index, c.Group.Requests
+		groups = append(groups, j)
+	}
+	out := map[string]any{
+		"method":   Method + "; a split pairs the seconds both groups had requests in",
+		"split_by": gr.By, "groups": groups, "regressed": gr.Breached(), "verdict": gr.Line(),
+		"ungrouped": map[string]int{"requests": gr.Ungrouped, "failed": gr.UngroupedFailed},
+	}
+	if gr.Baseline.Index > 0 {
+		out["baseline_group"] = map[string]any{"group": gr.Baseline.Name, "index": 1, "requests": gr.Baseline.Requests}
+	} else {
+		out["baseline_group"] = nil
+	}
+	return out
+}
