@@ -26,10 +26,11 @@ func rollingServer(t *testing.T, slow float64) *httptest.Server {
 			http.NotFound(w, r)
 			return
 		}
-		// Even requests the old backend: the first answer (the baseline
-		// group) is the old one's, as when the new pods come up later.
+		// The first 16 requests the old backend's, then every other: the
+		// first answer (the baseline group) is the old one's whatever the
+		// machine's load, as when the new pods come up later.
 		name, fp, f := "old", "fp_old", 1.0
-		if n.Add(1)%2 == 0 {
+		if i := n.Add(1); i > 16 && i%2 == 0 {
 			name, fp, f = "new", "fp_new", slow
 		}
 		step := time.Duration(float64(2*time.Millisecond) * f)
