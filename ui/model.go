@@ -292,8 +292,29 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 // before the next snapshot brings them.
 func (m *Model) turn(f func(*load.Knobs)) {
 	m.handBack() // a person's knob ends a search first
+	asked := m.snap.Knobs
+	f(&asked) // what the key asked for, before the engine's limits
 	m.snap.Knobs = m.ctl.Update(f)
 	m.saidHandBack(m.snap.Knobs)
+	if l := atLimit(asked, m.snap.Knobs); l != "" && m.flash == "" {
+		m.flash = l
+	}
+}
+
+// atLimit says which knob a key could not move past its limit ("" when
+// none): a knob that silently stops moving looks like a stuck dashboard.
+func atLimit(asked, got load.Knobs) string {
+	switch {
+	case asked.Concurrency > got.Concurrency:
+		return fmt.Sprintf("concurrency is at its limit (%d)", got.Concurrency)
+	case asked.Rate > got.Rate:
+		return fmt.Sprintf("the rate is at its limit (%s req/s)", rateNum(got.Rate, 4))
+	case asked.PromptTokens > got.PromptTokens:
+		return fmt.Sprintf("the prompt length is at its limit (%d tokens)", got.PromptTokens)
+	case asked.OutputTokens > got.OutputTokens:
+		return fmt.Sprintf("the output length is at its limit (%d tokens)", got.OutputTokens)
+	}
+	return ""
 }
 
 // toggleLoop switches between the closed and the open loop; the open loop

@@ -957,3 +957,26 @@ func TestNotice(t *testing.T) {
 		t.Fatal("the notice outlived a key")
 	}
 }
+
+// TestKnobAtLimit: a key that cannot move a knob past its limit says so.
+func TestKnobAtLimit(t *testing.T) {
+	eng := &fakeLimited{k: load.Knobs{Concurrency: load.MaxConcurrency, PromptTokens: 256, OutputTokens: 128}}
+	m, _ := New(eng, Options{Renderer: asciiRenderer()})
+	s := fixedSnapshot()
+	s.Knobs = eng.k
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 100, Height: 30}, SnapshotMsg(s), tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'K'}})
+	if !strings.Contains(m.View(), "concurrency is at its limit (10000)") {
+		t.Fatalf("no word of the limit:\n%s", m.View())
+	}
+}
+
+// fakeLimited is a controller that clamps as the engine does.
+type fakeLimited struct{ k load.Knobs }
+
+func (f *fakeLimited) Update(fn func(*load.Knobs)) load.Knobs {
+	fn(&f.k)
+	f.k.Concurrency = min(f.k.Concurrency, load.MaxConcurrency)
+	return f.k
+}
+func (f *fakeLimited) SetWindow(time.Duration) {}
+func (f *fakeLimited) Reset()                  {}
