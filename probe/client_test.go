@@ -19,6 +19,9 @@ import (
 
 // fixtureServer replays a recorded response: its status, Content-Type and
 // body, flushing after every event with a pause so timing can be checked.
+// A NAME-raw fixture keeps the HTTP chunk framing as recorded (curl --raw):
+// it is replayed chunk by chunk, as the server sent it, so several events in
+// one chunk arrive together.
 func fixtureServer(t *testing.T, name string, gap time.Duration) *httptest.Server {
 	srv, _ := timedFixtureServer(t, name, gap)
 	return srv
@@ -44,6 +47,18 @@ func timedFixtureServer(t *testing.T, name string, gap time.Duration) (*httptest
 			ctype = v
 		}
 	}
+	var parts []string
+	if strings.HasSuffix(name, "-raw") {
+		if parts, err = unchunk(body); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	} else {
+		sep := "\n\n"
+		if strings.Contains(ctype, "ndjson") {
+			sep = "\n"
+		}
+		parts = strings.SplitAfter(string(body), sep)
+	}
 	var mu sync.Mutex
 	var flushed []time.Duration
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -51,11 +66,7 @@ func timedFixtureServer(t *testing.T, name string, gap time.Duration) (*httptest
 		var times []time.Duration
 		w.Header().Set("Content-Type", ctype)
 		w.WriteHeader(status)
-		sep := "\n\n"
-		if strings.Contains(ctype, "ndjson") {
-			sep = "\n"
-		}
-		for _, part := range strings.SplitAfter(string(body), sep) {
+		for _, part := range parts {
 			time.Sleep(gap)
 			fmt.Fprint(w, part)
 			w.(http.Flusher).Flush()
@@ -70,6 +81,66 @@ func timedFixtureServer(t *testing.T, name string, gap time.Duration) (*httptest
 		mu.Lock()
 		defer mu.Unlock()
 		return flushed
+	}
+}
+
+// unchunk splits a body kept in HTTP/1.1 chunked framing into its chunks'
+// data, checking the framing: hex sizes, CRLFs, the 0-length last chunk.
+func unchunk(raw []byte) ([]string, error) {
+	var parts []string
+	for {
+		line, rest, ok := bytes.Cut(raw, []byte("\r\n"))
+		if !ok {
+			return nil, fmt.Errorf("chunk size line without CRLF at %q", raw[:min(len(raw), 20)])
+		}
+		size, err := strconv.ParseUint(string(line), 16, 31)
+		if err != nil {
+			return nil, fmt.Errorf("chunk size %q: %v", line, err)
+		}
+		if size == 0 {
+			if string(rest) != "\r\n" {
+				return nil, fmt.Errorf("%d bytes after the last chunk", len(rest))
+			}
+			return parts, nil
+		}
+		if uint64(len(rest)) < size+2 || string(rest[size:size+2]) != "\r\n" {
+			return nil, fmt.Errorf("chunk of %d bytes not ended by CRLF", size)
+		}
+		parts = append(parts, string(rest[:size]))
+		raw = rest[size+2:]
+	}
+}
+
+// TestUnchunk: the raw recordings replay as Ollama sent them, one NDJSON
+// line a chunk, and for /v1 one event a chunk but the finish chunk, the
+// usage chunk and [DONE] in one.
+func TestUnchunk(t *testing.T) {
+	for name, want := range map[string][]int{
+		"chat-stream-raw":              {17, 1, 1},
+		"openai-chat-stream-usage-raw": {17, 1, 3},
+	} {
+		raw, err := os.ReadFile(filepath.Join("testdata/ollama", name+".body"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, err := unchunk(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		events := func(p string) int {
+			if strings.HasPrefix(p, "data: ") {
+				return strings.Count(p, "\n\n")
+			}
+			return strings.Count(p, "\n")
+		}
+		if len(parts) != want[0] || events(parts[0]) != want[1] || events(parts[len(parts)-1]) != want[2] {
+			t.Errorf("%s: %d chunks, %d messages in the first, %d in the last; want %v", name, len(parts), events(parts[0]), events(parts[len(parts)-1]), want)
+		}
+	}
+	for _, bad := range []string{"", "5\r\nabc\r\n0\r\n\r\n", "zz\r\n", "3\r\nabc\r\n0\r\n"} {
+		if _, err := unchunk([]byte(bad)); err == nil {
+			t.Errorf("unchunk(%q) accepted", bad)
+		}
 	}
 }
 
@@ -114,17 +185,36 @@ func TestFixtures(t *testing.T) {
 		{"written/tgi/generate", TGI, true, OK, 0, 3, false, 1, 200, false, ""},
 		{"written/tgi/generate-stream-error", TGI, false, HTTP5xx, 0, 0, true, 0, 200, false, "CUDA out of memory"},
 		{"written/tgi/error-validation", TGI, false, HTTP4xx, 0, 0, true, 0, 422, false, "Input validation error"},
-		{"written/ollama/chat-stream", Ollama, false, OK, 26, 3, false, 3, 200, true, ""},
-		{"written/ollama/generate-stream", Ollama, false, OK, 26, 3, false, 3, 200, true, ""},
-		{"written/ollama/chat-nostream", Ollama, true, OK, 26, 3, false, 1, 200, false, ""},
+		// Ollama v0.24.0, recorded: 16 tokens asked for (num_predict,
+		// max_tokens), 16 content messages, a 2-token prompt; the counts
+		// only on the done:true line or in the usage.
+		{"ollama/chat-stream", Ollama, false, OK, 2, 16, false, 16, 200, true, ""},
+		{"ollama/chat-stream-raw", Ollama, false, OK, 2, 16, false, 16, 200, true, ""},
+		{"ollama/generate-stream", Ollama, false, OK, 2, 16, false, 16, 200, true, ""},
+		{"ollama/chat-nostream", Ollama, true, OK, 2, 16, false, 1, 200, false, ""},
+		{"ollama/generate-nostream", Ollama, true, OK, 2, 16, false, 1, 200, false, ""},
+		{"ollama/error-chat-unknown-model", Ollama, false, HTTP4xx, 0, 0, true, 0, 404, false, "model 'does-not-exist' not found"},
+		{"ollama/error-generate-unknown-model", Ollama, false, HTTP4xx, 0, 0, true, 0, 404, false, "model 'does-not-exist' not found"},
+		{"ollama/openai-chat-stream-usage", OpenAIChat, false, OK, 2, 16, false, 16, 200, true, ""},
+		{"ollama/openai-chat-stream-usage-raw", OpenAIChat, false, OK, 2, 16, false, 16, 200, true, ""},
+		{"ollama/openai-chat-stream", OpenAIChat, false, OK, 0, 16, true, 16, 200, true, ""},
+		{"ollama/openai-chat-nostream", OpenAIChat, true, OK, 2, 16, false, 1, 200, false, ""},
+		{"ollama/openai-completions-stream-usage", OpenAICompletions, false, OK, 2, 16, false, 16, 200, true, ""},
+		{"ollama/openai-completions-stream", OpenAICompletions, false, OK, 0, 16, true, 16, 200, true, ""},
+		{"ollama/openai-completions-nostream", OpenAICompletions, true, OK, 2, 16, false, 1, 200, false, ""},
+		{"ollama/error-openai-chat-unknown-model", OpenAIChat, true, HTTP4xx, 0, 0, true, 0, 404, false, "model 'does-not-exist' not found"},
+		{"ollama/error-openai-chat-stream-unknown-model", OpenAIChat, false, HTTP4xx, 0, 0, true, 0, 404, false, "model 'does-not-exist' not found"},
+		// No recording has these: written.
 		{"written/ollama/chat-stream-cut", Ollama, false, StreamCut, 0, 0, true, 0, 200, false, "middle of a message"},
 		{"written/ollama/chat-stream-error", Ollama, false, HTTP5xx, 0, 0, true, 0, 200, false, "unexpected EOF"},
-		{"written/ollama/error-not-found", Ollama, false, HTTP4xx, 0, 0, true, 0, 404, false, "not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {
 			srv := fixtureServer(t, tt.fixture, 0)
 			cfg := Config{URL: srv.URL, Model: "m", APIKey: "sk-secretsecret", Timeout: 5 * time.Second, API: tt.kind, NoStream: tt.noStream}
+			if strings.Contains(tt.fixture, "ollama/generate") || strings.Contains(tt.fixture, "ollama/error-generate") {
+				cfg.URL += "/api/generate" // the prompt form of the body
+			}
 			if tt.kind == Generic { // llama.cpp's own /completion API, as a generic SSE stream
 				cfg.Generic = GenericOptions{Stream: "sse", ChunkPath: "content"}
 			}
@@ -439,6 +529,9 @@ func TestChunkParse(t *testing.T) {
 		{in: `{"choices":[{"text":" a","finish_reason":null}]}`, output: true, choices: true},
 		{in: `{"choices":[{"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`, choices: true, finish: true, prompt: 3, completion: 4},
 		{in: `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":6}}`, prompt: 5, completion: 6},
+		// Ollama v0.24.0's /v1/completions with include_usage: an all-zero
+		// usage on every chunk, before the real one: no usage at all.
+		{in: `{"id":"cmpl-760","object":"text_completion","created":1796106461,"choices":[{"text":"cup","index":0,"finish_reason":null}],"model":"tiny","system_fingerprint":"fp_ollama","usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`, output: true, choices: true},
 		{in: `{"error":{"message":"x","code":400}}`, hasErr: true},
 		{in: `{"error":null,"choices":[]}`},
 		{in: `{"choices":[{"delta":{"content":"a"}}`, err: true},
@@ -453,6 +546,9 @@ func TestChunkParse(t *testing.T) {
 		}
 		if info.output != tt.output || info.choices != tt.choices || info.finished != tt.finish || (info.errMsg != nil) != tt.hasErr {
 			t.Errorf("%s: %+v", tt.in, info)
+		}
+		if tt.prompt == 0 && info.usage != nil {
+			t.Errorf("%s: usage %+v from none", tt.in, info.usage)
 		}
 		if tt.prompt > 0 && (info.usage == nil || info.usage.PromptTokens != tt.prompt || info.usage.CompletionTokens != tt.completion) {
 			t.Errorf("%s: usage %+v", tt.in, info.usage)

@@ -70,7 +70,7 @@ func TestFastChunk(t *testing.T) {
 // FuzzFastChunk: wherever the fast path answers, the full parser accepts
 // the message and reads the same.
 func FuzzFastChunk(f *testing.F) {
-	for _, dir := range []string{"testdata/vllm-sim", "testdata/written", "testdata/llamacpp"} {
+	for _, dir := range []string{"testdata/vllm-sim", "testdata/written", "testdata/llamacpp", "testdata/ollama"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.body"))
 		for _, file := range files {
 			b, _ := os.ReadFile(file)
