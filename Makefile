@@ -5,14 +5,22 @@
 # -p 1 serializes the builds too, so a first pass that runs no test builds
 # everything on every core. go test runs vet's high-confidence checks
 # itself; the full vet is in lint (a separate vet compiles every dependency
-# again without -race). Cold cache on two cores: 4 m 38 s (5 m 33 s with
-# the vet and the builds one at a time); warm: under 3 minutes.
-.PHONY: test test-slow build bench lint
+# again without -race). The compare package's 100-run properties are pure
+# arithmetic and run without -race too. Cold cache on two cores: about
+# 6 m 45 s (7 m 44 s with the endurance test and those properties under
+# -race); warm: about 5 minutes.
+.PHONY: test test-endurance test-slow build bench lint
 
 test:
 	go test -race -count=1 -run '^$$' ./... >/dev/null
 	go test -race -count=1 -p 1 ./...
 	go test -count=1 -run 'TestEngineMatchesSim' ./load
+	go test -count=1 -run 'FalsePositives' ./compare
+
+# The endurance test in a stage of its own (.ci/run runs it after make
+# test): 35 s of the real dashboard in tmux against every fault.
+test-endurance:
+	INFERTOP_ENDURANCE=1 go test -race -count=1 -run 'TestEndurance' .
 
 # The slow stage: searches and comparisons against the default sim at its
 # own pace (minutes), kept out of make test's eight-minute budget.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -15,6 +16,9 @@ import (
 // the load is paused and drained, every fault is counted in its class,
 // keys are answered throughout and q quits cleanly.
 func TestEndurance(t *testing.T) {
+	if os.Getenv("INFERTOP_ENDURANCE") == "" {
+		t.Skip("35 s of the dashboard against every fault: its own stage (make test-endurance, run by .ci/run)")
+	}
 	self := selfForTmux(t)
 	cfg := endurance.Standard([]string{self}, []string{"INFERTOP_TEST_MAIN=1", "TERM=xterm-256color"}, 30*time.Second, 3*time.Second)
 	res, err := endurance.Run(context.Background(), cfg)
