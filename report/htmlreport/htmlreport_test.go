@@ -3,6 +3,7 @@ package htmlreport
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -43,5 +44,16 @@ func TestCapacityCompareEscaping(t *testing.T) {
 	}
 	if err := Write(&b, []Run{{Name: "x", JSON: []byte(`{"date":"x"}`)}}); err == nil {
 		t.Error("a JSON that is not a result drew")
+	}
+}
+
+// TestLonePointDrawn: a series of one point (a run of one second) draws
+// no line, so it gets a dot; a series of several gets none.
+func TestLonePointDrawn(t *testing.T) {
+	nan := math.NaN()
+	c := chart{ID: "x", Lines: []line{{Name: "one", X: []float64{0}, Y: []float64{3}}, {Name: "gap", X: []float64{0, 1, 2, 3}, Y: []float64{1, nan, 2, 2}}}}
+	svg := string(c.svg())
+	if n := strings.Count(svg, "<circle"); n != 2 { // "one" and the lone first point of "gap"
+		t.Fatalf("%d dots, want 2:\n%s", n, svg)
 	}
 }

@@ -183,11 +183,14 @@ func (c *chart) svg() template.HTML {
 		}
 		fmt.Fprintf(&b, `<path class="line c%d%s" data-series="%s" d="%s"><title>%s</title></path>`,
 			l.Color%8, dash, template.HTMLEscapeString(l.Name), d.String(), template.HTMLEscapeString(l.Name))
-		if c.Points {
-			for i, x := range xs {
-				if !math.IsNaN(ys[i]) {
-					fmt.Fprintf(&b, `<circle class="dot c%d" cx="%.1f" cy="%.1f" r="3"/>`, l.Color%8, px(x), py(ys[i]))
-				}
+		// A point with no neighbour draws no line (a one-second run, a
+		// second alone between gaps): a dot shows it.
+		alone := func(i int) bool {
+			return (i == 0 || math.IsNaN(ys[i-1])) && (i == len(xs)-1 || math.IsNaN(ys[i+1]))
+		}
+		for i, x := range xs {
+			if !math.IsNaN(ys[i]) && (c.Points || alone(i)) {
+				fmt.Fprintf(&b, `<circle class="dot c%d" cx="%.1f" cy="%.1f" r="3"/>`, l.Color%8, px(x), py(ys[i]))
 			}
 		}
 	}
