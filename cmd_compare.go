@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -156,23 +154,11 @@ func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) erro
 		"--requests-log (the canary's)": pc.CanaryRequestsLog}); err != nil {
 		return usageError{err}
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { // a signal during the start ends the start
-		select {
-		case <-sigs:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	p, err := a.startPair(ctx, pc)
-	cancel()
+	p, sigs, stopSignals, err := underSignals(func(ctx context.Context) (*compare.Pair, error) { return a.startPair(ctx, pc) })
 	if err != nil {
 		return err
 	}
+	defer stopSignals()
 	defer p.Stop()
 	final := a.followPair(p, rf, sigs)
 	if err := p.Stop(); err != nil {
@@ -368,23 +354,11 @@ func (a *app) runSplit(cfg runner.Config, rf *runFlags, cf *compareFlags) error 
 	if rf.failFast {
 		return usagef("--fail-fast does not work with --split-by yet")
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { // a signal during the start ends the start
-		select {
-		case <-sigs:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	sp, err := a.startSplit(ctx, sc)
-	cancel()
+	sp, sigs, stopSignals, err := underSignals(func(ctx context.Context) (*compare.Split, error) { return a.startSplit(ctx, sc) })
 	if err != nil {
 		return err
 	}
+	defer stopSignals()
 	defer sp.Stop()
 	final := a.followSplit(sp, rf, sigs)
 	if err := sp.Stop(); err != nil {

@@ -97,23 +97,11 @@ func (a *app) runHeadless(args []string) error {
 		return a.runCompare(cfg, &rf, cf)
 	}
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { // a signal during the start ends the start
-		select {
-		case <-sigs:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	r, err := a.start(ctx, cfg)
-	cancel()
+	r, sigs, stopSignals, err := underSignals(func(ctx context.Context) (*runner.Runner, error) { return a.start(ctx, cfg) })
 	if err != nil {
 		return err
 	}
+	defer stopSignals()
 	defer r.Stop()
 	if plan != nil {
 		return a.runCapacity(r, plan, &rf, sigs)
@@ -219,6 +207,30 @@ func (a *app) follow(r *runner.Runner, rf *runFlags, sigs <-chan os.Signal) ([]s
 			}
 		}
 	}
+}
+
+// underSignals starts a headless run's load: a SIGINT or SIGTERM during
+// start ends the start (its context); once started, the follower reads
+// sigs (the first ends the run with a drain, a second stops it), until
+// stop.
+func underSignals[T any](start func(context.Context) (T, error)) (v T, sigs <-chan os.Signal, stop func(), err error) {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	v, err = start(ctx)
+	cancel()
+	if err != nil {
+		signal.Stop(ch)
+		return v, nil, func() {}, err
+	}
+	return v, ch, func() { signal.Stop(ch) }, nil
 }
 
 func progressLine(s load.Snapshot) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // A comparison's dashboard (`infertop --compare`): the same panels, each
@@ -297,7 +298,7 @@ func (m *Model) cmpLatencyPanel(w, h int) string {
 func (m *Model) cmpTable(keep []bool, w, h int) string {
 	t, b, c := m.theme, &m.snap, &m.cmp.snap
 	extra := window(b.Window) + " window"
-	if u := "canary " + c.Target.URL + " · " + extra; m.cmp.have && lipgloss.Width(u)+6 <= w {
+	if u := "canary " + sanitize.Text(c.Target.URL) + " · " + extra; m.cmp.have && lipgloss.Width(u)+6 <= w {
 		extra = u // the URL whole or not at all: a cut port is a wrong one
 	}
 	lines := []string{m.title("Latency", extra, w)}
