@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +25,11 @@ type fake struct {
 	loadOf   func(k load.Knobs) float64
 	intruder int // at this call of NewPhase, a phase of someone else's follows (0: never)
 	calls    int
+	// queued, when set, is the TTFT of the requests a phase started that
+	// come back last (a closed loop's queued ones), a tenth of them: they
+	// are in flight while the phase is current and back 500 ms after it
+	// ends, when they join its distribution as its slowest tenth.
+	queued func(l float64) time.Duration
 }
 
 func newFake(t *testing.T, knee float64) (*fake, <-chan load.Snapshot) {
@@ -83,6 +89,14 @@ func (f *fake) tick() load.Snapshot {
 	defer f.mu.Unlock()
 	f.now += 100 * time.Millisecond
 	s := load.Snapshot{Elapsed: f.now}
+	if n := len(f.phases); n > 1 && f.queued != nil {
+		if p := &f.phases[n-2]; p.Pending > 0 && f.now-p.End >= 500*time.Millisecond {
+			q := f.queued(f.loadOf(p.Knobs))
+			p.Completed += p.Pending
+			p.Pending = 0
+			p.Latency[load.TTFT].P95, p.Latency[load.TTFT].P99, p.Latency[load.TTFT].Count = q, q, p.Completed
+		}
+	}
 	if n := len(f.phases); n > 0 {
 		p := &f.phases[n-1]
 		l := f.loadOf(p.Knobs)
@@ -91,9 +105,22 @@ func (f *fake) tick() load.Snapshot {
 		p.Latency[load.TTFT] = load.Dist{Count: p.Completed, P50: d, P90: d, P95: d, P99: d, P999: d, Max: d, Mean: d}
 		p.OutTokens = p.Completed * 100
 		p.Good = p.Completed
+		if f.queued != nil && f.queued(l) > d {
+			p.Pending = max(p.Completed/9, 1)
+		}
 		s.Knobs = p.Knobs
 		for sec := int64(0); time.Duration(sec+1)*time.Second <= f.now; sec++ {
 			s.Series = append(s.Series, load.Point{Sec: sec, Completed: int64(f.rate(l)), TTFTP50: d})
+		}
+	}
+	for _, p := range f.phases {
+		s.TotalCompleted += p.Completed
+		if p.Knobs.Mode == load.OpenLoop {
+			end := p.End
+			if p.Current {
+				end = f.now
+			}
+			s.Scheduled += int64(p.Knobs.Rate * (end - p.Start).Seconds())
 		}
 	}
 	s.Phases = append([]load.Phase(nil), f.phases...)
@@ -155,6 +182,71 @@ func TestSearchWalksUpThenBisects(t *testing.T) {
 	}
 }
 
+// TestSettleCountsTheLastBack: a step whose first requests back are quick
+// while a tenth of them queued is judged on all of them once they are
+// back, not held on the quick ones: past the knee at 20, where the queued
+// requests wait 900 ms, the search finds 20, though every step's first
+// completions have the same 100 ms TTFT.
+func TestSettleCountsTheLastBack(t *testing.T) {
+	f, snaps := newFake(t, 1000) // the first back: 100 ms at every load
+	f.queued = func(l float64) time.Duration {
+		if l > 20 {
+			return 900 * time.Millisecond
+		}
+		return 150 * time.Millisecond
+	}
+	res, err := Search{Objectives: mustParse(t, "ttft_p99<=500ms"), Hold: fakeHold()}.Run(context.Background(), f, snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logSteps(t, res)
+	if !res.Found || res.MaxLoad != 20 {
+		t.Fatalf("found %v at %v, want 20", res.Found, res.MaxLoad)
+	}
+	for _, s := range res.Steps {
+		if s.TailPhase != s.Phase+1 {
+			t.Errorf("step %d: measured phase %d, tail %d", s.N, s.Phase, s.TailPhase)
+		}
+		if s.Load > 20 && (s.Held || !strings.HasPrefix(s.Why, "breached")) {
+			t.Errorf("step %d at %v: held %v (%s)", s.N, s.Load, s.Held, s.Why)
+		}
+	}
+}
+
+// TestOpenLoopFallsBehind: an open loop whose completions fall short of
+// its rate is over-saturated when its hold ends, though its TTFT still
+// held; the next step starts by draining the queue (a paused phase).
+func TestOpenLoopFallsBehind(t *testing.T) {
+	f, snaps := newFake(t, 1000)
+	f.loadOf = func(k load.Knobs) float64 { return k.Rate }
+	f.rate = func(l float64) float64 { return min(l, 30) } // carries 30 req/s
+	f.ttft = func(float64) time.Duration { return 100 * time.Millisecond }
+	res, err := Search{Objectives: mustParse(t, "ttft_p99<=500ms"), Over: Rate, From: 10, Resolution: 0.1, Hold: fakeHold()}.Run(context.Background(), f, snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logSteps(t, res)
+	// The rule allows a queue growing by a tenth of the arrivals: 33.
+	if !res.Found || res.MaxLoad < 27 || res.MaxLoad > 33 {
+		t.Fatalf("found %v at %v, want 27 to 33", res.Found, res.MaxLoad)
+	}
+	drained := 0
+	for i, s := range res.Steps {
+		if s.Load > 33 && (s.Held || !s.Saturated) {
+			t.Errorf("step %d at %v: held %v (%s)", s.N, s.Load, s.Held, s.Why)
+		}
+		if i > 0 && res.Steps[i-1].Saturated {
+			if ph := f.phases[s.WarmupPhase-2]; !ph.Knobs.Paused {
+				t.Errorf("step %d after an over-saturated one: phase %d before its warm-up is not a pause: %+v", s.N, ph.ID, ph.Knobs)
+			}
+			drained++
+		}
+	}
+	if drained == 0 {
+		t.Error("no step came after an over-saturated one")
+	}
+}
+
 // TestSearchWalksDown: a search starting above the knee walks down.
 func TestSearchWalksDown(t *testing.T) {
 	f, snaps := newFake(t, 10)
@@ -200,7 +292,7 @@ func TestSearchStops(t *testing.T) {
 		t.Fatalf("cancelled: %v, %d steps, max %v", err, len(res.Steps), res.MaxLoad)
 	}
 	f2, snaps2 := newFake(t, 37)
-	f2.intruder = 5 // step 3's warm-up
+	f2.intruder = 7 // step 3's warm-up (each step: warm-up, measured, tail)
 	res, err = Search{Objectives: mustParse(t, "ttft_p99<=500ms"), Hold: fakeHold()}.Run(context.Background(), f2, snaps2)
 	if !errors.Is(err, ErrTakenOver) || len(res.Steps) != 2 {
 		t.Fatalf("taken over: %v, %d steps", err, len(res.Steps))

@@ -168,8 +168,14 @@ type Progress struct {
 const (
 	StateWarmup  = "warming up"
 	StateHolding = "holding"
-	StateHeld    = "held"
-	StateBroke   = "broke"
+	// StateSettling: the hold is over; the step's last requests are
+	// coming back, at the same load, before it is judged.
+	StateSettling = "settling"
+	// StateDraining: the load is paused while the queue an
+	// over-saturated step left finishes, before the next step starts.
+	StateDraining = "draining the queue"
+	StateHeld     = "held"
+	StateBroke    = "broke"
 )
 
 // String says it in a line: "step 3 · concurrency 16 · holding 8s more (37 of 50 requests)".
@@ -204,9 +210,11 @@ type Step struct {
 	N     int
 	Load  float64
 	Knobs load.Knobs
-	// WarmupPhase and Phase are the engine's phases of the step: the
-	// warm-up, kept out of its figures, and the measured one.
-	WarmupPhase, Phase int
+	// WarmupPhase, Phase and TailPhase are the engine's phases of the
+	// step: the warm-up, kept out of its figures; the measured one; and
+	// its tail, at the same load, while the measured phase's last
+	// requests came back (0: none, the verdict was already certain).
+	WarmupPhase, Phase, TailPhase int
 	// Start is the run time the step began; Measured how long its
 	// measured phase was held.
 	Start, Measured time.Duration

@@ -17,6 +17,10 @@ type stepper struct {
 	s     *Search
 	eng   Engine
 	snaps <-chan load.Snapshot
+	// drain is set when the last step over-saturated or, in the open
+	// loop, broke: the queue it left would be measured by the next one,
+	// which drains it first.
+	drain bool
 }
 
 // next is the next snapshot, or why there will be none.
@@ -35,11 +39,12 @@ func (st *stepper) next(ctx context.Context) (load.Snapshot, error) {
 }
 
 // phaseOf finds phase id in s; ok is false when s predates it. A phase
-// after it means someone else turned a knob: taken over.
-func phaseOf(s load.Snapshot, id int) (p load.Phase, ok bool, err error) {
+// after newest (the search's own last) means someone else turned a knob:
+// taken over.
+func phaseOf(s load.Snapshot, id, newest int) (p load.Phase, ok bool, err error) {
 	for i := len(s.Phases) - 1; i >= 0; i-- {
 		switch ph := s.Phases[i]; {
-		case ph.ID > id:
+		case ph.ID > newest:
 			return load.Phase{}, false, ErrTakenOver
 		case ph.ID == id:
 			return ph, true, nil
@@ -65,6 +70,12 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 			s.Progress(prog)
 		}
 	}
+	if st.drain {
+		st.drain = false
+		if err := st.drainQueue(ctx, tell); err != nil {
+			return Step{N: n, Load: l}, err
+		}
+	}
 	knobs, warm := st.eng.NewPhase(func(k *load.Knobs) { s.set(k, l) })
 	step := Step{N: n, Load: l, Knobs: knobs, WarmupPhase: warm}
 
@@ -78,7 +89,7 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 		if err != nil {
 			return step, err
 		}
-		ph, ok, err := phaseOf(snap, warm)
+		ph, ok, err := phaseOf(snap, warm, warm)
 		if err != nil {
 			return step, err
 		}
@@ -103,6 +114,7 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 	_, meas := st.eng.NewPhase(func(*load.Knobs) {})
 	step.Phase = meas
 	var markAt time.Duration
+	var at mark
 	var samples []sample
 	seen = false
 	for {
@@ -110,7 +122,7 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 		if err != nil {
 			return step, err
 		}
-		ph, ok, err := phaseOf(snap, meas)
+		ph, ok, err := phaseOf(snap, meas, meas)
 		if err != nil {
 			return step, err
 		}
@@ -119,12 +131,24 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 		}
 		if !seen {
 			seen, markAt = true, ph.Start
+			at = mark{scheduled: snap.Scheduled, finished: snap.Finished(), inFlight: snap.InFlight + snap.Backlog}
 		}
 		el := snap.Elapsed - markAt
 		samples = append(samples, sample{el, snap.InFlight + snap.Backlog})
 		st.figures(&step, snap, ph, markAt)
-		done := st.judge(&step, snap, ph, el, samples)
+		done, final := st.judge(&step, snap, ph, el, samples)
 		if done {
+			// A verdict more requests could change is judged on every
+			// request the phase started, not only on those back first.
+			if !final {
+				if err := st.settle(ctx, &step, meas, markAt, at, tell); err != nil {
+					return step, err
+				}
+			}
+			// An open loop's broken step leaves a queue behind (it
+			// broke because the queue grew); a closed loop's is its
+			// concurrency, which the next warm-up's turnover drains.
+			st.drain = step.Saturated || !step.Held && step.Knobs.Mode == load.OpenLoop
 			if step.Held {
 				tell(StateHeld, 0, 0, step.Completed+step.Failed)
 			} else {
@@ -190,48 +214,176 @@ func completeSeconds(snap load.Snapshot, markAt time.Duration) []load.Point {
 	return out
 }
 
-// judge decides whether the step is over, and if so sets Held and Why.
-func (st *stepper) judge(step *Step, snap load.Snapshot, ph load.Phase, el time.Duration, samples []sample) bool {
+// judge decides whether the step is over. A final verdict (over-saturated,
+// or a breach already certain) sets Held and Why for good; one that is
+// not (the hold is over) sets Why to how it ended and leaves the verdict
+// to conclude, once the phase's last requests are in.
+func (st *stepper) judge(step *Step, snap load.Snapshot, ph load.Phase, el time.Duration, samples []sample) (done, final bool) {
 	s, h := st.s, st.s.Hold
 	n := ph.Completed + ph.Failed + ph.Incomplete
 	if why, ok := saturated(step, snap, el, samples, h); ok {
 		step.Held, step.Saturated, step.Why = false, true, "over-saturated: "+why
-		return true
+		return true, true
 	}
-	// What the step would have by its end, at the least: a breach that
-	// stands even then is certain now.
-	// The steady state's rate, not this phase's so far: a closed loop's
-	// first completions lag by an E2E, which would understate the end.
-	final := max(n, h.MinRequests)
+	// What the phase will have counted by its end, at the least: a breach
+	// that stands even then is certain now. The steady state's rate, not
+	// this phase's so far (a closed loop's first completions lag by an
+	// E2E, which would understate the end), and every request the phase
+	// has in flight, which will count too.
+	end := max(ph.Sent(), h.MinRequests)
 	if step.ReqPerSec > 0 {
-		final = max(final, int64(step.ReqPerSec*h.MinTime.Seconds()))
+		end = max(end, int64(step.ReqPerSec*h.MinTime.Seconds())+ph.Pending)
 	} else if el > 0 {
-		final = max(final, int64(float64(n)*h.MinTime.Seconds()/el.Seconds()))
+		end = max(end, int64(float64(n)*h.MinTime.Seconds()/el.Seconds())+ph.Pending)
 	}
 	for i, o := range s.Objectives {
-		if certain(o, step.Verdicts[i], ph, final) {
+		if certain(o, step.Verdicts[i], ph, end) {
 			step.Held, step.Why = false, "breach certain: "+breached(step.Verdicts)
-			return true
+			return true, true
 		}
 	}
 	held := allHeld(step.Verdicts)
 	switch {
 	case el >= h.MinTime && n >= h.MinRequests:
-		step.Held, step.Why = held, "held"
+		step.Why = "held"
 	case el >= h.MinTime && held && n >= min(h.MinRequests, 10) && clearOf(s.Objectives, step.Verdicts, h.ClearMargin):
-		step.Held, step.Why = true, fmt.Sprintf("held, clear of every objective by %.0f%%", (1-h.ClearMargin)*100)
+		step.Why = fmt.Sprintf("held, clear of every objective by %.0f%%", (1-h.ClearMargin)*100)
 	case el >= h.MaxTime:
-		step.Held, step.Why = held, "held (time up)"
+		step.Why = "held (time up)"
 	default:
-		return false
+		return false, false
 	}
-	if !step.Held {
-		step.Why = "breached: " + breached(step.Verdicts)
-		if n == 0 {
-			step.Why = "nothing measured in " + h.MaxTime.String()
+	return true, false
+}
+
+// settle closes the measured phase (a new phase at the same load) and
+// waits for the requests it started to finish, at most MaxTime, then
+// concludes the step on all of them. Judged on the requests back first,
+// a step is judged on the quickest: in a closed loop past the server's
+// slots, the requests that queued come back a whole request after those
+// that did not, so a phase's first dozen can all be quick while a tenth
+// of it waits (seen: concurrency 36 held on the default sim's 32 slots on
+// its first 12 requests, where 40 broke at 2 s).
+func (st *stepper) settle(ctx context.Context, step *Step, meas int, markAt time.Duration, at mark, tell func(string, time.Duration, time.Duration, int64)) error {
+	h := st.s.Hold
+	measured := step.Measured
+	_, tail := st.eng.NewPhase(func(*load.Knobs) {})
+	step.TailPhase = tail
+	var closedAt time.Duration
+	seen := false
+	var last load.Snapshot
+	var lastPh load.Phase
+	for {
+		snap, err := st.next(ctx)
+		if err != nil {
+			return err
 		}
+		if _, ok, err := phaseOf(snap, tail, tail); err != nil {
+			return err
+		} else if !ok {
+			continue
+		}
+		ph, ok, err := phaseOf(snap, meas, tail)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if !seen {
+			seen, closedAt = true, snap.Elapsed
+		}
+		st.figures(step, snap, ph, markAt)
+		last, lastPh = snap, ph
+		el := snap.Elapsed - closedAt
+		if ph.Pending == 0 || el >= h.MaxTime {
+			break
+		}
+		tell(StateSettling, h.MaxTime-el, 0, ph.Completed+ph.Failed)
 	}
-	return true
+	step.Measured = measured
+	st.conclude(step, last, lastPh, at)
+	return nil
+}
+
+// conclude gives a step whose hold is over its verdict, on the measured
+// phase's figures: over-saturated when an open loop's completions fell
+// behind its arrivals, broken when an objective broke or nothing was
+// measured, held otherwise (Why keeps how the hold ended).
+func (st *stepper) conclude(step *Step, snap load.Snapshot, ph load.Phase, at mark) {
+	if why, ok := fallsBehind(step, snap, at); ok {
+		step.Held, step.Saturated, step.Why = false, true, "over-saturated: "+why
+		return
+	}
+	step.Held = allHeld(step.Verdicts)
+	switch {
+	case ph.Completed+ph.Failed+ph.Incomplete == 0:
+		step.Held, step.Why = false, "nothing measured in "+st.s.Hold.MaxTime.String()
+	case !step.Held:
+		step.Why = "breached: " + breached(step.Verdicts)
+	case ph.Pending > 0:
+		step.Why += fmt.Sprintf(" (%d of its requests still in flight at the end)", ph.Pending)
+	}
+}
+
+// fallsBehind reports an open loop whose completions fell behind its
+// arrivals over the measured stretch (arrivals and finished at its start
+// in at): the queue grows by the difference, and held longer the step
+// would break. A steady queue wanders too, by about the square root of
+// what is in flight; a tenth of the arrivals and three of those are
+// allowed.
+func fallsBehind(step *Step, snap load.Snapshot, at mark) (string, bool) {
+	if step.Knobs.Mode != load.OpenLoop {
+		return "", false
+	}
+	arrived := snap.Scheduled - at.scheduled
+	finished := snap.Finished() - at.finished
+	growth := float64(arrived - finished)
+	if arrived <= 0 || growth <= 0.1*float64(arrived) || growth <= 3*math.Sqrt(float64(at.inFlight)+1)+2 {
+		return "", false
+	}
+	return fmt.Sprintf("%d of %d arrivals finished: the queue grew by %.0f", finished, arrived, growth), true
+}
+
+// mark is the engine's counters when a measured phase began.
+type mark struct {
+	scheduled, finished int64
+	inFlight            int
+}
+
+// drainQueue pauses the load until what the last step left in flight has
+// finished (at most MaxTime), and drops the open loop's backlog (arrivals
+// never sent, never counted): a step past saturation leaves a queue the
+// next, lower step would measure instead of its own load (seen: four
+// steps under the capacity "nothing measured in 15s" after one at 64
+// req/s over 23).
+func (st *stepper) drainQueue(ctx context.Context, tell func(string, time.Duration, time.Duration, int64)) error {
+	h := st.s.Hold
+	// A closed loop paused sends nothing and holds no backlog.
+	_, id := st.eng.NewPhase(func(k *load.Knobs) { k.Mode, k.Paused = load.ClosedLoop, true })
+	var start time.Duration
+	seen := false
+	for {
+		snap, err := st.next(ctx)
+		if err != nil {
+			return err
+		}
+		ph, ok, err := phaseOf(snap, id, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if !seen {
+			seen, start = true, ph.Start
+		}
+		el := snap.Elapsed - start
+		if snap.InFlight+snap.Backlog == 0 || el >= h.MaxTime {
+			return nil
+		}
+		tell(StateDraining, h.MaxTime-el, 0, int64(snap.InFlight+snap.Backlog))
+	}
 }
 
 // breached lists the verdicts that broke: "ttft_p99<=500ms 612ms".
