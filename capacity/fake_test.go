@@ -236,7 +236,9 @@ func TestOpenLoopFallsBehind(t *testing.T) {
 			t.Errorf("step %d at %v: held %v (%s)", s.N, s.Load, s.Held, s.Why)
 		}
 		if i > 0 && res.Steps[i-1].Saturated {
-			if ph := f.phases[s.WarmupPhase-2]; !ph.Knobs.Paused {
+			if s.DrainPhase != s.WarmupPhase-1 {
+				t.Errorf("step %d after an over-saturated one: drain phase %d, warm-up %d", s.N, s.DrainPhase, s.WarmupPhase)
+			} else if ph := f.phases[s.DrainPhase-1]; !ph.Knobs.Paused {
 				t.Errorf("step %d after an over-saturated one: phase %d before its warm-up is not a pause: %+v", s.N, ph.ID, ph.Knobs)
 			}
 			drained++

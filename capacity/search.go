@@ -214,7 +214,9 @@ type Step struct {
 	// step: the warm-up, kept out of its figures; the measured one; and
 	// its tail, at the same load, while the measured phase's last
 	// requests came back (0: none, the verdict was already certain).
-	WarmupPhase, Phase, TailPhase int
+	// DrainPhase, when not 0, is the pause before the warm-up in which
+	// the last step's queue finished.
+	DrainPhase, WarmupPhase, Phase, TailPhase int
 	// Start is the run time the step began; Measured how long its
 	// measured phase was held.
 	Start, Measured time.Duration

@@ -70,14 +70,17 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 			s.Progress(prog)
 		}
 	}
+	drained := 0
 	if st.drain {
 		st.drain = false
-		if err := st.drainQueue(ctx, tell); err != nil {
-			return Step{N: n, Load: l}, err
+		id, err := st.drainQueue(ctx, tell)
+		if err != nil {
+			return Step{N: n, Load: l, DrainPhase: id}, err
 		}
+		drained = id
 	}
 	knobs, warm := st.eng.NewPhase(func(k *load.Knobs) { s.set(k, l) })
-	step := Step{N: n, Load: l, Knobs: knobs, WarmupPhase: warm}
+	step := Step{N: n, Load: l, Knobs: knobs, DrainPhase: drained, WarmupPhase: warm}
 
 	// The warm-up: its least time, and one turnover of what was in
 	// flight, so the measured phase starts where the new load settled.
@@ -357,7 +360,7 @@ type mark struct {
 // next, lower step would measure instead of its own load (seen: four
 // steps under the capacity "nothing measured in 15s" after one at 64
 // req/s over 23).
-func (st *stepper) drainQueue(ctx context.Context, tell func(string, time.Duration, time.Duration, int64)) error {
+func (st *stepper) drainQueue(ctx context.Context, tell func(string, time.Duration, time.Duration, int64)) (int, error) {
 	h := st.s.Hold
 	// A closed loop paused sends nothing and holds no backlog.
 	_, id := st.eng.NewPhase(func(k *load.Knobs) { k.Mode, k.Paused = load.ClosedLoop, true })
@@ -366,11 +369,11 @@ func (st *stepper) drainQueue(ctx context.Context, tell func(string, time.Durati
 	for {
 		snap, err := st.next(ctx)
 		if err != nil {
-			return err
+			return id, err
 		}
 		ph, ok, err := phaseOf(snap, id, id)
 		if err != nil {
-			return err
+			return id, err
 		}
 		if !ok {
 			continue
@@ -380,7 +383,7 @@ func (st *stepper) drainQueue(ctx context.Context, tell func(string, time.Durati
 		}
 		el := snap.Elapsed - start
 		if snap.InFlight+snap.Backlog == 0 || el >= h.MaxTime {
-			return nil
+			return id, nil
 		}
 		tell(StateDraining, h.MaxTime-el, 0, int64(snap.InFlight+snap.Backlog))
 	}

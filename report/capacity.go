@@ -63,7 +63,14 @@ func writeCapacity(b *strings.Builder, o *capacity.Outcome) {
 		}
 		tw.Flush()
 		for _, s := range r.Steps {
-			fmt.Fprintf(b, "  step %d: %s, phases %d (warm-up) and %d, held %s, %d requests\n", s.N, s.Why, s.WarmupPhase, s.Phase,
+			phases := fmt.Sprintf("phases %d (warm-up) and %d", s.WarmupPhase, s.Phase)
+			if s.TailPhase > 0 {
+				phases = fmt.Sprintf("phases %d (warm-up), %d and %d (its tail)", s.WarmupPhase, s.Phase, s.TailPhase)
+			}
+			if s.DrainPhase > 0 {
+				phases = fmt.Sprintf("phase %d (the last step's queue drained), ", s.DrainPhase) + phases
+			}
+			fmt.Fprintf(b, "  step %d: %s, %s, held %s, %d requests\n", s.N, s.Why, phases,
 				s.Measured.Round(100*time.Millisecond), s.Completed+s.Failed+s.Incomplete)
 		}
 	}
@@ -116,8 +123,10 @@ type StepJSON struct {
 	N            int       `json:"step"`
 	Load         float64   `json:"load"`
 	Knobs        KnobsJSON `json:"knobs"`
+	DrainPhase   int       `json:"drain_phase"`
 	WarmupPhase  int       `json:"warmup_phase"`
 	Phase        int       `json:"phase"`
+	TailPhase    int       `json:"tail_phase"`
 	StartS       float64   `json:"start_s"`
 	MeasuredS    float64   `json:"measured_s"`
 	Completed    int64     `json:"completed"`
@@ -137,7 +146,7 @@ type StepJSON struct {
 }
 
 func stepJSON(s capacity.Step) StepJSON {
-	return StepJSON{N: s.N, Load: s.Load, Knobs: knobs(s.Knobs), WarmupPhase: s.WarmupPhase, Phase: s.Phase, StartS: s.Start.Seconds(), MeasuredS: s.Measured.Seconds(),
+	return StepJSON{N: s.N, Load: s.Load, Knobs: knobs(s.Knobs), DrainPhase: s.DrainPhase, WarmupPhase: s.WarmupPhase, Phase: s.Phase, TailPhase: s.TailPhase, StartS: s.Start.Seconds(), MeasuredS: s.Measured.Seconds(),
 		Completed: s.Completed, Failed: s.Failed, Incomplete: s.Incomplete, ReqPerSec: s.ReqPerSec, OutTokPerSec: s.OutTokPerSec, GoodPerSec: s.GoodPerSec,
 		P50TTFT: ms(s.TTFT.P50), P99TTFT: ms(s.TTFT.P99), P50E2E: ms(s.E2E.P50), P99E2E: ms(s.E2E.P99), ErrorRate: s.ErrorRate, Held: s.Held, Saturated: s.Saturated, Why: s.Why}
 }
@@ -199,7 +208,7 @@ func capacityJSON(o *capacity.Outcome) map[string]any {
 // search (the capacity curve), the cell's lengths in the first columns.
 func writeCapacityCSV(w io.Writer, o *capacity.Outcome) error {
 	cw := csv.NewWriter(w)
-	head := []string{"prompt_tokens", "output_tokens", "step", "over", "load", "held", "knee", "over_saturated", "warmup_phase", "phase", "start_s", "measured_s",
+	head := []string{"prompt_tokens", "output_tokens", "step", "over", "load", "held", "knee", "over_saturated", "drain_phase", "warmup_phase", "phase", "tail_phase", "start_s", "measured_s",
 		"completed", "failed", "incomplete", "request_throughput", "output_throughput", "request_goodput",
 		"p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms", "p50_e2el_ms", "p99_e2el_ms", "error_rate", "why"}
 	if err := cw.Write(head); err != nil {
@@ -211,7 +220,7 @@ func writeCapacityCSV(w io.Writer, o *capacity.Outcome) error {
 		r := c.Result
 		for k, s := range r.Steps {
 			row := []string{strconv.Itoa(c.Prompt), strconv.Itoa(c.Output), strconv.Itoa(s.N), string(r.Over), f(s.Load), strconv.FormatBool(s.Held),
-				strconv.FormatBool(k == r.Knee && !r.Fixed), strconv.FormatBool(s.Saturated), strconv.Itoa(s.WarmupPhase), strconv.Itoa(s.Phase),
+				strconv.FormatBool(k == r.Knee && !r.Fixed), strconv.FormatBool(s.Saturated), strconv.Itoa(s.DrainPhase), strconv.Itoa(s.WarmupPhase), strconv.Itoa(s.Phase), strconv.Itoa(s.TailPhase),
 				f(s.Start.Seconds()), f(s.Measured.Seconds()), i(s.Completed), i(s.Failed), i(s.Incomplete), f(s.ReqPerSec), f(s.OutTokPerSec), f(s.GoodPerSec),
 				f(ms(s.TTFT.P50)), f(ms(s.TTFT.P99)), f(ms(s.TPOT.P50)), f(ms(s.TPOT.P99)), f(ms(s.E2E.P50)), f(ms(s.E2E.P99)),
 				strconv.FormatFloat(s.ErrorRate, 'f', 6, 64), s.Why}
