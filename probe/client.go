@@ -384,7 +384,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 		res.E2E = time.Since(res.Start)
 		res.Class = statusClass(resp.StatusCode)
-		res.Err = c.redact(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, excerpt))
+		res.Err = c.redact(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorText(excerpt)))
 		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
 		drain(resp.Body, cancel)
 		return res
