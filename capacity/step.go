@@ -416,23 +416,6 @@ var quantiles = []struct {
 	{0.999, func(d load.Dist) time.Duration { return d.P999 }},
 }
 
-// latencyMetric maps an objective's latency metric to the engine's.
-func latencyMetric(name string) (load.Metric, bool) {
-	switch name {
-	case "ttft":
-		return load.TTFT, true
-	case "tpot":
-		return load.TPOT, true
-	case "itl":
-		return load.ITL, true
-	case "e2el", "e2e":
-		return load.E2E, true
-	case "ttfb":
-		return load.TTFB, true
-	}
-	return 0, false
-}
-
 // certain reports whether the breach of upper bound o can no longer be
 // undone by the requests the step has still to finish (final in all): a
 // maximum over its limit, failures already past the error rate of the
@@ -446,7 +429,7 @@ func certain(o slo.Objective, v slo.Verdict, ph load.Phase, final int64) bool {
 		least := float64(ph.Failed+ph.Incomplete) / float64(final)
 		return least > o.Value || o.Op == "<" && least == o.Value
 	}
-	m, ok := latencyMetric(o.Metric)
+	m, ok := slo.LatencyMetric(o.Metric)
 	if !ok {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/slo"
 )
 
 // Stat is one statistic compared between the sides: a percentile or the
@@ -46,9 +47,6 @@ func (s Stat) minSamples() int {
 	return max(30, int(2/tail+0.5))
 }
 
-var statMetrics = map[string]load.Metric{"ttft": load.TTFT, "tpot": load.TPOT, "itl": load.ITL, "e2el": load.E2E, "e2e": load.E2E, "ttfb": load.TTFB}
-
-var statRE = regexp.MustCompile(`^(ttft|tpot|itl|e2el|e2e|ttfb)_(p\d+(?:\.\d+)?|median|mean)$`)
 
 // ParseStat reads a statistic's name: METRIC_pNN (p50, p99, p99.9),
 // METRIC_median, METRIC_mean, or error_rate.
@@ -57,7 +55,8 @@ func ParseStat(name string) (Stat, error) {
 	if name == "error_rate" {
 		return Stat{Name: name, ErrorRate: true}, nil
 	}
-	m := statRE.FindStringSubmatch(name)
+	// Compiled here, not in a package variable: parsing is rare (flags).
+	m := regexp.MustCompile(`^(ttft|tpot|itl|e2el|e2e|ttfb)_(p\d+(?:\.\d+)?|median|mean)$`).FindStringSubmatch(name)
 	if m == nil {
 		return Stat{}, fmt.Errorf("unknown statistic %q: want ttft, tpot, itl, e2el or ttfb with _pNN or _mean, or error_rate", name)
 	}
@@ -65,7 +64,7 @@ func ParseStat(name string) (Stat, error) {
 	if metric == "e2e" {
 		metric = "e2el"
 	}
-	s := Stat{Name: metric + "_" + m[2], Metric: statMetrics[metric]}
+	s := Stat{Name: metric + "_" + m[2], Metric: metricOf(metric)}
 	switch m[2] {
 	case "mean":
 	case "median":
@@ -103,13 +102,11 @@ type Regression struct {
 	Tolerance float64
 }
 
-var regressionRE = regexp.MustCompile(`^\s*([a-z0-9_.]+)\s*(<=|<)\s*([+-]?[0-9.]+)\s*(%|pp)\s*$`)
-
 // ParseRegression reads 'STAT<+N%' for a latency, 'error_rate<+Npp' for the
 // error rate (< and <= mean the same: the canary fails when its
 // difference is above the tolerance with confidence).
 func ParseRegression(expr string) (Regression, error) {
-	m := regressionRE.FindStringSubmatch(strings.ToLower(expr))
+	m := regexp.MustCompile(`^\s*([a-z0-9_.]+)\s*(<=|<)\s*([+-]?[0-9.]+)\s*(%|pp)\s*$`).FindStringSubmatch(strings.ToLower(expr))
 	if m == nil {
 		return Regression{}, fmt.Errorf("bad regression %q: want STAT<+N%% (e.g. ttft_p99<+10%%) or error_rate<+Npp", expr)
 	}
@@ -141,4 +138,10 @@ func ParseRegressions(exprs []string) ([]Regression, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// metricOf is the engine's metric of a name the statistic's pattern took.
+func metricOf(name string) load.Metric {
+	m, _ := slo.LatencyMetric(name)
+	return m
 }

@@ -32,17 +32,41 @@ type Objective struct {
 	Value float64
 }
 
-var latencyMetrics = map[string]load.Metric{"ttft": load.TTFT, "tpot": load.TPOT, "itl": load.ITL, "e2el": load.E2E, "e2e": load.E2E, "ttfb": load.TTFB}
+// LatencyMetric maps a latency's name in an objective (ttft, tpot, itl,
+// e2el or e2e, ttfb) to the engine's metric; ok is false for any other.
+// A switch, not a package map: the package holds no mutable state.
+func LatencyMetric(name string) (m load.Metric, ok bool) {
+	switch name {
+	case "ttft":
+		return load.TTFT, true
+	case "tpot":
+		return load.TPOT, true
+	case "itl":
+		return load.ITL, true
+	case "e2el", "e2e":
+		return load.E2E, true
+	case "ttfb":
+		return load.TTFB, true
+	}
+	return 0, false
+}
 
-var rateMetrics = map[string]bool{"energy_per_token": true, "error_rate": true, "request_throughput": true, "output_throughput": true,
-	"input_throughput": true, "total_token_throughput": true, "request_goodput": true}
-
-var exprRE = regexp.MustCompile(`^\s*([a-z0-9_]+?)(?:_(p\d+(?:\.\d+)?|mean|median|std|min|max))?\s*(<=|>=|<|>)\s*([0-9.]+)\s*([a-zµ%]*)\s*$`)
+// rateMetric reports whether name is an objective's rate or throughput.
+func rateMetric(name string) bool {
+	switch name {
+	case "energy_per_token", "error_rate", "request_throughput", "output_throughput",
+		"input_throughput", "total_token_throughput", "request_goodput":
+		return true
+	}
+	return false
+}
 
 // Parse reads an objective such as 'ttft_p99<=500ms', 'e2el_p95<5s',
 // 'error_rate<1%' or 'output_throughput>=2000'.
 func Parse(expr string) (Objective, error) {
-	m := exprRE.FindStringSubmatch(strings.ToLower(expr))
+	// Compiled here: parsing is rare (flags and keys), and the package
+	// holds no state.
+	m := regexp.MustCompile(`^\s*([a-z0-9_]+?)(?:_(p\d+(?:\.\d+)?|mean|median|std|min|max))?\s*(<=|>=|<|>)\s*([0-9.]+)\s*([a-zµ%]*)\s*$`).FindStringSubmatch(strings.ToLower(expr))
 	if m == nil {
 		return Objective{}, fmt.Errorf("bad SLO %q: want METRIC_STAT OP VALUE, e.g. ttft_p99<=500ms or error_rate<1%%", expr)
 	}
@@ -52,7 +76,7 @@ func Parse(expr string) (Objective, error) {
 		return Objective{}, fmt.Errorf("bad SLO %q: %w", expr, err)
 	}
 	unit := m[5]
-	_, isLatency := latencyMetrics[o.Metric]
+	_, isLatency := LatencyMetric(o.Metric)
 	switch {
 	case isLatency:
 		if o.Stat == "" {
@@ -69,7 +93,7 @@ func Parse(expr string) (Objective, error) {
 			return Objective{}, fmt.Errorf("bad SLO %q: a latency needs a unit (ms, s)", expr)
 		}
 		o.Value = d.Seconds()
-	case rateMetrics[o.Metric]:
+	case rateMetric(o.Metric):
 		if o.Stat != "" {
 			return Objective{}, fmt.Errorf("bad SLO %q: %s takes no statistic", expr, o.Metric)
 		}
@@ -174,7 +198,7 @@ type Verdict struct {
 // window, the caller tells it apart by Known.
 func (o Objective) Check(f Figures, scope string) Verdict {
 	v := Verdict{Objective: o, Scope: scope}
-	if m, ok := latencyMetrics[o.Metric]; ok {
+	if m, ok := LatencyMetric(o.Metric); ok {
 		d := f.Latency[m]
 		if d.Count > 0 {
 			val, _ := statValue(d, o.Stat)
@@ -220,7 +244,7 @@ func compare(a float64, op string, b float64) bool {
 // NeedsStream reports whether o reads a figure only a streamed answer
 // shows (TTFT, ITL, TPOT).
 func (o Objective) NeedsStream() bool {
-	m, ok := latencyMetrics[o.Metric]
+	m, ok := LatencyMetric(o.Metric)
 	return ok && (m == load.TTFT || m == load.ITL || m == load.TPOT)
 }
 
@@ -238,7 +262,7 @@ func CheckAll(objs []Objective, f Figures, scope string) []Verdict {
 
 // Format shows a value in the objective's units.
 func (o Objective) Format(v float64) string {
-	if _, ok := latencyMetrics[o.Metric]; ok {
+	if _, ok := LatencyMetric(o.Metric); ok {
 		return time.Duration(v * float64(time.Second)).Round(10 * time.Microsecond).String()
 	}
 	if o.Metric == "error_rate" {
