@@ -47,7 +47,6 @@ func (s Stat) minSamples() int {
 	return max(30, int(2/tail+0.5))
 }
 
-
 // ParseStat reads a statistic's name: METRIC_pNN (p50, p99, p99.9),
 // METRIC_median, METRIC_mean, or error_rate.
 func ParseStat(name string) (Stat, error) {
