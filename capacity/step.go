@@ -38,6 +38,21 @@ func (st *stepper) next(ctx context.Context) (load.Snapshot, error) {
 	}
 }
 
+// nextOf is the next snapshot that has phase id in it, and the phase
+// (see phaseOf for newest).
+func (st *stepper) nextOf(ctx context.Context, id, newest int) (load.Snapshot, load.Phase, error) {
+	for {
+		snap, err := st.next(ctx)
+		if err != nil {
+			return snap, load.Phase{}, err
+		}
+		ph, ok, err := phaseOf(snap, id, newest)
+		if err != nil || ok {
+			return snap, ph, err
+		}
+	}
+}
+
 // phaseOf finds phase id in s; ok is false when s predates it. A phase
 // after newest (the search's own last) means someone else turned a knob:
 // taken over.
@@ -88,16 +103,9 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 	var finished0, turnover int64
 	seen := false
 	for {
-		snap, err := st.next(ctx)
+		snap, ph, err := st.nextOf(ctx, warm, warm)
 		if err != nil {
 			return step, err
-		}
-		ph, ok, err := phaseOf(snap, warm, warm)
-		if err != nil {
-			return step, err
-		}
-		if !ok {
-			continue
 		}
 		if !seen {
 			seen, startAt, finished0 = true, ph.Start, snap.Finished()
@@ -121,16 +129,9 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 	var samples []sample
 	seen = false
 	for {
-		snap, err := st.next(ctx)
+		snap, ph, err := st.nextOf(ctx, meas, meas)
 		if err != nil {
 			return step, err
-		}
-		ph, ok, err := phaseOf(snap, meas, meas)
-		if err != nil {
-			return step, err
-		}
-		if !ok {
-			continue
 		}
 		if !seen {
 			seen, markAt = true, ph.Start
@@ -277,21 +278,15 @@ func (st *stepper) settle(ctx context.Context, step *Step, meas int, markAt time
 	var last load.Snapshot
 	var lastPh load.Phase
 	for {
-		snap, err := st.next(ctx)
+		// A snapshot with the tail in it: the measured phase starts no
+		// request after that.
+		snap, _, err := st.nextOf(ctx, tail, tail)
 		if err != nil {
 			return err
 		}
-		if _, ok, err := phaseOf(snap, tail, tail); err != nil {
-			return err
-		} else if !ok {
-			continue
-		}
-		ph, ok, err := phaseOf(snap, meas, tail)
+		ph, _, err := phaseOf(snap, meas, tail)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			continue
 		}
 		if !seen {
 			seen, closedAt = true, snap.Elapsed
@@ -367,16 +362,9 @@ func (st *stepper) drainQueue(ctx context.Context, tell func(string, time.Durati
 	var start time.Duration
 	seen := false
 	for {
-		snap, err := st.next(ctx)
+		snap, ph, err := st.nextOf(ctx, id, id)
 		if err != nil {
 			return id, err
-		}
-		ph, ok, err := phaseOf(snap, id, id)
-		if err != nil {
-			return id, err
-		}
-		if !ok {
-			continue
 		}
 		if !seen {
 			seen, start = true, ph.Start
