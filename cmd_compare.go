@@ -37,6 +37,8 @@ type compareFlags struct {
 	url, model  string
 	regressions []string
 	splitBy     string
+	// baselineGroup names the split's baseline group (--baseline-group).
+	baselineGroup string
 	// minSeconds lowers the seconds a statistic needs (hidden: for tests
 	// that cannot wait the default's 10 s; fewer make intervals too narrow).
 	minSeconds int
@@ -49,6 +51,7 @@ func addCompareFlags(fs *pflag.FlagSet, headless bool) *compareFlags {
 	fs.StringVar(&cf.url, "compare", "", "canary endpoint: the same load (knobs, prompts, seed) on it at once, each endpoint its own engine, and a live verdict: is the canary slower, are its errors up")
 	fs.StringVar(&cf.model, "compare-model", "", "the canary's model name, when it serves another (default: --model, else its first)")
 	fs.StringVar(&cf.splitBy, "split-by", "", "group every request by the backend that answered, header:NAME or field:system_fingerprint (or field:model), and compare the group seen first with each newer one (a rolling update's old and new pods behind one --url)")
+	fs.StringVar(&cf.baselineGroup, "baseline-group", "", "with --split-by: the group of this value is the baseline whenever it appears, instead of the first seen (the old version's, in a rollout where the new one may answer first)")
 	if headless {
 		fs.StringArrayVar(&cf.regressions, "regression", nil, "with --compare or --split-by: the canary's (each newer group's) allowed worsening, repeatable, e.g. 'ttft_p99<+10%', 'error_rate<+0.5pp'; exit 1 when it is worse with confidence")
 	}
@@ -58,7 +61,7 @@ func addCompareFlags(fs *pflag.FlagSet, headless bool) *compareFlags {
 }
 
 func (cf *compareFlags) used() bool {
-	return cf.url != "" || cf.model != "" || len(cf.regressions) > 0 || cf.splitBy != ""
+	return cf.url != "" || cf.model != "" || len(cf.regressions) > 0 || cf.splitBy != "" || cf.baselineGroup != ""
 }
 
 // options are the comparison's options from the flags.
@@ -87,13 +90,22 @@ func (cf *compareFlags) splitConfig(cfg runner.Config) (compare.SplitConfig, err
 	if err != nil {
 		return compare.SplitConfig{}, err
 	}
+	// The value as the probe keeps a group's (trimmed), so the name given
+	// is the name matched; a longer one could never match a cut value.
+	base := strings.TrimSpace(cf.baselineGroup)
+	if len(base) > probe.MaxGroupBytes {
+		return compare.SplitConfig{}, usagef("--baseline-group: at most %d bytes, the longest group value a split keeps", probe.MaxGroupBytes)
+	}
 	cfg.Probe.SplitBy = by
-	return compare.SplitConfig{Run: cfg, Options: o}, nil
+	return compare.SplitConfig{Run: cfg, Options: o, BaselineGroup: base}, nil
 }
 
 // pairConfig checks the comparison's flags and builds the pair's
 // configuration over cfg, the baseline's.
 func (cf *compareFlags) pairConfig(cfg runner.Config) (compare.Config, error) {
+	if cf.baselineGroup != "" {
+		return compare.Config{}, usagef("--baseline-group needs --split-by: it names one of the groups a split makes")
+	}
 	if cf.url == "" {
 		return compare.Config{}, usagef("--compare-model and --regression need --compare URL (or --split-by)")
 	}

@@ -60,10 +60,17 @@ func TestRunSplit(t *testing.T) {
 		{"run", "--split-by", "field:id"},
 		{"run", "--split-by", "header:X-Backend", "--compare", "http://127.0.0.1:1/v1"},
 		{"run", "--split-by", "header:X-Backend", "--regression", "e2el_p50<10ms"},
+		{"run", "--baseline-group", "old"},
+		{"run", "--baseline-group", "old", "--compare", "http://127.0.0.1:1/v1"},
+		{"--baseline-group", "old"},
+		{"run", "--split-by", "header:X-Backend", "--baseline-group", strings.Repeat("x", 65)},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(args, &out, &errb); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+		if n := strings.Count(errb.String(), "\n"); n != 1 {
+			t.Errorf("%q: %d lines on stderr, want one:\n%s", args, n, errb.String())
 		}
 	}
 	for _, tc := range []struct {
@@ -131,5 +138,50 @@ func TestRunSplit(t *testing.T) {
 				t.Errorf("infertop.compare: %+v", c)
 			}
 		})
+	}
+}
+
+// TestRunSplitBaselineGroup: --baseline-group new makes the new backend
+// the baseline although the old one answered first (its first 16
+// requests): the old group is then the newer one, 30 % faster, so
+// e2el_p50<+10% holds and the JSON names the baseline as named.
+func TestRunSplitBaselineGroup(t *testing.T) {
+	t.Parallel()
+	srv := rollingServer(t, 1.3)
+	jsonPath := filepath.Join(t.TempDir(), "run.json")
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--url", srv.URL + "/v1", "--api", "openai-chat", "--model", "m", "--server-metrics", "off",
+		"--duration", "4s", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "4", "--split-by", "header:X-Backend",
+		"--baseline-group", "new", "--regression", "e2el_p50<+10%", "--compare-min-seconds", "3", "--json", jsonPath}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\n%s\n%s", code, out.String(), errb.String())
+	}
+	for _, w := range []string{"baseline: group 1 (new), ", "(named by --baseline-group)", "newer:    group 2 (old), ", "e2el_p50<+10%: held", "group 2 (old) faster: "} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("no %q in\n%s", w, out.String())
+		}
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Infertop struct {
+			Compare struct {
+				Baseline struct {
+					Group string `json:"group"`
+					Named bool   `json:"named"`
+				} `json:"baseline_group"`
+				Groups []struct {
+					Group string `json:"group"`
+				} `json:"groups"`
+			} `json:"compare"`
+		} `json:"infertop"`
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		t.Fatal(err)
+	}
+	if c := j.Infertop.Compare; c.Baseline.Group != "new" || !c.Baseline.Named || len(c.Groups) != 1 || c.Groups[0].Group != "old" {
+		t.Errorf("infertop.compare: %+v", c)
 	}
 }
