@@ -484,8 +484,10 @@ func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal
 
 // runTUISplit is `infertop --split-by`: the dashboard shows the one load
 // (its keys move it, and a new setting starts the groups' comparison
-// over); the groups' comparison is printed when it ends (the dashboard's
-// own panels for it are to come).
+// over) and, above its panels, the groups': the live verdict under the
+// header and a panel of each group's figures and each newer group's
+// differences from the baseline group (sp.Comparison, computed once a
+// second). The groups' comparison is printed when it ends.
 func (a *app) runTUISplit(cfg runner.Config, cf *compareFlags, theme, reportDir string) error {
 	sc, err := cf.splitConfig(cfg)
 	if err != nil {

@@ -50,3 +50,35 @@ func TestCompareDashboardInTmux(t *testing.T) {
 		t.Errorf("no comparison printed at the end:\n%s", s)
 	}
 }
+
+// TestSplitDashboardInTmux runs `infertop --split-by` as a person would,
+// in a terminal of 80x24, against one URL alternating two backends by
+// X-Backend, the new one 30 % slower (rollingServer): the verdict line
+// names the new group, the groups panel has a row for each (the old one
+// the baseline, which answered first), and q prints the groups' tables.
+func TestSplitDashboardInTmux(t *testing.T) {
+	self := selfForTmux(t)
+	srv := rollingServer(t, 1.3)
+	term := tmuxterm.New(t, fmt.Sprintf("infertop-split-%d", os.Getpid()), 80, 24,
+		fmt.Sprintf("env INFERTOP_TEST_MAIN=1 TERM=xterm-256color %q --tick 100ms --url %s/v1 --api openai-chat --model m --server-metrics off -c 8 --prompt-tokens 8 --output-tokens 4 --split-by header:X-Backend --compare-min-seconds 3; echo EXITED $?; sleep 30",
+			self, srv.URL))
+	rows := func(s string) bool {
+		return regexp.MustCompile(`(?m)^ 1 old \(base`).MatchString(s) && regexp.MustCompile(`(?m)^ 2 new +\d+ `).MatchString(s)
+	}
+	// The verdict line is the header's third line; once judged, the new
+	// group is slower.
+	verdict := regexp.MustCompile(`(?m)^group 2 \(new\) slower: `)
+	s := term.Wait("the groups and a verdict", term.Screen, func(s string) bool { return rows(s) && verdict.MatchString(s) })
+	for _, want := range []string{"Groups · by header X-Backend", "Latency", "In flight", "TTFT p99"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("screen lacks %q:\n%s", want, s)
+		}
+	}
+	term.Keys("q")
+	s = term.Wait("a clean exit", term.Scrollback, func(s string) bool { return strings.Contains(s, "EXITED 0") })
+	for _, want := range []string{"Split by header:X-Backend", "baseline: group 1 (old)", "Comparison · group 1 (old) · group 2 (new)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no %q printed at the end:\n%s", want, s)
+		}
+	}
+}
