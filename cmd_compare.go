@@ -198,14 +198,9 @@ func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) erro
 	if err := cmp.WriteTable(a.stdout, base, canary); err != nil {
 		return err
 	}
-	var cj bytes.Buffer
-	if err := reps[1].WriteJSON(&cj); err != nil {
+	if err := withComparison(reps, cmp); err != nil {
 		return err
 	}
-	j := cmp.JSON()
-	j["baseline"] = map[string]any{"url": reps[0].Manifest.URL, "model": reps[0].Manifest.Model, "report": "the top level"}
-	j["canary"] = json.RawMessage(cj.Bytes())
-	reps[0].Extra = map[string]any{"compare": j}
 	if err := runner.Write(reps[0], runner.Outputs{JSON: rf.jsonPath, CSV: rf.csvPath, HTML: rf.htmlPath}); err != nil {
 		return err
 	}
@@ -234,6 +229,92 @@ func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) erro
 		return exitError{1, fmt.Errorf("the canary regressed or an SLO broke: %s", strings.Join(broken, "; "))}
 	}
 	return nil
+}
+
+// withComparison puts the comparison and the canary's whole report into
+// the baseline's JSON, as infertop.compare: one file holds the run.
+func withComparison(reps [2]*report.Report, cmp compare.Comparison) error {
+	var cj bytes.Buffer
+	if err := reps[1].WriteJSON(&cj); err != nil {
+		return fmt.Errorf("the canary's report: %w", err)
+	}
+	j := cmp.JSON()
+	j["baseline"] = map[string]any{"url": reps[0].Manifest.URL, "model": reps[0].Manifest.Model, "report": "the top level"}
+	j["canary"] = json.RawMessage(cj.Bytes())
+	reps[0].Extra = map[string]any{"compare": j}
+	return nil
+}
+
+// savePair is the s key's save in a comparison: what `run --compare`
+// writes, for the run so far. The baseline's reports at the runner's
+// SaveBase (infertop-START.json, .csv, .txt, .html), its JSON holding
+// infertop.compare with the canary's whole report; the canary's beside
+// them, named as canaryPath names its requests log
+// (infertop-START.canary.json, …); and the comparison's table
+// (infertop-START.compare.txt). The comparison is the live one, the
+// verdict on screen (a fresh one before the first). It runs in the
+// dashboard's command, never in its Update.
+func savePair(p *compare.Pair, dir string) func(load.Snapshot) (string, error) {
+	return func(s load.Snapshot) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		cmp, ok := p.Comparison()
+		if !ok {
+			cmp = p.Compare(0)
+		}
+		b, c := p.Runner(compare.Baseline), p.Runner(compare.Canary)
+		reps := [2]*report.Report{b.Report(ctx, s), c.Report(ctx, c.Engine().Latest())}
+		if err := withComparison(reps, cmp); err != nil {
+			return "", err
+		}
+		base := b.SaveBase(dir)
+		// base has no extension (infertop-START): canaryPath adds .canary.
+		if _, err := runner.SaveAs(reps[1], canaryPath(base)); err != nil {
+			return "", fmt.Errorf("the canary's: %w", err)
+		}
+		if _, err := runner.SaveAs(reps[0], base); err != nil {
+			return "", err
+		}
+		var t bytes.Buffer
+		if err := cmp.WriteTable(&t, sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL)); err != nil {
+			return "", fmt.Errorf("the comparison: %w", err)
+		}
+		if err := runner.ReplaceFile(base+".compare.txt", t.Bytes()); err != nil {
+			return "", err
+		}
+		return base + "{,.canary}.{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
+	}
+}
+
+// saveSplit is the s key's save in a split: what `run --split-by` writes,
+// for the run so far: the load's reports, its JSON holding the groups'
+// comparison as infertop.compare, and the groups' tables beside them
+// (infertop-START.compare.txt). The comparison is the live one, the
+// verdict on screen (a fresh one before the first).
+func saveSplit(sp *compare.Split, dir string) func(load.Snapshot) (string, error) {
+	return func(s load.Snapshot) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		grp, ok := sp.Comparison()
+		if !ok {
+			grp = sp.Compare(0)
+		}
+		r := sp.Runner()
+		rep := r.Report(ctx, s)
+		rep.Extra = map[string]any{"compare": grp.JSON()}
+		base := r.SaveBase(dir)
+		if _, err := runner.SaveAs(rep, base); err != nil {
+			return "", err
+		}
+		var t bytes.Buffer
+		if err := grp.WriteTable(&t); err != nil {
+			return "", fmt.Errorf("the groups: %w", err)
+		}
+		if err := runner.ReplaceFile(base+".compare.txt", t.Bytes()); err != nil {
+			return "", err
+		}
+		return base + ".{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
+	}
 }
 
 // allFailed is the error of a side where nothing worked: its first reason.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/runner"
 )
 
 // rollingServer is one URL served by two backends in turn, as a rolling
@@ -183,5 +189,73 @@ func TestRunSplitBaselineGroup(t *testing.T) {
 	}
 	if c := j.Infertop.Compare; c.Baseline.Group != "new" || !c.Baseline.Named || len(c.Groups) != 1 || c.Groups[0].Group != "old" {
 		t.Errorf("infertop.compare: %+v", c)
+	}
+}
+
+// TestSaveSplit: the s key's save in a split writes what `run --split-by`
+// does for the run so far: the load's reports, infertop.compare holding
+// the groups, and the groups' tables beside them.
+func TestSaveSplit(t *testing.T) {
+	srv := rollingServer(t, 1)
+	by, err := probe.ParseSplitBy("header:X-Backend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := runner.Config{URL: srv.URL + "/v1", API: probe.OpenAIChat, Probe: probe.Config{Model: "m", SplitBy: by},
+		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff},
+		Load:      load.Config{Knobs: load.Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 4}, Tick: 20 * time.Millisecond}}
+	sp, err := compare.StartSplit(context.Background(), compare.SplitConfig{Run: cfg, Every: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if g, ok := sp.Comparison(); ok && len(g.Newer) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no second group within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	dir := t.TempDir()
+	r := sp.Runner()
+	where, err := saveSplit(sp, dir)(r.Engine().Latest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := r.SaveBase(dir)
+	if want := base + ".{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt"; where != want {
+		t.Errorf("says %q, want %q", where, want)
+	}
+	raw, err := os.ReadFile(base + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Infertop struct {
+			Compare struct {
+				SplitBy  string `json:"split_by"`
+				Baseline struct {
+					Group string `json:"group"`
+				} `json:"baseline_group"`
+				Groups []struct {
+					Group string `json:"group"`
+				} `json:"groups"`
+			} `json:"compare"`
+		} `json:"infertop"`
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		t.Fatal(err)
+	}
+	if c := j.Infertop.Compare; c.SplitBy != "header:X-Backend" || c.Baseline.Group != "old" || len(c.Groups) != 1 || c.Groups[0].Group != "new" {
+		t.Errorf("infertop.compare: %+v", c)
+	}
+	table, _ := os.ReadFile(base + ".compare.txt")
+	for _, want := range []string{"Split by header:X-Backend", "baseline: group 1 (old)", "newer:    group 2 (new)", "Comparison · group 1 (old) · group 2 (new)"} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("no %q in the table:\n%s", want, table)
+		}
 	}
 }

@@ -94,16 +94,17 @@ func viewOptions(r *runner.Runner, theme, reportDir string) ui.Options {
 // dashboard builds the dashboard program on term, a controller of r: the
 // one builder for `infertop`, `infertop --compare`, `infertop --split-by`
 // and `infertop ssh --local`. With a pair (r its baseline) the keys move
-// both of its loads and the panels show its canary beside r with the
-// live verdict. The program ends with ctx; done ends its subscriptions
-// once it has run.
+// both of its loads, the panels show its canary beside r with the live
+// verdict, and s saves both sides and the comparison. The program ends
+// with ctx; done ends its subscriptions once it has run.
 func (a *app) dashboard(ctx context.Context, r *runner.Runner, pair *compare.Pair, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
 	return a.dashboardOn(ctx, r, nil, pair, term, theme, reportDir)
 }
 
 // dashboardOn is dashboard with a split (nil: none; r its runner): the
-// keys act on it (a new setting starts its groups' comparison over) and
-// its groups' verdict and panel show above the load's panels.
+// keys act on it (a new setting starts its groups' comparison over), its
+// groups' verdict and panel show above the load's panels, and s saves
+// the groups' comparison with the report.
 func (a *app) dashboardOn(ctx context.Context, r *runner.Runner, split *compare.Split, pair *compare.Pair, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
 	rd := lipgloss.NewRenderer(term)
 	if os.Getenv("NO_COLOR") != "" {
@@ -114,11 +115,11 @@ func (a *app) dashboardOn(ctx context.Context, r *runner.Runner, split *compare.
 	o.Renderer, o.Snapshots = rd, snaps
 	var ctl ui.Controller = r.Engine()
 	if split != nil {
-		o.Groups, ctl = split.Comparison, split
+		o.Groups, o.Save, ctl = split.Comparison, saveSplit(split, reportDir), split
 	}
 	if pair != nil {
 		canary, unsubscribeCanary := pair.Runner(compare.Canary).Subscribe()
-		o.Canary, o.Compare, ctl = canary, pair.Comparison, pair
+		o.Canary, o.Compare, o.Save, ctl = canary, pair.Comparison, savePair(pair, reportDir), pair
 		base := unsubscribe
 		unsubscribe = func() { base(); unsubscribeCanary() }
 	}
