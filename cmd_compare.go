@@ -37,6 +37,8 @@ type compareFlags struct {
 	url, model  string
 	regressions []string
 	splitBy     string
+	// baselineGroup names the split's baseline group (--baseline-group).
+	baselineGroup string
 	// minSeconds lowers the seconds a statistic needs (hidden: for tests
 	// that cannot wait the default's 10 s; fewer make intervals too narrow).
 	minSeconds int
@@ -49,6 +51,7 @@ func addCompareFlags(fs *pflag.FlagSet, headless bool) *compareFlags {
 	fs.StringVar(&cf.url, "compare", "", "canary endpoint: the same load (knobs, prompts, seed) on it at once, each endpoint its own engine, and a live verdict: is the canary slower, are its errors up")
 	fs.StringVar(&cf.model, "compare-model", "", "the canary's model name, when it serves another (default: --model, else its first)")
 	fs.StringVar(&cf.splitBy, "split-by", "", "group every request by the backend that answered, header:NAME or field:system_fingerprint (or field:model), and compare the group seen first with each newer one (a rolling update's old and new pods behind one --url)")
+	fs.StringVar(&cf.baselineGroup, "baseline-group", "", "with --split-by: the group of this value is the baseline whenever it appears, instead of the first seen (the old version's, in a rollout where the new one may answer first)")
 	if headless {
 		fs.StringArrayVar(&cf.regressions, "regression", nil, "with --compare or --split-by: the canary's (each newer group's) allowed worsening, repeatable, e.g. 'ttft_p99<+10%', 'error_rate<+0.5pp'; exit 1 when it is worse with confidence")
 	}
@@ -58,7 +61,7 @@ func addCompareFlags(fs *pflag.FlagSet, headless bool) *compareFlags {
 }
 
 func (cf *compareFlags) used() bool {
-	return cf.url != "" || cf.model != "" || len(cf.regressions) > 0 || cf.splitBy != ""
+	return cf.url != "" || cf.model != "" || len(cf.regressions) > 0 || cf.splitBy != "" || cf.baselineGroup != ""
 }
 
 // options are the comparison's options from the flags.
@@ -87,13 +90,22 @@ func (cf *compareFlags) splitConfig(cfg runner.Config) (compare.SplitConfig, err
 	if err != nil {
 		return compare.SplitConfig{}, err
 	}
+	// The value as the probe keeps a group's (trimmed), so the name given
+	// is the name matched; a longer one could never match a cut value.
+	base := strings.TrimSpace(cf.baselineGroup)
+	if len(base) > probe.MaxGroupBytes {
+		return compare.SplitConfig{}, usagef("--baseline-group: at most %d bytes, the longest group value a split keeps", probe.MaxGroupBytes)
+	}
 	cfg.Probe.SplitBy = by
-	return compare.SplitConfig{Run: cfg, Options: o}, nil
+	return compare.SplitConfig{Run: cfg, Options: o, BaselineGroup: base}, nil
 }
 
 // pairConfig checks the comparison's flags and builds the pair's
 // configuration over cfg, the baseline's.
 func (cf *compareFlags) pairConfig(cfg runner.Config) (compare.Config, error) {
+	if cf.baselineGroup != "" {
+		return compare.Config{}, usagef("--baseline-group needs --split-by: it names one of the groups a split makes")
+	}
 	if cf.url == "" {
 		return compare.Config{}, usagef("--compare-model and --regression need --compare URL (or --split-by)")
 	}
@@ -186,14 +198,9 @@ func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) erro
 	if err := cmp.WriteTable(a.stdout, base, canary); err != nil {
 		return err
 	}
-	var cj bytes.Buffer
-	if err := reps[1].WriteJSON(&cj); err != nil {
+	if err := withComparison(reps, cmp); err != nil {
 		return err
 	}
-	j := cmp.JSON()
-	j["baseline"] = map[string]any{"url": reps[0].Manifest.URL, "model": reps[0].Manifest.Model, "report": "the top level"}
-	j["canary"] = json.RawMessage(cj.Bytes())
-	reps[0].Extra = map[string]any{"compare": j}
 	if err := runner.Write(reps[0], runner.Outputs{JSON: rf.jsonPath, CSV: rf.csvPath, HTML: rf.htmlPath}); err != nil {
 		return err
 	}
@@ -222,6 +229,92 @@ func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) erro
 		return exitError{1, fmt.Errorf("the canary regressed or an SLO broke: %s", strings.Join(broken, "; "))}
 	}
 	return nil
+}
+
+// withComparison puts the comparison and the canary's whole report into
+// the baseline's JSON, as infertop.compare: one file holds the run.
+func withComparison(reps [2]*report.Report, cmp compare.Comparison) error {
+	var cj bytes.Buffer
+	if err := reps[1].WriteJSON(&cj); err != nil {
+		return fmt.Errorf("the canary's report: %w", err)
+	}
+	j := cmp.JSON()
+	j["baseline"] = map[string]any{"url": reps[0].Manifest.URL, "model": reps[0].Manifest.Model, "report": "the top level"}
+	j["canary"] = json.RawMessage(cj.Bytes())
+	reps[0].Extra = map[string]any{"compare": j}
+	return nil
+}
+
+// savePair is the s key's save in a comparison: what `run --compare`
+// writes, for the run so far. The baseline's reports at the runner's
+// SaveBase (infertop-START.json, .csv, .txt, .html), its JSON holding
+// infertop.compare with the canary's whole report; the canary's beside
+// them, named as canaryPath names its requests log
+// (infertop-START.canary.json, …); and the comparison's table
+// (infertop-START.compare.txt). The comparison is the live one, the
+// verdict on screen (a fresh one before the first). It runs in the
+// dashboard's command, never in its Update.
+func savePair(p *compare.Pair, dir string) func(load.Snapshot) (string, error) {
+	return func(s load.Snapshot) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		cmp, ok := p.Comparison()
+		if !ok {
+			cmp = p.Compare(0)
+		}
+		b, c := p.Runner(compare.Baseline), p.Runner(compare.Canary)
+		reps := [2]*report.Report{b.Report(ctx, s), c.Report(ctx, c.Engine().Latest())}
+		if err := withComparison(reps, cmp); err != nil {
+			return "", err
+		}
+		base := b.SaveBase(dir)
+		// base has no extension (infertop-START): canaryPath adds .canary.
+		if _, err := runner.SaveAs(reps[1], canaryPath(base)); err != nil {
+			return "", fmt.Errorf("the canary's: %w", err)
+		}
+		if _, err := runner.SaveAs(reps[0], base); err != nil {
+			return "", err
+		}
+		var t bytes.Buffer
+		if err := cmp.WriteTable(&t, sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL)); err != nil {
+			return "", fmt.Errorf("the comparison: %w", err)
+		}
+		if err := runner.ReplaceFile(base+".compare.txt", t.Bytes()); err != nil {
+			return "", err
+		}
+		return base + "{,.canary}.{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
+	}
+}
+
+// saveSplit is the s key's save in a split: what `run --split-by` writes,
+// for the run so far: the load's reports, its JSON holding the groups'
+// comparison as infertop.compare, and the groups' tables beside them
+// (infertop-START.compare.txt). The comparison is the live one, the
+// verdict on screen (a fresh one before the first).
+func saveSplit(sp *compare.Split, dir string) func(load.Snapshot) (string, error) {
+	return func(s load.Snapshot) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		grp, ok := sp.Comparison()
+		if !ok {
+			grp = sp.Compare(0)
+		}
+		r := sp.Runner()
+		rep := r.Report(ctx, s)
+		rep.Extra = map[string]any{"compare": grp.JSON()}
+		base := r.SaveBase(dir)
+		if _, err := runner.SaveAs(rep, base); err != nil {
+			return "", err
+		}
+		var t bytes.Buffer
+		if err := grp.WriteTable(&t); err != nil {
+			return "", fmt.Errorf("the groups: %w", err)
+		}
+		if err := runner.ReplaceFile(base+".compare.txt", t.Bytes()); err != nil {
+			return "", err
+		}
+		return base + ".{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
+	}
 }
 
 // allFailed is the error of a side where nothing worked: its first reason.
@@ -472,8 +565,10 @@ func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal
 
 // runTUISplit is `infertop --split-by`: the dashboard shows the one load
 // (its keys move it, and a new setting starts the groups' comparison
-// over); the groups' comparison is printed when it ends (the dashboard's
-// own panels for it are to come).
+// over) and, above its panels, the groups': the live verdict under the
+// header and a panel of each group's figures and each newer group's
+// differences from the baseline group (sp.Comparison, computed once a
+// second). The groups' comparison is printed when it ends.
 func (a *app) runTUISplit(cfg runner.Config, cf *compareFlags, theme, reportDir string) error {
 	sc, err := cf.splitConfig(cfg)
 	if err != nil {

@@ -2,10 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/sim"
 	"github.com/infertop/infertop/sim/simtest"
 )
@@ -41,6 +48,88 @@ func TestRunCompare(t *testing.T) {
 	for _, want := range []string{"== baseline ==", "== canary ==", "Comparison · baseline", "tpot_p50<+10%: breached", "canary slower"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+}
+
+// TestSavePair: the s key's save in a comparison writes what `run
+// --compare` does for the run so far: the baseline's reports with
+// infertop.compare (the canary's whole report inside), the canary's own
+// beside them (infertop-START.canary.*, as canaryPath names its requests
+// log) and the comparison's table; it says where.
+func TestSavePair(t *testing.T) {
+	p, _ := sim.Preset("fast")
+	canary := simtest.Start(t, p)
+	cfg := runner.Config{Sim: p, Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff},
+		Load: load.Config{Knobs: load.Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 4}, Tick: 20 * time.Millisecond}}
+	pair, err := compare.Start(context.Background(), compare.Config{Baseline: cfg, CanaryURL: canary.URL, Every: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pair.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, ok := pair.Comparison()
+		if ok && c.Results[0].NBaseline > 0 && c.Results[0].NCanary > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no comparison with requests on both sides within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	dir := t.TempDir()
+	b := pair.Runner(compare.Baseline)
+	where, err := savePair(pair, dir)(b.Engine().Latest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := b.SaveBase(dir)
+	if want := base + "{,.canary}.{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt"; where != want {
+		t.Errorf("says %q, want %q", where, want)
+	}
+	for _, ext := range []string{".json", ".csv", ".txt", ".html", ".canary.json", ".canary.csv", ".canary.txt", ".canary.html", ".compare.txt"} {
+		if fi, err := os.Stat(base + ext); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", ext, err)
+		}
+	}
+	var j, cj struct {
+		Infertop struct {
+			Manifest struct {
+				URL string `json:"url"`
+			} `json:"manifest"`
+			Compare struct {
+				Metrics []compare.ResultJSON `json:"metrics"`
+				Verdict string               `json:"verdict"`
+				Canary  json.RawMessage      `json:"canary"`
+			} `json:"compare"`
+		} `json:"infertop"`
+	}
+	raw, err := os.ReadFile(base + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		t.Fatal(err)
+	}
+	c := j.Infertop.Compare
+	if len(c.Metrics) != len(compare.DefaultStats()) || c.Verdict == "" || len(c.Canary) == 0 {
+		t.Fatalf("infertop.compare: %d metrics, verdict %q, canary %d bytes", len(c.Metrics), c.Verdict, len(c.Canary))
+	}
+	raw, err = os.ReadFile(base + ".canary.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &cj); err != nil {
+		t.Fatal(err)
+	}
+	if u := cj.Infertop.Manifest.URL; u == "" || u != canary.URL && !strings.HasPrefix(u, canary.URL) {
+		t.Errorf("the canary's report is of %q, want %s", u, canary.URL)
+	}
+	table, _ := os.ReadFile(base + ".compare.txt")
+	for _, want := range []string{"Comparison · baseline ", "canary " + canary.URL, "statistic", "TTFT p99"} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("no %q in the table:\n%s", want, table)
 		}
 	}
 }

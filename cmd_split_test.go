@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/runner"
 )
 
 // rollingServer is one URL served by two backends in turn, as a rolling
@@ -60,10 +66,17 @@ func TestRunSplit(t *testing.T) {
 		{"run", "--split-by", "field:id"},
 		{"run", "--split-by", "header:X-Backend", "--compare", "http://127.0.0.1:1/v1"},
 		{"run", "--split-by", "header:X-Backend", "--regression", "e2el_p50<10ms"},
+		{"run", "--baseline-group", "old"},
+		{"run", "--baseline-group", "old", "--compare", "http://127.0.0.1:1/v1"},
+		{"--baseline-group", "old"},
+		{"run", "--split-by", "header:X-Backend", "--baseline-group", strings.Repeat("x", 65)},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(args, &out, &errb); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+		if n := strings.Count(errb.String(), "\n"); n != 1 {
+			t.Errorf("%q: %d lines on stderr, want one:\n%s", args, n, errb.String())
 		}
 	}
 	for _, tc := range []struct {
@@ -131,5 +144,118 @@ func TestRunSplit(t *testing.T) {
 				t.Errorf("infertop.compare: %+v", c)
 			}
 		})
+	}
+}
+
+// TestRunSplitBaselineGroup: --baseline-group new makes the new backend
+// the baseline although the old one answered first (its first 16
+// requests): the old group is then the newer one, 30 % faster, so
+// e2el_p50<+10% holds and the JSON names the baseline as named.
+func TestRunSplitBaselineGroup(t *testing.T) {
+	t.Parallel()
+	srv := rollingServer(t, 1.3)
+	jsonPath := filepath.Join(t.TempDir(), "run.json")
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--url", srv.URL + "/v1", "--api", "openai-chat", "--model", "m", "--server-metrics", "off",
+		"--duration", "4s", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "4", "--split-by", "header:X-Backend",
+		"--baseline-group", "new", "--regression", "e2el_p50<+10%", "--compare-min-seconds", "3", "--json", jsonPath}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\n%s\n%s", code, out.String(), errb.String())
+	}
+	for _, w := range []string{"baseline: group 1 (new), ", "(named by --baseline-group)", "newer:    group 2 (old), ", "e2el_p50<+10%: held", "group 2 (old) faster: "} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("no %q in\n%s", w, out.String())
+		}
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Infertop struct {
+			Compare struct {
+				Baseline struct {
+					Group string `json:"group"`
+					Named bool   `json:"named"`
+				} `json:"baseline_group"`
+				Groups []struct {
+					Group string `json:"group"`
+				} `json:"groups"`
+			} `json:"compare"`
+		} `json:"infertop"`
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		t.Fatal(err)
+	}
+	if c := j.Infertop.Compare; c.Baseline.Group != "new" || !c.Baseline.Named || len(c.Groups) != 1 || c.Groups[0].Group != "old" {
+		t.Errorf("infertop.compare: %+v", c)
+	}
+}
+
+// TestSaveSplit: the s key's save in a split writes what `run --split-by`
+// does for the run so far: the load's reports, infertop.compare holding
+// the groups, and the groups' tables beside them.
+func TestSaveSplit(t *testing.T) {
+	srv := rollingServer(t, 1)
+	by, err := probe.ParseSplitBy("header:X-Backend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := runner.Config{URL: srv.URL + "/v1", API: probe.OpenAIChat, Probe: probe.Config{Model: "m", SplitBy: by},
+		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff},
+		Load:      load.Config{Knobs: load.Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 4}, Tick: 20 * time.Millisecond}}
+	sp, err := compare.StartSplit(context.Background(), compare.SplitConfig{Run: cfg, Every: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if g, ok := sp.Comparison(); ok && len(g.Newer) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no second group within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	dir := t.TempDir()
+	r := sp.Runner()
+	where, err := saveSplit(sp, dir)(r.Engine().Latest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := r.SaveBase(dir)
+	if want := base + ".{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt"; where != want {
+		t.Errorf("says %q, want %q", where, want)
+	}
+	raw, err := os.ReadFile(base + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Infertop struct {
+			Compare struct {
+				SplitBy  string `json:"split_by"`
+				Baseline struct {
+					Group string `json:"group"`
+				} `json:"baseline_group"`
+				Groups []struct {
+					Group string `json:"group"`
+				} `json:"groups"`
+			} `json:"compare"`
+		} `json:"infertop"`
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		t.Fatal(err)
+	}
+	if c := j.Infertop.Compare; c.SplitBy != "header:X-Backend" || c.Baseline.Group != "old" || len(c.Groups) != 1 || c.Groups[0].Group != "new" {
+		t.Errorf("infertop.compare: %+v", c)
+	}
+	table, _ := os.ReadFile(base + ".compare.txt")
+	for _, want := range []string{"Split by header:X-Backend", "baseline: group 1 (old)", "newer:    group 2 (new)", "Comparison · group 1 (old) · group 2 (new)"} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("no %q in the table:\n%s", want, table)
+		}
 	}
 }

@@ -92,17 +92,20 @@ func viewOptions(r *runner.Runner, theme, reportDir string) ui.Options {
 }
 
 // dashboard builds the dashboard program on term, a controller of r: the
-// one builder for `infertop`, `infertop --compare` and `infertop ssh
-// --local`. With a pair (r its baseline) the keys move both of its loads
-// and the panels show its canary beside r, with the live verdict. The
-// program ends with ctx; done ends its subscriptions once it has run.
+// one builder for `infertop`, `infertop --compare`, `infertop --split-by`
+// and `infertop ssh --local`. With a pair (r its baseline) the keys move
+// both of its loads, the panels show its canary beside r with the live
+// verdict, and s saves both sides and the comparison. The program ends
+// with ctx; done ends its subscriptions once it has run.
 func (a *app) dashboard(ctx context.Context, r *runner.Runner, pair *compare.Pair, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
 	return a.dashboardOn(ctx, r, nil, pair, term, theme, reportDir)
 }
 
-// dashboardOn is dashboard with the keys acting on ctl (nil: r's engine,
-// or the pair): a split's groups start over on a knob change.
-func (a *app) dashboardOn(ctx context.Context, r *runner.Runner, ctl ui.Controller, pair *compare.Pair, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
+// dashboardOn is dashboard with a split (nil: none; r its runner): the
+// keys act on it (a new setting starts its groups' comparison over), its
+// groups' verdict and panel show above the load's panels, and s saves
+// the groups' comparison with the report.
+func (a *app) dashboardOn(ctx context.Context, r *runner.Runner, split *compare.Split, pair *compare.Pair, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
 	rd := lipgloss.NewRenderer(term)
 	if os.Getenv("NO_COLOR") != "" {
 		rd.SetColorProfile(termenv.Ascii)
@@ -110,12 +113,13 @@ func (a *app) dashboardOn(ctx context.Context, r *runner.Runner, ctl ui.Controll
 	o := viewOptions(r, theme, reportDir)
 	snaps, unsubscribe := r.Subscribe()
 	o.Renderer, o.Snapshots = rd, snaps
-	if ctl == nil {
-		ctl = r.Engine()
+	var ctl ui.Controller = r.Engine()
+	if split != nil {
+		o.Groups, o.Save, ctl = split.Comparison, saveSplit(split, reportDir), split
 	}
 	if pair != nil {
 		canary, unsubscribeCanary := pair.Runner(compare.Canary).Subscribe()
-		o.Canary, o.Compare, ctl = canary, pair.Comparison, pair
+		o.Canary, o.Compare, o.Save, ctl = canary, pair.Comparison, savePair(pair, reportDir), pair
 		base := unsubscribe
 		unsubscribe = func() { base(); unsubscribeCanary() }
 	}

@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,7 +26,9 @@ const OtherGroup = "other"
 // (probe.Result.Group, from a --split-by): the newest N per metric and
 // group, stamped with the second they finished in, as Samples does for a
 // Pair's sides. The first group seen is the baseline; each newer one is
-// compared with it. At most a fixed number of groups are named; the
+// compared with it, unless the baseline is named (NewGroupsWithBaseline):
+// then the group of that name is the baseline whenever it appears. At
+// most a fixed number of groups are named; the
 // requests of any other go to OtherGroup, so memory stays bounded whatever
 // the server sends. Requests without a group (no header, no field: a
 // connection refused, a field-less error) are counted, never compared.
@@ -40,8 +43,10 @@ type Groups struct {
 	// names are the named groups in the order seen (names[0] the
 	// baseline), sides their samples, seen their requests (every one,
 	// warm-up and resets included); the last of sides and seen is
-	// OtherGroup's.
+	// OtherGroup's. A named baseline holds slot 0 from the start, before
+	// it answers: no sample ever moves between slots.
 	names []string
+	named bool
 	sides []sideSamples
 	seen  []int
 	// ungrouped and ungroupedFailed count the requests without a group.
@@ -52,6 +57,15 @@ type Groups struct {
 // stats need, for at most limit named groups (0: DefaultGroups), counting
 // seconds from t0.
 func NewGroups(stats []Stat, n, limit int, t0 time.Time) *Groups {
+	return NewGroupsWithBaseline(stats, n, limit, t0, "")
+}
+
+// NewGroupsWithBaseline is NewGroups with the baseline named: the group
+// called baseline (a value as probe.Result.Group holds it) is the
+// baseline whenever it appears, and the groups seen before it are newer
+// ones (a rollout's new pods may answer first, and must still be
+// compared with the old). Empty: the first group seen, as NewGroups.
+func NewGroupsWithBaseline(stats []Stat, n, limit int, t0 time.Time, baseline string) *Groups {
 	if n <= 0 {
 		n = DefaultSamples
 	}
@@ -59,8 +73,13 @@ func NewGroups(stats []Stat, n, limit int, t0 time.Time) *Groups {
 		limit = DefaultGroups
 	}
 	limit = max(limit, 2) // a baseline and one to compare with
-	return &Groups{stats: stats, n: n, limit: limit, t0: t0,
+	g := &Groups{stats: stats, n: n, limit: limit, t0: t0,
 		sides: []sideSamples{newSideSamples(stats, n)}, seen: []int{0}}
+	if baseline != "" {
+		g.named = true
+		g.indexLocked(baseline) // slot 0, before any request
+	}
+	return g
 }
 
 // SetKnobs says the knobs are now k: a new setting starts the comparison
@@ -120,7 +139,7 @@ func (g *Groups) Observe(rec load.Record, now time.Time) {
 		return
 	}
 	// Named on its first request, warm-up or not: the baseline is the
-	// group that answered first.
+	// group that answered first (or holds slot 0 already, when named).
 	i := g.indexLocked(rec.Group)
 	g.seen[i]++
 	ok, restart := g.setting.admit(rec, now, g.maxPhase)
@@ -144,6 +163,19 @@ type Group struct {
 	// Requests are every request it answered (warm-up, resets and knob
 	// changes included), failed or not.
 	Requests int
+	// Figures are the group's own statistics over the samples it holds
+	// (the current knob setting's), one per statistic of the split in
+	// its order: what a display shows beside each comparison's difference.
+	Figures []Figure
+}
+
+// Figure is one statistic of one group over the samples it holds:
+// milliseconds for a latency, a fraction for the error rate; N the
+// samples behind it (0: no value).
+type Figure struct {
+	Stat  Stat
+	Value float64
+	N     int
 }
 
 // Label is the group as lines show it, sanitised: "group 2 (fp_abc)",
@@ -167,8 +199,11 @@ type Grouping struct {
 	// By is the split's spec ("header:X-Backend"), for the reports (a
 	// Split's; empty from Groups.Compare).
 	By string
-	// Baseline is the group seen first (Index 0 and no name: none yet).
+	// Baseline is the group seen first, or the one named (Index 0 and no
+	// name: none yet; Requests 0: named, and not seen yet).
 	Baseline Group
+	// Named is true when the baseline was named rather than seen first.
+	Named bool
 	// Newer are the other named groups in the order seen, then
 	// OtherGroup's when it has requests.
 	Newer []GroupComparison
@@ -184,14 +219,18 @@ func (g *Groups) Compare(o Options) Grouping {
 	g.mu.Lock()
 	names := append([]string(nil), g.names...)
 	seen := append([]int(nil), g.seen...)
-	out := Grouping{Ungrouped: g.ungrouped, UngroupedFailed: g.ungroupedFailed}
+	out := Grouping{Named: g.named, Ungrouped: g.ungrouped, UngroupedFailed: g.ungroupedFailed}
+	figures := make([][]Figure, len(g.sides))
+	for i := range g.sides {
+		figures[i] = g.figuresLocked(i)
+	}
 	g.mu.Unlock()
 	if len(names) == 0 {
 		return out
 	}
-	out.Baseline = Group{Name: names[0], Index: 1, Requests: seen[0]}
+	out.Baseline = Group{Name: names[0], Index: 1, Requests: seen[0], Figures: figures[0]}
 	for i := 1; i < len(seen); i++ {
-		grp := Group{Name: OtherGroup, Requests: seen[i]}
+		grp := Group{Name: OtherGroup, Requests: seen[i], Figures: figures[i]}
 		if i < len(names) {
 			grp.Name, grp.Index = names[i], i+1
 		} else if seen[i] == 0 {
@@ -205,6 +244,33 @@ func (g *Groups) Compare(o Options) Grouping {
 		}
 		c := compareStats(g.stats, o, true, [2]string{out.Baseline.Label(), grp.Label()}, data)
 		out.Newer = append(out.Newer, GroupComparison{Group: grp, Comparison: c})
+	}
+	return out
+}
+
+// figuresLocked are slot i's statistics over the samples it holds, each
+// as judge computes a side's (statOf, every sample weighed once).
+func (g *Groups) figuresLocked(i int) []Figure {
+	out := make([]Figure, 0, len(g.stats))
+	for _, st := range g.stats {
+		f := Figure{Stat: st}
+		var r *ring
+		if st.ErrorRate {
+			r = g.sides[i].errs
+		} else {
+			r = g.sides[i].lat[st.Metric]
+		}
+		if r != nil && len(r.items()) > 0 {
+			items := r.items()
+			d := sideData{v: make([]float64, len(items)), blk: make([]int32, len(items)), count: []int{len(items)}}
+			for j, s := range items {
+				d.v[j] = s.v
+			}
+			slices.Sort(d.v)
+			f.Value, _ = statOf(st, &d, []int{1})
+			f.N = len(items)
+		}
+		out = append(out, f)
 	}
 	return out
 }
@@ -226,6 +292,14 @@ func (gr Grouping) Line() string {
 	switch {
 	case gr.Baseline.Index == 0:
 		return fmt.Sprintf("no group seen yet (%d requests without %s)", gr.Ungrouped, gr.what())
+	case gr.Baseline.Requests == 0 && len(gr.Newer) == 0:
+		return fmt.Sprintf("waiting for the baseline %s: no group seen yet (%d requests without %s)", gr.Baseline.Label(), gr.Ungrouped, gr.what())
+	case gr.Baseline.Requests == 0:
+		var parts []string
+		for _, c := range gr.Newer {
+			parts = append(parts, fmt.Sprintf("%s %d", c.Group.Label(), c.Group.Requests))
+		}
+		return fmt.Sprintf("waiting for the baseline %s: nothing to compare yet (requests: %s)", gr.Baseline.Label(), strings.Join(parts, ", "))
 	case len(gr.Newer) == 0:
 		return fmt.Sprintf("one group so far: %s, %d requests", gr.Baseline.Label(), gr.Baseline.Requests)
 	}
@@ -254,7 +328,11 @@ func (gr Grouping) WriteTable(w io.Writer) error {
 	if gr.Baseline.Index == 0 {
 		fmt.Fprintf(&b, "  no request carried %s: nothing to compare\n", gr.what())
 	} else {
-		fmt.Fprintf(&b, "  baseline: %s, %d requests\n", gr.Baseline.Label(), gr.Baseline.Requests)
+		named := ""
+		if gr.Named {
+			named = " (named by --baseline-group)"
+		}
+		fmt.Fprintf(&b, "  baseline: %s, %d requests%s\n", gr.Baseline.Label(), gr.Baseline.Requests, named)
 		for _, c := range gr.Newer {
 			fmt.Fprintf(&b, "  newer:    %s, %d requests\n", c.Group.Label(), c.Group.Requests)
 		}
@@ -263,6 +341,10 @@ func (gr Grouping) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "  without a group: %d requests (%d failed), left out\n", gr.Ungrouped, gr.UngroupedFailed)
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if gr.Baseline.Requests == 0 { // a named baseline that never answered: nothing was compared
+		_, err := fmt.Fprintf(w, "\n%s\n", gr.Line())
 		return err
 	}
 	for _, c := range gr.Newer {
@@ -296,7 +378,7 @@ func (gr Grouping) JSON() map[string]any {
 		"ungrouped": map[string]int{"requests": gr.Ungrouped, "failed": gr.UngroupedFailed},
 	}
 	if gr.Baseline.Index > 0 {
-		out["baseline_group"] = map[string]any{"group": gr.Baseline.Name, "index": 1, "requests": gr.Baseline.Requests}
+		out["baseline_group"] = map[string]any{"group": gr.Baseline.Name, "index": 1, "requests": gr.Baseline.Requests, "named": gr.Named}
 	} else {
 		out["baseline_group"] = nil
 	}

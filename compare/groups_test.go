@@ -219,3 +219,93 @@ func TestGroupingReport(t *testing.T) {
 		t.Errorf("JSON %s", raw)
 	}
 }
+
+// TestGroupsNamedBaseline: with the baseline named, the group of that
+// name is the baseline (group 1) although another answered first, and
+// keeps its slot from the start: its samples are compared with the
+// newer group's (20 % slower) by name; before it answers, nothing is
+// compared and the line says what it waits for.
+func TestGroupsNamedBaseline(t *testing.T) {
+	t0 := time.Now()
+	rng := rand.New(rand.NewPCG(7, 8))
+	g := NewGroupsWithBaseline(DefaultStats(), 0, 0, t0, "fp_old")
+	// The new group answers first.
+	g.Observe(load.Record{Result: probe.Result{Group: "fp_new", HasTTFT: true, TTFT: time.Millisecond, E2E: 2 * time.Millisecond},
+		Phase: 1, Knobs: load.Knobs{Concurrency: 8}}, t0)
+	gr := g.Compare(Options{Resamples: 50})
+	if gr.Baseline.Name != "fp_old" || gr.Baseline.Index != 1 || gr.Baseline.Requests != 0 || !gr.Named ||
+		len(gr.Newer) != 1 || gr.Newer[0].Group.Name != "fp_new" || gr.Newer[0].Group.Index != 2 || gr.Breached() {
+		t.Fatalf("before the baseline answers: %+v", gr)
+	}
+	if want := "waiting for the baseline group 1 (fp_old): nothing to compare yet (requests: group 2 (fp_new) 1)"; gr.Line() != want {
+		t.Errorf("line %q, want %q", gr.Line(), want)
+	}
+	var b bytes.Buffer
+	if err := gr.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.String(); !strings.Contains(s, "baseline: group 1 (fp_old), 0 requests (named by --baseline-group)") ||
+		strings.Contains(s, "Comparison ·") || !strings.Contains(s, "waiting for the baseline") {
+		t.Errorf("table before the baseline answers:\n%s", s)
+	}
+	synthGroups(g, rng, t0, 0, 40, 12, []string{"fp_new", "fp_old"}, "fp_new", 1.2)
+	gr = g.Compare(Options{Resamples: 500})
+	if gr.Baseline.Name != "fp_old" || gr.Baseline.Requests == 0 || len(gr.Newer) != 1 || gr.Newer[0].Group.Name != "fp_new" {
+		t.Fatalf("baseline %+v, newer %+v", gr.Baseline, gr.Newer)
+	}
+	if want := "group 2 (fp_new) slower: "; !strings.HasPrefix(gr.Line(), want) {
+		t.Errorf("line %q, want it to start %q", gr.Line(), want)
+	}
+	if j := gr.JSON()["baseline_group"].(map[string]any); j["group"] != "fp_old" || j["named"] != true {
+		t.Errorf("JSON baseline_group %v", j)
+	}
+	// The reservation counts among the named groups: three more named,
+	// the rest other.
+	for i := range 10 {
+		g.Observe(load.Record{Result: probe.Result{Group: fmt.Sprintf("fp_%d", i)}, Phase: 1, Knobs: load.Knobs{Concurrency: 8}}, t0.Add(40*time.Second))
+	}
+	if len(g.names) != DefaultGroups || g.names[0] != "fp_old" || g.names[1] != "fp_new" {
+		t.Errorf("names %q", g.names)
+	}
+}
+
+// TestGroupsFigures: each group's own statistics over the samples it
+// holds, in the split's order, N the samples behind each.
+func TestGroupsFigures(t *testing.T) {
+	t0 := time.Now()
+	g := NewGroups(DefaultStats(), 0, 0, t0)
+	for i := range 100 {
+		for _, grp := range []struct {
+			name string
+			f    time.Duration
+		}{{"a", 1}, {"b", 2}} {
+			res := probe.Result{Group: grp.name, HasTTFT: true, TTFT: time.Duration(i+1) * time.Millisecond * grp.f,
+				E2E: time.Duration(i+1) * 10 * time.Millisecond * grp.f, OutputTokens: 1}
+			if grp.name == "b" && i%10 == 0 {
+				res = probe.Result{Group: grp.name, Class: probe.HTTP5xx}
+			}
+			g.Observe(load.Record{Result: res, Phase: 1, Knobs: load.Knobs{Concurrency: 8}}, t0.Add(time.Duration(i)*100*time.Millisecond))
+		}
+	}
+	gr := g.Compare(Options{Resamples: 50})
+	want := map[string][2]float64{ // group a's, group b's (90 of its 100 succeeded: 2…200 ms less 2, 22, …, 182)
+		"ttft_p50": {50, 2 * 50}, "ttft_p99": {99, 2 * 100}, "e2el_p99": {990, 2 * 1000}, "error_rate": {0, 0.1},
+	}
+	for i, grp := range []Group{gr.Baseline, gr.Newer[0].Group} {
+		if len(grp.Figures) != len(DefaultStats()) {
+			t.Fatalf("%s: %d figures", grp.Name, len(grp.Figures))
+		}
+		for _, f := range grp.Figures {
+			w, ok := want[f.Stat.Name]
+			if !ok {
+				continue
+			}
+			if math.Abs(f.Value-w[i]) > 1e-9 {
+				t.Errorf("%s %s = %g, want %g", grp.Name, f.Stat.Name, f.Value, w[i])
+			}
+			if n := f.N; f.Stat.ErrorRate && n != 100 || !f.Stat.ErrorRate && n != 100-10*i {
+				t.Errorf("%s %s: N %d", grp.Name, f.Stat.Name, n)
+			}
+		}
+	}
+}

@@ -23,12 +23,16 @@ type SplitConfig struct {
 	// (0: DefaultSamples); Groups how many groups are named (0:
 	// DefaultGroups).
 	Samples, Groups int
+	// BaselineGroup names the baseline group (a value as
+	// probe.Result.Group holds it): that group is the baseline whenever it
+	// appears, instead of the first seen. Empty: the first seen.
+	BaselineGroup string
 	// Every is how often the live comparison is computed (default 1 s).
 	Every time.Duration
 }
 
 // Split is one load whose requests are compared group by group: the
-// group seen first against each newer one. Like a Pair it is a
+// group seen first (or the one named) against each newer one. Like a Pair it is a
 // controller (the dashboard's keys move its one engine), and its newest
 // comparison is read live with Comparison. Its methods are safe from any
 // goroutine.
@@ -57,7 +61,7 @@ func StartSplit(ctx context.Context, cfg SplitConfig) (*Split, error) {
 	if cfg.Every <= 0 {
 		cfg.Every = time.Second
 	}
-	s := &Split{cfg: cfg, groups: NewGroups(Stats(cfg.Options.Regressions), cfg.Samples, cfg.Groups, time.Now())}
+	s := &Split{cfg: cfg, groups: NewGroupsWithBaseline(Stats(cfg.Options.Regressions), cfg.Samples, cfg.Groups, time.Now(), cfg.BaselineGroup)}
 	next := cfg.Run.Load.OnResult
 	cfg.Run.Load.OnResult = func(rec load.Record) {
 		s.groups.Observe(rec, time.Now())

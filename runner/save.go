@@ -38,7 +38,7 @@ func Write(rep *report.Report, o Outputs) error {
 			return fmt.Errorf("report %s: %w", path, err)
 		}
 		if o.Replace {
-			return replaceFile(path, b.Bytes())
+			return ReplaceFile(path, b.Bytes())
 		}
 		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("report: %w", err)
@@ -51,9 +51,10 @@ func Write(rep *report.Report, o Outputs) error {
 	return errors.Join(write(o.JSON, rep.WriteJSON), write(o.CSV, rep.WriteCSV), write(o.Text, rep.WriteText), write(o.HTML, page))
 }
 
-// replaceFile writes data to a new file in path's directory and renames it
-// to path, which replaces whatever was there (a symlink included).
-func replaceFile(path string, data []byte) error {
+// ReplaceFile writes data to a new file in path's directory and renames it
+// to path, which replaces whatever was there (a symlink included): how
+// the s key's files are written, and any file saved beside them.
+func ReplaceFile(path string, data []byte) error {
 	fh, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -117,8 +118,20 @@ func (r *Runner) history(ctx context.Context) (*load.History, []telemetry.Readin
 // Save writes the reports of the run as s shows it into dir, named for
 // the run's start (infertop-START.json, .csv, .txt, .html), and says where.
 func (r *Runner) Save(ctx context.Context, s load.Snapshot, dir string) (string, error) {
-	base := filepath.Join(dir, "infertop-"+r.started.Format("20060102-150405"))
-	if err := Write(r.Report(ctx, s), Outputs{JSON: base + ".json", CSV: base + ".csv", Text: base + ".txt", HTML: base + ".html", Replace: true}); err != nil {
+	return SaveAs(r.Report(ctx, s), r.SaveBase(dir))
+}
+
+// SaveBase is where Save writes into dir: its files' path without the
+// extension, named for the run's start (dir/infertop-START). Files saved
+// beside them (a comparison's canary) are named from it.
+func (r *Runner) SaveBase(dir string) string {
+	return filepath.Join(dir, "infertop-"+r.started.Format("20060102-150405"))
+}
+
+// SaveAs writes rep's reports at base (base.json, .csv, .txt, .html), each
+// replacing what was there (see Outputs.Replace), and says where.
+func SaveAs(rep *report.Report, base string) (string, error) {
+	if err := Write(rep, Outputs{JSON: base + ".json", CSV: base + ".csv", Text: base + ".txt", HTML: base + ".html", Replace: true}); err != nil {
 		return "", err
 	}
 	return base + ".{json,csv,txt,html}", nil

@@ -94,19 +94,26 @@ func (m Model) updateCanary(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // verdictLine is the comparison's verdict in words (compare's Line), bad
 // when the canary is worse on a statistic, good when only better, muted
-// while nothing differs, wrapped over two lines at most. It is empty
-// outside a comparison.
+// while nothing differs, wrapped over two lines at most; a split's
+// likewise (a newer group for the canary). It is empty outside a
+// comparison or a split.
 func (m *Model) verdictLine(w int) string {
-	if !m.cmp.on {
-		return ""
-	}
 	t := m.theme
-	text, style := "comparing: the first verdict comes within a second", t.Muted
-	if m.cmp.judged {
-		text, style = m.cmp.res.Line(), m.verdictStyle()
-	}
-	if m.cmp.stopped {
-		text, style = "the canary's engine stopped · "+text, t.Bad
+	var text string
+	var style lipgloss.Style
+	switch {
+	case m.cmp.on:
+		text, style = "comparing: the first verdict comes within a second", t.Muted
+		if m.cmp.judged {
+			text, style = m.cmp.res.Line(), m.verdictStyle()
+		}
+		if m.cmp.stopped {
+			text, style = "the canary's engine stopped · "+text, t.Bad
+		}
+	case m.split.on:
+		text, style = m.splitText()
+	default:
+		return ""
 	}
 	// Two lines at most, on every terminal: the verdict is what the view
 	// is for, and a cut one loses its confidence or what it waits for.

@@ -6,6 +6,7 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -69,6 +70,12 @@ type Options struct {
 	// its verdict line sits under the header and its verdicts colour the
 	// differences. Either it or Canary makes the view a comparison's.
 	Compare func() (compare.Comparison, bool)
+	// Groups, if set, is a split's live comparison of the groups that
+	// answered the one load (compare.Split.Comparison): its verdict line
+	// sits under the header and a panel shows each group's figures and
+	// each newer group's differences from the baseline group. It makes
+	// the view a split's; not with Canary or Compare.
+	Groups func() (compare.Grouping, bool)
 	// Finder, if set, runs capacity searches (the f key); FindMax, if
 	// given too, are the objectives of one started at once and of the f
 	// key's (without, the key asks for them).
@@ -134,6 +141,8 @@ type Model struct {
 
 	// cmp is the canary's side when the view is a comparison's.
 	cmp compareView
+	// split is the groups' side when the view is a split's.
+	split splitView
 
 	// cache is the rendered screen; View returns it.
 	cache string
@@ -168,6 +177,10 @@ func New(ctl Controller, o Options) (Model, error) {
 	}
 	m.flash = o.Notice
 	m.cmp = newCompareView(o)
+	m.split = newSplitView(o)
+	if m.cmp.on && m.split.on {
+		return Model{}, errors.New("a dashboard compares two endpoints or splits one, not both")
+	}
 	m.capState = capState{finder: o.Finder, given: o.FindMax}
 	m.help = help.New()
 	m.applyTheme()
@@ -221,6 +234,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.verdicts = slo.CheckAll(m.objs, m.fig.Window, "window")
 		m.cmp.refresh()
+		m.split.refresh()
 		m.render()
 		return m, listen(m.snaps)
 	case CanarySnapshotMsg, canaryDoneMsg:
@@ -416,13 +430,26 @@ func (m *Model) render() {
 // throughput charts follows; the phase table has the rest, and at least
 // the rows its phases need while the charts can give them up.
 func (m *Model) dashboard(w, h int) string {
-	if m.cmp.on {
+	switch {
+	case m.cmp.on:
 		return m.compareDashboard(w, h)
+	case m.split.on:
+		return m.splitDashboard(w, h)
 	}
+	return m.loadPanels(w, h)
+}
+
+// loadPanels are the one load's panels in h lines (dashboard's layout).
+// The server panel gives way where the latency and the small panels would
+// not keep their least beside it (a split's groups above them).
+func (m *Model) loadPanels(w, h int) string {
 	server := m.serverPanel(w)
 	serverH := 0
 	if server != "" {
 		serverH = lipgloss.Height(server)
+	}
+	if smallLeast, latLeast := 6, 6; server != "" && h-serverH < smallLeast+latLeast {
+		server, serverH = "", 0
 	}
 	// Title, two or three figures and three or four rows of bars.
 	smallH := 6
@@ -436,6 +463,9 @@ func (m *Model) dashboard(w, h int) string {
 	rest := h - smallH - serverH
 	latH := min(max(rest-phaseNeed, 6), max(20, h*40/100))
 	rest -= latH
+	if rest < 3 { // a title and the heads without a row say nothing: the latency panel has them
+		latH, rest = latH+max(rest, 0), 0
+	}
 	tputH := 0
 	if w >= 120 && rest-phaseNeed >= 8 {
 		tputH = min(rest-phaseNeed, 20)
@@ -449,7 +479,10 @@ func (m *Model) dashboard(w, h int) string {
 	if server != "" {
 		parts = append(parts, server)
 	}
-	return lipgloss.JoinVertical(lipgloss.Left, append(parts, m.phasesPanel(w, rest))...)
+	if rest > 0 {
+		parts = append(parts, m.phasesPanel(w, rest))
+	}
+	return lipgloss.JoinVertical(lipgloss.Left, parts...)
 }
 
 // footer is the keys' line, and a notice above it when there is one. The
