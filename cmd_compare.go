@@ -21,6 +21,7 @@ import (
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/sanitize"
+	"github.com/infertop/infertop/slo"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -158,9 +159,6 @@ func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) erro
 	if err != nil {
 		return err
 	}
-	if rf.failFast {
-		return usagef("--fail-fast does not work with --compare yet")
-	}
 	pc.CanaryRequestsLog = canaryPath(rf.requestsLog)
 	if err := runner.CheckOutputs(map[string]string{"--json": rf.jsonPath, "--csv": rf.csvPath, "--requests-log": rf.requestsLog,
 		"--requests-log (the canary's)": pc.CanaryRequestsLog}); err != nil {
@@ -172,7 +170,7 @@ func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) erro
 	}
 	defer stopSignals()
 	defer p.Stop()
-	final := a.followPair(p, rf, sigs)
+	final, breaches := a.followPair(p, rf, sigs)
 	if err := p.Stop(); err != nil {
 		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
 	}
@@ -186,6 +184,7 @@ func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) erro
 			final[i] = s
 		}
 		reps[i] = r.Report(rctx, final[i])
+		reps[i].Verdicts = append(reps[i].Verdicts, breaches[i]...)
 	}
 	for i, rep := range reps {
 		fmt.Fprintf(a.stdout, "== %s ==\n", compare.Side(i))
@@ -220,13 +219,9 @@ func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) erro
 			}
 		}
 	}
-	for _, g := range cmp.Gates {
-		if g.Breached {
-			broken = append(broken, "regression "+g.Regression.Expr)
-		}
-	}
+	broken = append(broken, gateFailures(cmp.Gates, "")...)
 	if len(broken) > 0 {
-		return exitError{1, fmt.Errorf("the canary regressed or an SLO broke: %s", strings.Join(broken, "; "))}
+		return exitError{1, fmt.Errorf("the canary regressed, a regression went unjudged or an SLO broke: %s", strings.Join(broken, "; "))}
 	}
 	return nil
 }
@@ -336,8 +331,12 @@ func allFailed(s load.Snapshot) error {
 
 // followPair reads both sides' snapshots until both runs are done (or a
 // second signal stops them): a progress line on stderr with the live
-// verdict. It returns each side's last snapshot.
-func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) [2]load.Snapshot {
+// verdict. With --fail-fast, a full window breaking an SLO on either side,
+// or the live comparison breaching a --regression with confidence, ends
+// both runs. It returns each side's last snapshot and window breaches.
+func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) ([2]load.Snapshot, [2][]slo.Verdict) {
+	var breaches [2][]slo.Verdict
+	failed := false
 	var chans [2]<-chan load.Snapshot
 	for i := range chans {
 		ch, unsubscribe := p.Runner(compare.Side(i)).Subscribe()
@@ -356,7 +355,7 @@ func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) [
 		case <-sigs:
 			if last[0].Ending() || last[1].Ending() {
 				fmt.Fprintf(a.stderr, "\ninfertop: stopped: %d requests in flight cancelled\n", last[0].InFlight+last[1].InFlight)
-				return last
+				return last, breaches
 			}
 			p.Finish(load.EndInterrupted)
 			continue
@@ -379,12 +378,23 @@ func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) [
 			}
 			fmt.Fprintf(a.stderr, "infertop: run ended: %s\n", s.DoneWhy)
 		}
+		if b := windowBreaches(p.Runner(compare.Side(i)), s, rf); len(b) > 0 && !failed {
+			breaches[i], failed = b, true
+			p.Finish("an SLO broke on the " + compare.Side(i).String() + " (--fail-fast)")
+		}
 		if i != 0 || s.Done {
 			continue
 		}
 		line := progressLine(s)
 		if c, ok := p.Comparison(); ok {
 			line += "  ·  " + c.Line()
+			// Each look is a test: the gate's tolerance, not the verdict's
+			// zero, is what it must clear, which keeps looking every second
+			// from calling a canary that is only a little slower.
+			if rf.failFast && c.Breached() && !failed && !s.Ending() {
+				failed = true
+				p.Finish("the canary regressed (--fail-fast)")
+			}
 		}
 		switch {
 		case live:
@@ -397,7 +407,7 @@ func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) [
 	if live {
 		fmt.Fprint(a.stderr, "\r\033[K")
 	}
-	return last
+	return last, breaches
 }
 
 // runTUICompare is `infertop --compare`: the dashboard of both sides,
@@ -444,16 +454,13 @@ func (a *app) runSplit(cfg runner.Config, rf *runFlags, cf *compareFlags) error 
 	if err != nil {
 		return err
 	}
-	if rf.failFast {
-		return usagef("--fail-fast does not work with --split-by yet")
-	}
 	sp, sigs, stopSignals, err := underSignals(func(ctx context.Context) (*compare.Split, error) { return a.startSplit(ctx, sc) })
 	if err != nil {
 		return err
 	}
 	defer stopSignals()
 	defer sp.Stop()
-	final := a.followSplit(sp, rf, sigs)
+	final, breaches := a.followSplit(sp, rf, sigs)
 	if err := sp.Stop(); err != nil {
 		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
 	}
@@ -465,6 +472,7 @@ func (a *app) runSplit(cfg runner.Config, rf *runFlags, cf *compareFlags) error 
 	rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer rcancel()
 	rep := r.Report(rctx, final)
+	rep.Verdicts = append(rep.Verdicts, breaches...)
 	if err := rep.WriteText(a.stdout); err != nil {
 		return err
 	}
@@ -486,16 +494,36 @@ func (a *app) runSplit(cfg runner.Config, rf *runFlags, cf *compareFlags) error 
 		}
 	}
 	for _, c := range grp.Newer {
-		for _, g := range c.Gates {
-			if g.Breached {
-				broken = append(broken, fmt.Sprintf("regression %s (%s)", g.Regression.Expr, c.Group.Label()))
-			}
+		broken = append(broken, gateFailures(c.Gates, c.Group.Label())...)
+	}
+	if len(grp.Newer) == 0 {
+		// No gate to look at is no gate passed: say what never answered.
+		for _, r := range sc.Options.Regressions {
+			broken = append(broken, fmt.Sprintf("regression %s not judged: %s", r.Expr, grp.Line()))
 		}
 	}
 	if len(broken) > 0 {
-		return exitError{1, fmt.Errorf("a newer group regressed or an SLO broke: %s", strings.Join(broken, "; "))}
+		return exitError{1, fmt.Errorf("a newer group regressed, a regression went unjudged or an SLO broke: %s", strings.Join(broken, "; "))}
 	}
 	return nil
+}
+
+// gateFailures are the gates that did not pass, in a line each: breached
+// with confidence, or never judged (too few requests: an objective with
+// nothing measured never passes). who names the group, "" for a pair.
+func gateFailures(gates []compare.Gate, who string) []string {
+	var out []string
+	for _, g := range gates {
+		if !g.Breached && g.Result.Verdict != compare.NotEnough {
+			continue
+		}
+		line := "regression " + g.String()
+		if who != "" {
+			line += " (" + who + ")"
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // startSplit starts the split with the app's hooks, its errors in the
@@ -511,8 +539,11 @@ func (a *app) startSplit(ctx context.Context, sc compare.SplitConfig) (*compare.
 
 // followSplit reads the snapshots until the run is done (or a second
 // signal stops it): a progress line on stderr with the live verdict of
-// the groups. It returns the last snapshot.
-func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal) load.Snapshot {
+// the groups; --fail-fast as followPair's. It returns the last snapshot
+// and the window breaches.
+func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal) (load.Snapshot, []slo.Verdict) {
+	var breaches []slo.Verdict
+	failed := false
 	snaps, unsubscribe := sp.Runner().Subscribe()
 	defer unsubscribe()
 	live := isTerminal(a.stderr)
@@ -529,13 +560,13 @@ func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal
 		case <-sigs:
 			if last.Ending() {
 				fmt.Fprintf(a.stderr, "\ninfertop: stopped: %d requests in flight cancelled\n", last.InFlight)
-				return last
+				return last, breaches
 			}
 			sp.Finish(load.EndInterrupted)
 			continue
 		case s, ok := <-snaps:
 			if !ok {
-				return last
+				return last, breaches
 			}
 			last = s
 			if s.Ending() && !said {
@@ -546,12 +577,20 @@ func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal
 				fmt.Fprintf(a.stderr, "infertop: run ended: %s\n", s.DoneWhy)
 			}
 			if s.Done {
-				return s
+				return s, breaches
+			}
+			if b := windowBreaches(sp.Runner(), s, rf); len(b) > 0 && !failed {
+				breaches, failed = b, true
+				sp.Finish("an SLO broke (--fail-fast)")
 			}
 		}
 		line := progressLine(last)
 		if g, ok := sp.Comparison(); ok {
 			line += "  ·  " + g.Line()
+			if rf.failFast && g.Breached() && !failed && !last.Ending() { // as followPair's
+				failed = true
+				sp.Finish("a newer group regressed (--fail-fast)")
+			}
 		}
 		switch {
 		case live:

@@ -40,8 +40,13 @@ func TestRunCompare(t *testing.T) {
 	b, c := simtest.Start(t, p), simtest.Start(t, slow)
 	out.Reset()
 	errb.Reset()
+	// --fail-fast ends both runs at the first live breach of a gate, long
+	// before the 12 s (the seconds a statistic needs lowered to 3).
+	start := time.Now()
 	code := run([]string{"run", "--url", b.URL, "--compare", c.URL, "--duration", "12s", "-c", "4", "--prompt-tokens", "16",
-		"--output-tokens", "8", "--server-metrics", "off", "--regression", "tpot_p50<+10%", "--regression", "error_rate<+0.5pp"}, &out, &errb)
+		"--output-tokens", "8", "--server-metrics", "off", "--regression", "tpot_p50<+10%", "--regression", "error_rate<+0.5pp",
+		"--fail-fast", "--compare-min-seconds", "3"}, &out, &errb)
+	took := time.Since(start)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out.String(), errb.String())
 	}
@@ -49,6 +54,21 @@ func TestRunCompare(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in\n%s", want, out.String())
 		}
+	}
+	if !strings.Contains(errb.String(), "run ended: the canary regressed (--fail-fast)") || took > 10*time.Second {
+		t.Errorf("--fail-fast: ended after %v:\n%s", took.Round(time.Millisecond), errb.String())
+	}
+	// A gate never judged (a p99 needs 200 requests a side) is no gate
+	// passed: exit 1, saying so.
+	out.Reset()
+	errb.Reset()
+	code = run([]string{"run", "--url", b.URL, "--compare", b.URL, "--requests", "20", "-c", "2", "--prompt-tokens", "16",
+		"--output-tokens", "4", "--server-metrics", "off", "--regression", "ttft_p99<+10%"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "ttft_p99<+10%: not judged: too few requests") {
+		t.Errorf("an unjudged gate: exit %d, want 1\n%s", code, errb.String())
+	}
+	if code := run([]string{"run", "--compare", b.URL, "--fail-fast"}, &out, &errb); code != 2 {
+		t.Errorf("--fail-fast without --slo or --regression: exit %d, want 2", code)
 	}
 }
 

@@ -69,8 +69,8 @@ func (a *app) runHeadless(args []string) error {
 	switch {
 	case rf.sloWindow < 10*time.Second || rf.sloWindow > 5*time.Minute:
 		return usagef("--slo-window must be within 10s..5m, got %v", rf.sloWindow)
-	case rf.failFast && len(f.slos) == 0:
-		return usagef("--fail-fast needs at least one --slo")
+	case rf.failFast && len(f.slos) == 0 && len(cf.regressions) == 0:
+		return usagef("--fail-fast needs at least one --slo (or, with --compare or --split-by, a --regression)")
 	case rf.progressEvery <= 0:
 		return usagef("--progress-every must be positive")
 	}
@@ -106,7 +106,7 @@ func (a *app) runHeadless(args []string) error {
 	if plan != nil {
 		return a.runCapacity(r, plan, &rf, sigs)
 	}
-	windowBreaches, final := a.follow(r, &rf, sigs)
+	breaches, final := a.follow(r, &rf, sigs)
 	if err := r.Stop(); err != nil {
 		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
 	}
@@ -116,7 +116,7 @@ func (a *app) runHeadless(args []string) error {
 	rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer rcancel()
 	rep := r.Report(rctx, final)
-	rep.Verdicts = append(rep.Verdicts, windowBreaches...)
+	rep.Verdicts = append(rep.Verdicts, breaches...)
 	if err := rep.WriteText(a.stdout); err != nil {
 		return err
 	}
@@ -185,18 +185,9 @@ func (a *app) follow(r *runner.Runner, rf *runFlags, sigs <-chan os.Signal) ([]s
 				}
 				return breaches, s
 			}
-			// A full window: the run has lasted one, and the window holds all
-			// of it but the second now filling.
-			if rf.failFast && !s.Ending() && s.Elapsed >= rf.sloWindow && s.Covered > rf.sloWindow-time.Second {
-				scope := "window ending " + s.Elapsed.Round(time.Second).String()
-				for _, v := range r.Check(s, scope) {
-					if !v.Held {
-						breaches = append(breaches, v)
-					}
-				}
-				if len(breaches) > 0 {
-					eng.Finish("an SLO broke (--fail-fast)")
-				}
+			if b := windowBreaches(r, s, rf); len(b) > 0 {
+				breaches = append(breaches, b...)
+				eng.Finish("an SLO broke (--fail-fast)")
 			}
 			switch {
 			case live:
@@ -207,6 +198,22 @@ func (a *app) follow(r *runner.Runner, rf *runFlags, sigs <-chan os.Signal) ([]s
 			}
 		}
 	}
+}
+
+// windowBreaches are the SLOs s's window breaks, with --fail-fast once
+// the window is full (the run has lasted one, and the window holds all of
+// it but the second now filling); none without, or while the run ends.
+func windowBreaches(r *runner.Runner, s load.Snapshot, rf *runFlags) []slo.Verdict {
+	if !rf.failFast || s.Ending() || s.Elapsed < rf.sloWindow || s.Covered <= rf.sloWindow-time.Second {
+		return nil
+	}
+	var out []slo.Verdict
+	for _, v := range r.Check(s, "window ending "+s.Elapsed.Round(time.Second).String()) {
+		if !v.Held {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // underSignals starts a headless run's load: a SIGINT or SIGTERM during

@@ -83,10 +83,14 @@ func TestRunSplit(t *testing.T) {
 		name, by string
 		slow     float64
 		code     int
+		failFast bool
 	}{
-		{"header", "header:X-Backend", 1.3, 1},
-		{"field", "field:system_fingerprint", 1.3, 1},
-		{"alike", "header:x-backend", 1, 0},
+		{"header", "header:X-Backend", 1.3, 1, false},
+		{"field", "field:system_fingerprint", 1.3, 1, false},
+		{"alike", "header:x-backend", 1, 0, false},
+		// --fail-fast ends the run at the gate's first live breach, long
+		// before its 20 s.
+		{"fail fast", "header:X-Backend", 1.3, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -94,12 +98,20 @@ func TestRunSplit(t *testing.T) {
 			jsonPath := filepath.Join(t.TempDir(), "run.json")
 			var out, errb bytes.Buffer
 			start := time.Now()
-			code := run([]string{"run", "--url", srv.URL + "/v1", "--api", "openai-chat", "--model", "m", "--server-metrics", "off",
+			args := []string{"run", "--url", srv.URL + "/v1", "--api", "openai-chat", "--model", "m", "--server-metrics", "off",
 				"--duration", "4s", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "4", "--split-by", tc.by,
-				"--regression", "e2el_p50<+10%", "--compare-min-seconds", "3", "--json", jsonPath}, &out, &errb)
-			t.Logf("%s: exit %d in %v", tc.name, code, time.Since(start).Round(time.Millisecond))
+				"--regression", "e2el_p50<+10%", "--compare-min-seconds", "3", "--json", jsonPath}
+			if tc.failFast {
+				args = append(args, "--fail-fast", "--duration", "20s")
+			}
+			code := run(args, &out, &errb)
+			took := time.Since(start)
+			t.Logf("%s: exit %d in %v", tc.name, code, took.Round(time.Millisecond))
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, out.String(), errb.String())
+			}
+			if tc.failFast && (!strings.Contains(errb.String(), "run ended: a newer group regressed (--fail-fast)") || took > 12*time.Second) {
+				t.Errorf("--fail-fast: ended after %v:\n%s", took.Round(time.Millisecond), errb.String())
 			}
 			want := []string{"Split by " + tc.by[:strings.Index(tc.by, ":")], "baseline: group 1 (", "Comparison · group 1 ("}
 			if tc.code == 1 {
@@ -144,6 +156,21 @@ func TestRunSplit(t *testing.T) {
 				t.Errorf("infertop.compare: %+v", c)
 			}
 		})
+	}
+}
+
+// TestRunSplitNoGroup: a split whose header no answer carries judges
+// nothing, and a gate with nothing judged does not pass: exit 1, saying
+// what never answered.
+func TestRunSplitNoGroup(t *testing.T) {
+	t.Parallel()
+	srv := rollingServer(t, 1)
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--url", srv.URL + "/v1", "--api", "openai-chat", "--model", "m", "--server-metrics", "off",
+		"--requests", "20", "-c", "4", "--prompt-tokens", "8", "--output-tokens", "4", "--split-by", "header:X-Nobody",
+		"--regression", "e2el_p50<+10%"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "regression e2el_p50<+10% not judged: no group seen yet") {
+		t.Fatalf("exit %d, want 1\n%s", code, errb.String())
 	}
 }
 
