@@ -36,6 +36,10 @@ func (a *app) runSim(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(stderr, "infertop sim: serving %s at http://%s/v1 (%d slots, KV %d tokens); Ctrl+C stops\n", p.Model, ln.Addr(), p.Slots, p.KVTokens)
+	canary := ""
+	if !p.Canary.IsZero() {
+		canary = fmt.Sprintf("; canary %s, marked in %s", p.Canary, sim.BackendHeader)
+	}
+	fmt.Fprintf(stderr, "infertop sim: serving %s at http://%s/v1 (%d slots, KV %d tokens%s); Ctrl+C stops\n", p.Model, ln.Addr(), p.Slots, p.KVTokens, canary)
 	return srv.Serve(ctx, ln, log.New(stderr, "infertop sim: ", log.LstdFlags), sim.WithGuard(crash.Recover))
 }

@@ -286,3 +286,54 @@ func TestSaveSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSplitSimCanary: the embedded sim's canary (--sim-canary, three
+// times slower, from the second second on so the stable pod answers
+// first) is split out by its header and by its system_fingerprint, and
+// found slower: the sim's marks read end to end by the probe and the
+// split.
+func TestRunSplitSimCanary(t *testing.T) {
+	for _, tc := range []struct{ by, stable, canary string }{
+		{"header:X-Infertop-Backend", "stable", "canary"},
+		{"field:system_fingerprint", "fp_sim_stable", "fp_sim_canary"},
+	} {
+		t.Run(tc.by, func(t *testing.T) {
+			t.Parallel()
+			jsonPath := filepath.Join(t.TempDir(), "run.json")
+			var out, errb bytes.Buffer
+			code := run([]string{"run", "--sim-preset", "fast", "--sim-canary", "0.5:3:0:1s", "--split-by", tc.by,
+				"--duration", "5s", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "8",
+				"--regression", "e2el_p50<+10%", "--compare-min-seconds", "3", "--json", jsonPath}, &out, &errb)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1\n%s\n%s", code, out.String(), errb.String())
+			}
+			for _, w := range []string{"baseline: group 1 (" + tc.stable + ")", "group 2 (" + tc.canary + ") slower: ", "e2el_p50<+10%: breached"} {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("no %q in\n%s", w, out.String())
+				}
+			}
+			raw, err := os.ReadFile(jsonPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var j struct {
+				Infertop struct {
+					Compare struct {
+						Baseline struct {
+							Group string `json:"group"`
+						} `json:"baseline_group"`
+						Groups []struct {
+							Group string `json:"group"`
+						} `json:"groups"`
+					} `json:"compare"`
+				} `json:"infertop"`
+			}
+			if err := json.Unmarshal(raw, &j); err != nil {
+				t.Fatal(err)
+			}
+			if c := j.Infertop.Compare; c.Baseline.Group != tc.stable || len(c.Groups) != 1 || c.Groups[0].Group != tc.canary {
+				t.Errorf("infertop.compare: %+v", c)
+			}
+		})
+	}
+}

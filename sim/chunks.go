@@ -14,7 +14,10 @@ type chunkEncoder struct {
 	idModel []byte // `"id":"...","object":...,"created":...,"model":"..."`
 }
 
-func newChunkEncoder(kind apiKind, id uint64, created int64, model string) *chunkEncoder {
+// newChunkEncoder writes the answers of request id; fp, when set, is the
+// system_fingerprint put after the model in every message, where OpenAI
+// puts it (and where a reader that stops at the member finds it soon).
+func newChunkEncoder(kind apiKind, id uint64, created int64, model, fp string) *chunkEncoder {
 	m, _ := json.Marshal(model)
 	idStr, object := "chatcmpl-sim"+strconv.FormatUint(id, 10), "chat.completion.chunk"
 	switch kind {
@@ -26,6 +29,11 @@ func newChunkEncoder(kind apiKind, id uint64, created int64, model string) *chun
 	e := &chunkEncoder{kind: kind}
 	e.idModel = append(e.idModel, `"id":"`+idStr+`","object":"`+object+`","created":`+strconv.FormatInt(created, 10)+`,"model":`...)
 	e.idModel = append(e.idModel, m...)
+	if fp != "" {
+		f, _ := json.Marshal(fp)
+		e.idModel = append(e.idModel, `,"system_fingerprint":`...)
+		e.idModel = append(e.idModel, f...)
+	}
 	e.prefix = append([]byte(`data: {`), e.idModel...)
 	e.prefix = append(e.prefix, `,"choices":[{"index":0,`...)
 	return e

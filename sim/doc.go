@@ -5,9 +5,11 @@
 // for every running sequence and slow down as the batch and its contexts
 // grow. It speaks the OpenAI chat and completions APIs (streamed or not), a
 // plain JSON API at /v1/infer, /v1/models, /health and Prometheus /metrics
-// with vLLM's metric names. Every request it serves leaves a server-side
-// Record, the ground truth that infertop's client-side figures are tested
-// against. It imports nothing else of infertop's, so that it runs alone and
+// with vLLM's metric names. With Params.Canary it plays a rollout: a share
+// of the requests served by a slower canary build on a pod of its own,
+// every answer marked with the build that gave it. Every request it
+// serves leaves a server-side Record, the ground truth that infertop's
+// client-side figures are tested against. It imports nothing else of infertop's, so that it runs alone and
 // under other tools: what a caller wants done in the goroutines Serve
 // starts (the dashboard's panic handler) it passes in, with WithGuard.
 // Tests start it in-process with package simtest.

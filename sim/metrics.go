@@ -73,6 +73,12 @@ func (m *serverMetrics) observe(r *Record) {
 }
 
 // handleMetrics writes Prometheus text format with vLLM's metric names.
+// With a canary the page is the endpoint's as a whole, both pods summed
+// (running, waiting and the KV usage over both budgets; every counter;
+// the latency histograms already hold every request): a client reading
+// one /metrics behind one URL sees the service it loads, in the same
+// series as without a canary. Which build served what is told per
+// answer (BackendHeader, system_fingerprint), not here.
 func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	bw := bufio.NewWriter(w)
@@ -84,17 +90,26 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	counter := func(name, help, extra string, v int64) {
 		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n%s{%s%s} %d\n", name, help, name, name, l, extra, v)
 	}
-	sc := s.sched
-	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(sc.nRunning.Load()))
-	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(sc.nWaiting.Load()))
-	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", float64(sc.kvUsedG.Load())/float64(s.p.KVTokens))
-	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", `source="sim"`, sc.promptTotal.Load())
-	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", `source="sim"`, sc.genTotal.Load())
+	var running, waiting, kvUsed, prompt, gen, steps int64
+	pods := s.pods()
+	for _, sc := range pods {
+		running += sc.nRunning.Load()
+		waiting += sc.nWaiting.Load()
+		kvUsed += sc.kvUsedG.Load()
+		prompt += sc.promptTotal.Load()
+		gen += sc.genTotal.Load()
+		steps += sc.steps.Load()
+	}
+	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(running))
+	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(waiting))
+	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", float64(kvUsed)/(float64(s.p.KVTokens)*float64(len(pods))))
+	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", `source="sim"`, prompt)
+	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", `source="sim"`, gen)
 	counter("vllm:request_success_total", "Count of successfully processed requests.", `finished_reason="length"`, s.metrics.success.Load())
 	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", `source="sim"`, 0)
 	counter("infertop_sim_requests_failed_total", "Requests answered with an injected error.", `source="sim"`, s.metrics.failed.Load())
 	counter("infertop_sim_requests_cancelled_total", "Requests the client abandoned.", `source="sim"`, s.metrics.cancelled.Load())
-	counter("infertop_sim_steps_total", "Engine steps run.", `source="sim"`, sc.steps.Load())
+	counter("infertop_sim_steps_total", "Engine steps run.", `source="sim"`, steps)
 	fmt.Fprintf(bw, "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.\n# TYPE vllm:time_to_first_token_seconds histogram\n")
 	s.metrics.ttft.write(bw, "vllm:time_to_first_token_seconds", l)
 	fmt.Fprintf(bw, "# HELP vllm:e2e_request_latency_seconds Histogram of end to end request latency in seconds.\n# TYPE vllm:e2e_request_latency_seconds histogram\n")

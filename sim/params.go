@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -47,8 +48,144 @@ type Params struct {
 	// BusyW more as the batch fills.
 	GPUs         int
 	IdleW, BusyW float64
-	// Seed makes jitter, faults and generated text repeatable.
+	// Canary, when set, serves a share of the requests by a second, slower
+	// build (a rolling update's new pod); the zero value serves none.
+	Canary Canary
+	// Seed makes jitter, faults, the canary's share and generated text
+	// repeatable.
 	Seed uint64
+}
+
+// Canary is a second build behind the same endpoint, as in a rolling
+// update or a canary rollout: a replica of its own (its own slots and KV
+// budget, the stable pod's capacity unchanged, as a rollout adds a pod
+// beside the old ones) whose model costs are Slowdown times the stable
+// one's, so at light load its TTFT, TPOT and E2E are about Slowdown
+// times as long. Every answer says which build served it, in the
+// X-Infertop-Backend header and in system_fingerprint, so a client can
+// split one load by backend (infertop --split-by). The zero value is no
+// canary.
+type Canary struct {
+	// Fraction is the share of requests the canary serves, in (0,1].
+	Fraction float64
+	// Slowdown scales the canary's step costs and divides its prefill
+	// rate: 1.5 is half as slow again, 1 the same build (an A/A check of
+	// the split), below 1 a faster build. Within (0, MaxSlowdown].
+	Slowdown float64
+	// ErrorRate is the share of the canary's requests answered with HTTP
+	// 500, in [0,1], on top of any Faults (which both builds inject).
+	ErrorRate float64
+	// Delay is how long after the engine starts the canary begins to take
+	// requests (all go to the stable pod before), as a rollout that shifts
+	// traffic some time into a run.
+	Delay time.Duration
+}
+
+// MaxSlowdown bounds Canary.Slowdown: a build a hundred times slower is
+// already a failed rollout, and the bound keeps a typo from making steps
+// of minutes.
+const MaxSlowdown = 100
+
+// IsZero reports whether c serves no canary.
+func (c Canary) IsZero() bool { return c == Canary{} }
+
+// String is c as ParseCanary reads it back ("" for none).
+func (c Canary) String() string {
+	if c.IsZero() {
+		return ""
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	return f(c.Fraction) + ":" + f(c.Slowdown) + ":" + f(c.ErrorRate) + ":" + c.Delay.String()
+}
+
+// ParseCanary reads FRACTION:SLOWDOWN[:ERROR_RATE[:DELAY]], e.g. 0.25:1.5
+// (a quarter of the requests 1.5 times slower), 0.25:1.5:0.02 (and 2 % of
+// the canary's answers a 500) or 0.25:1.5:0:30s (from 30 s on). "" is no
+// canary. Like ParseFaults, its errors speak of a canary spec, not of a
+// flag.
+func ParseCanary(s string) (Canary, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Canary{}, nil
+	}
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 4 {
+		return Canary{}, fmt.Errorf("bad canary %q: want FRACTION:SLOWDOWN[:ERROR_RATE[:DELAY]], e.g. 0.25:1.5", s)
+	}
+	num := func(what, v string) (float64, error) {
+		r, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(r) || math.IsInf(r, 0) {
+			return 0, fmt.Errorf("bad canary %q: the %s %q is not a number", s, what, v)
+		}
+		return r, nil
+	}
+	var c Canary
+	var err error
+	if c.Fraction, err = num("fraction", parts[0]); err != nil {
+		return Canary{}, err
+	}
+	if c.Slowdown, err = num("slowdown", parts[1]); err != nil {
+		return Canary{}, err
+	}
+	if len(parts) > 2 {
+		if c.ErrorRate, err = num("error rate", parts[2]); err != nil {
+			return Canary{}, err
+		}
+	}
+	if len(parts) > 3 {
+		v := strings.TrimSpace(parts[3])
+		if c.Delay, err = time.ParseDuration(v); err != nil {
+			return Canary{}, fmt.Errorf("bad canary %q: the delay %q is not a duration such as 30s", s, v)
+		}
+	}
+	if err := c.check(); err != nil {
+		return Canary{}, fmt.Errorf("bad canary %q: %w", s, err)
+	}
+	return c, nil
+}
+
+// validate reports the first field of a set canary out of range; the
+// zero value, no canary, is valid.
+func (c Canary) validate() error {
+	if c.IsZero() {
+		return nil
+	}
+	return c.check()
+}
+
+// check reports the first field out of range, the zero value's too (a
+// spec of "0:0" names a canary that serves nothing, a mistake).
+func (c Canary) check() error {
+	switch {
+	case !(c.Fraction > 0 && c.Fraction <= 1):
+		return fmt.Errorf("the fraction must be within (0,1], got %g", c.Fraction)
+	case !(c.Slowdown > 0 && c.Slowdown <= MaxSlowdown):
+		return fmt.Errorf("the slowdown must be above 0 and at most %d (1.5: half as slow again), got %g", MaxSlowdown, c.Slowdown)
+	case !(c.ErrorRate >= 0 && c.ErrorRate <= 1):
+		return fmt.Errorf("the error rate must be within 0..1, got %g", c.ErrorRate)
+	case c.Delay < 0:
+		return fmt.Errorf("the delay must not be negative, got %v", c.Delay)
+	}
+	return nil
+}
+
+// canaryParams is the canary pod's model: p's costs scaled by the
+// slowdown (prefill rate divided), its own seed for jitter so the two
+// pods' steps do not wobble in step. The floor MinStep scales only up:
+// on the fast preset it is the whole cost, so a slower canary is slower
+// there too, but a faster one must not spin a core below the floor the
+// stable pod keeps.
+func (p Params) canaryParams() Params {
+	k := p.Canary.Slowdown
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * k) }
+	c := p
+	c.StepBase, c.StepPerSeq, c.StepPerKTok = scale(p.StepBase), scale(p.StepPerSeq), scale(p.StepPerKTok)
+	c.MinStep = time.Duration(float64(p.MinStep) * max(k, 1))
+	if p.PrefillRate > 0 {
+		c.PrefillRate = p.PrefillRate / k
+	}
+	c.Seed = p.Seed ^ 0xca4a27c4a27ca4a2
+	return c
 }
 
 // Faults are per-request probabilities of injected failures (at most one
@@ -190,6 +327,9 @@ func (p Params) Validate() error {
 		return fmt.Errorf("sim: fault rates must add up to at most 1")
 	case p.GPUs < 0 || p.GPUs > 1024 || p.IdleW < 0 || p.BusyW < 0:
 		return fmt.Errorf("sim: gpus must be within 0..1024 and watts not negative")
+	}
+	if err := p.Canary.validate(); err != nil {
+		return fmt.Errorf("sim: canary: %w", err)
 	}
 	return nil
 }

@@ -42,9 +42,12 @@ type scheduler struct {
 	waiting []*seq
 	arrive  chan struct{} // capacity 1: wakes an idle loop
 
-	// Owned by the loop goroutine.
-	running []*seq
-	kvUsed  int
+	// Owned by the loop goroutine: the batch, and the step in progress
+	// (stepping) that ends at next (after it, the end of the last step).
+	running  []*seq
+	kvUsed   int
+	next     time.Time
+	stepping bool
 
 	// Gauges read by /metrics.
 	nRunning, nWaiting, kvUsedG atomic.Int64
@@ -67,37 +70,69 @@ func (s *scheduler) submit(q *seq) {
 	}
 }
 
-// run steps the engine until ctx ends; then every sequence is woken so its
-// handler can see the server stopping.
-func (s *scheduler) run(ctx context.Context) {
-	defer s.wakeAll()
-	next := time.Now()
+// runPods steps the stable pod and the canary's (nil: none) in the
+// caller's goroutine until ctx ends; then every sequence is woken so its
+// handler can see the server stopping. Each pod's steps follow one
+// another as in a loop of its own (admit, plan, wait out the step, emit);
+// the loop sleeps until the earliest step due or an arrival at an idle
+// pod. One goroutine for both keeps Run in the caller's goroutine (its
+// guard covers the engine); one pod's emit delays the other's by that
+// emit's cost, microseconds at a sim's load. With one pod it is the
+// single loop it always was: a stepping pod's arrivals are not listened
+// for, since admission follows its emit.
+func runPods(ctx context.Context, stable, canary *scheduler) {
+	pods := []*scheduler{stable}
+	if canary != nil {
+		pods = append(pods, canary)
+	}
+	for _, s := range pods {
+		defer s.wakeAll()
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		s.admit()
-		if len(s.running) == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.arrive:
-				next = time.Now()
+		var due time.Time
+		stepping := false
+		var arrive [2]chan struct{} // nil for a stepping pod or none
+		for i, s := range pods {
+			if !s.stepping {
+				s.admit()
+				if len(s.running) > 0 {
+					start := s.next
+					if now := time.Now(); now.After(start) {
+						start = now // the loop fell behind (or was idle): do not try to catch up
+					}
+					s.next = start.Add(s.plan())
+					s.stepping = true
+				}
+			}
+			if !s.stepping {
+				arrive[i] = s.arrive
 				continue
 			}
+			if !stepping || s.next.Before(due) {
+				due, stepping = s.next, true
+			}
 		}
-		start := next
-		if now := time.Now(); now.After(start) {
-			start = now // the loop fell behind: do not try to catch up
+		var tick <-chan time.Time
+		if stepping {
+			timer.Reset(time.Until(due))
+			tick = timer.C
 		}
-		dur := s.plan()
-		next = start.Add(dur)
-		timer.Reset(time.Until(next))
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C:
+		case <-arrive[0]:
+		case <-arrive[1]:
+		case <-tick:
 		}
-		s.emit()
+		now := time.Now()
+		for _, s := range pods {
+			if s.stepping && !now.Before(s.next) {
+				s.emit()
+				s.stepping = false
+			}
+		}
 	}
 }
 

@@ -18,8 +18,12 @@ import (
 // Server is the simulated endpoint. Create it with New, run its engine with
 // Run (or Serve, which also listens), and mount Handler.
 type Server struct {
-	p       Params
-	sched   *scheduler
+	p     Params
+	sched *scheduler
+	// canary is the canary build's pod (Params.Canary), nil when none;
+	// started is when Run began, from which its Delay counts.
+	canary  *scheduler
+	started atomic.Pointer[time.Time]
 	records *recordLog
 	metrics *serverMetrics
 	nextID  atomic.Uint64
@@ -39,6 +43,9 @@ func New(p Params) (*Server, error) {
 		p: p, sched: newScheduler(p), records: newRecordLog(1 << 16), metrics: newServerMetrics(),
 		stopped: make(chan struct{}), mux: http.NewServeMux(), created: time.Now().Unix(),
 	}
+	if !p.Canary.IsZero() {
+		s.canary = newScheduler(p.canaryParams())
+	}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleGenerate(kindChat))
 	s.mux.HandleFunc("POST /v1/completions", s.handleGenerate(kindCompletions))
 	s.mux.HandleFunc("POST /v1/infer", s.handleGenerate(kindInfer))
@@ -47,6 +54,14 @@ func New(p Params) (*Server, error) {
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("GET /dcgm", s.handleDCGM)
 	return s, nil
+}
+
+// pods are the engine's pods: the stable one, then the canary's if set.
+func (s *Server) pods() []*scheduler {
+	if s.canary == nil {
+		return []*scheduler{s.sched}
+	}
+	return []*scheduler{s.sched, s.canary}
 }
 
 // Params returns the server's model parameters.
@@ -60,7 +75,9 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // the caller's, which the caller guards as it guards its others.
 func (s *Server) Run(ctx context.Context) {
 	defer close(s.stopped)
-	s.sched.run(ctx)
+	now := time.Now()
+	s.started.Store(&now)
+	runPods(ctx, s.sched, s.canary)
 }
 
 // ServeOption changes how Serve runs; the zero set of options is the
@@ -210,6 +227,18 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		arrived := arrival(r, time.Now())
 		id := s.nextID.Add(1)
+		// Routed first, so that every answer of the pod, its refusals
+		// too, says which build gave it, as a real pod's would.
+		canary := s.toCanary(id, arrived)
+		pod, fp := s.sched, ""
+		switch {
+		case canary:
+			pod, fp = s.canary, FingerprintCanary
+			w.Header().Set(BackendHeader, "canary")
+		case s.canary != nil:
+			fp = FingerprintStable
+			w.Header().Set(BackendHeader, "stable")
+		}
 		var req genRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&req); err != nil {
 			writeError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
@@ -244,7 +273,12 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 				min(s.p.MaxModelLen, s.p.KVTokens), prompt+maxTokens, prompt, maxTokens))
 			return
 		}
-		fault := s.p.Faults.pick(s.faultDraw(id))
+		if canary && s.draw(id, saltCanaryError) < s.p.Canary.ErrorRate {
+			s.metrics.failed.Add(1)
+			writeError(w, http.StatusInternalServerError, "InternalServerError", "simulated internal error (canary)")
+			return
+		}
+		fault := s.p.Faults.pick(s.draw(id, saltFault))
 		switch fault {
 		case 0:
 			s.metrics.failed.Add(1)
@@ -259,9 +293,9 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 
 		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt, arrived: arrived, wake: make(chan struct{}, 1)}
 		q.queued.Store(-1)
-		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, Stream: req.Stream}
-		s.sched.submit(q)
-		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault,
+		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, Stream: req.Stream, Canary: canary}
+		pod.submit(q)
+		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp,
 			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
 		if req.Stream && kind != kindInfer {
 			g.stream(w, r)
@@ -343,9 +377,48 @@ func contentText(raw json.RawMessage) (string, error) {
 	return out, nil
 }
 
-// faultDraw is a repeatable uniform draw in [0,1) for request id.
-func (s *Server) faultDraw(id uint64) float64 {
-	x := s.p.Seed + id*0x9e3779b97f4a7c15
+// BackendHeader is the response header that names the build that
+// answered ("stable" or "canary") when a Canary is set; without one it is
+// not sent.
+const BackendHeader = "X-Infertop-Backend"
+
+// FingerprintStable and FingerprintCanary are the system_fingerprint of
+// every message of the stable and the canary build's answers when a
+// Canary is set. Without one the field is left out, as vLLM leaves it:
+// the sim's answers stay what they were, and there is no second build to
+// tell apart.
+const (
+	FingerprintStable = "fp_sim_stable"
+	FingerprintCanary = "fp_sim_canary"
+)
+
+// toCanary says whether request id, arrived at at, is the canary's: once
+// the canary's delay has passed since Run began, a repeatable draw under
+// its fraction. Drawn from the request's id, as the faults are, so a run
+// with the same seed and order of arrivals routes the same requests, with
+// no lock shared by the handlers.
+func (s *Server) toCanary(id uint64, at time.Time) bool {
+	if s.canary == nil {
+		return false
+	}
+	t0 := s.started.Load()
+	if t0 == nil || at.Sub(*t0) < s.p.Canary.Delay {
+		return false
+	}
+	return s.draw(id, saltRoute) < s.p.Canary.Fraction
+}
+
+// The salts of the per-request draws, one per decision, so that a fault,
+// the route and the canary's error are independent of one another.
+const (
+	saltFault       = 0 // as the draw always was: faults fall where they did
+	saltRoute       = 0x5bd1e9955bd1e995
+	saltCanaryError = 0xc2b2ae3d27d4eb4f
+)
+
+// draw is a repeatable uniform draw in [0,1) for request id and a salt.
+func (s *Server) draw(id, salt uint64) float64 {
+	x := (s.p.Seed ^ salt) + id*0x9e3779b97f4a7c15
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
@@ -380,8 +453,9 @@ type generation struct {
 	q        *seq
 	rec      *Record
 	usage    bool
-	fault    int  // index in faultNames, -1 for none
-	injected bool // the mid-stream fault has happened
+	fault    int    // index in faultNames, -1 for none
+	fp       string // system_fingerprint ("" for none)
+	injected bool   // the mid-stream fault has happened
 }
 
 // abandon gives the sequence up: the client left or the server stopped.
@@ -443,7 +517,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 	}
 	g.rec.Status = http.StatusOK
-	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model)
+	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model, g.fp)
 	pb := streamBufs.Get().(*[]byte)
 	buf := (*pb)[:0]
 	defer func() { // the buffer, grown by a burst of tokens, serves the next stream
@@ -545,7 +619,7 @@ func (g *generation) whole(w http.ResponseWriter, r *http.Request) {
 		text = append(text, Word(g.id, i)...)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model).whole(nil, string(text), g.q.prompt, n))
+	w.Write(newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model, g.fp).whole(nil, string(text), g.q.prompt, n))
 }
 
 // Record is the server's own account of one request.
@@ -564,6 +638,8 @@ type Record struct {
 	Stream                     bool
 	// Cancelled is true when the client left (or the server stopped) early.
 	Cancelled bool
+	// Canary is true when the canary build served it (Params.Canary).
+	Canary bool
 }
 
 // TTFT is the server-side time to first token.

@@ -16,6 +16,7 @@ import (
 type Flags struct {
 	preset string
 	faults string
+	canary string
 	p      sim.Params
 	fs     *pflag.FlagSet
 	prefix string
@@ -40,7 +41,8 @@ func Add(fs *pflag.FlagSet, prefix string) *Flags {
 	fs.StringVar(&f.faults, prefix+"faults", "", "injected faults, each a fraction of requests: 500, 429, reset, stall, stall-mid, malformed, huge-line, trickle, and pause=DURATION for stalls, e.g. reset=0.01,stall=0.02,pause=3s")
 	fs.Float64Var(&f.p.Faults.HTTP500, prefix+"error-rate", 0, "fraction of requests answered with HTTP 500")
 	fs.Float64Var(&f.p.Faults.HTTP429, prefix+"rate-limit-rate", 0, "fraction of requests answered with HTTP 429 and Retry-After")
-	fs.Uint64Var(&f.p.Seed, prefix+"seed", d.Seed, "seed for jitter, faults and text")
+	fs.StringVar(&f.canary, prefix+"canary", "", "serve a canary build: FRACTION:SLOWDOWN[:ERROR_RATE[:DELAY]], e.g. 0.25:1.5 (a quarter of requests 1.5× slower), marked by the X-Infertop-Backend header and system_fingerprint")
+	fs.Uint64Var(&f.p.Seed, prefix+"seed", d.Seed, "seed for jitter, faults, the canary's share and text")
 	fs.IntVar(&f.p.GPUs, prefix+"gpus", d.GPUs, "simulated GPUs reported at /dcgm in DCGM's names")
 	return f
 }
@@ -59,6 +61,13 @@ func (f *Flags) Params() (sim.Params, error) {
 			return p, fmt.Errorf("--%sfaults: %w", prefix, err)
 		}
 		p.Faults = fl
+	}
+	if f.canary != "" {
+		c, err := sim.ParseCanary(f.canary)
+		if err != nil {
+			return p, fmt.Errorf("--%scanary: %w", prefix, err)
+		}
+		p.Canary = c
 	}
 	set := map[string]func(){
 		"model": func() { p.Model = f.p.Model }, "slots": func() { p.Slots = f.p.Slots },
