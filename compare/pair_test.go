@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,11 +38,20 @@ func slower(p sim.Params, f float64) sim.Params {
 	return p
 }
 
+// startPair starts two sims and a pair on them whose live comparison is
+// computed every 200 ms (tests that wait for a verdict see it sooner).
 func startPair(t *testing.T, base, canary sim.Params, lc load.Config, opt Options) *Pair {
+	t.Helper()
+	return startPairEvery(t, base, canary, lc, opt, 200*time.Millisecond)
+}
+
+// startPairEvery is startPair with the live comparison every every; the
+// pair and both sims stop when t ends.
+func startPairEvery(t *testing.T, base, canary sim.Params, lc load.Config, opt Options, every time.Duration) *Pair {
 	t.Helper()
 	b, c := simtest.Start(t, base), simtest.Start(t, canary)
 	cfg := Config{Baseline: runner.Config{URL: b.URL, API: probe.OpenAIChat, Load: lc,
-		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff}}, CanaryURL: c.URL, Options: opt, Every: 200 * time.Millisecond}
+		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff}}, CanaryURL: c.URL, Options: opt, Every: every}
 	p, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -78,38 +86,19 @@ func ttftP99Worse(c Comparison) bool {
 	return false
 }
 
-// TestPairIdenticalSims: two sims with the same parameters give no
-// regression verdict, and the same knobs reach both. The verdicts are the
-// slow stage's (make test-slow): under -race, with both sims and both
-// engines on two busy cores, one side is systematically slower than the
-// other by 10-16 % at TTFT p50 (seen), which the bootstrap rightly calls;
-// the suite keeps the knobs' fan-out and the synthetic 100-run property.
+// TestPairIdenticalSims: the same knobs reach both sides of a pair of
+// identical sims, and a knob moved reaches both. Whether such a pair is
+// ever called worse is TestPairFalsePositives' (make test-compare): one
+// pair for two seconds under -race says nothing about that, so its line is
+// only logged.
 func TestPairIdenticalSims(t *testing.T) {
-	fps := 0
-	seeds, hold := uint64(3), 11*time.Second
-	slow := os.Getenv("INFERTOP_SLOW") != ""
-	if !slow {
-		seeds, hold = 1, 2*time.Second
-	}
-	for seed := range seeds {
-		p := startPair(t, quick(t, seed+1), quick(t, seed+1),
-			load.Config{Knobs: load.Knobs{Concurrency: 8, PromptTokens: 64, OutputTokens: 16}, Seed: seed + 1}, Options{})
-		time.Sleep(hold)
-		c := p.Compare(2000)
-		t.Logf("seed %d: %s", seed, c.Line())
-		if slow && worse(c) {
-			fps++
-		}
-		if seed == 0 { // a knob moves both
-			k := p.Update(func(k *load.Knobs) { k.Concurrency = 4 })
-			if got := p.Runner(Canary).Engine().Knobs(); got != k {
-				t.Errorf("canary's knobs %+v, baseline's %+v", got, k)
-			}
-		}
-		p.Stop()
-	}
-	if fps > 0 {
-		t.Errorf("%d of 3 identical pairs called worse", fps)
+	p := startPair(t, quick(t, 1), quick(t, 1),
+		load.Config{Knobs: load.Knobs{Concurrency: 8, PromptTokens: 64, OutputTokens: 16}, Seed: 1}, Options{})
+	time.Sleep(2 * time.Second)
+	t.Logf("%s", p.Compare(2000).Line())
+	k := p.Update(func(k *load.Knobs) { k.Concurrency = 4 })
+	if got := p.Runner(Canary).Engine().Knobs(); got != k {
+		t.Errorf("canary's knobs %+v, baseline's %+v", got, k)
 	}
 }
 
@@ -119,23 +108,6 @@ func TestPairIdenticalSims(t *testing.T) {
 func TestPairDetectsSlowCanary(t *testing.T) {
 	p := startPair(t, quick(t, 1), slower(quick(t, 1), 1.2),
 		load.Config{Knobs: load.Knobs{Concurrency: 8, PromptTokens: 256, OutputTokens: 16}, Seed: 1}, Options{})
-	c, took := waitVerdict(p, 60*time.Second, worse)
-	t.Logf("after %v (TTFT p99 judged worse: %v): %s", took.Round(100*time.Millisecond), ttftP99Worse(c), c.Line())
-	if !strings.HasPrefix(c.Line(), "canary slower") {
-		t.Fatalf("not called in 60 s: %s", c.Line())
-	}
-}
-
-// TestPairDefaultSim: at the default sim's default load (concurrency 8,
-// prompt 256, output 128), a canary 20 % slower is called slower at TTFT
-// p99 within 60 s: the verdict says slower (TTFT p99's own verdict logged).
-func TestPairDefaultSim(t *testing.T) {
-	if testing.Short() || os.Getenv("INFERTOP_SLOW") == "" {
-		t.Skip("a minute of the default sim: the slow stage (make test-slow)")
-	}
-	d, _ := sim.Preset("default")
-	p := startPair(t, d, slower(d, 1.2), load.Config{Knobs: load.Knobs{Concurrency: load.DefaultConcurrency,
-		PromptTokens: load.DefaultPromptTokens, OutputTokens: load.DefaultOutputTokens}, Seed: 1}, Options{})
 	c, took := waitVerdict(p, 60*time.Second, worse)
 	t.Logf("after %v (TTFT p99 judged worse: %v): %s", took.Round(100*time.Millisecond), ttftP99Worse(c), c.Line())
 	if !strings.HasPrefix(c.Line(), "canary slower") {
