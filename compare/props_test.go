@@ -66,41 +66,33 @@ func better(c Comparison) bool {
 	return slices.ContainsFunc(c.Results, func(r Result) bool { return r.Verdict == Better })
 }
 
-// Property (1)'s load and numbers. Ten pairs at once: each pair's sides
-// suffer the same contention at the same moment, and the bootstrap draws
-// seconds for both sides together, so what the other pairs do to the
-// machine cancels out of a pair's difference (what does not cancel is what
-// the property is about; two pairs at a time spread about as much as
-// ten). The hold is the fewest seconds a statistic is judged after
-// (MinSeconds, the dashboard's) and one more for the first, partial one:
-// at about 70 requests a second a side, each statistic has several hundred
-// samples (p99 needs 200) over 11 seconds, so every run is judged as the
-// dashboard judges it at its first verdict. It can fail: with a canary 1.1× slower, 77 of 100 were called
-// worse; with no minimum effect (MinEffect -1), 2 worse and 7 faster, so
-// at this load the count does not rest on MinEffect.
-//
-// The output lengths are spread (uniform, ±50 %, the same draws on both
-// sides: they depend only on the load's seed), as a real workload's are.
-// With every request the same length, a closed loop phase-locks with the
-// sim's decode steps: TTFT is bimodal (about 6 ms and 10 ms here), which
-// of the two modes a side sits in more is a state that lasts several
-// seconds, and over 11 seconds the one-second blocks take it for a
-// difference: 8 of 100 runs were called worse and 8 better, all at TTFT
-// p50, whose difference spread 8.7 % (s.d.) between runs where its
-// intervals implied about 1.5 %; 8 of 100 with both sims on one seed too,
-// 5 of 100 at concurrency 8; over 31 s the spread halved and none of 50
-// was called. With spread lengths the spread is 1.1 % and none of 100 was
-// called. That is a limit of the live verdict's first seconds under a
-// fixed-length load, not of this test (the README says so).
+// Property (1)'s load and numbers. Twenty pairs at once: each pair's
+// sides suffer the same contention at the same moment, and the bootstrap
+// draws seconds for both sides together, so what the other pairs do to
+// the machine cancels out of a pair's difference (what does not cancel is
+// what the property is about). The hold is the fewest seconds a statistic
+// is judged after (MinSeconds, the dashboard's) and one more for the
+// first, partial one: each statistic has several hundred samples a side
+// (p99 needs 200), so every run is judged as the dashboard judges it at
+// its first verdict. Every request is the same length, as the dashboard's
+// default load: the hard case. A closed loop then phase-locks with the
+// sim's decode steps, TTFT turns bimodal (about 6 ms and 10 ms here), and
+// which mode a side sits in more is a state that lasts seconds. Measured
+// with MinSeconds 10 and one-second blocks: 8 of 100 runs called worse
+// and 8 better, all at TTFT p50, whose difference spread 8.7 % (s.d.)
+// between runs where the intervals implied about 1.5 %; with two-second
+// blocks 7 worse; with MinSeconds 20 and cube-root blocks (blockSeconds),
+// 1 of 100. With output lengths spread ±50 % none of 100 was called even
+// at 10 s. It can fail: with a canary 1.1× slower (at 10 s, spread
+// lengths), 77 of 100 were called worse.
 const (
 	identicalRuns   = 100
-	identicalAtOnce = 10
+	identicalAtOnce = 20
 )
 
 // identicalLoad is run seed's load (seed from 0).
 func identicalLoad(seed uint64) load.Config {
-	return load.Config{Knobs: load.Knobs{Concurrency: 4, PromptTokens: 64, OutputTokens: 16}, Seed: seed + 1,
-		OutputLength: load.Length{Kind: "uniform", Spread: 0.5}}
+	return load.Config{Knobs: load.Knobs{Concurrency: 4, PromptTokens: 64, OutputTokens: 16}, Seed: seed + 1}
 }
 
 // runIdentical runs identicalRuns pairs, identicalAtOnce at a time: a
