@@ -35,7 +35,7 @@ test-compare:
 # The slow stage: the capacity searches against the default sim at its
 # own pace (minutes), kept out of make test's eight-minute budget.
 test-slow:
-	INFERTOP_SLOW=1 go test -count=1 -timeout 20m -run 'TestKnees' ./capacity
+	INFERTOP_SLOW=1 go test -count=1 -v -timeout 20m -run 'TestKnees' ./capacity
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o infertop .
