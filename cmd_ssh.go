@@ -105,7 +105,7 @@ func (a *app) runSSH(args []string) error {
 	}
 	guard := crash.GuardTerminal(term, a.stderr)
 	defer crash.Handle(nil)
-	p, done, err := a.dashboard(ctx, r, nil, term, f.theme, *reportDir)
+	p, done, err := a.dashboard(ctx, servedRun(r), term, f.theme, *reportDir)
 	if err != nil {
 		stopServer()
 		<-served
