@@ -666,8 +666,9 @@ func waitOpen(t *testing.T, open *atomic.Int64, n int64, what string) {
 // canary itself and shows its snapshots (its own concurrency, 3, beside
 // the baseline's 4) and the verdict line; a controller's key goes to the
 // comparison's controller, which moves both loads, and a watcher's to
-// nothing; a session's end cancels its canary subscription, and the
-// server's stop every other.
+// nothing; a session's end cancels its canary subscription though its
+// connection stays open (as a multiplexed one does), and the server's
+// stop every other.
 func TestComparisonSessions(t *testing.T) {
 	dir := t.TempDir()
 	ctl, ctlPub := newKey(t)
