@@ -410,41 +410,6 @@ func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) (
 	return last, breaches
 }
 
-// runTUICompare is `infertop --compare`: the dashboard of both sides,
-// the keys moving both loads; the comparison is printed when it ends.
-func (a *app) runTUICompare(cfg runner.Config, cf *compareFlags, theme, reportDir string) error {
-	if cf.splitBy != "" {
-		return a.runTUISplit(cfg, cf, theme, reportDir)
-	}
-	pc, err := cf.pairConfig(cfg)
-	if err != nil {
-		return err
-	}
-	term, ok := a.stdout.(*os.File)
-	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
-		return usagef("the dashboard needs a terminal on stdin and stdout")
-	}
-	guard := crash.GuardTerminal(term, a.stderr)
-	defer crash.Handle(nil)
-	p, err := a.startPair(context.Background(), pc)
-	if err != nil {
-		return err
-	}
-	defer p.Stop()
-	prog, done, err := a.dashboard(context.Background(), p.Runner(compare.Baseline), p, term, theme, reportDir)
-	if err != nil {
-		return err
-	}
-	err = guard.Run(prog)
-	done()
-	if err != nil {
-		return fmt.Errorf("dashboard: %w", err)
-	}
-	p.Stop()
-	b, c := p.Runner(compare.Baseline).Target().URL, p.Runner(compare.Canary).Target().URL
-	return p.Compare(2*compare.DefaultResamples).WriteTable(a.stdout, sanitize.Text(b), sanitize.Text(c))
-}
-
 // runSplit is `infertop run --split-by`: one load followed to its end,
 // its report, the comparison of each newer group with the baseline group,
 // and the exit code: 1 when an SLO broke or a newer group regressed with
@@ -602,14 +567,16 @@ func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal
 	}
 }
 
-// runTUISplit is `infertop --split-by`: the dashboard shows the one load
-// (its keys move it, and a new setting starts the groups' comparison
-// over) and, above its panels, the groups': the live verdict under the
-// header and a panel of each group's figures and each newer group's
-// differences from the baseline group (sp.Comparison, computed once a
-// second). The groups' comparison is printed when it ends.
-func (a *app) runTUISplit(cfg runner.Config, cf *compareFlags, theme, reportDir string) error {
-	sc, err := cf.splitConfig(cfg)
+// runTUICompare is `infertop --compare` and `infertop --split-by`: the
+// dashboard of a pair (both sides, the keys moving both loads, the live
+// verdict under the header) or of a split (the one load, its keys moving
+// it and a new setting starting the groups' comparison over; above its
+// panels the groups': the live verdict under the header and a panel of
+// each group's figures and each newer group's differences from the
+// baseline group, sp.Comparison, computed once a second). The comparison
+// is printed when it ends.
+func (a *app) runTUICompare(cfg runner.Config, cf *compareFlags, theme, reportDir string) error {
+	sc, err := cf.servedConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -619,19 +586,66 @@ func (a *app) runTUISplit(cfg runner.Config, cf *compareFlags, theme, reportDir 
 	}
 	guard := crash.GuardTerminal(term, a.stderr)
 	defer crash.Handle(nil)
-	sp, err := a.startSplit(context.Background(), sc)
+	s, err := a.startServed(context.Background(), sc)
 	if err != nil {
 		return err
 	}
-	defer sp.Stop()
-	prog, done, err := a.dashboardOn(context.Background(), sp.Runner(), sp, nil, term, theme, reportDir)
+	defer s.stop()
+	prog, done, err := a.dashboard(context.Background(), s, term, theme, reportDir)
 	if err != nil {
 		return err
 	}
-	defer done()
-	if err := guard.Run(prog); err != nil {
+	err = guard.Run(prog)
+	done()
+	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
-	sp.Stop()
-	return sp.Compare(2 * compare.DefaultResamples).WriteTable(a.stdout)
+	s.stop()
+	return s.writeComparison(a.stdout)
+}
+
+// servedConfig is the load the flags ask a dashboard to follow: a pair
+// (--compare), a split (--split-by), or with neither one runner.
+type servedConfig struct {
+	run   runner.Config
+	pair  *compare.Config
+	split *compare.SplitConfig
+}
+
+// servedConfig checks the comparison's flags and builds the load's
+// configuration over cfg; it starts nothing.
+func (cf *compareFlags) servedConfig(cfg runner.Config) (servedConfig, error) {
+	switch {
+	case cf.splitBy != "":
+		sc, err := cf.splitConfig(cfg)
+		return servedConfig{split: &sc}, err
+	case cf.used():
+		pc, err := cf.pairConfig(cfg)
+		return servedConfig{pair: &pc}, err
+	}
+	return servedConfig{run: cfg}, nil
+}
+
+// startServed starts the load sc describes, with the app's hooks, its
+// errors in the command line's words; ctx bounds only the start.
+func (a *app) startServed(ctx context.Context, sc servedConfig) (served, error) {
+	switch {
+	case sc.pair != nil:
+		p, err := a.startPair(ctx, *sc.pair)
+		if err != nil {
+			return served{}, err
+		}
+		return served{run: p.Runner(compare.Baseline), pair: p}, nil
+	case sc.split != nil:
+		sp, err := a.startSplit(ctx, *sc.split)
+		if err != nil {
+			return served{}, err
+		}
+		return served{run: sp.Runner(), split: sp, splitBy: sc.split.Run.Probe.SplitBy.String()}, nil
+	}
+	r, err := a.start(ctx, sc.run)
+	if err != nil {
+		return served{}, err
+	}
+	return servedRun(r), nil
 }

@@ -24,7 +24,12 @@ every session, sized and coloured for its own terminal. Keys in
 knobs, every other session watches. For a room:
 
   infertop ssh --listen 0.0.0.0:2222 --allow-any-key --controllers ~/.ssh/id_ed25519.pub --local
-  ssh -t -p 2222 demo-host            (everyone else; add theme=light after the host for a light theme)`
+  ssh -t -p 2222 demo-host            (everyone else; add theme=light after the host for a light theme)
+
+With --compare URL every session sees the canary beside the endpoint and
+the live verdict, and a controller's keys move both loads; with --split-by
+the groups of the endpoint's answers. When the server stops (Ctrl+C) the
+comparison's table is printed.`
 
 // runSSH is `infertop ssh`.
 func (a *app) runSSH(args []string) error {
@@ -45,6 +50,7 @@ func (a *app) runSSH(args []string) error {
 	local := fs.Bool("local", false, "show the dashboard on this terminal too, as a controller")
 	logPath := fs.String("log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
 	reportDir := fs.String("report-dir", ".", "where a controller's s key writes the reports")
+	cf := addCompareFlags(fs, false)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
@@ -52,6 +58,10 @@ func (a *app) runSSH(args []string) error {
 		return usagef("--max-sessions must be at least 1 and --idle-timeout not negative")
 	}
 	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	sc, err := cf.servedConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -77,15 +87,16 @@ func (a *app) runSSH(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	r, err := a.start(ctx, cfg)
+	ld, err := a.startServed(ctx, sc)
 	if err != nil {
 		return err
 	}
-	defer r.Stop()
+	defer ld.stop()
+	v := ld.view(f.theme, *reportDir)
 	srv, err := sshserver.New(sshserver.Config{
 		HostKeyPath: *hostKey, AuthorizedKeys: *authorized, AllowAnyKey: *anyKey, Controllers: *controllers,
-		MaxSessions: *maxSessions, IdleTimeout: *idle, Log: logw, Engine: r.Engine(),
-		View: viewOptions(r, f.theme, *reportDir),
+		MaxSessions: *maxSessions, IdleTimeout: *idle, Log: logw,
+		Engine: ld.run.Engine(), Controller: v.ctl, Canary: v.canary, View: v.opts,
 	})
 	if err != nil {
 		return sshError(err)
@@ -95,20 +106,23 @@ func (a *app) runSSH(args []string) error {
 		return usagef("--listen: %v", err)
 	}
 	srvCtx, stopServer := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { defer crash.Recover(); served <- srv.Serve(srvCtx, ln) }()
-	fmt.Fprintf(logw, "infertop ssh: serving %s on %s (ssh -t -p %s HOST); Ctrl+C stops\n", r.Target().URL, ln.Addr(), portOf(ln.Addr()))
+	serveErr := make(chan error, 1)
+	go func() { defer crash.Recover(); serveErr <- srv.Serve(srvCtx, ln) }()
+	fmt.Fprintf(logw, "infertop ssh: serving %s on %s (ssh -t -p %s HOST); Ctrl+C stops\n", ld.what(), ln.Addr(), portOf(ln.Addr()))
 	if !*local {
 		<-ctx.Done()
 		stopServer()
-		return <-served
+		if err := <-serveErr; err != nil {
+			return err
+		}
+		return a.lastWord(ld)
 	}
 	guard := crash.GuardTerminal(term, a.stderr)
 	defer crash.Handle(nil)
-	p, done, err := a.dashboard(ctx, r, nil, term, f.theme, *reportDir)
+	p, done, err := a.dashboard(ctx, ld, term, f.theme, *reportDir)
 	if err != nil {
 		stopServer()
-		<-served
+		<-serveErr
 		return err
 	}
 	err = guard.Run(p)
@@ -120,13 +134,23 @@ func (a *app) runSSH(args []string) error {
 		<-ctx.Done()
 	}
 	stopServer()
-	if serr := <-served; serr != nil {
+	if serr := <-serveErr; serr != nil {
 		return serr
 	}
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
-	return nil
+	return a.lastWord(ld)
+}
+
+// lastWord stops the load once the server has and prints a comparison's
+// table on stdout, as the local dashboards do at q: the sessions that
+// showed the verdict are gone, and the table is what is left of it.
+func (a *app) lastWord(ld served) error {
+	if err := ld.stop(); err != nil {
+		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
+	}
+	return ld.writeComparison(a.stdout)
 }
 
 // sshError names the flag behind an error of the SSH server's set-up.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
+	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -67,7 +69,7 @@ func (a *app) runTUI(args []string) error {
 		return err
 	}
 	defer r.Stop()
-	p, done, err := a.dashboard(context.Background(), r, nil, term, f.theme, *reportDir)
+	p, done, err := a.dashboard(context.Background(), servedRun(r), term, f.theme, *reportDir)
 	if err != nil {
 		return err
 	}
@@ -91,40 +93,107 @@ func viewOptions(r *runner.Runner, theme, reportDir string) ui.Options {
 	}
 }
 
-// dashboard builds the dashboard program on term, a controller of r: the
-// one builder for `infertop`, `infertop --compare`, `infertop --split-by`
-// and `infertop ssh --local`. With a pair (r its baseline) the keys move
-// both of its loads, the panels show its canary beside r with the live
-// verdict, and s saves both sides and the comparison. The program ends
-// with ctx; done ends its subscriptions once it has run.
-func (a *app) dashboard(ctx context.Context, r *runner.Runner, pair *compare.Pair, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
-	return a.dashboardOn(ctx, r, nil, pair, term, theme, reportDir)
+// served is the load a dashboard follows: one runner, a pair (run its
+// baseline) or a split (run its runner), as `infertop`, `infertop ssh`
+// and their --compare and --split-by start them.
+type served struct {
+	run   *runner.Runner
+	pair  *compare.Pair
+	split *compare.Split
+	// splitBy is what a split groups by (probe.SplitBy's String).
+	splitBy string
 }
 
-// dashboardOn is dashboard with a split (nil: none; r its runner): the
-// keys act on it (a new setting starts its groups' comparison over), its
-// groups' verdict and panel show above the load's panels, and s saves
-// the groups' comparison with the report.
-func (a *app) dashboardOn(ctx context.Context, r *runner.Runner, split *compare.Split, pair *compare.Pair, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
+// servedRun is one runner's load.
+func servedRun(r *runner.Runner) served { return served{run: r} }
+
+// what names the load in a line: the endpoint, a pair's canary, a
+// split's grouping.
+func (s served) what() string {
+	u := sanitize.Text(s.run.Target().URL)
+	switch {
+	case s.pair != nil:
+		return u + " against the canary " + sanitize.Text(s.pair.Runner(compare.Canary).Target().URL)
+	case s.split != nil:
+		return u + ", its answers split by " + s.splitBy
+	}
+	return u
+}
+
+// loadView is what every dashboard of a load starts from, for a
+// controller that saves into reportDir: its options (no subscription in
+// them: each view makes its own), the controller its keys act on, and in
+// a pair the canary's subscription (nil otherwise). A pair's keys move
+// both loads, its panels show the canary beside the baseline with the
+// live verdict, and s saves both sides and the comparison; a split's keys
+// move its load and start its groups' comparison over, its groups'
+// verdict and panel show above the load's panels, and s saves the
+// groups' comparison with the report.
+type loadView struct {
+	opts   ui.Options
+	ctl    ui.Controller
+	canary func() (<-chan load.Snapshot, func())
+}
+
+// view is the load's loadView.
+func (s served) view(theme, reportDir string) loadView {
+	v := loadView{opts: viewOptions(s.run, theme, reportDir), ctl: s.run.Engine()}
+	switch {
+	case s.pair != nil:
+		v.opts.Compare, v.opts.Save, v.ctl = s.pair.Comparison, savePair(s.pair, reportDir), s.pair
+		v.canary = s.pair.Runner(compare.Canary).Subscribe
+	case s.split != nil:
+		v.opts.Groups, v.opts.Save, v.ctl = s.split.Comparison, saveSplit(s.split, reportDir), s.split
+	}
+	return v
+}
+
+// stop stops the load (it may be called more than once).
+func (s served) stop() error {
+	switch {
+	case s.pair != nil:
+		return s.pair.Stop()
+	case s.split != nil:
+		return s.split.Stop()
+	}
+	return s.run.Stop()
+}
+
+// writeComparison writes a pair's or a split's comparison table, the last
+// word (more resamples than the live line's), once the load has stopped;
+// nothing for one runner.
+func (s served) writeComparison(w io.Writer) error {
+	switch {
+	case s.pair != nil:
+		b, c := s.pair.Runner(compare.Baseline).Target().URL, s.pair.Runner(compare.Canary).Target().URL
+		return s.pair.Compare(2*compare.DefaultResamples).WriteTable(w, sanitize.Text(b), sanitize.Text(c))
+	case s.split != nil:
+		return s.split.Compare(2 * compare.DefaultResamples).WriteTable(w)
+	}
+	return nil
+}
+
+// dashboard builds the dashboard program of s on term, a controller: the
+// one builder for `infertop`, `infertop --compare`, `infertop --split-by`
+// and `infertop ssh --local` (with or without them). The program ends
+// with ctx; done ends its subscriptions once it has run.
+func (a *app) dashboard(ctx context.Context, s served, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
 	rd := lipgloss.NewRenderer(term)
 	if os.Getenv("NO_COLOR") != "" {
 		rd.SetColorProfile(termenv.Ascii)
 	}
-	o := viewOptions(r, theme, reportDir)
-	snaps, unsubscribe := r.Subscribe()
+	v := s.view(theme, reportDir)
+	o := v.opts
+	snaps, unsubscribe := s.run.Subscribe()
 	o.Renderer, o.Snapshots = rd, snaps
-	var ctl ui.Controller = r.Engine()
-	if split != nil {
-		o.Groups, o.Save, ctl = split.Comparison, saveSplit(split, reportDir), split
-	}
-	if pair != nil {
-		canary, unsubscribeCanary := pair.Runner(compare.Canary).Subscribe()
-		o.Canary, o.Compare, o.Save, ctl = canary, pair.Comparison, savePair(pair, reportDir), pair
+	if v.canary != nil {
+		canary, unsubscribeCanary := v.canary()
+		o.Canary = canary
 		base := unsubscribe
 		unsubscribe = func() { base(); unsubscribeCanary() }
 	}
-	searcher := a.searcher(r, &o)
-	model, err := ui.New(ctl, o)
+	searcher := a.searcher(s.run, &o)
+	model, err := ui.New(v.ctl, o)
 	if err != nil {
 		searcher.Close()
 		unsubscribe()

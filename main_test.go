@@ -63,6 +63,11 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"ssh", "--max-sessions", "0"}, 2, "", "--max-sessions must be"},
 		{[]string{"ssh", "--local"}, 2, "", "--local needs a terminal"},
 		{[]string{"ssh", "--authorized-keys", "/nonexistent/keys", "--host-key", "/tmp/infertop-test-hk"}, 2, "", "--authorized-keys"},
+		{[]string{"ssh", "--compare", "http://127.0.0.1:9/v1", "--split-by", "header:X-Backend"}, 2, "", "--split-by does not work with --compare"},
+		{[]string{"ssh", "--baseline-group", "old"}, 2, "", "--baseline-group needs --split-by"},
+		{[]string{"ssh", "--compare-model", "m"}, 2, "", "--compare-model and --regression need --compare URL"},
+		{[]string{"ssh", "--split-by", "cookie:x"}, 2, "", "split"},
+		{[]string{"ssh", "--regression", "ttft_p99<+10%"}, 2, "", "unknown flag: --regression"},
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer

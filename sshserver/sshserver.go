@@ -2,6 +2,9 @@
 // engine puts the load on the endpoint and every session gets its own view
 // of it, its own renderer (colours its terminal can show) and its own size.
 // Keys listed as controllers turn the knobs; every other session watches.
+// A comparison (a canary beside the engine, or the groups of a split) is
+// served the same way: each session subscribes to the canary itself, and
+// the keys act on the comparison's controller, which moves both loads.
 package sshserver
 
 import (
@@ -54,13 +57,27 @@ type Config struct {
 	// Log gets one line per connection and disconnection, per refused
 	// key or connection, and warnings; at most LogLinesPerSecond a second.
 	Log io.Writer
-	// Engine is the one load every session watches.
+	// Engine is the one load every session watches (in a comparison, the
+	// baseline's): each session subscribes to its snapshots.
 	Engine *load.Engine
+	// Controller is what a controller's keys act on (nil: Engine). In a
+	// comparison it is the compare.Pair, whose knobs move both loads, or
+	// the compare.Split, whose new setting starts its groups' comparison
+	// over: turning Engine's knobs alone would leave them behind.
+	Controller ui.Controller
+	// Canary, if set, makes every session's view a comparison's: it
+	// subscribes to the canary's snapshots, called when a session starts,
+	// and its cancel is called when the session ends (a channel cannot be
+	// shared: each view reads its own). View.Compare is then the live
+	// comparison.
+	Canary func() (<-chan load.Snapshot, func())
 	// View is the template every session's dashboard starts from (its
-	// Theme the default theme, its Objectives, Save and Figures). Per
-	// session the server sets Renderer, Snapshots and ReadOnly, sets Theme
-	// when the session asks for one, and drops Save for a watcher: saving
-	// is acting on the load, which only controllers do.
+	// Theme the default theme, its Objectives, Save and Figures, and a
+	// comparison's Compare or a split's Groups). Per session the server
+	// sets Renderer, Snapshots, Canary (from Canary above; the template's
+	// is ignored) and ReadOnly, sets Theme when the session asks for one,
+	// and drops Save for a watcher: saving is acting on the load, which
+	// only controllers do.
 	View ui.Options
 }
 
@@ -142,6 +159,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxUnauthenticatedPerIP <= 0 {
 		cfg.MaxUnauthenticatedPerIP = DefaultMaxUnauthenticatedPerIP
+	}
+	if cfg.Controller == nil && cfg.Engine != nil {
+		cfg.Controller = cfg.Engine
 	}
 	s := &Server{cfg: cfg, pendingByIP: map[string]int{}, stopping: make(chan struct{})}
 	var err error
@@ -262,7 +282,12 @@ func (s *Server) gate(next ssh.Handler) ssh.Handler {
 			s.logf("refused %s %s: no terminal", sess.RemoteAddr(), fp)
 			return
 		}
-		sess = clamped(sess)
+		ls := clamped(sess)
+		// The session's context is its connection's, which may carry
+		// other sessions and outlive this one (ssh -o ControlMaster): what
+		// this session started ends here, when its handler returns.
+		defer ls.end()
+		sess = ls
 		// Counted before the look at stopping: Serve closes stopping and
 		// then waits for the count to fall, so either this session sees
 		// the stop or Serve sees the session.
@@ -306,26 +331,36 @@ func (s *Server) stopped() bool {
 }
 
 // clampedSession is a session whose PTY and window changes report at
-// most MaxColumns×MaxRows. bm's middleware reads the size from Pty() and
-// forwards the window channel as WindowSizeMsg, so clamping what the
-// session reports clamps what the program sees, without forking the
-// middleware (its colour profile key is its own).
+// most MaxColumns×MaxRows, and which knows its own end. bm's middleware
+// reads the size from Pty() and forwards the window channel as
+// WindowSizeMsg, so clamping what the session reports clamps what the
+// program sees, without forking the middleware (its colour profile key is
+// its own).
 type clampedSession struct {
 	ssh.Session
 	pty   ssh.Pty
 	winch chan ssh.Window
+	// ended is closed when the gate's handler returns (end): the session
+	// is over though its connection, and its context, may go on.
+	ended chan struct{}
+	// mu guards atEnd, what end calls: the session's subscriptions'
+	// cancels.
+	mu    sync.Mutex
+	atEnd []func()
 }
 
 // clamped wraps sess; sess must have a PTY. The PTY is read once, here:
 // the ssh package writes the PTY's window on every window change, so a
 // later read would race with it.
-func clamped(sess ssh.Session) ssh.Session {
+func clamped(sess ssh.Session) *clampedSession {
 	pty, in, _ := sess.Pty()
 	pty.Window = clamp(pty.Window)
-	c := &clampedSession{Session: sess, pty: pty, winch: make(chan ssh.Window, 1)}
+	c := &clampedSession{Session: sess, pty: pty, winch: make(chan ssh.Window, 1), ended: make(chan struct{})}
 	go func() {
 		for {
 			select {
+			case <-c.ended:
+				return
 			case <-sess.Context().Done():
 				return
 			case w, ok := <-in:
@@ -349,6 +384,26 @@ func clamped(sess ssh.Session) ssh.Session {
 		}
 	}()
 	return c
+}
+
+// onEnd has end call f.
+func (c *clampedSession) onEnd(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.atEnd = append(c.atEnd, f)
+}
+
+// end ends the session's goroutines and calls what onEnd was given; the
+// gate calls it once, when the session's handler returns.
+func (c *clampedSession) end() {
+	close(c.ended)
+	c.mu.Lock()
+	fs := c.atEnd
+	c.atEnd = nil
+	c.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
 }
 
 // Pty reports the session's PTY with its window clamped.
@@ -389,27 +444,40 @@ func (s *Server) theme(sess ssh.Session) string {
 	return s.cfg.View.Theme
 }
 
-// program builds one session's dashboard.
+// program builds one session's dashboard. Its subscriptions are the
+// session's: the goroutine below, the session's too, ends them with it.
 func (s *Server) program(sess ssh.Session) *tea.Program {
 	snaps, unsubscribe := s.cfg.Engine.Subscribe()
 	opts := s.cfg.View // a copy: the template stays as it is
-	opts.Renderer, opts.Theme, opts.Snapshots = bm.MakeRenderer(sess), s.theme(sess), snaps
+	opts.Renderer, opts.Theme, opts.Snapshots, opts.Canary = bm.MakeRenderer(sess), s.theme(sess), snaps, nil
+	if s.cfg.Canary != nil {
+		canary, unsubscribeCanary := s.cfg.Canary()
+		opts.Canary = canary
+		base := unsubscribe
+		unsubscribe = func() { base(); unsubscribeCanary() }
+	}
 	opts.ReadOnly = !s.controller(sess.PublicKey())
 	if opts.ReadOnly {
 		opts.Save = nil
 	}
-	m, err := ui.New(s.cfg.Engine, opts)
+	m, err := ui.New(s.cfg.Controller, opts)
 	if err != nil { // an unknown theme asked for: the default instead, and say so
 		opts.Theme = s.cfg.View.Theme
 		opts.Notice = fmt.Sprintf("%v; using %s (t cycles the themes)", sanitizeTheme(err), s.cfg.View.Theme)
-		m, _ = ui.New(s.cfg.Engine, opts)
+		m, _ = ui.New(s.cfg.Controller, opts)
 	}
 	// No WithContext: the middleware quits the program when the session
 	// ends, which is a clean exit rather than a "killed" error on stderr.
 	p := tea.NewProgram(m, append(bm.MakeOptions(sess), tea.WithAltScreen(), tea.WithoutSignalHandler())...)
+	cs, ok := sess.(*clampedSession)
+	if !ok { // the gate passes every session on as one; any other ends with its connection
+		cs = &clampedSession{Session: sess, ended: make(chan struct{})}
+		go func() { <-sess.Context().Done(); cs.end() }()
+	}
+	cs.onEnd(unsubscribe)
 	go func() {
 		select {
-		case <-sess.Context().Done():
+		case <-cs.ended:
 		case <-s.stopping:
 			// Quit, not Kill: the program leaves the alt screen and shows
 			// the cursor while the connection is still there to carry it.
@@ -417,7 +485,6 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 			// program as soon as this returns (the gate checked the PTY).
 			p.Quit()
 		}
-		unsubscribe()
 	}()
 	return p
 }

@@ -14,12 +14,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/ui"
@@ -57,27 +59,42 @@ type rig struct {
 	stop func()
 }
 
-func startServer(t *testing.T, cfg Config, tick ...time.Duration) *rig {
+// newEngine is an engine (not yet run) on a quick fake endpoint whose
+// requests take e2e each, concurrency of them at once, a snapshot every
+// tick.
+func newEngine(t *testing.T, e2e time.Duration, concurrency int, tick time.Duration) *load.Engine {
 	t.Helper()
 	do := func(ctx context.Context, _ probe.Request) probe.Result {
 		start := time.Now()
 		select {
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(e2e):
 		case <-ctx.Done():
 			return probe.Result{Start: start, Class: probe.Canceled}
 		}
-		return probe.Result{Start: start, HasTTFT: true, TTFT: 2 * time.Millisecond, E2E: 5 * time.Millisecond, OutputTokens: 2, Chunks: []time.Duration{5 * time.Millisecond}}
+		return probe.Result{Start: start, HasTTFT: true, TTFT: e2e * 2 / 5, E2E: e2e, OutputTokens: 2, Chunks: []time.Duration{e2e}}
 	}
+	eng, err := load.New(load.Config{Do: do, Knobs: load.Knobs{Concurrency: concurrency, PromptTokens: 8, OutputTokens: 2}, Tick: tick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
+// startServer serves cfg; its Engine, if nil, is a new one (newEngine,
+// 5 ms requests, 4 at once), run until the test ends.
+func startServer(t *testing.T, cfg Config, tick ...time.Duration) *rig {
+	t.Helper()
 	every := 100 * time.Millisecond
 	if len(tick) > 0 {
 		every = tick[0]
 	}
-	eng, err := load.New(load.Config{Do: do, Knobs: load.Knobs{Concurrency: 4, PromptTokens: 8, OutputTokens: 2}, Tick: every})
-	if err != nil {
-		t.Fatal(err)
+	if cfg.Engine == nil {
+		cfg.Engine = newEngine(t, 5*time.Millisecond, 4, every)
 	}
+	eng := cfg.Engine
 	r := &rig{eng: eng, log: &syncBuffer{}}
-	cfg.Engine, cfg.Log, cfg.View.Theme = eng, r.log, "dark"
+	cfg.Log, cfg.View.Theme = r.log, "dark"
+	var err error
 	if r.srv, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +195,20 @@ func (s *session) waitFor(t *testing.T, what string) {
 			plain := ansi.Strip(s.out.String())
 			i := strings.LastIndex(plain, "concurrency")
 			t.Fatalf("session never showed %q; got %d bytes; last header: %q", what, len(plain), plain[max(i, 0):min(len(plain), max(i, 0)+120)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitMatch waits for the session's screen to match pattern.
+func (s *session) waitMatch(t *testing.T, pattern string) {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	deadline := time.Now().Add(10 * time.Second)
+	for !re.MatchString(ansi.Strip(s.out.String())) {
+		if time.Now().After(deadline) {
+			plain := ansi.Strip(s.out.String())
+			t.Fatalf("session never matched %q; its last 400 bytes: %q", pattern, plain[max(0, len(plain)-400):])
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -581,4 +612,103 @@ func TestStopRestoresScreens(t *testing.T) {
 			t.Errorf("session %d's output ends %q", i, out[max(0, len(out)-200):])
 		}
 	}
+}
+
+// bothEngines is a comparison's controller as compare.Pair is one: a key
+// moves the baseline's knobs and the canary's are set to the result.
+type bothEngines struct{ base, canary *load.Engine }
+
+func (b bothEngines) Update(f func(*load.Knobs)) load.Knobs {
+	k := b.base.Update(f)
+	b.canary.Update(func(c *load.Knobs) { *c = k })
+	return k
+}
+
+func (b bothEngines) SetWindow(w time.Duration) { b.base.SetWindow(w); b.canary.SetWindow(w) }
+func (b bothEngines) Reset()                    { b.base.Reset(); b.canary.Reset() }
+
+// counted is eng's subscriptions, with the count of those not yet
+// cancelled.
+func counted(eng *load.Engine, open *atomic.Int64) func() (<-chan load.Snapshot, func()) {
+	return func() (<-chan load.Snapshot, func()) {
+		ch, cancel := eng.Subscribe()
+		open.Add(1)
+		var once sync.Once
+		return ch, func() { once.Do(func() { open.Add(-1) }); cancel() }
+	}
+}
+
+// slowerCanary is a comparison whose canary's TTFT p99 is worse with
+// confidence and nothing else judged.
+func slowerCanary() compare.Comparison {
+	c := compare.Comparison{Confidence: 0.99, Family: 0.95, Resamples: 1000}
+	for _, st := range compare.DefaultStats() {
+		r := compare.Result{Stat: st, NBaseline: 392, NCanary: 380, Seconds: 95, Verdict: compare.NoDifference}
+		if st.Name == "ttft_p99" {
+			r.Baseline, r.Canary, r.Delta, r.Lo, r.Hi, r.Verdict = 1702, 2349, 0.38, 0.21, 0.55, compare.Worse
+		}
+		c.Results = append(c.Results, r)
+	}
+	return c
+}
+
+// waitOpen waits until n canary subscriptions are open.
+func waitOpen(t *testing.T, open *atomic.Int64, n int64, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); open.Load() != n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d canary subscriptions open, want %d", what, open.Load(), n)
+		}
+	}
+}
+
+// TestComparisonSessions: in a comparison each session subscribes to the
+// canary itself and shows its snapshots (its own concurrency, 3, beside
+// the baseline's 4) and the verdict line; a controller's key goes to the
+// comparison's controller, which moves both loads, and a watcher's to
+// nothing; a session's end cancels its canary subscription though its
+// connection stays open (as a multiplexed one does), and the server's
+// stop every other.
+func TestComparisonSessions(t *testing.T) {
+	dir := t.TempDir()
+	ctl, ctlPub := newKey(t)
+	watch, _ := newKey(t)
+	base, canary := newEngine(t, 5*time.Millisecond, 4, 100*time.Millisecond), newEngine(t, 8*time.Millisecond, 3, 100*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	canaryDone := make(chan struct{})
+	go func() { defer close(canaryDone); canary.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-canaryDone }) // after the server's: cleanups run last first
+	var open atomic.Int64
+	r := startServer(t, Config{
+		HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true, Controllers: writeFile(t, dir, "controllers", ctlPub),
+		Engine: base, Controller: bothEngines{base, canary}, Canary: counted(canary, &open),
+		View: ui.Options{Compare: func() (compare.Comparison, bool) { return slowerCanary(), true }},
+	})
+	w, err := dial(t, r.addr, watch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := dial(t, r.addr, ctl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*session{w, c} {
+		s.waitFor(t, "canary slower: TTFT p99 +38%")
+		s.waitMatch(t, `canary +\d+ of 3`) // the canary's own snapshot
+		s.waitMatch(t, `base +\d+ of 4`)
+	}
+	waitOpen(t, &open, 2, "two sessions")
+	w.in.Write([]byte("k"))
+	w.waitFor(t, "knobs are locked")
+	c.in.Write([]byte("k"))
+	w.waitMatch(t, `canary +\d+ of 5`) // both loads moved, and the watcher sees it
+	w.waitMatch(t, `base +\d+ of 5`)
+	if b, k := base.Knobs().Concurrency, canary.Knobs().Concurrency; b != 5 || k != 5 {
+		t.Fatalf("concurrency %d on the baseline, %d on the canary; want 5 on both", b, k)
+	}
+	c.in.Write([]byte("q"))
+	c.sess.Wait()
+	waitOpen(t, &open, 1, "the controller gone")
+	r.stop()
+	waitOpen(t, &open, 0, "the server stopped")
 }
