@@ -192,10 +192,16 @@ func (a *app) dashboard(ctx context.Context, s served, term *os.File, theme, rep
 		base := unsubscribe
 		unsubscribe = func() { base(); unsubscribeCanary() }
 	}
-	searcher := a.searcher(s.run, &o)
+	// A search drives one engine's knobs; a pair's canary would be left
+	// behind, so a comparison has none (its f key says so).
+	closeSearcher := func() {}
+	if s.pair == nil {
+		searcher := a.searcher(s.run, &o)
+		closeSearcher = searcher.Close
+	}
 	model, err := ui.New(v.ctl, o)
 	if err != nil {
-		searcher.Close()
+		closeSearcher()
 		unsubscribe()
 		return nil, nil, usageError{err}
 	}
@@ -206,7 +212,7 @@ func (a *app) dashboard(ctx context.Context, s served, term *os.File, theme, rep
 	// Panics are crash's, not bubbletea's: bubbletea would print a panic in
 	// a command's goroutine into the alternate screen, where it is lost.
 	p = tea.NewProgram(m, tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics())
-	return p, func() { searcher.Close(); unsubscribe() }, nil
+	return p, func() { closeSearcher(); unsubscribe() }, nil
 }
 
 // searcher is the dashboard's capacity searches over r, its f key's (and

@@ -54,6 +54,9 @@ func TestCompareDashboardInTmux(t *testing.T) {
 			t.Errorf("%s: saved %q", pattern, m)
 		}
 	}
+	// A search would drive the baseline's knobs alone: none in a pair.
+	term.Keys("f")
+	term.Wait("the search refused", term.Screen, func(s string) bool { return strings.Contains(s, "capacity search is not available") })
 	term.Keys("q")
 	s = term.Wait("a clean exit", term.Screen, func(s string) bool { return strings.Contains(s, "EXITED 0") })
 	if !strings.Contains(s, "canary slower") && !strings.Contains(s, "no difference found") && !strings.Contains(s, "canary faster") {

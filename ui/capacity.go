@@ -233,7 +233,7 @@ func (m *Model) findKey() tea.Cmd {
 	c := &m.capState
 	switch {
 	case c.finder == nil:
-		m.flash = "the capacity search is not available here"
+		m.flash = "the capacity search is not available here (it drives one load: a comparison has two, a watcher turns no knob)"
 		return nil
 	case c.running:
 		m.flash = "a search is running: a knob key hands it back"
