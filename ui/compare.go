@@ -127,13 +127,22 @@ func (m *Model) verdictLine(w int) string {
 // verdictStyle is the verdict line's colour, in Line's order: bad when the
 // canary is worse on anything, good when it is only better, muted else.
 func (m *Model) verdictStyle() lipgloss.Style {
+	return m.resultsStyle(m.cmp.res.Results)
+}
+
+// resultsStyle is the colour of a verdict over results (one comparison's,
+// or every group's): bad when any is worse, good when some are better and
+// none worse, muted else.
+func (m *Model) resultsStyle(results ...[]compare.Result) lipgloss.Style {
 	better := false
-	for _, r := range m.cmp.res.Results {
-		switch r.Verdict {
-		case compare.Worse:
-			return m.theme.Bad
-		case compare.Better:
-			better = true
+	for _, rs := range results {
+		for _, r := range rs {
+			switch r.Verdict {
+			case compare.Worse:
+				return m.theme.Bad
+			case compare.Better:
+				better = true
+			}
 		}
 	}
 	if better {

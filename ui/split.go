@@ -48,21 +48,11 @@ func (s *splitView) refresh() {
 // splitStyle is the split's verdict line's colour: bad when a newer group
 // is worse on anything, good when only better, muted else.
 func (m *Model) splitStyle() lipgloss.Style {
-	better := false
+	var all [][]compare.Result
 	for _, c := range m.split.res.Newer {
-		for _, r := range c.Results {
-			switch r.Verdict {
-			case compare.Worse:
-				return m.theme.Bad
-			case compare.Better:
-				better = true
-			}
-		}
+		all = append(all, c.Results)
 	}
-	if better {
-		return m.theme.Good
-	}
-	return m.theme.Muted
+	return m.resultsStyle(all...)
 }
 
 // splitText is the split's verdict in words and its colour.
