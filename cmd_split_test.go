@@ -124,29 +124,8 @@ func TestRunSplit(t *testing.T) {
 					t.Errorf("no %q in\n%s", w, out.String())
 				}
 			}
-			raw, err := os.ReadFile(jsonPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var j struct {
-				Infertop struct {
-					Compare struct {
-						SplitBy  string `json:"split_by"`
-						Baseline struct {
-							Group string `json:"group"`
-						} `json:"baseline_group"`
-						Groups []struct {
-							Group   string            `json:"group"`
-							Metrics []json.RawMessage `json:"metrics"`
-						} `json:"groups"`
-						Regressed bool `json:"regressed"`
-					} `json:"compare"`
-				} `json:"infertop"`
-			}
-			if err := json.Unmarshal(raw, &j); err != nil {
-				t.Fatal(err)
-			}
-			c := j.Infertop.Compare
+			j := readSplitJSON(t, jsonPath)
+			c := j
 			old, new := "old", "new"
 			if tc.by == "field:system_fingerprint" {
 				old, new = "fp_old", "fp_new"
@@ -194,27 +173,8 @@ func TestRunSplitBaselineGroup(t *testing.T) {
 			t.Errorf("no %q in\n%s", w, out.String())
 		}
 	}
-	raw, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var j struct {
-		Infertop struct {
-			Compare struct {
-				Baseline struct {
-					Group string `json:"group"`
-					Named bool   `json:"named"`
-				} `json:"baseline_group"`
-				Groups []struct {
-					Group string `json:"group"`
-				} `json:"groups"`
-			} `json:"compare"`
-		} `json:"infertop"`
-	}
-	if err := json.Unmarshal(raw, &j); err != nil {
-		t.Fatal(err)
-	}
-	if c := j.Infertop.Compare; c.Baseline.Group != "new" || !c.Baseline.Named || len(c.Groups) != 1 || c.Groups[0].Group != "old" {
+	j := readSplitJSON(t, jsonPath)
+	if c := j; c.Baseline.Group != "new" || !c.Baseline.Named || len(c.Groups) != 1 || c.Groups[0].Group != "old" {
 		t.Errorf("infertop.compare: %+v", c)
 	}
 }
@@ -256,27 +216,8 @@ func TestSaveSplit(t *testing.T) {
 	if want := base + ".{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt"; where != want {
 		t.Errorf("says %q, want %q", where, want)
 	}
-	raw, err := os.ReadFile(base + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var j struct {
-		Infertop struct {
-			Compare struct {
-				SplitBy  string `json:"split_by"`
-				Baseline struct {
-					Group string `json:"group"`
-				} `json:"baseline_group"`
-				Groups []struct {
-					Group string `json:"group"`
-				} `json:"groups"`
-			} `json:"compare"`
-		} `json:"infertop"`
-	}
-	if err := json.Unmarshal(raw, &j); err != nil {
-		t.Fatal(err)
-	}
-	if c := j.Infertop.Compare; c.SplitBy != "header:X-Backend" || c.Baseline.Group != "old" || len(c.Groups) != 1 || c.Groups[0].Group != "new" {
+	j := readSplitJSON(t, base+".json")
+	if c := j; c.SplitBy != "header:X-Backend" || c.Baseline.Group != "old" || len(c.Groups) != 1 || c.Groups[0].Group != "new" {
 		t.Errorf("infertop.compare: %+v", c)
 	}
 	table, _ := os.ReadFile(base + ".compare.txt")
@@ -312,28 +253,42 @@ func TestRunSplitSimCanary(t *testing.T) {
 					t.Errorf("no %q in\n%s", w, out.String())
 				}
 			}
-			raw, err := os.ReadFile(jsonPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var j struct {
-				Infertop struct {
-					Compare struct {
-						Baseline struct {
-							Group string `json:"group"`
-						} `json:"baseline_group"`
-						Groups []struct {
-							Group string `json:"group"`
-						} `json:"groups"`
-					} `json:"compare"`
-				} `json:"infertop"`
-			}
-			if err := json.Unmarshal(raw, &j); err != nil {
-				t.Fatal(err)
-			}
-			if c := j.Infertop.Compare; c.Baseline.Group != tc.stable || len(c.Groups) != 1 || c.Groups[0].Group != tc.canary {
+			j := readSplitJSON(t, jsonPath)
+			if c := j; c.Baseline.Group != tc.stable || len(c.Groups) != 1 || c.Groups[0].Group != tc.canary {
 				t.Errorf("infertop.compare: %+v", c)
 			}
 		})
 	}
+}
+
+// splitJSON is what the split tests read of a run's infertop.compare.
+type splitJSON struct {
+	SplitBy  string `json:"split_by"`
+	Baseline struct {
+		Group string `json:"group"`
+		Named bool   `json:"named"`
+	} `json:"baseline_group"`
+	Groups []struct {
+		Group   string            `json:"group"`
+		Metrics []json.RawMessage `json:"metrics"`
+	} `json:"groups"`
+	Regressed bool `json:"regressed"`
+}
+
+// readSplitJSON reads infertop.compare from the run's JSON at path.
+func readSplitJSON(t *testing.T, path string) splitJSON {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Infertop struct {
+			Compare splitJSON `json:"compare"`
+		} `json:"infertop"`
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		t.Fatal(err)
+	}
+	return j.Infertop.Compare
 }
