@@ -11,6 +11,8 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/slo"
 )
 
@@ -74,7 +77,22 @@ type Exporter struct {
 	// sent and incomplete come from the snapshots (a request cancelled
 	// before it finished is no record), read by their counters.
 	sent, incomplete atomic.Int64
+	// The split's series, by the group that answered each request
+	// (--split-by): its requests by class and its latencies, labelled
+	// group=NAME for the first MaxGroups names seen, group="other" after.
+	groupReq                       *prometheus.CounterVec
+	groupTTFT, groupTPOT, groupE2E *prometheus.HistogramVec
+	groupMu                        sync.Mutex
+	groupNames                     map[string]string // the group's value → its label
 }
+
+// MaxGroups is how many groups a split's series name, as the comparison
+// names (compare.DefaultGroups): a server that sends a new value with every
+// answer must not grow the series without bound.
+const MaxGroups = 4
+
+// OtherGroup is the group label of every group past MaxGroups.
+const OtherGroup = "other"
 
 // New builds an exporter for the given objectives.
 func New(objectives []slo.Objective) *Exporter { return newExporter(objectives, "", true) }
@@ -126,8 +144,18 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 		Help: "The rolling window's latency quantiles, exact (HdrHistogram), as the dashboard shows them; NaN with nothing measured."},
 		[]string{"metric", "quantile"})
 	x.window = gauge("infertop_window_seconds", "The rolling window's length.")
+	x.groupReq = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "infertop_group_requests_total",
+		Help: "Requests finished by the group that answered (--split-by), by class."}, []string{"group", "class"})
+	groupHist := func(name, help string, b []float64) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b,
+			NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 160, NativeHistogramMinResetDuration: time.Hour}, []string{"group"})
+	}
+	x.groupTTFT = groupHist("infertop_group_ttft_seconds", "Time to the first output-bearing message, by the group that answered (--split-by).", ttftBuckets())
+	x.groupTPOT = groupHist("infertop_group_tpot_seconds", "Time per output token after the first, by the group that answered (--split-by).", tokBuckets())
+	x.groupE2E = groupHist("infertop_group_e2e_seconds", "Time to the last output-bearing message, by the group that answered (--split-by).", e2eBuckets())
+	x.groupNames = map[string]string{}
 	reg.MustRegister(x.windowQ, x.window, sent, incomplete, x.requests, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.outTok, x.inTok,
-		x.inflight, x.conc, x.prompt, x.output, x.paused, x.sloHeld)
+		x.inflight, x.conc, x.prompt, x.output, x.paused, x.sloHeld, x.groupReq, x.groupTTFT, x.groupTPOT, x.groupE2E)
 	if process {
 		x.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -143,6 +171,9 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 // Observe records one finished request (load.Config.OnResult).
 func (x *Exporter) Observe(r load.Record) {
 	x.requests.WithLabelValues(r.Class.String()).Inc()
+	if r.Group != "" {
+		x.observeGroup(r)
+	}
 	if !r.OK() {
 		return
 	}
@@ -166,6 +197,39 @@ func (x *Exporter) Observe(r load.Record) {
 	if r.TTFB > 0 {
 		x.ttfb.Observe(r.TTFB.Seconds())
 	}
+}
+
+// observeGroup records a request of a split in its group's series.
+func (x *Exporter) observeGroup(r load.Record) {
+	g := x.groupLabel(r.Group)
+	x.groupReq.WithLabelValues(g, r.Class.String()).Inc()
+	if !r.OK() {
+		return
+	}
+	if r.HasTTFT {
+		x.groupTTFT.WithLabelValues(g).Observe(r.TTFT.Seconds())
+	}
+	if tpot, ok := r.TPOT(); ok {
+		x.groupTPOT.WithLabelValues(g).Observe(tpot.Seconds())
+	}
+	x.groupE2E.WithLabelValues(g).Observe(r.E2E.Seconds())
+}
+
+// groupLabel is the label of the group of value v: the value sanitised
+// (the server's text, on a board), for the first MaxGroups values seen;
+// OtherGroup after them.
+func (x *Exporter) groupLabel(v string) string {
+	x.groupMu.Lock()
+	defer x.groupMu.Unlock()
+	if l, ok := x.groupNames[v]; ok {
+		return l
+	}
+	l := OtherGroup
+	if len(x.groupNames) < MaxGroups {
+		l = strings.ToValidUTF8(sanitize.Text(v), "?")
+		x.groupNames[v] = l
+	}
+	return l
 }
 
 // Update sets the gauges from a snapshot and checks the SLOs over its

@@ -65,6 +65,60 @@ func TestExporter(t *testing.T) {
 	}
 }
 
+// TestGroupSeries: a split's requests are counted and timed by their
+// group, the first MaxGroups named (sanitised: the server's text), the
+// rest as "other"; a request without a group adds no group series.
+func TestGroupSeries(t *testing.T) {
+	x := New(nil)
+	ok := func(g string, ttft time.Duration) load.Record {
+		return load.Record{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: ttft, E2E: 2 * ttft, OutputTokens: 2,
+			Chunks: []time.Duration{ttft, 2 * ttft}, Group: g}}
+	}
+	x.Observe(ok("old", 10*time.Millisecond))
+	x.Observe(ok("old", 10*time.Millisecond))
+	x.Observe(ok("new\x1b]0;pwned\a", 30*time.Millisecond))
+	x.Observe(load.Record{Result: probe.Result{Class: probe.HTTP5xx, Status: 500, Group: "old"}})
+	for _, g := range []string{"c", "d", "e", "f", "g"} {
+		x.Observe(ok(g, time.Millisecond))
+	}
+	x.Observe(ok("", time.Millisecond))
+	fams, err := x.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	var labels []string
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			lv := map[string]string{}
+			for _, l := range m.GetLabel() {
+				lv[l.GetName()] = l.GetValue()
+			}
+			switch f.GetName() {
+			case "infertop_group_requests_total":
+				counts[lv["group"]+" "+lv["class"]] = m.GetCounter().GetValue()
+			case "infertop_group_ttft_seconds":
+				labels = append(labels, lv["group"])
+				counts[lv["group"]+" ttft"] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	if counts["old ok"] != 2 || counts["old 5xx"] != 1 || counts["old ttft"] != 2 || counts["other ok"] != 3 || counts["c ok"] != 1 {
+		t.Errorf("group counts %v", counts)
+	}
+	if len(labels) != MaxGroups+1 {
+		t.Errorf("groups %q: want %d named and other", labels, MaxGroups)
+	}
+	for _, l := range labels {
+		if strings.ContainsAny(l, "\x1b\a") {
+			t.Errorf("a group label carries the server's control bytes: %q", l)
+		}
+	}
+	if _, ok := counts[" ok"]; ok {
+		t.Error("a request without a group made a group series")
+	}
+}
+
 // TestGrafanaDashboard: every metric the dashboard in deploy/grafana
 // queries is one the exporter serves.
 func TestGrafanaDashboard(t *testing.T) {
@@ -84,6 +138,8 @@ func TestGrafanaDashboard(t *testing.T) {
 	objs, _ := slo.ParseAll([]string{"ttft_p99<=1s"})
 	x := New(objs)
 	x.Observe(load.Record{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: time.Millisecond, E2E: time.Millisecond}})
+	// A split's request: the group series show only once one is seen.
+	x.Observe(load.Record{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: time.Millisecond, E2E: time.Millisecond, Group: "g"}})
 	x.Update(load.Snapshot{}, slo.Figures{})
 	fams, err := x.reg.Gather()
 	if err != nil {
