@@ -41,7 +41,7 @@ type compareFlags struct {
 	// baselineGroup names the split's baseline group (--baseline-group).
 	baselineGroup string
 	// minSeconds lowers the seconds a statistic needs (hidden: for tests
-	// that cannot wait the default's 10 s; fewer make intervals too narrow).
+	// that cannot wait the default's 20 s; fewer make intervals too narrow).
 	minSeconds int
 }
 
@@ -56,7 +56,7 @@ func addCompareFlags(fs *pflag.FlagSet, headless bool) *compareFlags {
 	if headless {
 		fs.StringArrayVar(&cf.regressions, "regression", nil, "with --compare or --split-by: the canary's (each newer group's) allowed worsening, repeatable, e.g. 'ttft_p99<+10%', 'error_rate<+0.5pp'; exit 1 when it is worse with confidence")
 	}
-	fs.IntVar(&cf.minSeconds, "compare-min-seconds", 0, "seconds of requests a statistic needs before it is judged (default 10)")
+	fs.IntVar(&cf.minSeconds, "compare-min-seconds", 0, "seconds of requests a statistic needs before it is judged (default 20)")
 	_ = fs.MarkHidden("compare-min-seconds")
 	return cf
 }
@@ -170,7 +170,7 @@ func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) erro
 	}
 	defer stopSignals()
 	defer p.Stop()
-	final, breaches := a.followPair(p, rf, sigs)
+	final, breaches, stoppedBy := a.followPair(p, rf, sigs)
 	if err := p.Stop(); err != nil {
 		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
 	}
@@ -220,6 +220,11 @@ func (a *app) runCompare(cfg runner.Config, rf *runFlags, cf *compareFlags) erro
 		}
 	}
 	broken = append(broken, gateFailures(cmp.Gates, "")...)
+	if !cmp.Breached() {
+		// The live breach that ended the run stands, though the last
+		// word's fresh draw, with the drain's requests, came out held.
+		broken = append(broken, stoppedBy...)
+	}
 	if len(broken) > 0 {
 		return exitError{1, fmt.Errorf("the canary regressed, a regression went unjudged or an SLO broke: %s", strings.Join(broken, "; "))}
 	}
@@ -334,8 +339,7 @@ func allFailed(s load.Snapshot) error {
 // verdict. With --fail-fast, a full window breaking an SLO on either side,
 // or the live comparison breaching a --regression with confidence, ends
 // both runs. It returns each side's last snapshot and window breaches.
-func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) ([2]load.Snapshot, [2][]slo.Verdict) {
-	var breaches [2][]slo.Verdict
+func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) (last [2]load.Snapshot, breaches [2][]slo.Verdict, stoppedBy []string) {
 	failed := false
 	var chans [2]<-chan load.Snapshot
 	for i := range chans {
@@ -344,7 +348,6 @@ func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) (
 		chans[i] = ch
 	}
 	live := isTerminal(a.stderr)
-	var last [2]load.Snapshot
 	lastProgress := time.Now()
 	said := false
 	for chans[0] != nil || chans[1] != nil {
@@ -355,7 +358,7 @@ func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) (
 		case <-sigs:
 			if last[0].Ending() || last[1].Ending() {
 				fmt.Fprintf(a.stderr, "\ninfertop: stopped: %d requests in flight cancelled\n", last[0].InFlight+last[1].InFlight)
-				return last, breaches
+				return last, breaches, stoppedBy
 			}
 			p.Finish(load.EndInterrupted)
 			continue
@@ -392,7 +395,7 @@ func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) (
 			// zero, is what it must clear, which keeps looking every second
 			// from calling a canary that is only a little slower.
 			if rf.failFast && c.Breached() && !failed && !s.Ending() {
-				failed = true
+				failed, stoppedBy = true, liveBreaches(c.Gates, "")
 				p.Finish("the canary regressed (--fail-fast)")
 			}
 		}
@@ -407,7 +410,7 @@ func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) (
 	if live {
 		fmt.Fprint(a.stderr, "\r\033[K")
 	}
-	return last, breaches
+	return last, breaches, stoppedBy
 }
 
 // runSplit is `infertop run --split-by`: one load followed to its end,
@@ -425,7 +428,7 @@ func (a *app) runSplit(cfg runner.Config, rf *runFlags, cf *compareFlags) error 
 	}
 	defer stopSignals()
 	defer sp.Stop()
-	final, breaches := a.followSplit(sp, rf, sigs)
+	final, breaches, stoppedBy := a.followSplit(sp, rf, sigs)
 	if err := sp.Stop(); err != nil {
 		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
 	}
@@ -458,19 +461,61 @@ func (a *app) runSplit(cfg runner.Config, rf *runFlags, cf *compareFlags) error 
 			broken = append(broken, v.Expr+" in "+v.Scope)
 		}
 	}
-	for _, c := range grp.Newer {
-		broken = append(broken, gateFailures(c.Gates, c.Group.Label())...)
-	}
-	if len(grp.Newer) == 0 {
-		// No gate to look at is no gate passed: say what never answered.
-		for _, r := range sc.Options.Regressions {
-			broken = append(broken, fmt.Sprintf("regression %s not judged: %s", r.Expr, grp.Line()))
-		}
+	broken = append(broken, splitGateFailures(grp, sc.Options.Regressions)...)
+	if !grp.Breached() {
+		broken = append(broken, stoppedBy...) // as runCompare's
 	}
 	if len(broken) > 0 {
 		return exitError{1, fmt.Errorf("a newer group regressed, a regression went unjudged or an SLO broke: %s", strings.Join(broken, "; "))}
 	}
 	return nil
+}
+
+// splitGateFailures are a split's gates that did not pass: every breach,
+// in any newer group; and each regression that no newer group could judge
+// (too few requests in all, or no newer group at all: no gate passed). A
+// group too small to judge beside one that was judged (a pod that came
+// and went, the "other groups") fails nothing: the regression was judged.
+func splitGateFailures(grp compare.Grouping, regs []compare.Regression) []string {
+	var out []string
+	judged := map[string]bool{}
+	for _, c := range grp.Newer {
+		for _, g := range c.Gates {
+			if g.Breached {
+				out = append(out, fmt.Sprintf("regression %s (%s)", g.String(), c.Group.Label()))
+			}
+			if g.Result.Verdict != compare.NotEnough {
+				judged[g.Regression.Expr] = true
+			}
+		}
+	}
+	for _, r := range regs {
+		if judged[r.Expr] {
+			continue
+		}
+		why := grp.Line()
+		for _, c := range grp.Newer {
+			for _, g := range c.Gates {
+				if g.Regression.Expr == r.Expr {
+					why = g.String() + " (" + c.Group.Label() + ")"
+				}
+			}
+		}
+		out = append(out, "regression "+r.Expr+" not judged: "+strings.TrimPrefix(why, r.Expr+": not judged: "))
+	}
+	return out
+}
+
+// liveBreaches are the breached gates of a live comparison that ended a
+// run (--fail-fast), in a line each.
+func liveBreaches(gates []compare.Gate, who string) []string {
+	var out []string
+	for _, l := range gateFailures(gates, who) {
+		if strings.Contains(l, ": breached: ") {
+			out = append(out, l+" (live, ended the run: --fail-fast)")
+		}
+	}
+	return out
 }
 
 // gateFailures are the gates that did not pass, in a line each: breached
@@ -506,13 +551,11 @@ func (a *app) startSplit(ctx context.Context, sc compare.SplitConfig) (*compare.
 // signal stops it): a progress line on stderr with the live verdict of
 // the groups; --fail-fast as followPair's. It returns the last snapshot
 // and the window breaches.
-func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal) (load.Snapshot, []slo.Verdict) {
-	var breaches []slo.Verdict
+func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal) (last load.Snapshot, breaches []slo.Verdict, stoppedBy []string) {
 	failed := false
 	snaps, unsubscribe := sp.Runner().Subscribe()
 	defer unsubscribe()
 	live := isTerminal(a.stderr)
-	var last load.Snapshot
 	lastProgress := time.Now()
 	said := false
 	defer func() {
@@ -525,13 +568,13 @@ func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal
 		case <-sigs:
 			if last.Ending() {
 				fmt.Fprintf(a.stderr, "\ninfertop: stopped: %d requests in flight cancelled\n", last.InFlight)
-				return last, breaches
+				return last, breaches, stoppedBy
 			}
 			sp.Finish(load.EndInterrupted)
 			continue
 		case s, ok := <-snaps:
 			if !ok {
-				return last, breaches
+				return last, breaches, stoppedBy
 			}
 			last = s
 			if s.Ending() && !said {
@@ -542,7 +585,7 @@ func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal
 				fmt.Fprintf(a.stderr, "infertop: run ended: %s\n", s.DoneWhy)
 			}
 			if s.Done {
-				return s, breaches
+				return s, breaches, stoppedBy
 			}
 			if b := windowBreaches(sp.Runner(), s, rf); len(b) > 0 && !failed {
 				breaches, failed = b, true
@@ -554,6 +597,9 @@ func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal
 			line += "  ·  " + g.Line()
 			if rf.failFast && g.Breached() && !failed && !last.Ending() { // as followPair's
 				failed = true
+				for _, c := range g.Newer {
+					stoppedBy = append(stoppedBy, liveBreaches(c.Gates, c.Group.Label())...)
+				}
 				sp.Finish("a newer group regressed (--fail-fast)")
 			}
 		}

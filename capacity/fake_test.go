@@ -30,6 +30,11 @@ type fake struct {
 	// are in flight while the phase is current and back 500 ms after it
 	// ends, when they join its distribution as its slowest tenth.
 	queued func(l float64) time.Duration
+	// lost keeps the queued requests in flight for ever (a server that
+	// never answers them); draining, when set, is the in flight a paused
+	// phase reports (a queue that never drains).
+	lost     bool
+	draining int
 }
 
 func newFake(t *testing.T, knee float64) (*fake, <-chan load.Snapshot) {
@@ -90,7 +95,7 @@ func (f *fake) tick() load.Snapshot {
 	f.now += 100 * time.Millisecond
 	s := load.Snapshot{Elapsed: f.now}
 	if n := len(f.phases); n > 1 && f.queued != nil {
-		if p := &f.phases[n-2]; p.Pending > 0 && f.now-p.End >= 500*time.Millisecond {
+		if p := &f.phases[n-2]; p.Pending > 0 && f.now-p.End >= 500*time.Millisecond && !f.lost {
 			q := f.queued(f.loadOf(p.Knobs))
 			p.Completed += p.Pending
 			p.Pending = 0
@@ -109,6 +114,9 @@ func (f *fake) tick() load.Snapshot {
 			p.Pending = max(p.Completed/9, 1)
 		}
 		s.Knobs = p.Knobs
+		if p.Knobs.Paused {
+			s.InFlight = f.draining
+		}
 		for sec := int64(0); time.Duration(sec+1)*time.Second <= f.now; sec++ {
 			s.Series = append(s.Series, load.Point{Sec: sec, Completed: int64(f.rate(l)), TTFTP50: d})
 		}
@@ -210,6 +218,49 @@ func TestSettleCountsTheLastBack(t *testing.T) {
 		if s.Load > 20 && (s.Held || !strings.HasPrefix(s.Why, "breached")) {
 			t.Errorf("step %d at %v: held %v (%s)", s.N, s.Load, s.Held, s.Why)
 		}
+	}
+}
+
+// TestSettleLost: requests that never come back, past the tail's time,
+// are the step's slowest: it is not held on the others, and its counts
+// say how many were left in flight.
+func TestSettleLost(t *testing.T) {
+	f, snaps := newFake(t, 1000)
+	f.queued = func(float64) time.Duration { return 900 * time.Millisecond }
+	f.lost = true
+	res, err := Search{Objectives: mustParse(t, "ttft_p99<=500ms"), Hold: fakeHold(), To: 1}.Run(context.Background(), f, snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logSteps(t, res)
+	s := res.Steps[0]
+	if s.Held || s.Pending == 0 || !strings.Contains(s.Why, "still in flight") {
+		t.Fatalf("a step with requests lost: held %v, pending %d (%s)", s.Held, s.Pending, s.Why)
+	}
+}
+
+// TestDrainStoppedRestores: a search stopped while it drains the queue an
+// open-loop step left leaves the load as that step had it, not paused.
+func TestDrainStoppedRestores(t *testing.T) {
+	f, snaps := newFake(t, 1000)
+	f.loadOf = func(k load.Knobs) float64 { return k.Rate }
+	f.rate = func(l float64) float64 { return min(l, 30) }
+	f.draining = 50 // the queue never drains
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := Search{Objectives: mustParse(t, "ttft_p99<=500ms"), Over: Rate, From: 80, Hold: fakeHold(),
+		Progress: func(p Progress) {
+			if p.State == StateDraining {
+				cancel()
+			}
+		}}.Run(ctx, f, snaps)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped mid-drain: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := f.phases[len(f.phases)-1].Knobs
+	if k.Paused || k.Mode != load.OpenLoop || k.Rate != 80 {
+		t.Fatalf("the load after a search stopped mid-drain: %+v", k)
 	}
 }
 

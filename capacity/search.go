@@ -222,8 +222,10 @@ type Step struct {
 	Start, Measured time.Duration
 	// Completed and Failed count the measured phase's requests, as far
 	// as they had finished when the step was judged; Incomplete those the
-	// engine cancelled.
-	Completed, Failed, Incomplete int64
+	// engine cancelled; Pending those still in flight then (a tail that
+	// ran out of time: the step is not held). Their sum is what the phase
+	// sent.
+	Completed, Failed, Incomplete, Pending int64
 	// ReqPerSec counts the requests completed per second during the
 	// measured phase (of any phase: the load's steady state);
 	// OutTokPerSec and GoodPerSec scale it by the measured phase's output

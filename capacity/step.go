@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -144,10 +145,14 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 		if done {
 			// A verdict more requests could change is judged on every
 			// request the phase started, not only on those back first.
-			if !final {
+			// (Nothing back at all is nothing to wait for.)
+			switch {
+			case !final && step.Completed+step.Failed+step.Incomplete > 0:
 				if err := st.settle(ctx, &step, meas, markAt, at, tell); err != nil {
 					return step, err
 				}
+			case !final:
+				st.conclude(&step, snap, ph, at)
 			}
 			// An open loop's broken step leaves a queue behind (it
 			// broke because the queue grew); a closed loop's is its
@@ -172,7 +177,7 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 // which began at run time markAt.
 func (st *stepper) figures(step *Step, snap load.Snapshot, ph load.Phase, markAt time.Duration) {
 	step.Measured = snap.Elapsed - markAt
-	step.Completed, step.Failed, step.Incomplete = ph.Completed, ph.Failed, ph.Incomplete
+	step.Completed, step.Failed, step.Incomplete, step.Pending = ph.Completed, ph.Failed, ph.Incomplete, ph.Pending
 	step.TTFT, step.TPOT, step.E2E = ph.Latency[load.TTFT], ph.Latency[load.TPOT], ph.Latency[load.E2E]
 	step.ErrorRate = 0
 	if n := ph.Completed + ph.Failed + ph.Incomplete; n > 0 {
@@ -320,7 +325,10 @@ func (st *stepper) conclude(step *Step, snap load.Snapshot, ph load.Phase, at ma
 	case !step.Held:
 		step.Why = "breached: " + breached(step.Verdicts)
 	case ph.Pending > 0:
-		step.Why += fmt.Sprintf(" (%d of its requests still in flight at the end)", ph.Pending)
+		// The requests not back a MaxTime after the hold are its slowest:
+		// held on the others, the step would be held on the quick.
+		step.Held = false
+		step.Why = fmt.Sprintf("not held: %d of its requests still in flight %s after its hold, the slowest, unjudged", ph.Pending, st.s.Hold.MaxTime)
 	}
 }
 
@@ -355,10 +363,19 @@ type mark struct {
 // next, lower step would measure instead of its own load (seen: four
 // steps under the capacity "nothing measured in 15s" after one at 64
 // req/s over 23).
-func (st *stepper) drainQueue(ctx context.Context, tell func(string, time.Duration, time.Duration, int64)) (int, error) {
+func (st *stepper) drainQueue(ctx context.Context, tell func(string, time.Duration, time.Duration, int64)) (_ int, err error) {
 	h := st.s.Hold
 	// A closed loop paused sends nothing and holds no backlog.
-	_, id := st.eng.NewPhase(func(k *load.Knobs) { k.Mode, k.Paused = load.ClosedLoop, true })
+	var before load.Knobs
+	_, id := st.eng.NewPhase(func(k *load.Knobs) { before = *k; k.Mode, k.Paused = load.ClosedLoop, true })
+	defer func() {
+		// A search stopped mid-drain (closed, or its context cancelled)
+		// leaves the load as the last step had it, not paused; one taken
+		// over is the person's, and an ended run nobody's.
+		if err != nil && !errors.Is(err, ErrTakenOver) && !errors.Is(err, ErrRunEnded) {
+			st.eng.NewPhase(func(k *load.Knobs) { *k = before })
+		}
+	}()
 	var start time.Duration
 	seen := false
 	for {

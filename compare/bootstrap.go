@@ -268,14 +268,19 @@ func judge(st Stat, data [2][]sample, j judging, rng *rand.Rand) Result {
 		keep = func(s sample) bool { return secs[0][s.sec] && secs[1][s.sec] }
 	}
 	// The seconds kept, and from their number the block's length.
+	// The length comes from the seconds' extent, not their number: a
+	// split's shared seconds can be sparse (a canary answering one request
+	// in twenty), and a block must still span the stretch a state lasts.
 	secs := map[int32]bool{}
+	last := start
 	for i := range data {
-		data[i] = slices.DeleteFunc(slices.Clone(data[i]), func(s sample) bool { return !keep(s) })
+		data[i] = slices.DeleteFunc(data[i], func(s sample) bool { return !keep(s) })
 		for _, s := range data[i] {
 			secs[s.sec] = true
+			last = max(last, s.sec)
 		}
 	}
-	span := blockSeconds(len(secs))
+	span := blockSeconds(int(last-start) + 1)
 	blocks := map[int32]int32{}
 	var sides [2]sideData
 	for i, d := range data {

@@ -68,6 +68,10 @@ type Pair struct {
 	samples *Samples
 	live    atomic.Pointer[Comparison]
 	evals   atomic.Uint64
+	// knobsMu makes a knob change one step on both sides: two
+	// controllers at once (SSH sessions, --local) would otherwise
+	// interleave and leave the sides on different settings.
+	knobsMu sync.Mutex
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -230,6 +234,8 @@ func (p *Pair) Runner(s Side) *runner.Runner { return p.runners[s] }
 // canary's are set to the result, so both stay the same even if a walk
 // moved one (the ui.Controller's Update).
 func (p *Pair) Update(f func(*load.Knobs)) load.Knobs {
+	p.knobsMu.Lock()
+	defer p.knobsMu.Unlock()
 	k := p.runners[Baseline].Engine().Update(f)
 	p.runners[Canary].Engine().Update(func(c *load.Knobs) { *c = k })
 	p.samples.SetKnobs(k)
@@ -245,6 +251,8 @@ func (p *Pair) SetWindow(w time.Duration) {
 
 // Reset forgets both sides' statistics and the comparison's samples.
 func (p *Pair) Reset() {
+	p.knobsMu.Lock()
+	defer p.knobsMu.Unlock()
 	for _, r := range p.runners {
 		r.Engine().Reset()
 	}

@@ -70,8 +70,11 @@ func writeCapacity(b *strings.Builder, o *capacity.Outcome) {
 			if s.DrainPhase > 0 {
 				phases = fmt.Sprintf("phase %d (the last step's queue drained), ", s.DrainPhase) + phases
 			}
-			fmt.Fprintf(b, "  step %d: %s, %s, held %s, %d requests\n", s.N, s.Why, phases,
-				s.Measured.Round(100*time.Millisecond), s.Completed+s.Failed+s.Incomplete)
+			reqs := fmt.Sprintf("%d requests", s.Completed+s.Failed+s.Incomplete)
+			if s.Pending > 0 {
+				reqs += fmt.Sprintf(" and %d still in flight", s.Pending)
+			}
+			fmt.Fprintf(b, "  step %d: %s, %s, held %s, %s\n", s.N, s.Why, phases, s.Measured.Round(100*time.Millisecond), reqs)
 		}
 	}
 	if o.Stopped != "" {
@@ -132,6 +135,7 @@ type StepJSON struct {
 	Completed    int64     `json:"completed"`
 	Failed       int64     `json:"failed"`
 	Incomplete   int64     `json:"incomplete"`
+	Pending      int64     `json:"pending"`
 	ReqPerSec    float64   `json:"request_throughput"`
 	OutTokPerSec float64   `json:"output_throughput"`
 	GoodPerSec   float64   `json:"request_goodput"`
@@ -147,7 +151,7 @@ type StepJSON struct {
 
 func stepJSON(s capacity.Step) StepJSON {
 	return StepJSON{N: s.N, Load: s.Load, Knobs: knobs(s.Knobs), DrainPhase: s.DrainPhase, WarmupPhase: s.WarmupPhase, Phase: s.Phase, TailPhase: s.TailPhase, StartS: s.Start.Seconds(), MeasuredS: s.Measured.Seconds(),
-		Completed: s.Completed, Failed: s.Failed, Incomplete: s.Incomplete, ReqPerSec: s.ReqPerSec, OutTokPerSec: s.OutTokPerSec, GoodPerSec: s.GoodPerSec,
+		Completed: s.Completed, Failed: s.Failed, Incomplete: s.Incomplete, Pending: s.Pending, ReqPerSec: s.ReqPerSec, OutTokPerSec: s.OutTokPerSec, GoodPerSec: s.GoodPerSec,
 		P50TTFT: ms(s.TTFT.P50), P99TTFT: ms(s.TTFT.P99), P50E2E: ms(s.E2E.P50), P99E2E: ms(s.E2E.P99), ErrorRate: s.ErrorRate, Held: s.Held, Saturated: s.Saturated, Why: s.Why}
 }
 
@@ -209,7 +213,7 @@ func capacityJSON(o *capacity.Outcome) map[string]any {
 func writeCapacityCSV(w io.Writer, o *capacity.Outcome) error {
 	cw := csv.NewWriter(w)
 	head := []string{"prompt_tokens", "output_tokens", "step", "over", "load", "held", "knee", "over_saturated", "drain_phase", "warmup_phase", "phase", "tail_phase", "start_s", "measured_s",
-		"completed", "failed", "incomplete", "request_throughput", "output_throughput", "request_goodput",
+		"completed", "failed", "incomplete", "pending", "request_throughput", "output_throughput", "request_goodput",
 		"p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms", "p50_e2el_ms", "p99_e2el_ms", "error_rate", "why"}
 	if err := cw.Write(head); err != nil {
 		return fmt.Errorf("write CSV: %w", err)
@@ -221,7 +225,7 @@ func writeCapacityCSV(w io.Writer, o *capacity.Outcome) error {
 		for k, s := range r.Steps {
 			row := []string{strconv.Itoa(c.Prompt), strconv.Itoa(c.Output), strconv.Itoa(s.N), string(r.Over), f(s.Load), strconv.FormatBool(s.Held),
 				strconv.FormatBool(k == r.Knee && !r.Fixed), strconv.FormatBool(s.Saturated), strconv.Itoa(s.DrainPhase), strconv.Itoa(s.WarmupPhase), strconv.Itoa(s.Phase), strconv.Itoa(s.TailPhase),
-				f(s.Start.Seconds()), f(s.Measured.Seconds()), i(s.Completed), i(s.Failed), i(s.Incomplete), f(s.ReqPerSec), f(s.OutTokPerSec), f(s.GoodPerSec),
+				f(s.Start.Seconds()), f(s.Measured.Seconds()), i(s.Completed), i(s.Failed), i(s.Incomplete), i(s.Pending), f(s.ReqPerSec), f(s.OutTokPerSec), f(s.GoodPerSec),
 				f(ms(s.TTFT.P50)), f(ms(s.TTFT.P99)), f(ms(s.TPOT.P50)), f(ms(s.TPOT.P99)), f(ms(s.E2E.P50)), f(ms(s.E2E.P99)),
 				strconv.FormatFloat(s.ErrorRate, 'f', 6, 64), s.Why}
 			if err := cw.Write(row); err != nil {
