@@ -116,6 +116,8 @@ func (f *fake) tick() load.Snapshot {
 		s.Knobs = p.Knobs
 		if p.Knobs.Paused {
 			s.InFlight = f.draining
+		} else if p.Knobs.Mode == load.OpenLoop && f.rate(l) < p.Knobs.Rate {
+			s.Backlog = 1 // arrivals past what it carries wait
 		}
 		for sec := int64(0); time.Duration(sec+1)*time.Second <= f.now; sec++ {
 			s.Series = append(s.Series, load.Point{Sec: sec, Completed: int64(f.rate(l)), TTFTP50: d})
@@ -261,6 +263,26 @@ func TestDrainStoppedRestores(t *testing.T) {
 	k := f.phases[len(f.phases)-1].Knobs
 	if k.Paused || k.Mode != load.OpenLoop || k.Rate != 80 {
 		t.Fatalf("the load after a search stopped mid-drain: %+v", k)
+	}
+}
+
+// TestMatrixCellDrains: a matrix cell that ends on a saturated open loop
+// leaves a backlog; the next cell's first step drains it first.
+func TestMatrixCellDrains(t *testing.T) {
+	f, snaps := newFake(t, 1000)
+	f.loadOf = func(k load.Knobs) float64 { return k.Rate }
+	f.rate = func(l float64) float64 { return min(l, 30) }
+	m, _ := ParseMatrix("prompt=10;output=100,200", load.Knobs{})
+	// Each cell held at 100 req/s, where 30 are carried: the first starts
+	// on an idle engine, the second on the first's backlog.
+	out, err := m.Run(context.Background(), f, snaps, Search{Over: Rate, Hold: fakeHold()}, 100)
+	if err != nil || len(out.Cells) != 2 {
+		t.Fatalf("%v %+v", err, out)
+	}
+	for i, c := range out.Cells {
+		if st := c.Result.Steps[0]; (i == 1) != (st.DrainPhase > 0) {
+			t.Errorf("cell %d's first step: drain phase %d", i+1, st.DrainPhase)
+		}
 	}
 }
 

@@ -22,6 +22,10 @@ type stepper struct {
 	// loop, broke: the queue it left would be measured by the next one,
 	// which drains it first.
 	drain bool
+	// started is set once the first step began: before it, the load is
+	// whatever the search found (a matrix's last cell, a person's
+	// saturated open loop), and a backlog in it is drained the same way.
+	started bool
 }
 
 // next is the next snapshot, or why there will be none.
@@ -85,6 +89,14 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 			prog.State, prog.Left, prog.Need, prog.Requests = state, max(left, 0), max(need, 0), reqs
 			s.Progress(prog)
 		}
+	}
+	if !st.started {
+		st.started = true
+		snap, err := st.next(ctx)
+		if err != nil {
+			return Step{N: n, Load: l}, err
+		}
+		st.drain = snap.Backlog > 0 // arrivals waiting to be sent: past saturation
 	}
 	drained := 0
 	if st.drain {
