@@ -130,7 +130,11 @@ func (a *app) runSSH(args []string) error {
 	if n := srv.Active(); err == nil && ctx.Err() == nil && n > 0 {
 		// q ends this terminal's session, as it does every other's: the
 		// audience is not cut off without asking.
-		fmt.Fprintf(a.stderr, "infertop ssh: your dashboard is closed; %d other sessions still watch %s. Ctrl+C stops the server.\n", n, ln.Addr())
+		who := fmt.Sprintf("%d other sessions still watch", n)
+		if n == 1 {
+			who = "1 other session still watches"
+		}
+		fmt.Fprintf(a.stderr, "infertop ssh: your dashboard is closed; %s %s. Ctrl+C stops the server.\n", who, ln.Addr())
 		<-ctx.Done()
 	}
 	stopServer()
