@@ -241,6 +241,24 @@ func TestSettleLost(t *testing.T) {
 	}
 }
 
+// TestRunEndsInTail: a run that ends while a step's tail waits keeps the
+// step, judged on what came back, and the search stops with ErrRunEnded.
+func TestRunEndsInTail(t *testing.T) {
+	f, snaps := newFake(t, 1000)
+	f.queued = func(float64) time.Duration { return 900 * time.Millisecond }
+	f.lost = true
+	ended := false
+	res, err := Search{Objectives: mustParse(t, "ttft_p99<=500ms"), Hold: fakeHold(), Progress: func(p Progress) {
+		if p.State == StateSettling && !ended {
+			ended = true
+			close(f.ending)
+		}
+	}}.Run(context.Background(), f, snaps)
+	if !errors.Is(err, ErrRunEnded) || len(res.Steps) != 1 || res.Steps[0].Why == "" {
+		t.Fatalf("ended in the tail: %v, steps %+v", err, res.Steps)
+	}
+}
+
 // TestDrainStoppedRestores: a search stopped while it drains the queue an
 // open-loop step left leaves the load as that step had it, not paused.
 func TestDrainStoppedRestores(t *testing.T) {

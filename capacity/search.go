@@ -243,6 +243,9 @@ type Step struct {
 	Held      bool
 	Why       string
 	Saturated bool
+	// judged is set on a step judged although the run ended during its
+	// tail: the search keeps it before it stops.
+	judged bool
 }
 
 // Result is a search's outcome.
@@ -404,7 +407,7 @@ func (s Search) Run(ctx context.Context, eng Engine, snaps <-chan load.Snapshot)
 	var good, bad float64 // 0: none yet
 	try := func(l float64) (bool, error) {
 		step, err := st.run(ctx, len(res.Steps)+1, l, good, bad)
-		if err != nil {
+		if err != nil && !step.judged {
 			return false, err
 		}
 		res.Steps = append(res.Steps, step)
@@ -418,7 +421,7 @@ func (s Search) Run(ctx context.Context, eng Engine, snaps <-chan load.Snapshot)
 			bad = l
 		}
 		res.Found, res.MaxLoad, res.Bad = good > 0, good, bad
-		return step.Held, nil
+		return step.Held, err
 	}
 	// The walk up: each step Factor times the last, until one breaks or
 	// the top of the range holds.
@@ -471,7 +474,7 @@ func (s Search) Measure(ctx context.Context, eng Engine, snaps <-chan load.Snaps
 	defer func() { res.Elapsed = time.Since(started) }()
 	st := &stepper{s: &s, eng: eng, snaps: snaps}
 	step, err := st.run(ctx, 1, s.round(l), 0, 0)
-	if err != nil {
+	if err != nil && !step.judged {
 		res.Why = "stopped: " + err.Error()
 		return res, err
 	}
@@ -482,7 +485,7 @@ func (s Search) Measure(ctx context.Context, eng Engine, snaps <-chan load.Snaps
 		res.Bad, res.Knee = step.Load, -1
 	}
 	res.Why = "measured at " + s.Over.Format(step.Load)
-	return res, nil
+	return res, err // ErrRunEnded when the run ended in the step's tail
 }
 
 func plural(n int, what string) string {

@@ -299,6 +299,13 @@ func (st *stepper) settle(ctx context.Context, step *Step, meas int, markAt time
 		// request after that.
 		snap, _, err := st.nextOf(ctx, tail, tail)
 		if err != nil {
+			if errors.Is(err, ErrRunEnded) && seen {
+				// The hold was over: judge it on what came back, and
+				// let the search keep it.
+				step.Measured = measured
+				st.conclude(step, last, lastPh, at)
+				step.judged = true
+			}
 			return err
 		}
 		ph, _, err := phaseOf(snap, meas, tail)
