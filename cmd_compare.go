@@ -341,6 +341,7 @@ func allFailed(s load.Snapshot) error {
 // both runs. It returns each side's last snapshot and window breaches.
 func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) (last [2]load.Snapshot, breaches [2][]slo.Verdict, stoppedBy []string) {
 	failed := false
+	var breachSince time.Time // when the live comparison began breaching a gate (zero: it does not)
 	var chans [2]<-chan load.Snapshot
 	for i := range chans {
 		ch, unsubscribe := p.Runner(compare.Side(i)).Subscribe()
@@ -393,8 +394,15 @@ func (a *app) followPair(p *compare.Pair, rf *runFlags, sigs <-chan os.Signal) (
 			line += "  ·  " + c.Line()
 			// Each look is a test: the gate's tolerance, not the verdict's
 			// zero, is what it must clear, which keeps looking every second
-			// from calling a canary that is only a little slower.
-			if rf.failFast && c.Breached() && !failed && !s.Ending() {
+			// from calling a canary that is only a little slower; and the
+			// breach must stand over three comparisons (the pair judges
+			// once a second), so one unlucky draw ends nothing.
+			if !rf.failFast || !c.Breached() {
+				breachSince = time.Time{}
+			} else if breachSince.IsZero() {
+				breachSince = time.Now()
+			}
+			if !breachSince.IsZero() && time.Since(breachSince) >= sustainedBreach && !failed && !s.Ending() {
 				failed, stoppedBy = true, liveBreaches(c.Gates, "")
 				p.Finish("the canary regressed (--fail-fast)")
 			}
@@ -506,6 +514,11 @@ func splitGateFailures(grp compare.Grouping, regs []compare.Regression) []string
 	return out
 }
 
+// sustainedBreach is how long a live comparison must keep breaching a
+// --regression before --fail-fast ends the run: three of the comparisons
+// made once a second.
+const sustainedBreach = 2 * time.Second
+
 // liveBreaches are the breached gates of a live comparison that ended a
 // run (--fail-fast), in a line each.
 func liveBreaches(gates []compare.Gate, who string) []string {
@@ -553,6 +566,7 @@ func (a *app) startSplit(ctx context.Context, sc compare.SplitConfig) (*compare.
 // and the window breaches.
 func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal) (last load.Snapshot, breaches []slo.Verdict, stoppedBy []string) {
 	failed := false
+	var breachSince time.Time // as followPair's
 	snaps, unsubscribe := sp.Runner().Subscribe()
 	defer unsubscribe()
 	live := isTerminal(a.stderr)
@@ -595,7 +609,12 @@ func (a *app) followSplit(sp *compare.Split, rf *runFlags, sigs <-chan os.Signal
 		line := progressLine(last)
 		if g, ok := sp.Comparison(); ok {
 			line += "  ·  " + g.Line()
-			if rf.failFast && g.Breached() && !failed && !last.Ending() { // as followPair's
+			if !rf.failFast || !g.Breached() { // as followPair's
+				breachSince = time.Time{}
+			} else if breachSince.IsZero() {
+				breachSince = time.Now()
+			}
+			if !breachSince.IsZero() && time.Since(breachSince) >= sustainedBreach && !failed && !last.Ending() {
 				failed = true
 				for _, c := range g.Newer {
 					stoppedBy = append(stoppedBy, liveBreaches(c.Gates, c.Group.Label())...)
