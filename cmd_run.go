@@ -14,10 +14,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/load"
-	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
-	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/slo"
 	"github.com/infertop/infertop/ui"
 )
@@ -123,16 +121,8 @@ func (a *app) runHeadless(args []string) error {
 	if err := runner.Write(rep, runner.Outputs{JSON: rf.jsonPath, CSV: rf.csvPath, HTML: rf.htmlPath}); err != nil {
 		return err
 	}
-	if run := final.Run; run.Completed == 0 && run.Failed > 0 { // nothing worked: say the first reason
-		why := sanitize.Text(final.LastError)
-		if len(final.Errors) > 0 {
-			e := final.Errors[0]
-			why = fmt.Sprintf("%d of %d: %s", e.Count, run.Sent(), report.ErrorLine(e))
-		}
-		if final.TotalByClass[probe.Connection] == final.TotalFailed {
-			return usagef("the endpoint was unreachable: %s", why)
-		}
-		return usagef("every request failed: %s", why)
+	if err := allFailed(final); err != nil { // nothing worked: say the first reason
+		return err
 	}
 	if !report.Held(rep.Verdicts) {
 		var broken []string

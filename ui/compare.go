@@ -10,7 +10,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/infertop/infertop/compare"
-	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/sanitize"
 )
@@ -51,18 +50,7 @@ type canaryDoneMsg struct{}
 
 // listen reads the canary's next snapshot; nil without a subscription.
 func (c *compareView) listen() tea.Cmd {
-	ch := c.ch
-	if ch == nil {
-		return nil
-	}
-	return func() tea.Msg {
-		defer crash.Recover() // a command's goroutine
-		s, ok := <-ch
-		if !ok {
-			return canaryDoneMsg{}
-		}
-		return CanarySnapshotMsg(s)
-	}
+	return listenOn(c.ch, func(s load.Snapshot) tea.Msg { return CanarySnapshotMsg(s) }, canaryDoneMsg{})
 }
 
 // refresh takes the newest live comparison. The pair computes one a

@@ -198,7 +198,15 @@ func (m *Model) applyTheme() {
 	m.help.ShortSeparator = " · "
 }
 
+// listen reads the engine's next snapshot; nil without a subscription.
 func listen(ch <-chan load.Snapshot) tea.Cmd {
+	return listenOn(ch, func(s load.Snapshot) tea.Msg { return SnapshotMsg(s) }, engineDoneMsg{})
+}
+
+// listenOn is the command that reads ch's next snapshot as msg makes it,
+// or done once ch is closed; nil without a subscription. The engine's and
+// the canary's subscriptions are read alike.
+func listenOn(ch <-chan load.Snapshot, msg func(load.Snapshot) tea.Msg, done tea.Msg) tea.Cmd {
 	if ch == nil {
 		return nil
 	}
@@ -206,9 +214,9 @@ func listen(ch <-chan load.Snapshot) tea.Cmd {
 		defer crash.Recover() // a command's goroutine
 		s, ok := <-ch
 		if !ok {
-			return engineDoneMsg{}
+			return done
 		}
-		return SnapshotMsg(s)
+		return msg(s)
 	}
 }
 
