@@ -213,7 +213,7 @@ func TestKnobHandsBack(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, "handed back after 0 steps") {
 		t.Fatalf("the panel lost the hand-back:\n%s", v)
 	}
-	m = press(m, runes("k"))
+	_ = press(m, runes("k"))
 	if len(f.causes) != 1 {
 		t.Fatalf("a knob with no search stopped something: %v", f.causes)
 	}
