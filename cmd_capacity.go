@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -12,10 +9,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/capacity"
-	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
-	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
+	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/slo"
 )
 
@@ -43,19 +39,11 @@ func (c *capacityFlags) add(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.maxTime, "step-max-time", d.MaxTime, "the most time a step's measured phase holds for (then judged on what it has)")
 }
 
-// capacityPlan is a capacity run, checked: one search, or a matrix.
-type capacityPlan struct {
-	search capacity.Search
-	matrix *capacity.Matrix
-	at     float64 // a matrix without objectives: the load given
-	knobs  load.Knobs
-}
-
 // plan checks the capacity flags against the rest and prepares cfg for
 // a search: the engine starts paused (the first step starts the load),
 // with no limit of its own (the search ends the run). nil: no capacity
 // run asked for.
-func (c *capacityFlags) plan(fs *pflag.FlagSet, f *loadFlags, rf *runFlags, cfg *runner.Config) (*capacityPlan, error) {
+func (c *capacityFlags) plan(fs *pflag.FlagSet, f *loadFlags, rf *runFlags, cfg *runner.Config) (*session.Plan, error) {
 	if len(c.findMax) == 0 && c.matrix == "" {
 		for _, name := range []string{"over", "from", "to", "resolution", "step-warmup", "step-min-requests", "step-min-time", "step-max-time"} {
 			if fs.Changed(name) {
@@ -96,19 +84,19 @@ func (c *capacityFlags) plan(fs *pflag.FlagSet, f *loadFlags, rf *runFlags, cfg 
 		return nil, err
 	}
 	over := search.Over
-	p := &capacityPlan{search: search}
-	p.at = float64(l.Knobs.Concurrency)
+	p := &session.Plan{Search: search}
+	p.At = float64(l.Knobs.Concurrency)
 	if over == capacity.Rate {
-		p.at = l.Knobs.Rate
+		p.At = l.Knobs.Rate
 	}
 	if c.matrix != "" {
 		m, err := capacity.ParseMatrix(c.matrix, l.Knobs)
 		if err != nil {
 			return nil, usagef("--matrix: %v", err)
 		}
-		p.matrix = &m
+		p.Matrix = &m
 	}
-	if len(objs) == 0 && over == capacity.Rate && p.at <= 0 {
+	if len(objs) == 0 && over == capacity.Rate && p.At <= 0 {
 		return nil, usagef("--matrix over the rate without --find-max measures at --rate: give one")
 	}
 	// Paused until the first step: phase 1 sends nothing, so every phase
@@ -117,7 +105,7 @@ func (c *capacityFlags) plan(fs *pflag.FlagSet, f *loadFlags, rf *runFlags, cfg 
 	if over == capacity.Rate {
 		l.Knobs.Mode, l.Knobs.Rate = load.OpenLoop, max(l.Knobs.Rate, 0.01)
 	}
-	p.knobs = l.Knobs
+	p.Knobs = l.Knobs
 	return p, nil
 }
 
@@ -164,7 +152,7 @@ func (c *capacityFlags) dashboardSearch(fs *pflag.FlagSet, f *loadFlags, cfg *ru
 		if err != nil {
 			return capacity.Search{}, err
 		}
-		return p.search, nil
+		return p.Search, nil
 	}
 	if c.minRequests < 1 || c.minTime <= 0 || c.maxTime < c.minTime || c.warmup < 0 {
 		return capacity.Search{}, usagef("--step-min-requests and --step-min-time must be positive, --step-max-time at least --step-min-time")
@@ -183,106 +171,4 @@ func parseFraction(s string) (float64, error) {
 		return 0, fmt.Errorf("want a fraction such as 5%% or 0.05, got %q", s)
 	}
 	return v, nil
-}
-
-// run runs the plan against eng: one search, or each cell of the matrix.
-func (p *capacityPlan) run(ctx context.Context, eng capacity.Engine, snaps <-chan load.Snapshot) (*capacity.Outcome, error) {
-	if p.matrix != nil {
-		return p.matrix.Run(ctx, eng, snaps, p.search, p.at)
-	}
-	res, err := p.search.Run(ctx, eng, snaps)
-	out := &capacity.Outcome{Over: res.Over, Objectives: p.search.Objectives,
-		Cells: []capacity.Cell{{Prompt: p.knobs.PromptTokens, Output: p.knobs.OutputTokens, Result: res}}}
-	if res.Over == "" { // refused before a step
-		out.Over = p.search.Over
-	}
-	if err != nil {
-		out.Stopped = err.Error()
-	}
-	return out, err
-}
-
-// errInterrupted is the cause a signal cancels a search with.
-var errInterrupted = errors.New("interrupted")
-
-// runCapacity follows r through a capacity run: the search (or matrix) on
-// a goroutine of its own, progress on stderr, a first signal ending the
-// search; then the run's end (the drain, as any run), the report with the
-// capacity section, and the exit code: 0 when a load was found (in every
-// cell), 1 when even the lowest broke or the search was cut short.
-func (a *app) runCapacity(r *runner.Runner, p *capacityPlan, rf *runFlags, sigs <-chan os.Signal) error {
-	eng := r.Engine()
-	snaps, unsubscribe := r.Subscribe()
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	live := isTerminal(a.stderr)
-	var lastState string
-	lastLine := time.Time{}
-	p.search.Progress = func(pr capacity.Progress) { // on the search's goroutine, while this one only waits
-		state := fmt.Sprint(pr.Step, pr.State)
-		switch {
-		case live:
-			fmt.Fprintf(a.stderr, "\r\033[K%s", pr)
-		case state != lastState || time.Since(lastLine) >= rf.progressEvery:
-			fmt.Fprintf(a.stderr, "infertop: %s\n", pr)
-			lastState, lastLine = state, time.Now()
-		}
-	}
-	type ended struct {
-		out *capacity.Outcome
-		err error
-	}
-	done := make(chan ended, 1)
-	started := time.Now()
-	go func() {
-		defer crash.Recover()
-		out, err := p.run(ctx, eng, snaps)
-		done <- ended{out, err}
-	}()
-	var e ended
-	for waiting := true; waiting; {
-		select {
-		case <-sigs:
-			cancel(errInterrupted)
-		case e = <-done:
-			waiting = false
-		}
-	}
-	unsubscribe()
-	if live {
-		fmt.Fprint(a.stderr, "\r\033[K")
-	}
-	fmt.Fprintf(a.stderr, "infertop: capacity run over in %s\n", time.Since(started).Round(time.Second))
-	eng.Finish("the capacity search ended")
-	_, final := a.follow(r, rf, sigs)
-	if err := r.Stop(); err != nil {
-		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
-	}
-	if final.Seq < eng.Latest().Seq {
-		final = eng.Latest()
-	}
-	rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer rcancel()
-	rep := r.Report(rctx, final)
-	rep.Capacity = e.out
-	if err := rep.WriteText(a.stdout); err != nil {
-		return err
-	}
-	if err := runner.Write(rep, runner.Outputs{JSON: rf.jsonPath, CSV: rf.csvPath, HTML: rf.htmlPath}); err != nil {
-		return err
-	}
-	if run := final.Run; run.Completed == 0 && run.Failed > 0 {
-		why := ""
-		if len(final.Errors) > 0 {
-			why = ": " + report.ErrorLine(final.Errors[0])
-		}
-		return usagef("every request failed%s", why)
-	}
-	switch {
-	case e.err != nil:
-		return exitError{1, fmt.Errorf("the capacity search stopped before it was over: %w", e.err)}
-	case !e.out.Found():
-		return exitError{1, errors.New("no load held every objective, not even the lowest")}
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
+	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/sim"
 	"github.com/infertop/infertop/sim/simtest"
 )
@@ -75,14 +76,14 @@ func TestRunCompare(t *testing.T) {
 // TestSavePair: the s key's save in a comparison writes what `run
 // --compare` does for the run so far: the baseline's reports with
 // infertop.compare (the canary's whole report inside), the canary's own
-// beside them (infertop-START.canary.*, as canaryPath names its requests
+// beside them (infertop-START.canary.*, as session.CanaryPath names its requests
 // log) and the comparison's table; it says where.
 func TestSavePair(t *testing.T) {
 	p, _ := sim.Preset("fast")
 	canary := simtest.Start(t, p)
 	cfg := runner.Config{Sim: p, Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff},
 		Load: load.Config{Knobs: load.Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 4}, Tick: 20 * time.Millisecond}}
-	pair, err := compare.Start(context.Background(), compare.Config{Baseline: cfg, CanaryURL: canary.URL, Every: 50 * time.Millisecond})
+	pair, err := session.StartPair(context.Background(), session.PairConfig{Baseline: cfg, CanaryURL: canary.URL, Every: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestSavePair(t *testing.T) {
 	}
 	dir := t.TempDir()
 	b := pair.Runner(compare.Baseline)
-	where, err := savePair(pair, dir)(b.Engine().Latest())
+	where, err := pair.Save(context.Background(), b.Latest(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

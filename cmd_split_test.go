@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/runner"
+	"github.com/infertop/infertop/session"
 )
 
 // rollingServer is one URL served by two backends in turn, as a rolling
@@ -148,7 +148,7 @@ func TestRunSplitNoGroup(t *testing.T) {
 	code := run([]string{"run", "--url", srv.URL + "/v1", "--api", "openai-chat", "--model", "m", "--server-metrics", "off",
 		"--requests", "20", "-c", "4", "--prompt-tokens", "8", "--output-tokens", "4", "--split-by", "header:X-Nobody",
 		"--regression", "e2el_p50<+10%"}, &out, &errb)
-	if code != 1 || !strings.Contains(errb.String(), "regression e2el_p50<+10% not judged: no group seen yet") {
+	if code != 1 || !strings.Contains(errb.String(), "regression e2el_p50<+10%: not judged: no group seen yet") {
 		t.Fatalf("exit %d, want 1\n%s", code, errb.String())
 	}
 }
@@ -191,7 +191,7 @@ func TestSaveSplit(t *testing.T) {
 	cfg := runner.Config{URL: srv.URL + "/v1", API: probe.OpenAIChat, Probe: probe.Config{Model: "m", SplitBy: by},
 		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff},
 		Load:      load.Config{Knobs: load.Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 4}, Tick: 20 * time.Millisecond}}
-	sp, err := compare.StartSplit(context.Background(), compare.SplitConfig{Run: cfg, Every: 50 * time.Millisecond})
+	sp, err := session.StartSplit(context.Background(), session.SplitConfig{Run: cfg, Every: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestSaveSplit(t *testing.T) {
 	}
 	dir := t.TempDir()
 	r := sp.Runner()
-	where, err := saveSplit(sp, dir)(r.Engine().Latest())
+	where, err := sp.Save(context.Background(), r.Latest(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,13 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/sshserver"
+	"github.com/spf13/pflag"
 )
 
 const sshSynopsis = `Usage: infertop ssh [flags]
@@ -31,95 +31,132 @@ the live verdict, and a controller's keys move both loads; with --split-by
 the groups of the endpoint's answers. When the server stops (Ctrl+C) the
 comparison's table is printed.`
 
-// runSSH is `infertop ssh`.
-func (a *app) runSSH(args []string) error {
-	fs := newFlagSet("ssh", sshSynopsis, a.stdout)
-	f := addLoadFlags(fs)
+// sshFlags are `infertop ssh`'s own flags, bound to the server's
+// configuration.
+type sshFlags struct {
+	srv                        sshserver.Config
+	listen, logPath, reportDir string
+	local                      bool
+}
+
+func (sf *sshFlags) add(fs *pflag.FlagSet) {
 	home, _ := os.UserHomeDir()
 	confDir, err := os.UserConfigDir()
 	if err != nil {
 		confDir = filepath.Join(home, ".config")
 	}
-	listen := fs.String("listen", "127.0.0.1:2222", "address to serve SSH on")
-	authorized := fs.String("authorized-keys", filepath.Join(home, ".ssh", "authorized_keys"), "public keys that may connect")
-	anyKey := fs.Bool("allow-any-key", false, "let any public key connect (watchers unless in --controllers)")
-	controllers := fs.String("controllers", "", "public keys (authorized_keys format) that may turn the knobs")
-	hostKey := fs.String("host-key", filepath.Join(confDir, "infertop", "ssh_host_ed25519"), "the server's key, generated (ed25519) on first start and reused")
-	maxSessions := fs.Int("max-sessions", 16, "most sessions at once")
-	idle := fs.Duration("idle-timeout", 30*time.Minute, "end a session that sends nothing for this long (0: never)")
-	local := fs.Bool("local", false, "show the dashboard on this terminal too, as a controller")
-	logPath := fs.String("log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
-	reportDir := fs.String("report-dir", ".", "where a controller's s key writes the reports")
+	c := &sf.srv
+	fs.StringVar(&sf.listen, "listen", "127.0.0.1:2222", "address to serve SSH on")
+	fs.StringVar(&c.AuthorizedKeys, "authorized-keys", filepath.Join(home, ".ssh", "authorized_keys"), "public keys that may connect")
+	fs.BoolVar(&c.AllowAnyKey, "allow-any-key", false, "let any public key connect (watchers unless in --controllers)")
+	fs.StringVar(&c.Controllers, "controllers", "", "public keys (authorized_keys format) that may turn the knobs")
+	fs.StringVar(&c.HostKeyPath, "host-key", filepath.Join(confDir, "infertop", "ssh_host_ed25519"), "the server's key, generated (ed25519) on first start and reused")
+	fs.IntVar(&c.MaxSessions, "max-sessions", 16, "most sessions at once")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 30*time.Minute, "end a session that sends nothing for this long (0: never)")
+	fs.BoolVar(&sf.local, "local", false, "show the dashboard on this terminal too, as a controller")
+	fs.StringVar(&sf.logPath, "log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
+	fs.StringVar(&sf.reportDir, "report-dir", ".", "where a controller's s key writes the reports")
+}
+
+// runSSH is `infertop ssh`: one load, served to every session until a
+// signal; with --local on this terminal too.
+func (a *app) runSSH(args []string) error {
+	fs := newFlagSet("ssh", sshSynopsis, a.stdout)
+	f := addLoadFlags(fs)
+	var sf sshFlags
+	sf.add(fs)
 	cf := addCompareFlags(fs, false)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
-	if *maxSessions < 1 || *idle < 0 {
+	if sf.srv.MaxSessions < 1 || sf.srv.IdleTimeout < 0 {
 		return usagef("--max-sessions must be at least 1 and --idle-timeout not negative")
 	}
 	cfg, err := f.config()
 	if err != nil {
 		return err
 	}
-	sc, err := cf.servedConfig(cfg)
+	lp, err := cf.loadPlan(cfg, nil)
 	if err != nil {
 		return err
 	}
 	var term *os.File
-	if *local {
+	if sf.local {
 		t, ok := a.stdout.(*os.File)
 		if !ok || !isTerminal(t) {
 			return usagef("--local needs a terminal")
 		}
 		term = t
 	}
-	logw := a.stderr
-	switch {
-	case *logPath != "":
-		fh, err := os.OpenFile(*logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return usagef("--log: %v", err)
-		}
-		defer fh.Close()
-		logw = fh
-	case *local:
-		logw = io.Discard
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	ld, err := a.startServed(ctx, sc)
+	logw, closeLog, err := a.sshLog(&sf)
 	if err != nil {
 		return err
 	}
-	defer ld.stop()
-	v := ld.view(f.theme, *reportDir)
-	srv, err := sshserver.New(sshserver.Config{
-		HostKeyPath: *hostKey, AuthorizedKeys: *authorized, AllowAnyKey: *anyKey, Controllers: *controllers,
-		MaxSessions: *maxSessions, IdleTimeout: *idle, Log: logw,
-		Engine: ld.run.Engine(), Controller: v.ctl, Canary: v.canary, View: v.opts,
-	})
+	defer closeLog()
+	sigs, stopSignals := a.interrupts()
+	defer stopSignals()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		select {
+		case <-sigs:
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+	s, err := a.start(ctx, lp)
+	if err != nil {
+		return err
+	}
+	defer s.Stop()
+	d := dashboardOptions{theme: f.theme, reportDir: sf.reportDir}
+	c := sf.srv
+	c.Log, c.Watch, c.Controller, c.Canary, c.View = logw, s.Sides()[0], s.Controller(), s.View().Canary, a.viewOptions(s, d)
+	srv, err := sshserver.New(c)
 	if err != nil {
 		return sshError(err)
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", sf.listen)
 	if err != nil {
 		return usagef("--listen: %v", err)
 	}
+	fmt.Fprintf(logw, "infertop ssh: serving %s on %s (ssh -t -p %s HOST); Ctrl+C stops\n", s.What(), ln.Addr(), portOf(ln.Addr()))
+	return a.serveSSH(ctx, srv, ln, s, term, d)
+}
+
+// sshLog is where the connection lines go: --log, else stderr, or
+// nowhere beside --local's dashboard.
+func (a *app) sshLog(sf *sshFlags) (io.Writer, func(), error) {
+	switch {
+	case sf.logPath != "":
+		fh, err := os.OpenFile(sf.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, nil, usagef("--log: %v", err)
+		}
+		return fh, func() { fh.Close() }, nil
+	case sf.local:
+		return io.Discard, func() {}, nil
+	}
+	return a.stderr, func() {}, nil
+}
+
+// serveSSH serves srv on ln until ctx ends (a signal) and, with term (--local),
+// shows the dashboard there too; then the load's last word.
+func (a *app) serveSSH(ctx context.Context, srv *sshserver.Server, ln net.Listener, s session.Session, term *os.File, d dashboardOptions) error {
 	srvCtx, stopServer := context.WithCancel(ctx)
 	serveErr := make(chan error, 1)
 	go func() { defer crash.Recover(); serveErr <- srv.Serve(srvCtx, ln) }()
-	fmt.Fprintf(logw, "infertop ssh: serving %s on %s (ssh -t -p %s HOST); Ctrl+C stops\n", ld.what(), ln.Addr(), portOf(ln.Addr()))
-	if !*local {
+	if term == nil {
 		<-ctx.Done()
 		stopServer()
 		if err := <-serveErr; err != nil {
 			return err
 		}
-		return a.lastWord(ld)
+		return a.lastWord(s)
 	}
 	guard := crash.GuardTerminal(term, a.stderr)
 	defer crash.Handle(nil)
-	p, done, err := a.dashboard(ctx, ld, term, f.theme, *reportDir)
+	p, done, err := a.dashboard(ctx, s, term, d)
 	if err != nil {
 		stopServer()
 		<-serveErr
@@ -144,17 +181,7 @@ func (a *app) runSSH(args []string) error {
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
-	return a.lastWord(ld)
-}
-
-// lastWord stops the load once the server has and prints a comparison's
-// table on stdout, as the local dashboards do at q: the sessions that
-// showed the verdict are gone, and the table is what is left of it.
-func (a *app) lastWord(ld served) error {
-	if err := ld.stop(); err != nil {
-		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
-	}
-	return ld.writeComparison(a.stdout)
+	return a.lastWord(s)
 }
 
 // sshError names the flag behind an error of the SSH server's set-up.

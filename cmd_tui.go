@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -13,11 +12,9 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/infertop/infertop/capacity"
-	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
-	"github.com/infertop/infertop/runner"
-	"github.com/infertop/infertop/sanitize"
+	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -32,7 +29,15 @@ errors, in-flight requests and a table of phases, live. Without --url it starts 
 embedded simulated endpoint and watches that. Keys change the load while it
 runs; press ? in the dashboard for all of them.`
 
-// runTUI is `infertop`: the dashboard on this terminal.
+// defaultSaveTimeout bounds an s key's save: the server's description
+// and the engine's history, read within it.
+const defaultSaveTimeout = 5 * time.Second
+
+// runTUI is `infertop`: the dashboard on this terminal, of one load, of a
+// pair (--compare: both sides, the keys moving both loads, the live
+// verdict under the header) or of a split (--split-by: the one load and
+// its groups' verdict and panel). A comparison's table is printed when it
+// ends.
 func (a *app) runTUI(args []string) error {
 	fs := newFlagSet("infertop", tuiSynopsis, a.stdout)
 	f := addLoadFlags(fs)
@@ -51,155 +56,90 @@ func (a *app) runTUI(args []string) error {
 	if err != nil {
 		return err
 	}
-	a.find = &find
-	if cf.used() {
-		if len(find.Objectives) > 0 {
-			return usagef("--find-max does not work with --compare yet")
-		}
-		return a.runTUICompare(cfg, cf, f.theme, *reportDir)
+	if cf.used() && len(find.Objectives) > 0 {
+		return usagef("--find-max does not work with --compare yet")
+	}
+	lp, err := cf.loadPlan(cfg, nil)
+	if err != nil {
+		return err
 	}
 	term, ok := a.stdout.(*os.File)
-	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
+	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(a.input().Fd()) {
 		return usagef("the dashboard needs a terminal on stdin and stdout")
 	}
 	guard := crash.GuardTerminal(term, a.stderr)
 	defer crash.Handle(nil)
-	r, err := a.start(context.Background(), cfg)
+	s, err := a.start(context.Background(), lp)
 	if err != nil {
 		return err
 	}
-	defer r.Stop()
-	p, done, err := a.dashboard(context.Background(), servedRun(r), term, f.theme, *reportDir)
+	defer s.Stop()
+	p, done, err := a.dashboard(context.Background(), s, term, dashboardOptions{theme: f.theme, reportDir: *reportDir, find: &find})
 	if err != nil {
 		return err
 	}
-	defer done()
-	if err := guard.Run(p); err != nil {
+	err = guard.Run(p)
+	done()
+	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
-	return nil
+	return a.lastWord(s)
 }
 
-// viewOptions are a dashboard's options over r, for a controller that
-// saves into reportDir: the template of every view, local or over SSH.
-func viewOptions(r *runner.Runner, theme, reportDir string) ui.Options {
+// dashboardOptions are a dashboard's own settings: its theme, where its
+// s key saves, and its capacity searches' template (nil: the defaults,
+// over the loop the load runs).
+type dashboardOptions struct {
+	theme, reportDir string
+	find             *capacity.Search
+}
+
+// viewOptions are the options of every view of s, local or over SSH,
+// without a subscription (each view makes its own): the first side's
+// objectives and figures, the s key's save, and what the session
+// compares.
+func (a *app) viewOptions(s session.Session, d dashboardOptions) ui.Options {
+	main := s.Sides()[0]
+	v := s.View()
+	timeout := a.saveTimeout
+	if timeout <= 0 {
+		timeout = defaultSaveTimeout
+	}
 	return ui.Options{
-		Theme: theme, Objectives: r.Objectives(), Figures: r.Figures,
-		Save: func(s load.Snapshot) (string, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		Theme: d.theme, Objectives: main.Objectives(), Figures: main.Figures, Compare: v.Compare, Groups: v.Groups,
+		Save: func(snap load.Snapshot) (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			return r.Save(ctx, s, reportDir)
+			return s.Save(ctx, snap, d.reportDir)
 		},
 	}
 }
 
-// served is the load a dashboard follows: one runner, a pair (run its
-// baseline) or a split (run its runner), as `infertop`, `infertop ssh`
-// and their --compare and --split-by start them.
-type served struct {
-	run   *runner.Runner
-	pair  *compare.Pair
-	split *compare.Split
-	// splitBy is what a split groups by (probe.SplitBy's String).
-	splitBy string
-}
-
-// servedRun is one runner's load.
-func servedRun(r *runner.Runner) served { return served{run: r} }
-
-// what names the load in a line: the endpoint, a pair's canary, a
-// split's grouping.
-func (s served) what() string {
-	u := sanitize.Text(s.run.Target().URL)
-	switch {
-	case s.pair != nil:
-		return u + " against the canary " + sanitize.Text(s.pair.Runner(compare.Canary).Target().URL)
-	case s.split != nil:
-		return u + ", its answers split by " + s.splitBy
-	}
-	return u
-}
-
-// loadView is what every dashboard of a load starts from, for a
-// controller that saves into reportDir: its options (no subscription in
-// them: each view makes its own), the controller its keys act on, and in
-// a pair the canary's subscription (nil otherwise). A pair's keys move
-// both loads, its panels show the canary beside the baseline with the
-// live verdict, and s saves both sides and the comparison; a split's keys
-// move its load and start its groups' comparison over, its groups'
-// verdict and panel show above the load's panels, and s saves the
-// groups' comparison with the report.
-type loadView struct {
-	opts   ui.Options
-	ctl    ui.Controller
-	canary func() (<-chan load.Snapshot, func())
-}
-
-// view is the load's loadView.
-func (s served) view(theme, reportDir string) loadView {
-	v := loadView{opts: viewOptions(s.run, theme, reportDir), ctl: s.run.Engine()}
-	switch {
-	case s.pair != nil:
-		v.opts.Compare, v.opts.Save, v.ctl = s.pair.Comparison, savePair(s.pair, reportDir), s.pair
-		v.canary = s.pair.Runner(compare.Canary).Subscribe
-	case s.split != nil:
-		v.opts.Groups, v.opts.Save, v.ctl = s.split.Comparison, saveSplit(s.split, reportDir), s.split
-	}
-	return v
-}
-
-// stop stops the load (it may be called more than once).
-func (s served) stop() error {
-	switch {
-	case s.pair != nil:
-		return s.pair.Stop()
-	case s.split != nil:
-		return s.split.Stop()
-	}
-	return s.run.Stop()
-}
-
-// writeComparison writes a pair's or a split's comparison table, the last
-// word (more resamples than the live line's), once the load has stopped;
-// nothing for one runner.
-func (s served) writeComparison(w io.Writer) error {
-	switch {
-	case s.pair != nil:
-		b, c := s.pair.Runner(compare.Baseline).Target().URL, s.pair.Runner(compare.Canary).Target().URL
-		return s.pair.Compare(2*compare.DefaultResamples).WriteTable(w, sanitize.Text(b), sanitize.Text(c))
-	case s.split != nil:
-		return s.split.Compare(2 * compare.DefaultResamples).WriteTable(w)
-	}
-	return nil
-}
-
-// dashboard builds the dashboard program of s on term, a controller: the
-// one builder for `infertop`, `infertop --compare`, `infertop --split-by`
-// and `infertop ssh --local` (with or without them). The program ends
-// with ctx; done ends its subscriptions once it has run.
-func (a *app) dashboard(ctx context.Context, s served, term *os.File, theme, reportDir string) (p *tea.Program, done func(), err error) {
+// dashboard builds the dashboard program of s on term: the one builder
+// for `infertop` and `infertop ssh --local`, of every kind of load. The
+// program ends with ctx; done ends its subscriptions once it has run.
+func (a *app) dashboard(ctx context.Context, s session.Session, term *os.File, d dashboardOptions) (p *tea.Program, done func(), err error) {
 	rd := lipgloss.NewRenderer(term)
-	if os.Getenv("NO_COLOR") != "" {
+	if a.env("NO_COLOR") != "" {
 		rd.SetColorProfile(termenv.Ascii)
 	}
-	v := s.view(theme, reportDir)
-	o := v.opts
-	snaps, unsubscribe := s.run.Subscribe()
+	o := a.viewOptions(s, d)
+	main := s.Sides()[0]
+	snaps, unsubscribe := main.Subscribe()
 	o.Renderer, o.Snapshots = rd, snaps
-	if v.canary != nil {
-		canary, unsubscribeCanary := v.canary()
+	v := s.View()
+	if v.Canary != nil {
+		canary, unsubscribeCanary := v.Canary()
 		o.Canary = canary
 		base := unsubscribe
 		unsubscribe = func() { base(); unsubscribeCanary() }
 	}
-	// A search drives one engine's knobs; a pair's canary would be left
-	// behind, so a comparison has none (its f key says so).
 	closeSearcher := func() {}
-	if s.pair == nil {
-		searcher := a.searcher(s.run, &o)
+	if v.Search != nil { // none in a pair: it would leave the canary behind (its f key says so)
+		searcher := searcher(v.Search, main, d.find, &o)
 		closeSearcher = searcher.Close
 	}
-	model, err := ui.New(v.ctl, o)
+	model, err := ui.New(s.Controller(), o)
 	if err != nil {
 		closeSearcher()
 		unsubscribe()
@@ -211,22 +151,37 @@ func (a *app) dashboard(ctx context.Context, s served, term *os.File, theme, rep
 	}
 	// Panics are crash's, not bubbletea's: bubbletea would print a panic in
 	// a command's goroutine into the alternate screen, where it is lost.
-	p = tea.NewProgram(m, tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics())
+	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics()}
+	if a.stdin != nil {
+		opts = append(opts, tea.WithInput(a.stdin))
+	}
+	p = tea.NewProgram(m, opts...)
 	return p, func() { closeSearcher(); unsubscribe() }, nil
 }
 
-// searcher is the dashboard's capacity searches over r, its f key's (and
-// --find-max's, at once), set in o; the dashboard's command closes it.
-// Without a.find (infertop ssh --local) the searches are the defaults,
-// over the loop the load runs.
-func (a *app) searcher(r *runner.Runner, o *ui.Options) *ui.Searcher {
+// searcher is the dashboard's capacity searches over eng, its f key's
+// (and --find-max's, at once, from find), set in o; the dashboard's
+// command closes it. Without find the searches are the defaults, over
+// the loop the load runs.
+func searcher(eng capacity.Engine, side session.Side, find *capacity.Search, o *ui.Options) *ui.Searcher {
 	tmpl := capacity.Search{}
-	if a.find != nil {
-		tmpl = *a.find
-	} else if r.Engine().Knobs().Mode == load.OpenLoop {
+	if find != nil {
+		tmpl = *find
+	} else if k, ok := eng.(interface{ Knobs() load.Knobs }); ok && k.Knobs().Mode == load.OpenLoop {
 		tmpl.Over = capacity.Rate
 	}
-	s := ui.NewSearcher(tmpl, r.Engine(), r.Subscribe)
+	s := ui.NewSearcher(tmpl, eng, side.Subscribe)
 	o.Finder, o.FindMax = s, tmpl.Objectives
 	return s
+}
+
+// lastWord prints a comparison's table on stdout once the load has
+// stopped, the last word (more resamples than the live line's): the
+// views that showed the verdict are gone, and the table is what is left
+// of it. Nothing for a load that compares nothing.
+func (a *app) lastWord(s session.Session) error {
+	if err := s.Stop(); err != nil {
+		a.note(err)
+	}
+	return s.LastWord(a.stdout)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/runner"
+	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/sim"
 	"github.com/infertop/infertop/sim/simtest"
 	"github.com/infertop/infertop/ui"
@@ -51,7 +52,8 @@ func TestSaveWhileServerHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Stop()
-	m, err := ui.New(r.Engine(), viewOptions(r, "dark", t.TempDir()))
+	a := &app{saveTimeout: 300 * time.Millisecond} // the save gives up on the hung server in 300 ms
+	m, err := ui.New(r.Engine(), a.viewOptions(session.NewSingle(r), dashboardOptions{theme: "dark", reportDir: t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,26 +2,27 @@
 // LLM serving endpoint and shows, second by second, how it answers. With no
 // --url it starts an embedded simulated endpoint and watches that.
 //
-// The root package is wiring only: main.go dispatches the commands,
-// flags.go turns flags (grouped by concern) into a runner.Config, and each
-// cmd_*.go is one command following a runner (package runner owns the
-// load's life).
+// The root package is wiring only: main.go dispatches from a table of
+// commands, each cmd_*.go is one command with its flag set, flags.go turns
+// the load's flags into a runner.Config; package session owns the load of
+// every kind (its follower, its epilogue, its exit code).
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"syscall"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/pflag"
 
-	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/runner"
 )
 
@@ -56,17 +57,26 @@ type exitError struct {
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
-// app is what every command runs through: where it writes, and the hooks
-// the tests set (nil: none).
+// app is the process's state every command runs through, injected (k6's
+// GlobalState is the model): where it writes, the terminal it reads, the
+// environment and the signals, and the hooks the tests set. A nil field
+// is the process's own.
 type app struct {
 	stdout, stderr io.Writer
+	// stdin is the dashboard's terminal input (nil: os.Stdin).
+	stdin *os.File
+	// getenv reads the environment (nil: os.Getenv).
+	getenv func(string) string
+	// signals subscribes to the interrupts, SIGINT and SIGTERM (nil: the
+	// process's own, through os/signal).
+	signals func() (<-chan os.Signal, func())
+	// reportTimeout bounds a run's last reports, saveTimeout an s key's
+	// save (0: the defaults).
+	reportTimeout, saveTimeout time.Duration
 	// wrapModel wraps the dashboard's model (to make it panic, in tests).
 	wrapModel func(tea.Model) tea.Model
 	// wrapDo wraps every request (to make one panic in a worker, in tests).
 	wrapDo func(runner.Do) runner.Do
-	// find is the dashboard's capacity search (runTUI's flags: the f key's
-	// settings, --find-max's objectives); nil: the defaults.
-	find *capacity.Search
 }
 
 func main() {
@@ -78,21 +88,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return (&app{stdout: stdout, stderr: stderr}).run(args)
 }
 
+// commands are infertop's commands by name; the dashboard is the one
+// without a name.
+func (a *app) commands() map[string]func([]string) error {
+	return map[string]func([]string) error{
+		"run":    a.runHeadless,
+		"sim":    a.runSim,
+		"ssh":    a.runSSH,
+		"report": a.runReport,
+	}
+}
+
 // run dispatches a command line and returns the exit code.
 func (a *app) run(args []string) int {
-	var err error
-	switch {
-	case len(args) > 0 && args[0] == "sim":
-		err = a.runSim(args[1:])
-	case len(args) > 0 && args[0] == "run":
-		err = a.runHeadless(args[1:])
-	case len(args) > 0 && args[0] == "ssh":
-		err = a.runSSH(args[1:])
-	case len(args) > 0 && args[0] == "report":
-		err = a.runReport(args[1:])
-	default:
-		err = a.runTUI(args)
+	cmd := a.runTUI
+	if len(args) > 0 {
+		if c, ok := a.commands()[args[0]]; ok {
+			cmd, args = c, args[1:]
+		}
 	}
+	err := cmd(args)
 	var exit exitError
 	switch {
 	case err == nil, errors.Is(err, pflag.ErrHelp):
@@ -107,6 +122,32 @@ func (a *app) run(args []string) int {
 		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
 		return 1
 	}
+}
+
+// env reads the environment variable k.
+func (a *app) env(k string) string {
+	if a.getenv != nil {
+		return a.getenv(k)
+	}
+	return os.Getenv(k)
+}
+
+// input is the terminal the dashboard reads.
+func (a *app) input() *os.File {
+	if a.stdin != nil {
+		return a.stdin
+	}
+	return os.Stdin
+}
+
+// interrupts subscribes to SIGINT and SIGTERM until stop.
+func (a *app) interrupts() (sigs <-chan os.Signal, stop func()) {
+	if a.signals != nil {
+		return a.signals()
+	}
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	return ch, func() { signal.Stop(ch) }
 }
 
 // newFlagSet makes a flag set that reports errors instead of exiting.
@@ -149,15 +190,4 @@ func parse(fs *pflag.FlagSet, args []string) error {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
-}
-
-// start starts the load cfg describes, with the app's hooks and notes on
-// stderr; ctx bounds only the start (detection, model discovery).
-func (a *app) start(ctx context.Context, cfg runner.Config) (*runner.Runner, error) {
-	cfg.Notes, cfg.WrapDo = a.stderr, a.wrapDo
-	r, err := runner.Start(ctx, cfg)
-	if err != nil {
-		return nil, startError(err)
-	}
-	return r, nil
 }

@@ -198,7 +198,8 @@ func TestRunEnergy(t *testing.T) {
 
 // TestRunHungServer: against a server that accepts and never answers, the
 // requests still out after the drain are incomplete, every report counts
-// them (sent = completed + failed + incomplete), and no SLO passes.
+// them (sent = completed + failed + incomplete), no SLO passes, and a run
+// where nothing completed is a failed run: exit 2, saying why.
 func TestRunHungServer(t *testing.T) {
 	release := make(chan struct{})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -213,8 +214,8 @@ func TestRunHungServer(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"run", "--url", hs.URL + "/v1", "--api", "openai-chat", "--model", "m", "-c", "4", "--duration", "1s", "--drain", "300ms",
 		"--server-metrics", "off", "--slo", "error_rate<1%", "--slo", "ttft_p99<=500ms", "--json", path}, &out, &errb)
-	if code != 1 {
-		t.Fatalf("exit %d, want 1: %s\n%s", code, errb.String(), out.String())
+	if code != 2 || !strings.Contains(errb.String(), "nothing completed: 4 requests sent, none finished") {
+		t.Fatalf("exit %d, want 2 and why: %s\n%s", code, errb.String(), out.String())
 	}
 	for _, want := range []string{"sent 4 = 0 completed + 0 failed + 4 incomplete", "4 requests were still in flight after the drain",
 		"error_rate<1% BREACHED in run: 100.00%", "ttft_p99<=500ms BREACHED in run: nothing measured"} {

@@ -149,6 +149,17 @@ type Comparison struct {
 	Sides [2]string
 }
 
+// Worse reports whether any statistic came out worse on the canary with
+// confidence (whatever the regressions allow).
+func (c Comparison) Worse() bool {
+	for _, r := range c.Results {
+		if r.Verdict == Worse {
+			return true
+		}
+	}
+	return false
+}
+
 // side is the name of side i in lines ("baseline", "canary" by default).
 func (c Comparison) side(i int) string { return sideName(c.Sides, i) }
 

@@ -35,14 +35,7 @@ func synth(s *Samples, rng *rand.Rand, t0 time.Time, from, secs, perSec int, slo
 	}
 }
 
-func worse(c Comparison) bool {
-	for _, r := range c.Results {
-		if r.Verdict == Worse {
-			return true
-		}
-	}
-	return false
-}
+func worse(c Comparison) bool { return c.Worse() }
 
 // TestSyntheticFalsePositives: two sides drawn from one distribution (60 s
 // at 6 requests a second, the default sim's load) are called worse in at

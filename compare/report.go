@@ -69,20 +69,35 @@ func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 
 // String says whether the regression was breached and why.
 func (g Gate) String() string {
+	return g.Regression.Expr + ": " + g.Kind().String() + ": " + g.detail()
+}
+
+// Kind is how the gate came out: held, breached, or not judged.
+func (g Gate) Kind() GateKind {
+	switch {
+	case g.Result.Verdict == NotEnough:
+		return NotJudged
+	case g.Breached:
+		return Breached
+	}
+	return HeldGate
+}
+
+// detail is why the gate came out as it did, for a person.
+func (g Gate) detail() string {
 	r := g.Result
 	minSecs := g.minSeconds
 	if minSecs <= 0 {
 		minSecs = MinSeconds
 	}
-	switch {
-	case r.Verdict == NotEnough:
-		return fmt.Sprintf("%s: not judged: too few requests (%d %s, %d %s; %s needs %d a side over %d s)",
-			g.Regression.Expr, r.NBaseline, sideName(g.sides, 0), r.NCanary, sideName(g.sides, 1), r.Stat.Name, r.Stat.minSamples(), minSecs)
-	case g.Breached:
-		return fmt.Sprintf("%s: breached: %s (%s), above %s with confidence", g.Regression.Expr, r.DeltaText(), r.Interval(),
-			pct(r.Stat, g.Regression.Tolerance))
+	switch g.Kind() {
+	case NotJudged:
+		return fmt.Sprintf("too few requests (%d %s, %d %s; %s needs %d a side over %d s)",
+			r.NBaseline, sideName(g.sides, 0), r.NCanary, sideName(g.sides, 1), r.Stat.Name, r.Stat.minSamples(), minSecs)
+	case Breached:
+		return fmt.Sprintf("%s (%s), above %s with confidence", r.DeltaText(), r.Interval(), pct(r.Stat, g.Regression.Tolerance))
 	}
-	return fmt.Sprintf("%s: held: %s (%s)", g.Regression.Expr, r.DeltaText(), r.Interval())
+	return fmt.Sprintf("%s (%s)", r.DeltaText(), r.Interval())
 }
 
 // ResultJSON is one statistic compared, as the JSON report writes it.

@@ -374,6 +374,9 @@ func (r *Runner) newScraper() *telemetry.Scraper {
 // Engine is the load: its knobs, its snapshots.
 func (r *Runner) Engine() *load.Engine { return r.eng }
 
+// Latest is the engine's newest snapshot.
+func (r *Runner) Latest() load.Snapshot { return r.eng.Latest() }
+
 // Subscribe follows the engine's snapshots (see load.Engine.Subscribe).
 func (r *Runner) Subscribe() (<-chan load.Snapshot, func()) { return r.eng.Subscribe() }
 

@@ -57,12 +57,13 @@ type Config struct {
 	// Log gets one line per connection and disconnection, per refused
 	// key or connection, and warnings; at most LogLinesPerSecond a second.
 	Log io.Writer
-	// Engine is the one load every session watches (in a comparison, the
+	// Watch is the one load every session watches (in a comparison, the
 	// baseline's): each session subscribes to its snapshots.
-	Engine *load.Engine
-	// Controller is what a controller's keys act on (nil: Engine). In a
-	// comparison it is the compare.Pair, whose knobs move both loads, or
-	// the compare.Split, whose new setting starts its groups' comparison
+	Watch Subscriber
+	// Controller is what a controller's keys act on (nil: Watch, when it
+	// is a controller itself, as *load.Engine is). In a
+	// comparison it is the session.Pair, whose knobs move both loads, or
+	// the session.Split, whose new setting starts its groups' comparison
 	// over: turning Engine's knobs alone would leave them behind.
 	Controller ui.Controller
 	// Canary, if set, makes every session's view a comparison's: it
@@ -79,6 +80,12 @@ type Config struct {
 	// and drops Save for a watcher: saving is acting on the load, which
 	// only controllers do.
 	View ui.Options
+}
+
+// Subscriber is a load's snapshots: *load.Engine, a runner, a session's
+// side.
+type Subscriber interface {
+	Subscribe() (<-chan load.Snapshot, func())
 }
 
 // Error is a kind of error New returns, naming the part of the Config at
@@ -160,8 +167,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxUnauthenticatedPerIP <= 0 {
 		cfg.MaxUnauthenticatedPerIP = DefaultMaxUnauthenticatedPerIP
 	}
-	if cfg.Controller == nil && cfg.Engine != nil {
-		cfg.Controller = cfg.Engine
+	if c, ok := cfg.Watch.(ui.Controller); ok && cfg.Controller == nil {
+		cfg.Controller = c
 	}
 	s := &Server{cfg: cfg, pendingByIP: map[string]int{}, stopping: make(chan struct{})}
 	var err error
@@ -447,7 +454,7 @@ func (s *Server) theme(sess ssh.Session) string {
 // program builds one session's dashboard. Its subscriptions are the
 // session's: the goroutine below, the session's too, ends them with it.
 func (s *Server) program(sess ssh.Session) *tea.Program {
-	snaps, unsubscribe := s.cfg.Engine.Subscribe()
+	snaps, unsubscribe := s.cfg.Watch.Subscribe()
 	opts := s.cfg.View // a copy: the template stays as it is
 	opts.Renderer, opts.Theme, opts.Snapshots, opts.Canary = bm.MakeRenderer(sess), s.theme(sess), snaps, nil
 	if s.cfg.Canary != nil {

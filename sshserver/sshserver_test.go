@@ -88,10 +88,10 @@ func startServer(t *testing.T, cfg Config, tick ...time.Duration) *rig {
 	if len(tick) > 0 {
 		every = tick[0]
 	}
-	if cfg.Engine == nil {
-		cfg.Engine = newEngine(t, 5*time.Millisecond, 4, every)
+	if cfg.Watch == nil {
+		cfg.Watch = newEngine(t, 5*time.Millisecond, 4, every)
 	}
-	eng := cfg.Engine
+	eng := cfg.Watch.(*load.Engine)
 	r := &rig{eng: eng, log: &syncBuffer{}}
 	cfg.Log, cfg.View.Theme = r.log, "dark"
 	var err error
@@ -614,7 +614,7 @@ func TestStopRestoresScreens(t *testing.T) {
 	}
 }
 
-// bothEngines is a comparison's controller as compare.Pair is one: a key
+// bothEngines is a comparison's controller as session.Pair is one: a key
 // moves the baseline's knobs and the canary's are set to the result.
 type bothEngines struct{ base, canary *load.Engine }
 
@@ -681,7 +681,7 @@ func TestComparisonSessions(t *testing.T) {
 	var open atomic.Int64
 	r := startServer(t, Config{
 		HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true, Controllers: writeFile(t, dir, "controllers", ctlPub),
-		Engine: base, Controller: bothEngines{base, canary}, Canary: counted(canary, &open),
+		Watch: base, Controller: bothEngines{base, canary}, Canary: counted(canary, &open),
 		View: ui.Options{Compare: func() (compare.Comparison, bool) { return slowerCanary(), true }},
 	})
 	w, err := dial(t, r.addr, watch, nil)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/infertop/infertop/load"
 )
 
 // Duration formats a latency or an age as the dashboard does: at most 7
@@ -17,25 +19,7 @@ import (
 // less). It is exported so that every text infertop prints (the headless
 // progress line, the summaries) reads durations the one way the dashboard
 // does, never as time.Duration's 16.7526s beside a 158.1ms.
-func Duration(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "—"
-	case d < time.Millisecond:
-		return fmt.Sprintf("%dµs", d/time.Microsecond)
-	case d < 10*time.Millisecond:
-		return fmt.Sprintf("%.2fms", float64(d)/1e6)
-	case d < 100*time.Millisecond:
-		return fmt.Sprintf("%.1fms", float64(d)/1e6)
-	case d < time.Second:
-		return fmt.Sprintf("%.0fms", float64(d)/1e6)
-	case d < 10*time.Second:
-		return fmt.Sprintf("%.2fs", d.Seconds())
-	case d < 100*time.Second:
-		return fmt.Sprintf("%.1fs", d.Seconds())
-	}
-	return fmt.Sprintf("%.0fs", d.Seconds())
-}
+func Duration(d time.Duration) string { return load.FormatDuration(d) }
 
 // num formats a rate or count compactly: 812, 8.1k, 81k, 8.1M, 81M, 8.1G;
 // never in scientific notation, and at most 5 cells below 10^12

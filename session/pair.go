@@ -1,35 +1,30 @@
-// Package compare puts one load on two endpoints at once (a canary against
-// a baseline) and says, live, whether the canary is slower or fails more.
-//
-// A Pair is two runners driven by one set of knobs: the same load.Config
-// (the same seed, so the same prompts in the same order), each endpoint
-// its own engine (the closed loop's concurrency on each, the open loop's
-// rate on each), started at the same moment, every knob change applied to
-// both (Pair is a controller, as the dashboard's keys want one). Beside
-// the engines it keeps the newest requests of each side (Samples) and
-// compares them every second with a paired block bootstrap (judge): a
-// verdict per statistic with an interval of the canary's difference, and
-// a line for a person, "canary slower: TTFT p99 +38% (…)".
-package compare
+package session
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/exporter"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
+	"github.com/infertop/infertop/sanitize"
+	"github.com/infertop/infertop/slo"
 )
 
-// Config is a comparison: the baseline's load, and where the canary is.
-type Config struct {
+// PairConfig is a comparison: the baseline's load, and where the canary is.
+type PairConfig struct {
 	// Baseline is the load on the baseline; the canary gets the same, with
 	// URL, Model and the outputs below changed. Its MetricsAddr serves
 	// both sides, each series labelled target="baseline" or "canary".
@@ -40,7 +35,7 @@ type Config struct {
 	// CanaryRequestsLog is the canary's requests log (empty: none).
 	CanaryRequestsLog string
 	// Options configure the live comparison (Regressions, Confidence).
-	Options Options
+	Options compare.Options
 	// Samples is how many of the newest requests a side keeps per metric
 	// (0: DefaultSamples).
 	Samples int
@@ -50,7 +45,7 @@ type Config struct {
 
 // StartError is a side that could not start.
 type StartError struct {
-	Side Side
+	Side compare.Side
 	Err  error
 }
 
@@ -60,13 +55,21 @@ func (e *StartError) Unwrap() error { return e.Err }
 // errOtherSide fails a side's start when the other side's failed.
 var errOtherSide = errors.New("the other side did not start")
 
-// Pair is two loads under one set of knobs. Its methods are safe from any
-// goroutine.
+// Pair puts one load on two endpoints at once, a canary against a
+// baseline, and says live whether the canary is slower or fails more. It
+// is two runners driven by one set of knobs: the same load.Config (the
+// same seed, so the same prompts in the same order), each endpoint its
+// own engine (the closed loop's concurrency on each, the open loop's rate
+// on each), started at the same moment, every knob change applied to both
+// (Pair is the controller the dashboard's keys act on). Beside the engines
+// it keeps the newest requests of each side (compare.Samples) and compares
+// them every second with compare's paired block bootstrap. Its methods
+// are safe from any goroutine.
 type Pair struct {
-	cfg     Config
+	cfg     PairConfig
 	runners [2]*runner.Runner
-	samples *Samples
-	live    atomic.Pointer[Comparison]
+	samples *compare.Samples
+	live    atomic.Pointer[compare.Comparison]
 	evals   atomic.Uint64
 	// knobsMu makes a knob change one step on both sides: two
 	// controllers at once (SSH sessions, --local) would otherwise
@@ -84,19 +87,19 @@ type Pair struct {
 // discovery, then waits for the other (runner.Config.Ready), so both
 // engines start together. When a side fails, both are stopped and the
 // error is a *StartError naming the side.
-func Start(ctx context.Context, cfg Config) (_ *Pair, err error) {
+func StartPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	if cfg.Every <= 0 {
 		cfg.Every = time.Second
 	}
-	stats := Stats(cfg.Options.Regressions)
-	p := &Pair{cfg: cfg, stopX: func() {}, samples: NewSamples(stats, cfg.Samples, time.Now())}
+	stats := compare.Stats(cfg.Options.Regressions)
+	p := &Pair{cfg: cfg, stopX: func() {}, samples: compare.NewSamples(stats, cfg.Samples, time.Now())}
 	defer func() {
 		if err != nil {
 			p.Stop()
 		}
 	}()
 	cfgs := [2]runner.Config{cfg.Baseline, cfg.Baseline}
-	c := &cfgs[Canary]
+	c := &cfgs[compare.Canary]
 	c.URL, c.RequestsLog = cfg.CanaryURL, cfg.CanaryRequestsLog
 	if cfg.CanaryModel != "" {
 		c.Probe.Model = cfg.CanaryModel
@@ -110,21 +113,21 @@ func Start(ctx context.Context, cfg Config) (_ *Pair, err error) {
 	// one lock for the one writer.
 	if cfg.Baseline.Notes != nil {
 		notes := &lockedWriter{w: cfg.Baseline.Notes}
-		cfgs[Baseline].Notes = notes
+		cfgs[compare.Baseline].Notes = notes
 		c.Notes = prefixWriter{w: notes, prefix: "infertop: canary: "}
 	}
 	c.Load.Stages = append([]load.Stage(nil), cfg.Baseline.Load.Stages...)
 	if ds := cfg.Baseline.Load.Dataset; ds != nil { // a cursor each, from the first prompt
-		cfgs[Baseline].Load.Dataset, c.Load.Dataset = ds.Clone(), ds.Clone()
+		cfgs[compare.Baseline].Load.Dataset, c.Load.Dataset = ds.Clone(), ds.Clone()
 	}
 	var xs []*exporter.Exporter
 	if addr := cfg.Baseline.MetricsAddr; addr != "" {
 		ln, err := exporter.Listen(addr)
 		if err != nil {
-			return nil, &StartError{Baseline, &runner.SettingError{Setting: runner.SettingMetricsAddr, Err: err}}
+			return nil, &StartError{compare.Baseline, &runner.SettingError{Setting: runner.SettingMetricsAddr, Err: err}}
 		}
 		for i := range cfgs {
-			x := exporter.ForTarget(cfg.Baseline.Objectives, Side(i).String(), i == 0)
+			x := exporter.ForTarget(cfg.Baseline.Objectives, compare.Side(i).String(), i == 0)
 			cfgs[i].Exporter, cfgs[i].MetricsAddr, xs = x, "", append(xs, x)
 		}
 		xctx, stop := context.WithCancel(context.Background())
@@ -135,7 +138,7 @@ func Start(ctx context.Context, cfg Config) (_ *Pair, err error) {
 	var arrived [2]chan struct{}
 	failed := make(chan struct{})
 	for i := range cfgs {
-		side := Side(i)
+		side := compare.Side(i)
 		arrived[i] = make(chan struct{})
 		next := cfgs[i].Load.OnResult
 		cfgs[i].Load.OnResult = func(rec load.Record) {
@@ -173,12 +176,12 @@ func Start(ctx context.Context, cfg Config) (_ *Pair, err error) {
 	wg.Wait()
 	for i, e := range errs { // the side that failed first, not the one it took down
 		if e != nil && !errors.Is(e, errOtherSide) {
-			return nil, &StartError{Side(i), e}
+			return nil, &StartError{compare.Side(i), e}
 		}
 	}
 	for i, e := range errs {
 		if e != nil {
-			return nil, &StartError{Side(i), e}
+			return nil, &StartError{compare.Side(i), e}
 		}
 	}
 	lctx, cancel := context.WithCancel(context.Background())
@@ -209,7 +212,7 @@ func (p *Pair) follow(ctx context.Context) {
 
 // Compare compares the sides now with resamples bootstrap replicates (0:
 // the configured number); each call draws afresh (a seed of its own).
-func (p *Pair) Compare(resamples int) Comparison {
+func (p *Pair) Compare(resamples int) compare.Comparison {
 	o := p.cfg.Options
 	if resamples > 0 {
 		o.Resamples = resamples
@@ -218,17 +221,17 @@ func (p *Pair) Compare(resamples int) Comparison {
 	return p.samples.Compare(o)
 }
 
-// Comparison is the newest live comparison (computed every Config.Every);
+// Comparison is the newest live comparison (computed every PairConfig.Every);
 // ok is false before the first.
-func (p *Pair) Comparison() (c Comparison, ok bool) {
+func (p *Pair) Comparison() (c compare.Comparison, ok bool) {
 	if l := p.live.Load(); l != nil {
 		return *l, true
 	}
-	return Comparison{}, false
+	return compare.Comparison{}, false
 }
 
 // Runner is one side's runner.
-func (p *Pair) Runner(s Side) *runner.Runner { return p.runners[s] }
+func (p *Pair) Runner(s compare.Side) *runner.Runner { return p.runners[s] }
 
 // Update changes the knobs of both sides: f moves the baseline's, and the
 // canary's are set to the result, so both stay the same even if a walk
@@ -236,8 +239,8 @@ func (p *Pair) Runner(s Side) *runner.Runner { return p.runners[s] }
 func (p *Pair) Update(f func(*load.Knobs)) load.Knobs {
 	p.knobsMu.Lock()
 	defer p.knobsMu.Unlock()
-	k := p.runners[Baseline].Engine().Update(f)
-	p.runners[Canary].Engine().Update(func(c *load.Knobs) { *c = k })
+	k := p.runners[compare.Baseline].Engine().Update(f)
+	p.runners[compare.Canary].Engine().Update(func(c *load.Knobs) { *c = k })
 	p.samples.SetKnobs(k)
 	return k
 }
@@ -279,7 +282,7 @@ func (p *Pair) Stop() error {
 		for i, r := range p.runners {
 			if r != nil {
 				if err := r.Stop(); err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", Side(i), err))
+					errs = append(errs, fmt.Errorf("%s: %w", compare.Side(i), err))
 				}
 			}
 		}
@@ -323,4 +326,117 @@ func (pw prefixWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// What names the pair: the baseline against the canary.
+func (p *Pair) What() string {
+	return sanitize.Text(p.runners[compare.Baseline].Target().URL) + " against the canary " + sanitize.Text(p.runners[compare.Canary].Target().URL)
+}
+
+// Sides are the baseline's runner and the canary's.
+func (p *Pair) Sides() []Side { return []Side{p.runners[compare.Baseline], p.runners[compare.Canary]} }
+
+// Controller is the pair: its knobs move both loads.
+func (p *Pair) Controller() Controller { return p }
+
+// Live is the newest live comparison.
+func (p *Pair) Live() (Look, bool) {
+	c, ok := p.Comparison()
+	if !ok {
+		return Look{}, false
+	}
+	return Look{Line: c.Line(), Breaches: c.Breaches(), Regressed: "the canary regressed"}, true
+}
+
+// Conclude is both sides' reports, the baseline's holding the comparison
+// (the last word: more resamples than the live line's) and the canary's
+// whole report, and the comparison's gates that did not pass.
+func (p *Pair) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]slo.Verdict) Conclusion {
+	cmp := p.Compare(2 * compare.DefaultResamples)
+	reps := [2]*report.Report{}
+	for i, r := range p.runners {
+		reps[i] = r.Report(ctx, last[i])
+		reps[i].Verdicts = append(reps[i].Verdicts, breaches[i]...)
+	}
+	c := Conclusion{Reports: reps[:], Failures: cmp.Failures(), Breached: cmp.Breached(),
+		Headline: "the canary regressed, a regression went unjudged or an SLO broke"}
+	if err := withComparison(reps, cmp); err != nil {
+		c.Err = err
+	}
+	base, canary := sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL)
+	c.Table = func(w io.Writer) error { return cmp.WriteTable(w, base, canary) }
+	return c
+}
+
+// withComparison puts the comparison and the canary's whole report into
+// the baseline's JSON, as infertop.compare: one file holds the run.
+func withComparison(reps [2]*report.Report, cmp compare.Comparison) error {
+	var cj bytes.Buffer
+	if err := reps[1].WriteJSON(&cj); err != nil {
+		return fmt.Errorf("the canary's report: %w", err)
+	}
+	j := cmp.JSON()
+	j["baseline"] = map[string]any{"url": reps[0].Manifest.URL, "model": reps[0].Manifest.Model, "report": "the top level"}
+	j["canary"] = json.RawMessage(cj.Bytes())
+	reps[0].Extra = map[string]any{"compare": j}
+	return nil
+}
+
+// Save is the s key's save in a comparison: what `run --compare` writes,
+// for the run so far. The baseline's reports at the runner's SaveBase
+// (infertop-START.json, .csv, .txt, .html), its JSON holding
+// infertop.compare with the canary's whole report; the canary's beside
+// them, named as CanaryPath names its requests log
+// (infertop-START.canary.json, …); and the comparison's table
+// (infertop-START.compare.txt). The comparison is the live one, the
+// verdict on screen (a fresh one before the first).
+func (p *Pair) Save(ctx context.Context, s load.Snapshot, dir string) (string, error) {
+	cmp, ok := p.Comparison()
+	if !ok {
+		cmp = p.Compare(0)
+	}
+	b, c := p.runners[compare.Baseline], p.runners[compare.Canary]
+	reps := [2]*report.Report{b.Report(ctx, s), c.Report(ctx, c.Latest())}
+	if err := withComparison(reps, cmp); err != nil {
+		return "", err
+	}
+	base := b.SaveBase(dir)
+	// base has no extension (infertop-START): CanaryPath adds .canary.
+	if _, err := runner.SaveAs(reps[1], CanaryPath(base)); err != nil {
+		return "", fmt.Errorf("the canary's: %w", err)
+	}
+	if _, err := runner.SaveAs(reps[0], base); err != nil {
+		return "", err
+	}
+	var t bytes.Buffer
+	if err := cmp.WriteTable(&t, sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL)); err != nil {
+		return "", fmt.Errorf("the comparison: %w", err)
+	}
+	if err := runner.ReplaceFile(base+".compare.txt", t.Bytes()); err != nil {
+		return "", err
+	}
+	return base + "{,.canary}.{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
+}
+
+// View: the live comparison and the canary's snapshots; no capacity
+// search (it would drive the baseline's knobs and leave the canary
+// behind).
+func (p *Pair) View() View {
+	return View{Compare: p.Comparison, Canary: p.runners[compare.Canary].Subscribe}
+}
+
+// CanaryPath is the canary's file beside the baseline's: run.jsonl ->
+// run.canary.jsonl ("" stays "").
+func CanaryPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + ".canary" + ext
+}
+
+// LastWord is the comparison's table, the last word.
+func (p *Pair) LastWord(w io.Writer) error {
+	b, c := p.runners[compare.Baseline].Target().URL, p.runners[compare.Canary].Target().URL
+	return p.Compare(2*compare.DefaultResamples).WriteTable(w, sanitize.Text(b), sanitize.Text(c))
 }

@@ -1,15 +1,23 @@
-package compare
+package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
+	"github.com/infertop/infertop/sanitize"
+	"github.com/infertop/infertop/slo"
 )
 
 // SplitConfig is a split: one load on one URL, its requests grouped by the
@@ -18,7 +26,7 @@ type SplitConfig struct {
 	// Run is the load; Run.Probe.SplitBy says what groups the requests.
 	Run runner.Config
 	// Options configure the live comparison (Regressions, Confidence).
-	Options Options
+	Options compare.Options
 	// Samples is how many of the newest requests a group keeps per metric
 	// (0: DefaultSamples); Groups how many groups are named (0:
 	// DefaultGroups).
@@ -39,8 +47,8 @@ type SplitConfig struct {
 type Split struct {
 	cfg    SplitConfig
 	run    *runner.Runner
-	groups *Groups
-	live   atomic.Pointer[Grouping]
+	groups *compare.Groups
+	live   atomic.Pointer[compare.Grouping]
 	evals  atomic.Uint64
 
 	cancel   context.CancelFunc
@@ -61,7 +69,7 @@ func StartSplit(ctx context.Context, cfg SplitConfig) (*Split, error) {
 	if cfg.Every <= 0 {
 		cfg.Every = time.Second
 	}
-	s := &Split{cfg: cfg, groups: NewGroupsWithBaseline(Stats(cfg.Options.Regressions), cfg.Samples, cfg.Groups, time.Now(), cfg.BaselineGroup)}
+	s := &Split{cfg: cfg, groups: compare.NewGroupsWithBaseline(compare.Stats(cfg.Options.Regressions), cfg.Samples, cfg.Groups, time.Now(), cfg.BaselineGroup)}
 	next := cfg.Run.Load.OnResult
 	cfg.Run.Load.OnResult = func(rec load.Record) {
 		s.groups.Observe(rec, time.Now())
@@ -97,7 +105,7 @@ func StartSplit(ctx context.Context, cfg SplitConfig) (*Split, error) {
 
 // Compare compares the groups now with resamples bootstrap replicates (0:
 // the configured number); each call draws afresh (a seed of its own).
-func (s *Split) Compare(resamples int) Grouping {
+func (s *Split) Compare(resamples int) compare.Grouping {
 	o := s.cfg.Options
 	if resamples > 0 {
 		o.Resamples = resamples
@@ -110,11 +118,11 @@ func (s *Split) Compare(resamples int) Grouping {
 
 // Comparison is the newest live comparison (computed every
 // SplitConfig.Every); ok is false before the first.
-func (s *Split) Comparison() (g Grouping, ok bool) {
+func (s *Split) Comparison() (g compare.Grouping, ok bool) {
 	if l := s.live.Load(); l != nil {
 		return *l, true
 	}
-	return Grouping{}, false
+	return compare.Grouping{}, false
 }
 
 // Runner is the split's one runner.
@@ -151,4 +159,73 @@ func (s *Split) Stop() error {
 		s.stopErr = s.run.Stop()
 	})
 	return s.stopErr
+}
+
+// What names the load and what splits it.
+func (s *Split) What() string {
+	return sanitize.Text(s.run.Target().URL) + ", its answers split by " + s.cfg.Run.Probe.SplitBy.String()
+}
+
+// Sides is the one runner.
+func (s *Split) Sides() []Side { return []Side{s.run} }
+
+// Controller is the split: a new setting starts its groups' comparison
+// over.
+func (s *Split) Controller() Controller { return s }
+
+// Live is the newest live comparison of the groups.
+func (s *Split) Live() (Look, bool) {
+	g, ok := s.Comparison()
+	if !ok {
+		return Look{}, false
+	}
+	return Look{Line: g.Line(), Breaches: g.Breaches(), Regressed: "a newer group regressed"}, true
+}
+
+// Conclude is the load's report holding the groups' comparison (the last
+// word: more resamples than the live line's), and the gates that did not
+// pass in any newer group.
+func (s *Split) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]slo.Verdict) Conclusion {
+	grp := s.Compare(2 * compare.DefaultResamples)
+	rep := s.run.Report(ctx, last[0])
+	rep.Verdicts = append(rep.Verdicts, breaches[0]...)
+	rep.Extra = map[string]any{"compare": grp.JSON()}
+	return Conclusion{Reports: []*report.Report{rep}, Table: grp.WriteTable,
+		Failures: grp.Failures(s.cfg.Options.Regressions), Breached: grp.Breached(),
+		Headline: "a newer group regressed, a regression went unjudged or an SLO broke"}
+}
+
+// Save is the s key's save in a split: what `run --split-by` writes, for
+// the run so far: the load's reports, its JSON holding the groups'
+// comparison as infertop.compare, and the groups' tables beside them
+// (infertop-START.compare.txt). The comparison is the live one, the
+// verdict on screen (a fresh one before the first).
+func (s *Split) Save(ctx context.Context, snap load.Snapshot, dir string) (string, error) {
+	grp, ok := s.Comparison()
+	if !ok {
+		grp = s.Compare(0)
+	}
+	rep := s.run.Report(ctx, snap)
+	rep.Extra = map[string]any{"compare": grp.JSON()}
+	base := s.run.SaveBase(dir)
+	if _, err := runner.SaveAs(rep, base); err != nil {
+		return "", err
+	}
+	var t bytes.Buffer
+	if err := grp.WriteTable(&t); err != nil {
+		return "", fmt.Errorf("the groups: %w", err)
+	}
+	if err := runner.ReplaceFile(base+".compare.txt", t.Bytes()); err != nil {
+		return "", err
+	}
+	return base + ".{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
+}
+
+// View: the groups' live comparison; a capacity search may drive the one
+// engine.
+func (s *Split) View() View { return View{Groups: s.Comparison, Search: s.run.Engine()} }
+
+// LastWord is the groups' table, the last word.
+func (s *Split) LastWord(w io.Writer) error {
+	return s.Compare(2 * compare.DefaultResamples).WriteTable(w)
 }

@@ -1,4 +1,4 @@
-package compare
+package session
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/runner"
@@ -40,19 +41,19 @@ func slower(p sim.Params, f float64) sim.Params {
 
 // startPair starts two sims and a pair on them whose live comparison is
 // computed every 200 ms (tests that wait for a verdict see it sooner).
-func startPair(t *testing.T, base, canary sim.Params, lc load.Config, opt Options) *Pair {
+func startPair(t *testing.T, base, canary sim.Params, lc load.Config, opt compare.Options) *Pair {
 	t.Helper()
 	return startPairEvery(t, base, canary, lc, opt, 200*time.Millisecond)
 }
 
 // startPairEvery is startPair with the live comparison every every; the
 // pair and both sims stop when t ends.
-func startPairEvery(t *testing.T, base, canary sim.Params, lc load.Config, opt Options, every time.Duration) *Pair {
+func startPairEvery(t *testing.T, base, canary sim.Params, lc load.Config, opt compare.Options, every time.Duration) *Pair {
 	t.Helper()
 	b, c := simtest.Start(t, base), simtest.Start(t, canary)
-	cfg := Config{Baseline: runner.Config{URL: b.URL, API: probe.OpenAIChat, Load: lc,
+	cfg := PairConfig{Baseline: runner.Config{URL: b.URL, API: probe.OpenAIChat, Load: lc,
 		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff}}, CanaryURL: c.URL, Options: opt, Every: every}
-	p, err := Start(context.Background(), cfg)
+	p, err := StartPair(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +63,9 @@ func startPairEvery(t *testing.T, base, canary sim.Params, lc load.Config, opt O
 
 // waitVerdict polls the live comparison until stop says so or within
 // passes; it returns the last comparison and when it was taken.
-func waitVerdict(p *Pair, within time.Duration, stop func(Comparison) bool) (Comparison, time.Duration) {
+func waitVerdict(p *Pair, within time.Duration, stop func(compare.Comparison) bool) (compare.Comparison, time.Duration) {
 	start := time.Now()
-	var last Comparison
+	var last compare.Comparison
 	for time.Since(start) < within {
 		time.Sleep(100 * time.Millisecond)
 		if c, ok := p.Comparison(); ok {
@@ -77,9 +78,9 @@ func waitVerdict(p *Pair, within time.Duration, stop func(Comparison) bool) (Com
 	return last, time.Since(start)
 }
 
-func ttftP99Worse(c Comparison) bool {
+func ttftP99Worse(c compare.Comparison) bool {
 	for _, r := range c.Results {
-		if r.Stat.Name == "ttft_p99" && r.Verdict == Worse {
+		if r.Stat.Name == "ttft_p99" && r.Verdict == compare.Worse {
 			return true
 		}
 	}
@@ -93,11 +94,11 @@ func ttftP99Worse(c Comparison) bool {
 // only logged.
 func TestPairIdenticalSims(t *testing.T) {
 	p := startPair(t, quick(t, 1), quick(t, 1),
-		load.Config{Knobs: load.Knobs{Concurrency: 8, PromptTokens: 64, OutputTokens: 16}, Seed: 1}, Options{})
+		load.Config{Knobs: load.Knobs{Concurrency: 8, PromptTokens: 64, OutputTokens: 16}, Seed: 1}, compare.Options{})
 	time.Sleep(2 * time.Second)
 	t.Logf("%s", p.Compare(2000).Line())
 	k := p.Update(func(k *load.Knobs) { k.Concurrency = 4 })
-	if got := p.Runner(Canary).Engine().Knobs(); got != k {
+	if got := p.Runner(compare.Canary).Engine().Knobs(); got != k {
 		t.Errorf("canary's knobs %+v, baseline's %+v", got, k)
 	}
 }
@@ -107,8 +108,8 @@ func TestPairIdenticalSims(t *testing.T) {
 // itself was judged by then is logged (on an idle machine: in about 10 s).
 func TestPairDetectsSlowCanary(t *testing.T) {
 	p := startPair(t, quick(t, 1), slower(quick(t, 1), 1.2),
-		load.Config{Knobs: load.Knobs{Concurrency: 8, PromptTokens: 256, OutputTokens: 16}, Seed: 1}, Options{})
-	c, took := waitVerdict(p, 60*time.Second, worse)
+		load.Config{Knobs: load.Knobs{Concurrency: 8, PromptTokens: 256, OutputTokens: 16}, Seed: 1}, compare.Options{})
+	c, took := waitVerdict(p, 60*time.Second, compare.Comparison.Worse)
 	t.Logf("after %v (TTFT p99 judged worse: %v): %s", took.Round(100*time.Millisecond), ttftP99Worse(c), c.Line())
 	if !strings.HasPrefix(c.Line(), "canary slower") {
 		t.Fatalf("not called in 60 s: %s", c.Line())
@@ -119,7 +120,7 @@ func TestPairDetectsSlowCanary(t *testing.T) {
 // labelled by target.
 func TestPairExporterTargets(t *testing.T) {
 	b, c := simtest.Start(t, quick(t, 1)), simtest.Start(t, quick(t, 1))
-	cfg := Config{Baseline: runner.Config{URL: b.URL, API: probe.OpenAIChat, MetricsAddr: "127.0.0.1:0",
+	cfg := PairConfig{Baseline: runner.Config{URL: b.URL, API: probe.OpenAIChat, MetricsAddr: "127.0.0.1:0",
 		Load:      load.Config{Knobs: load.Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 4}, Tick: 20 * time.Millisecond},
 		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff}}, CanaryURL: c.URL}
 	// The address is chosen by the pair: find it by listening first.
@@ -128,7 +129,7 @@ func TestPairExporterTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Baseline.MetricsAddr = ln
-	p, err := Start(context.Background(), cfg)
+	p, err := StartPair(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package compare
+package session
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/sim"
 )
@@ -40,7 +41,7 @@ func compareStage(t *testing.T) {
 // comparison at the end, and whether a live comparison said worse before.
 type identicalRun struct {
 	seed    uint64
-	c       Comparison
+	c       compare.Comparison
 	liveBad bool
 }
 
@@ -48,12 +49,12 @@ type identicalRun struct {
 // bound of a statistic's interval as a multiple of its minimum effect (a
 // verdict says worse past 1), and that statistic. An interval of one point
 // (the error rate when neither side failed) says nothing and is passed over.
-func (r identicalRun) margin() (float64, Result) {
-	m, at := math.Inf(-1), Result{}
+func (r identicalRun) margin() (float64, compare.Result) {
+	m, at := math.Inf(-1), compare.Result{}
 	for _, res := range r.c.Results {
-		least := DefaultMinEffect
+		least := compare.DefaultMinEffect
 		if res.Stat.ErrorRate {
-			least = DefaultMinErrorEffect
+			least = compare.DefaultMinErrorEffect
 		}
 		if res.Lo != res.Hi && res.Lo/least > m {
 			m, at = res.Lo/least, res
@@ -62,8 +63,8 @@ func (r identicalRun) margin() (float64, Result) {
 	return m, at
 }
 
-func better(c Comparison) bool {
-	return slices.ContainsFunc(c.Results, func(r Result) bool { return r.Verdict == Better })
+func better(c compare.Comparison) bool {
+	return slices.ContainsFunc(c.Results, func(r compare.Result) bool { return r.Verdict == compare.Better })
 }
 
 // Property (1)'s load and numbers. Twenty pairs at once: each pair's
@@ -102,9 +103,9 @@ func identicalLoad(seed uint64) load.Config {
 // different seeds, so their step jitter is drawn independently, as two
 // replicas' noise is: with one seed both would draw the same jitter
 // step for step and look more alike than any two endpoints.
-func runIdentical(t *testing.T, canary float64, opt Options) []identicalRun {
+func runIdentical(t *testing.T, canary float64, opt compare.Options) []identicalRun {
 	t.Helper()
-	hold := time.Duration(MinSeconds+1) * time.Second
+	hold := time.Duration(compare.MinSeconds+1) * time.Second
 	var runs []identicalRun
 	for batch := range identicalRuns / identicalAtOnce {
 		// A subtest per batch: its cleanups stop the batch's pairs and sims
@@ -125,7 +126,7 @@ func runIdentical(t *testing.T, canary float64, opt Options) []identicalRun {
 			for end := time.Now().Add(hold); time.Now().Before(end); {
 				time.Sleep(time.Second)
 				for i, p := range pairs {
-					if c, ok := p.Comparison(); ok && worse(c) {
+					if c, ok := p.Comparison(); ok && compare.Comparison.Worse(c) {
 						live[i] = true
 					}
 				}
@@ -153,13 +154,13 @@ func runIdentical(t *testing.T, canary float64, opt Options) []identicalRun {
 func TestPairFalsePositives(t *testing.T) {
 	compareStage(t)
 	start := time.Now()
-	runs := runIdentical(t, 1, Options{})
+	runs := runIdentical(t, 1, compare.Options{})
 	if t.Failed() {
 		return
 	}
 	fps, faster, live, unjudged := 0, 0, 0, 0
 	for _, r := range runs {
-		if worse(r.c) {
+		if compare.Comparison.Worse(r.c) {
 			fps++
 		}
 		if better(r.c) {
@@ -169,7 +170,7 @@ func TestPairFalsePositives(t *testing.T) {
 			live++
 		}
 		for _, res := range r.c.Results {
-			if res.Verdict == NotEnough {
+			if res.Verdict == compare.NotEnough {
 				unjudged++
 				t.Errorf("seed %d: %s not judged (%d/%d samples over %d s): %s", r.seed, res.Stat.Name, res.NBaseline, res.NCanary, res.Seconds, r.c.Line())
 			}
@@ -206,9 +207,9 @@ func TestPairDefaultSim(t *testing.T) {
 	}
 	const within = 60 * time.Second
 	p := startPair(t, d, slower(d, 1.2), load.Config{Knobs: load.Knobs{Concurrency: load.DefaultConcurrency,
-		PromptTokens: load.DefaultPromptTokens, OutputTokens: load.DefaultOutputTokens}, Seed: 1}, Options{})
+		PromptTokens: load.DefaultPromptTokens, OutputTokens: load.DefaultOutputTokens}, Seed: 1}, compare.Options{})
 	start := time.Now()
-	c, took := waitVerdict(p, within, worse)
+	c, took := waitVerdict(p, within, compare.Comparison.Worse)
 	t.Logf("called after %v (TTFT p99 judged worse by then: %v): %s", took.Round(100*time.Millisecond), ttftP99Worse(c), c.Line())
 	if !strings.HasPrefix(c.Line(), "canary slower") {
 		t.Fatalf("not called slower in %v: %s", within, c.Line())

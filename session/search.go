@@ -1,0 +1,87 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/infertop/infertop/capacity"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/slo"
+)
+
+// Plan is a capacity run, checked: one search, or a search (or a
+// measurement at At) in each cell of a matrix of lengths.
+type Plan struct {
+	Search capacity.Search
+	Matrix *capacity.Matrix
+	// At is the load a matrix without objectives measures at.
+	At float64
+	// Knobs are the load's knobs at the start (the one cell's lengths).
+	Knobs load.Knobs
+}
+
+// Search is a capacity search driving one load: it is the load's session
+// whose drive is the search, and whose report holds the search's outcome.
+type Search struct {
+	*Single
+	plan Plan
+
+	mu  sync.Mutex
+	out *capacity.Outcome
+	err error
+}
+
+// NewSearch is the search p over s's load (started paused: the first
+// step starts it).
+func NewSearch(s *Single, p Plan) *Search { return &Search{Single: s, plan: p} }
+
+// Drive runs the plan against the engine until it is over or ctx ends,
+// with progress on the drive's goroutine; the outcome is kept for
+// Conclude.
+func (s *Search) Drive(ctx context.Context, progress func(capacity.Progress)) error {
+	snaps, unsubscribe := s.r.Subscribe()
+	defer unsubscribe()
+	search := s.plan.Search
+	search.Progress = progress
+	var out *capacity.Outcome
+	var err error
+	if s.plan.Matrix != nil {
+		out, err = s.plan.Matrix.Run(ctx, s.r.Engine(), snaps, search, s.plan.At)
+	} else {
+		var res capacity.Result
+		res, err = search.Run(ctx, s.r.Engine(), snaps)
+		out = &capacity.Outcome{Over: res.Over, Objectives: search.Objectives,
+			Cells: []capacity.Cell{{Prompt: s.plan.Knobs.PromptTokens, Output: s.plan.Knobs.OutputTokens, Result: res}}}
+		if res.Over == "" { // refused before a step
+			out.Over = search.Over
+		}
+		if err != nil {
+			out.Stopped = err.Error()
+		}
+	}
+	s.mu.Lock()
+	s.out, s.err = out, err
+	s.mu.Unlock()
+	return err
+}
+
+// Conclude is the run's report with the search's outcome, and its
+// failure: exit 1 when even the lowest load broke (in any cell) or the
+// search was cut short.
+func (s *Search) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]slo.Verdict) Conclusion {
+	c := s.Single.Conclude(ctx, last, breaches)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.Reports[0].Capacity = s.out
+	switch {
+	case s.err != nil:
+		c.Err = fmt.Errorf("the capacity search stopped before it was over: %w", s.err)
+	case s.out == nil:
+		c.Err = errors.New("the capacity search did not run")
+	case !s.out.Found():
+		c.Err = errors.New("no load held every objective, not even the lowest")
+	}
+	return c
+}
