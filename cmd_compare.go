@@ -22,6 +22,7 @@ import (
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/termguard"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -649,7 +650,7 @@ func (a *app) runTUICompare(cfg runner.Config, cf *compareFlags, theme, reportDi
 	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
 		return usagef("the dashboard needs a terminal on stdin and stdout")
 	}
-	guard := crash.GuardTerminal(term, a.stderr)
+	guard := termguard.Install(term, a.stderr)
 	defer crash.Handle(nil)
 	s, err := a.startServed(context.Background(), sc)
 	if err != nil {

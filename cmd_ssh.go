@@ -14,6 +14,7 @@ import (
 
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/sshserver"
+	"github.com/infertop/infertop/termguard"
 )
 
 const sshSynopsis = `Usage: infertop ssh [flags]
@@ -117,7 +118,7 @@ func (a *app) runSSH(args []string) error {
 		}
 		return a.lastWord(ld)
 	}
-	guard := crash.GuardTerminal(term, a.stderr)
+	guard := termguard.Install(term, a.stderr)
 	defer crash.Handle(nil)
 	p, done, err := a.dashboard(ctx, ld, term, f.theme, *reportDir)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/sanitize"
+	"github.com/infertop/infertop/termguard"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -62,7 +63,7 @@ func (a *app) runTUI(args []string) error {
 	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(os.Stdin.Fd()) {
 		return usagef("the dashboard needs a terminal on stdin and stdout")
 	}
-	guard := crash.GuardTerminal(term, a.stderr)
+	guard := termguard.Install(term, a.stderr)
 	defer crash.Handle(nil)
 	r, err := a.start(context.Background(), cfg)
 	if err != nil {
