@@ -14,7 +14,6 @@ import (
 	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
-	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/slo"
 )
@@ -274,7 +273,7 @@ func (a *app) runCapacity(r *runner.Runner, p *capacityPlan, rf *runFlags, sigs 
 	if run := final.Run; run.Completed == 0 && run.Failed > 0 {
 		why := ""
 		if len(final.Errors) > 0 {
-			why = ": " + report.ErrorLine(final.Errors[0])
+			why = ": " + final.Errors[0].Line()
 		}
 		return usagef("every request failed%s", why)
 	}

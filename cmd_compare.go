@@ -327,7 +327,7 @@ func allFailed(s load.Snapshot) error {
 	why := sanitize.Text(s.LastError)
 	if len(s.Errors) > 0 {
 		e := s.Errors[0]
-		why = fmt.Sprintf("%d of %d: %s", e.Count, run.Sent(), report.ErrorLine(e))
+		why = fmt.Sprintf("%d of %d: %s", e.Count, run.Sent(), e.Line())
 	}
 	if s.TotalByClass[probe.Connection] == s.TotalFailed {
 		return usagef("the endpoint was unreachable: %s", why)
