@@ -220,14 +220,14 @@ func (a *app) dashboard(ctx context.Context, s served, term *os.File, theme, rep
 // --find-max's, at once), set in o; the dashboard's command closes it.
 // Without a.find (infertop ssh --local) the searches are the defaults,
 // over the loop the load runs.
-func (a *app) searcher(r *runner.Runner, o *ui.Options) *ui.Searcher {
+func (a *app) searcher(r *runner.Runner, o *ui.Options) *capacity.Live {
 	tmpl := capacity.Search{}
 	if a.find != nil {
 		tmpl = *a.find
 	} else if r.Engine().Knobs().Mode == load.OpenLoop {
 		tmpl.Over = capacity.Rate
 	}
-	s := ui.NewSearcher(tmpl, r.Engine(), r.Subscribe)
+	s := capacity.NewLive(tmpl, r.Engine(), r.Subscribe)
 	o.Finder, o.FindMax = s, tmpl.Objectives
 	return s
 }
