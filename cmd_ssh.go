@@ -13,6 +13,7 @@ import (
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/sshserver"
+	"github.com/infertop/infertop/termguard"
 	"github.com/spf13/pflag"
 )
 
@@ -154,7 +155,7 @@ func (a *app) serveSSH(ctx context.Context, srv *sshserver.Server, ln net.Listen
 		}
 		return a.lastWord(s)
 	}
-	guard := crash.GuardTerminal(term, a.stderr)
+	guard := termguard.Install(term, a.stderr)
 	defer crash.Handle(nil)
 	p, done, err := a.dashboard(ctx, s, term, d)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/session"
+	"github.com/infertop/infertop/termguard"
 	"github.com/infertop/infertop/ui"
 )
 
@@ -67,7 +68,7 @@ func (a *app) runTUI(args []string) error {
 	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(a.input().Fd()) {
 		return usagef("the dashboard needs a terminal on stdin and stdout")
 	}
-	guard := crash.GuardTerminal(term, a.stderr)
+	guard := termguard.Install(term, a.stderr)
 	defer crash.Handle(nil)
 	s, err := a.start(context.Background(), lp)
 	if err != nil {
@@ -163,14 +164,14 @@ func (a *app) dashboard(ctx context.Context, s session.Session, term *os.File, d
 // (and --find-max's, at once, from find), set in o; the dashboard's
 // command closes it. Without find the searches are the defaults, over
 // the loop the load runs.
-func searcher(eng capacity.Engine, side session.Side, find *capacity.Search, o *ui.Options) *ui.Searcher {
+func searcher(eng capacity.Engine, side session.Side, find *capacity.Search, o *ui.Options) *capacity.Live {
 	tmpl := capacity.Search{}
 	if find != nil {
 		tmpl = *find
 	} else if k, ok := eng.(interface{ Knobs() load.Knobs }); ok && k.Knobs().Mode == load.OpenLoop {
 		tmpl.Over = capacity.Rate
 	}
-	s := ui.NewSearcher(tmpl, eng, side.Subscribe)
+	s := capacity.NewLive(tmpl, eng, side.Subscribe)
 	o.Finder, o.FindMax = s, tmpl.Objectives
 	return s
 }

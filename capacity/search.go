@@ -11,7 +11,10 @@
 // The search imports the engine and the objectives only: the headless run
 // drives it to the end of a run, and a dashboard can drive it live (its
 // Progress values are plain, its context ends it, a cause of ErrTakenOver
-// says a person took the knobs back).
+// says a person took the knobs back). Live is that driver: one search at a
+// time on a goroutine it owns, its news merged until a reader takes it, so
+// the dashboard that shows it links no search and the search waits on no
+// view.
 package capacity
 
 import (

@@ -2,9 +2,11 @@
 // orderly exit: while the dashboard holds the terminal (raw mode, the
 // alternate screen), an unrecovered panic would leave it unusable and its
 // message lost in the alternate screen. Each goroutine defers Recover; the
-// dashboard installs a Handler (GuardTerminal) that restores the terminal, prints the panic
-// and its stack, and exits. With no handler installed (headless runs, the
-// sim, tests) Recover lets the panic go on as Go's own.
+// dashboard installs a Handler (termguard.Install) that restores the
+// terminal, prints the panic and its stack, and exits. With no handler
+// installed (headless runs, the sim, tests) Recover lets the panic go on as
+// Go's own. crash imports only the standard library: the engine defers
+// Recover in every worker, and must not link a terminal library for it.
 package crash
 
 import (

@@ -1,6 +1,7 @@
 package crash
 
 import (
+	"go/build"
 	"runtime"
 	"strings"
 	"testing"
@@ -42,3 +43,18 @@ func TestHandlerGetsThePanicAndItsStack(t *testing.T) {
 }
 
 func panicsHere() { panic("in a goroutine") }
+
+// TestImportsOnlyTheStandardLibrary: every goroutine of the engine defers
+// Recover, so whatever crash imports the engine links; the terminal guard
+// lives in termguard for that reason.
+func TestImportsOnlyTheStandardLibrary(t *testing.T) {
+	pkg, err := build.Default.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range pkg.Imports {
+		if first, _, _ := strings.Cut(imp, "/"); strings.Contains(first, ".") {
+			t.Errorf("crash imports %s: it must stay stdlib-only", imp)
+		}
+	}
+}

@@ -2,9 +2,12 @@ package load
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // maxErrorKeys bounds the distinct failures kept by message: an endpoint
@@ -25,6 +28,22 @@ type ErrorCount struct {
 	Status  int
 	Message string
 	Count   int64
+}
+
+// Line is the error as one line, safe for a terminal: class, HTTP status,
+// message. The status is left out when the message already begins with it,
+// as probe's "HTTP 500: …" do, so a narrow panel does not spend a line
+// saying one thing twice. The text summary, the dashboard and the commands'
+// last words all write an error this way.
+func (e ErrorCount) Line() string {
+	t := e.Class.String()
+	if e.Status >= 300 && !strings.HasPrefix(e.Message, fmt.Sprintf("HTTP %d", e.Status)) {
+		t += fmt.Sprintf(" (HTTP %d)", e.Status)
+	}
+	if e.Message != "" {
+		t += ": " + sanitize.Text(e.Message)
+	}
+	return t
 }
 
 type errorKey struct {

@@ -63,3 +63,23 @@ func TestErrorsByFrequency(t *testing.T) {
 		t.Fatalf("after a reset: %+v", s.Errors)
 	}
 }
+
+// TestErrorCountLine: the status is added only where the message does not
+// already begin with it, and the endpoint's text is made safe.
+func TestErrorCountLine(t *testing.T) {
+	for _, c := range []struct {
+		e    ErrorCount
+		want string
+	}{
+		{ErrorCount{Class: probe.HTTP5xx, Status: 503, Message: "HTTP 503: overloaded"}, "5xx: HTTP 503: overloaded"},
+		{ErrorCount{Class: probe.HTTP4xx, Status: 404, Message: "no such model"}, "4xx (HTTP 404): no such model"},
+		{ErrorCount{Class: probe.HTTP429, Status: 429}, "429 (HTTP 429)"},
+		{ErrorCount{Class: probe.Malformed, Status: 200, Message: "bad JSON"}, "malformed: bad JSON"},
+		{ErrorCount{Class: probe.Connection, Message: "refused"}, "connection: refused"},
+		{ErrorCount{Class: probe.StreamCut, Message: "cut \x1b[2Jhere"}, `stream_cut: cut \x1b[2Jhere`},
+	} {
+		if got := c.e.Line(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.e, got, c.want)
+		}
+	}
+}

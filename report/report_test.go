@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -163,36 +162,5 @@ func TestCSV(t *testing.T) {
 	}
 	if rows[2][col["errors_5xx"]] != "4" || rows[1][col["p99_ttft_ms"]] != "15.000" || rows[2][col["concurrency"]] != "64" {
 		t.Fatalf("row 2: %v", rows[2])
-	}
-}
-
-func TestRequestsLog(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "req.jsonl")
-	l, err := OpenRequestsLog(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ok := probe.Result{Status: 200, HasTTFT: true, TTFT: 20 * time.Millisecond, Chunks: []time.Duration{30 * time.Millisecond, 45 * time.Millisecond},
-		E2E: 45 * time.Millisecond, OutputTokens: 3, Messages: 3}
-	l.Write(load.Record{Result: ok, Phase: 1, Knobs: load.Knobs{Concurrency: 2}, Good: true})
-	// Flushed as it goes: readable before Close.
-	b, _ := os.ReadFile(path)
-	if strings.Count(string(b), "\n") != 1 {
-		t.Fatalf("not flushed: %q", b)
-	}
-	l.Write(load.Record{Result: probe.Result{Status: 503, Class: probe.HTTP5xx, Err: "HTTP 503: busy", E2E: time.Millisecond}, Phase: 1})
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, _ = os.ReadFile(path)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	var first, second map[string]any
-	json.Unmarshal([]byte(lines[0]), &first)
-	json.Unmarshal([]byte(lines[1]), &second)
-	if first["ttft_ms"] != 20.0 || first["tpot_ms"] != 12.5 || len(first["itl_ms"].([]any)) != 2 || first["good"] != true {
-		t.Errorf("first %v", first)
-	}
-	if second["class"] != "5xx" || second["ttft_ms"] != nil || second["error"] != "HTTP 503: busy" {
-		t.Errorf("second %v", second)
 	}
 }

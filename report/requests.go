@@ -1,9 +1,9 @@
 package report
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -11,13 +11,43 @@ import (
 	"github.com/infertop/infertop/load"
 )
 
-// RequestsLog writes one JSON line per finished request, flushed as it
-// goes, so a run that is killed keeps every request it saw.
+// FlushEvery is how often the requests log writes what it holds: a run
+// that is killed loses at most the requests of the last FlushEvery.
+const FlushEvery = 100 * time.Millisecond
+
+// logBounds are a requests log's buffer bounds. Past flushAt the writer
+// is woken at once rather than at the next tick, so a fast run writes in
+// pieces of about flushAt, not whatever a tenth of a second held; past
+// maxPending a Write waits for the writer, so a stalled disk holds up the
+// load (as it always did) instead of growing the memory without end.
+type logBounds struct{ flushAt, maxPending int }
+
+// The bounds of a log on a file: 64 KiB is about 180 lines of a streamed
+// request, 4 MiB a second of a fast endpoint's requests.
+const (
+	fileFlushAt    = 64 << 10
+	fileMaxPending = 4 << 20
+)
+
+// RequestsLog writes one JSON line per finished request. Write only
+// appends the line to a buffer, on the caller's goroutine (the engine's
+// aggregator, which must not wait on a disk); a goroutine the log owns
+// writes the buffer out every FlushEvery, sooner when it fills, and at
+// Close, which stops it.
 type RequestsLog struct {
-	mu  sync.Mutex
-	f   *os.File
-	w   *bufio.Writer
-	err error
+	w      io.WriteCloser
+	bounds logBounds
+
+	mu     sync.Mutex
+	room   sync.Cond // signalled when the writer takes the buffer
+	buf    []byte    // lines not yet taken by the writer
+	err    error     // the first error; once set, nothing more is written
+	closed bool
+
+	wake      chan struct{} // a token: the buffer passed flushAt
+	stop      chan struct{} // closed by Close
+	done      chan struct{} // closed when the writer has returned
+	closeOnce sync.Once
 }
 
 // OpenRequestsLog creates (or truncates) path.
@@ -26,7 +56,59 @@ func OpenRequestsLog(path string) (*RequestsLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("requests log: %w", err)
 	}
-	return &RequestsLog{f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
+	t := time.NewTicker(FlushEvery)
+	return newRequestsLog(f, logBounds{fileFlushAt, fileMaxPending}, t.C, t.Stop), nil
+}
+
+// newRequestsLog starts the log's writer on w, writing at every tick;
+// stopTick is called as the writer returns. Tests pass their own ticks
+// and bounds.
+func newRequestsLog(w io.WriteCloser, bounds logBounds, tick <-chan time.Time, stopTick func()) *RequestsLog {
+	l := &RequestsLog{w: w, bounds: bounds, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	l.room.L = &l.mu
+	go l.run(tick, stopTick)
+	return l
+}
+
+// run is the log's writer: it takes the buffer at each tick or wake-up,
+// and a last time once stopped.
+func (l *RequestsLog) run(tick <-chan time.Time, stopTick func()) {
+	defer close(l.done)
+	defer stopTick()
+	var spare []byte // the buffer last written, reused for the next lines
+	for {
+		select {
+		case <-tick:
+		case <-l.wake:
+		case <-l.stop:
+			l.flush(&spare)
+			return
+		}
+		l.flush(&spare)
+	}
+}
+
+// flush writes out what the buffer holds, outside the lock, so a Write
+// meanwhile appends to the other buffer and does not wait.
+func (l *RequestsLog) flush(spare *[]byte) {
+	l.mu.Lock()
+	b := l.buf
+	l.buf = (*spare)[:0]
+	failed := l.err != nil
+	l.room.Broadcast()
+	l.mu.Unlock()
+	*spare = b
+	if len(b) == 0 || failed {
+		return
+	}
+	if _, err := l.w.Write(b); err != nil {
+		l.mu.Lock()
+		if l.err == nil {
+			l.err = err
+		}
+		l.room.Broadcast() // a Write waiting for room gives up
+		l.mu.Unlock()
+	}
 }
 
 // requestLine is one request in the log. Times are in milliseconds; a
@@ -62,7 +144,8 @@ type requestLine struct {
 	UsageIgnored bool `json:"usage_ignored,omitempty"`
 }
 
-// Write logs one request and flushes it.
+// Write logs one request; it reaches the file within FlushEvery. Once
+// the log has failed or been closed, Write does nothing (Close says why).
 func (l *RequestsLog) Write(r load.Record) {
 	line := requestLine{
 		StartS: r.At.Seconds(), Phase: r.Phase, Concurrency: r.Knobs.Concurrency, PromptTarget: r.PromptTokens,
@@ -88,29 +171,47 @@ func (l *RequestsLog) Write(r load.Record) {
 	b, err := json.Marshal(line)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.err != nil {
+	for len(l.buf) >= l.bounds.maxPending && l.err == nil && !l.closed {
+		l.room.Wait()
+	}
+	if l.err != nil || l.closed {
 		return
 	}
-	if err == nil {
-		b = append(b, '\n')
-		_, err = l.w.Write(b)
+	if err != nil {
+		l.err = fmt.Errorf("request at %.3fs: %w", r.At.Seconds(), err)
+		return
 	}
-	if err == nil {
-		err = l.w.Flush()
+	l.buf = append(l.buf, b...)
+	l.buf = append(l.buf, '\n')
+	if len(l.buf) >= l.bounds.flushAt {
+		select {
+		case l.wake <- struct{}{}:
+		default: // the writer is woken already
+		}
 	}
-	l.err = err
 }
 
-// Close flushes and closes the file, returning the first error seen.
+// Close writes out what the log holds, stops its writer and closes the
+// file, returning the first error seen. Safe to call more than once.
 func (l *RequestsLog) Close() error {
+	l.closeOnce.Do(func() {
+		// Closed first: whatever was written before is in the buffer,
+		// and the writer's last flush takes it.
+		l.mu.Lock()
+		l.closed = true
+		l.room.Broadcast()
+		l.mu.Unlock()
+		close(l.stop)
+		<-l.done
+		err := l.w.Close()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if err != nil && l.err == nil {
+			l.err = err
+		}
+	})
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.w.Flush(); err != nil && l.err == nil {
-		l.err = err
-	}
-	if err := l.f.Close(); err != nil && l.err == nil {
-		l.err = err
-	}
 	if l.err != nil {
 		return fmt.Errorf("requests log: %w", l.err)
 	}

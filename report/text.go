@@ -106,26 +106,13 @@ func writeCounts(b *strings.Builder, s load.Snapshot) {
 				fmt.Fprintf(b, "    … %d more distinct errors (all of them in the JSON)\n", len(s.Errors)-i)
 				break
 			}
-			fmt.Fprintf(b, "    %d × %s\n", e.Count, ErrorLine(e))
+			fmt.Fprintf(b, "    %d × %s\n", e.Count, e.Line())
 		}
 	}
 }
 
 // maxErrorLines is how many distinct errors the text summary lists.
 const maxErrorLines = 5
-
-// ErrorLine is one distinct error as a line, safe for a terminal: class,
-// HTTP status, message.
-func ErrorLine(e load.ErrorCount) string {
-	t := e.Class.String()
-	if e.Status >= 300 && !strings.HasPrefix(e.Message, fmt.Sprintf("HTTP %d", e.Status)) { // probe's messages often start with it
-		t += fmt.Sprintf(" (HTTP %d)", e.Status)
-	}
-	if e.Message != "" {
-		t += ": " + sanitize.Text(e.Message)
-	}
-	return t
-}
 
 func writeFigures(b *strings.Builder, p load.Phase) {
 	fmt.Fprintf(b, "  requests %d ok, %d failed", p.Completed, p.Failed)

@@ -6,8 +6,8 @@
 // runner: they read its snapshots and turn its knobs; none of them starts a
 // service of its own.
 //
-// Figures is the one place telemetry meets a snapshot; Report the one
-// place a report is built from one.
+// Figures is where the runner's telemetry meets a snapshot
+// (telemetry.Join); Report the one place a report is built from one.
 package runner
 
 import (
@@ -392,35 +392,13 @@ func (r *Runner) MetricsAddr() string { return r.xAddr }
 // Started is the wall-clock time the load started.
 func (r *Runner) Started() time.Time { return r.started }
 
-// Figures is what the window of s shows once the server's and the GPUs'
-// side is joined to it: the one place telemetry meets a snapshot.
-type Figures struct {
-	// Window is the window's figures for the SLOs, the energy per token
-	// among them when the GPUs are read.
-	Window slo.Figures
-	// Server is the server's and the GPUs' side over the window; Scraped
-	// is false when nothing is read.
-	Server  telemetry.View
-	Scraped bool
-}
-
-// Figures joins the telemetry over s's window to s.
-func (r *Runner) Figures(s load.Snapshot) Figures {
+// Figures joins the telemetry over s's window to s (telemetry.Join).
+func (r *Runner) Figures(s load.Snapshot) telemetry.Figures {
 	if r.scraper == nil {
-		return Join(s, nil)
+		return telemetry.Join(s, nil)
 	}
 	v := r.scraper.View(s.Window)
-	return Join(s, &v)
-}
-
-// Join joins a telemetry view (nil: nothing is read) to s's window.
-func Join(s load.Snapshot, v *telemetry.View) Figures {
-	f := Figures{Window: slo.FromWindow(s)}
-	if v != nil {
-		f.Server, f.Scraped = *v, true
-		f.Window.JoulesPerToken, f.Window.HasEnergy = telemetry.PerToken(f.Server, s.OutTokPerSec)
-	}
-	return f
+	return telemetry.Join(s, &v)
 }
 
 // Check checks the objectives over s's window (scope names it).

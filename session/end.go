@@ -11,7 +11,6 @@ import (
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
-	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/slo"
 )
@@ -179,7 +178,7 @@ func NothingCompleted(s load.Snapshot) error {
 	switch {
 	case len(s.Errors) > 0:
 		e := s.Errors[0]
-		why = fmt.Sprintf("%d of %d: %s", e.Count, run.Sent(), report.ErrorLine(e))
+		why = fmt.Sprintf("%d of %d: %s", e.Count, run.Sent(), e.Line())
 	case run.Failed == 0 && run.Sent() > 0:
 		return fmt.Errorf("%w: %d requests sent, none finished (incomplete or pending when the run ended)", ErrNothingCompleted, run.Sent())
 	case run.Failed == 0:

@@ -20,8 +20,8 @@ import (
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
-	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/telemetry"
 )
 
 // Session is a followed load of any kind. Its methods are safe from any
@@ -71,7 +71,7 @@ type Side interface {
 	// Objectives are the side's objectives; Figures joins the telemetry
 	// over s's window to it.
 	Objectives() []slo.Objective
-	Figures(s load.Snapshot) runner.Figures
+	Figures(s load.Snapshot) telemetry.Figures
 }
 
 // Controller is what the keys act on: the knobs, the window, a reset.

@@ -1,13 +1,11 @@
 package ui
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/NimbleMarkets/ntcharts/canvas"
@@ -25,7 +23,7 @@ import (
 )
 
 // Finder runs the dashboard's capacity searches, one at a time, off the
-// UI's goroutine: *Searcher in the program, a fake in tests.
+// UI's goroutine: *capacity.Live in the program, a fake in tests.
 type Finder interface {
 	// Find starts a search for objs and returns at once, with the
 	// search's id and stop, which cancels it with a cause and returns once
@@ -37,150 +35,15 @@ type Finder interface {
 }
 
 // SearchMsg is news of search ID: its latest progress, the steps judged
-// since the last message, and its end.
-type SearchMsg struct {
-	ID       int
-	Progress *capacity.Progress
-	Steps    []capacity.Step
-	End      *SearchEnd
-}
+// since the last message, and its end. It is capacity's News, so that
+// capacity.Live is a Finder without capacity knowing the dashboard.
+type SearchMsg = capacity.News
 
 // SearchEnd is how a search ended: its result and, when cut short, why.
-type SearchEnd struct {
-	Result capacity.Result
-	Err    error
-}
+type SearchEnd = capacity.End
 
 // findMsg starts a search for objs (--find-max's, at the start).
 type findMsg struct{ objs []slo.Objective }
-
-// errDashboardClosed is the cause a closed dashboard stops its search with.
-var errDashboardClosed = errors.New("the dashboard closed")
-
-// Searcher is the program's Finder: each search runs on a goroutine of its
-// own with a snapshot subscription of its own (the dashboard's is the
-// view's: the search must see every snapshot, the view only the latest).
-// The command that builds the dashboard owns it and closes it at the end.
-type Searcher struct {
-	tmpl      capacity.Search
-	eng       capacity.Engine
-	subscribe func() (<-chan load.Snapshot, func())
-
-	mu      sync.Mutex
-	seq     int
-	pending SearchMsg
-	has     bool
-	cancel  context.CancelCauseFunc
-	done    chan struct{} // closed when the running search's goroutine returns
-	notify  chan struct{} // a token: news is pending
-	closed  chan struct{}
-	once    sync.Once
-}
-
-// NewSearcher returns a Finder of searches like tmpl (its knob, range,
-// resolution and hold) on eng, each reading a subscription of subscribe's.
-func NewSearcher(tmpl capacity.Search, eng capacity.Engine, subscribe func() (<-chan load.Snapshot, func())) *Searcher {
-	tmpl.Progress, tmpl.OnStep = nil, nil
-	done := make(chan struct{})
-	close(done) // none running
-	return &Searcher{tmpl: tmpl, eng: eng, subscribe: subscribe, done: done,
-		notify: make(chan struct{}, 1), closed: make(chan struct{})}
-}
-
-// Find starts a search for objs on a goroutine the Searcher owns.
-func (s *Searcher) Find(objs []slo.Objective) (int, func(error), error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case <-s.closed:
-		return 0, nil, errDashboardClosed
-	default:
-	}
-	select {
-	case <-s.done:
-	default:
-		return 0, nil, errors.New("a search is already running")
-	}
-	s.seq++
-	id := s.seq
-	ctx, cancel := context.WithCancelCause(context.Background())
-	done := make(chan struct{})
-	s.cancel, s.done = cancel, done
-	search := s.tmpl
-	search.Objectives = objs
-	// Both run on the search's goroutine and must not block: they only
-	// merge into the pending message, which the view's listener takes.
-	search.Progress = func(p capacity.Progress) { s.post(id, func(m *SearchMsg) { m.Progress = &p }) }
-	search.OnStep = func(st capacity.Step) { s.post(id, func(m *SearchMsg) { m.Steps = append(m.Steps, st) }) }
-	snaps, unsubscribe := s.subscribe()
-	go func() {
-		defer crash.Recover()
-		defer close(done)
-		defer unsubscribe()
-		res, err := search.Run(ctx, s.eng, snaps)
-		s.post(id, func(m *SearchMsg) { m.End = &SearchEnd{Result: res, Err: err} })
-	}()
-	// stop waits for the goroutine: the person's knob, turned next, must
-	// be the last word, not overturned by a step the search was starting.
-	// Run returns as soon as it sees the context end.
-	stop := func(cause error) { cancel(cause); <-done }
-	return id, stop, nil
-}
-
-// post merges news of search id into the pending message; news of an
-// older search still pending is dropped, the view having moved on.
-func (s *Searcher) post(id int, f func(*SearchMsg)) {
-	s.mu.Lock()
-	if !s.has || s.pending.ID != id {
-		s.pending, s.has = SearchMsg{ID: id}, true
-	}
-	f(&s.pending)
-	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default: // a token is already waiting
-	}
-}
-
-// Next waits for news, or for Close; once closed there is no news (the
-// dashboard that would show it is gone).
-func (s *Searcher) Next() (SearchMsg, bool) {
-	for {
-		select {
-		case <-s.closed:
-			return SearchMsg{}, false
-		default:
-		}
-		s.mu.Lock()
-		if s.has {
-			m := s.pending
-			s.pending, s.has = SearchMsg{}, false
-			s.mu.Unlock()
-			return m, true
-		}
-		s.mu.Unlock()
-		select {
-		case <-s.notify:
-		case <-s.closed:
-			return SearchMsg{}, false
-		}
-	}
-}
-
-// Close stops a running search and waits for its goroutine, and ends
-// Next. Safe to call more than once.
-func (s *Searcher) Close() {
-	s.once.Do(func() {
-		s.mu.Lock()
-		close(s.closed)
-		cancel, done := s.cancel, s.done
-		s.mu.Unlock()
-		if cancel != nil {
-			cancel(errDashboardClosed)
-		}
-		<-done
-	})
-}
 
 // listenFind waits for the finder's next news, as listen does snapshots.
 func listenFind(f Finder) tea.Cmd {

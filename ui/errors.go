@@ -46,7 +46,7 @@ func (m *Model) errorsScreen(w, h int) string {
 		if s.TotalFailed > 0 {
 			share = pct(float64(e.Count) / float64(s.TotalFailed))
 		}
-		text, textW := t.Text.Render(errorText(e)), max(w-len(indent), 10)
+		text, textW := t.Text.Render(e.Line()), max(w-len(indent), 10)
 		entry := wrap(text, textW)
 		// Leave the last line for the note on the ones left out, unless
 		// this is the last error.

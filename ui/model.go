@@ -19,9 +19,9 @@ import (
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
-	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/telemetry"
 	"github.com/infertop/infertop/themes"
 )
 
@@ -56,7 +56,7 @@ type Options struct {
 	Save func(load.Snapshot) (string, error)
 	// Figures, if set, joins the server's and the GPUs' side over a
 	// window, for the server panel and energy objectives.
-	Figures func(load.Snapshot) runner.Figures
+	Figures func(load.Snapshot) telemetry.Figures
 	// ReadOnly makes a watcher's view: the keys that act on the load (knobs,
 	// window, reset, save) are locked and say so.
 	ReadOnly bool
@@ -120,8 +120,8 @@ type Model struct {
 	snaps    <-chan load.Snapshot
 	objs     []slo.Objective
 	readOnly bool
-	figures  func(load.Snapshot) runner.Figures
-	fig      runner.Figures // the last snapshot's, joined
+	figures  func(load.Snapshot) telemetry.Figures
+	fig      telemetry.Figures // the last snapshot's, joined
 	save     func(load.Snapshot) (string, error)
 	// saving is true while a save runs; the footer says so, and another
 	// `s` waits for it rather than writing the same files twice at once.
@@ -238,7 +238,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.figures != nil {
 			m.fig = m.figures(m.snap)
 		} else {
-			m.fig = runner.Join(m.snap, nil)
+			m.fig = telemetry.Join(m.snap, nil)
 		}
 		m.verdicts = slo.CheckAll(m.objs, m.fig.Window, "window")
 		m.cmp.refresh()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
-	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/sanitize"
 )
 
@@ -158,24 +157,13 @@ func (m *Model) topError(w, n int) []string {
 		return wrapInto(text, w, n, t.Muted.Render("… (e)"))
 	}
 	top := s.Errors[0]
-	text := t.Bad.Render(fmt.Sprintf("%d×", top.Count)) + " " + t.Text.Render(errorText(top))
+	text := t.Bad.Render(fmt.Sprintf("%d×", top.Count)) + " " + t.Text.Render(top.Line())
 	more := t.Muted.Render("… (e)")
 	if k := len(s.Errors) - 1; k > 0 {
 		text += t.Muted.Render(fmt.Sprintf(" · +%d more (e)", k))
 		more = t.Muted.Render(fmt.Sprintf("… +%d (e)", k))
 	}
 	return wrapInto(text, w, n, more)
-}
-
-// errorText is one error as report.ErrorLine writes it (class, status,
-// message, sanitised), less the status in brackets when the message
-// already begins with it, as probe's "HTTP 500: …" do: in a 19-cell panel
-// "5xx (HTTP 500): HTTP 500:" would spend a line saying one thing twice.
-func errorText(e load.ErrorCount) string {
-	if e.Status > 0 && strings.HasPrefix(e.Message, fmt.Sprintf("HTTP %d", e.Status)) {
-		return e.Class.String() + ": " + sanitize.Text(e.Message)
-	}
-	return report.ErrorLine(e)
 }
 
 // oldestLimit is the age past which the oldest request in flight is

@@ -16,7 +16,6 @@ import (
 
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
-	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/telemetry"
 )
 
@@ -94,7 +93,7 @@ func newSplitModel(t testing.TB, g compare.Grouping, ok bool, server *telemetry.
 	t.Helper()
 	o := Options{Renderer: asciiRenderer(), Groups: func() (compare.Grouping, bool) { return g, ok }}
 	if server != nil {
-		o.Figures = func(s load.Snapshot) runner.Figures { return runner.Join(s, server) }
+		o.Figures = func(s load.Snapshot) telemetry.Figures { return telemetry.Join(s, server) }
 	}
 	m, err := New(nil, o)
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
-	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/slo"
 	"github.com/infertop/infertop/telemetry"
 )
@@ -201,7 +200,7 @@ func TestGolden(t *testing.T) {
 			m := newTestModel(t, nil)
 			if c.server != nil {
 				var err error
-				m, err = New(nil, Options{Renderer: asciiRenderer(), Figures: func(s load.Snapshot) runner.Figures { return runner.Join(s, c.server) }})
+				m, err = New(nil, Options{Renderer: asciiRenderer(), Figures: func(s load.Snapshot) telemetry.Figures { return telemetry.Join(s, c.server) }})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -569,7 +568,7 @@ func serverView() *telemetry.View {
 func TestServerPanel(t *testing.T) {
 	view := *serverView()
 	objs, _ := slo.ParseAll([]string{"energy_per_token<=0.5J"})
-	m, _ := New(nil, Options{Renderer: asciiRenderer(), Objectives: objs, Figures: func(s load.Snapshot) runner.Figures { return runner.Join(s, &view) }})
+	m, _ := New(nil, Options{Renderer: asciiRenderer(), Objectives: objs, Figures: func(s load.Snapshot) telemetry.Figures { return telemetry.Join(s, &view) }})
 	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 48}, SnapshotMsg(fixedSnapshot()))
 	v := m.View()
 	// 1360 W at 1712 output tokens/s: 0.794 J per token, breaking the SLO.
@@ -654,7 +653,7 @@ func TestEndpointTextIsSanitised(t *testing.T) {
 		}
 	}
 	for i, view := range views {
-		m, _ := New(nil, Options{Renderer: asciiRenderer(), Figures: func(s load.Snapshot) runner.Figures { return runner.Join(s, &view) }})
+		m, _ := New(nil, Options{Renderer: asciiRenderer(), Figures: func(s load.Snapshot) telemetry.Figures { return telemetry.Join(s, &view) }})
 		m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 48}, SnapshotMsg(s))
 		check(fmt.Sprintf("view %d, dashboard", i), m.View())
 		// The panel unclipped: every field it draws, not only the first 160 cells.

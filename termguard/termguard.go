@@ -1,4 +1,10 @@
-package crash
+// Package termguard keeps the terminal usable when the dashboard panics:
+// it installs a crash handler that stops the bubbletea program, restores
+// the terminal (raw mode off, the main screen back) and only then prints
+// the panic, so the message is not lost in the alternate screen. It is
+// apart from crash so that crash, which every goroutine of the engine
+// defers, stays stdlib-only and the engine links no terminal library.
+package termguard
 
 import (
 	"fmt"
@@ -9,6 +15,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	xterm "github.com/charmbracelet/x/term"
+
+	"github.com/infertop/infertop/crash"
 )
 
 // Terminal restores the terminal and prints a panic from any goroutine of
@@ -19,12 +27,12 @@ type Terminal struct {
 	ran  chan struct{} // closed once Run has returned or unwound
 }
 
-// GuardTerminal installs the handler for the dashboard on term; Handle(nil)
-// uninstalls it.
-func GuardTerminal(term *os.File, stderr io.Writer) *Terminal {
+// Install installs the handler for the dashboard on term (crash.Handle);
+// crash.Handle(nil) uninstalls it.
+func Install(term *os.File, stderr io.Writer) *Terminal {
 	g := &Terminal{ran: make(chan struct{})}
 	state, _ := xterm.GetState(os.Stdin.Fd())
-	Handle(func(v any, stack []byte) {
+	crash.Handle(func(v any, stack []byte) {
 		g.mu.Lock()
 		p := g.prog
 		g.mu.Unlock()
@@ -54,11 +62,11 @@ func (g *Terminal) Run(p *tea.Program) (err error) {
 	g.prog = p
 	g.mu.Unlock()
 	func() {
-		defer Recover()
-		defer close(g.ran) // before Recover, which waits for it
+		defer crash.Recover()
+		defer close(g.ran) // before crash.Recover, which waits for it
 		_, err = p.Run()
 	}()
-	if Crashing() { // Run returned because the handler killed it
+	if crash.Crashing() { // Run returned because the handler killed it
 		select {}
 	}
 	return err
