@@ -208,14 +208,14 @@ func (f *loadFlags) config() (runner.Config, error) {
 	}
 	if f.api != "" {
 		if cfg.API, err = probe.ParseKind(f.api); err != nil {
-			return cfg, usageError{err}
+			return cfg, usagef("--api: %v", err)
 		}
 	}
 	if _, err := themes.Lookup(f.theme); err != nil {
 		return cfg, usageError{err}
 	}
 	if p.TTFT, err = probe.ParseTTFTMode(f.ttft); err != nil {
-		return cfg, usageError{err}
+		return cfg, usagef("--ttft: %v", err)
 	}
 	if f.datasetPath != "" {
 		if l.Dataset, err = load.LoadDataset(f.datasetPath, l.Seed); err != nil {
@@ -356,6 +356,9 @@ func (f *loadFlags) request(p *probe.Config) error {
 // startError says in the command line's words why a load could not start:
 // the runner names its settings, the user knows them as flags.
 func startError(err error) error {
+	if errors.Is(err, probe.ErrUndetected) {
+		return usagef("%v; pass --api", err)
+	}
 	var se *runner.SettingError
 	if !errors.As(err, &se) {
 		return usageError{err}
