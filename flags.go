@@ -236,10 +236,10 @@ func (f *loadFlags) config() (runner.Config, error) {
 		}
 	}
 	if cfg.Objectives, err = slo.ParseAll(f.slos); err != nil {
-		return cfg, usageError{err}
+		return cfg, usagef("--slo: %v", err)
 	}
 	if l.Goodput, err = slo.ParseGoodput(f.goodput); err != nil {
-		return cfg, usageError{err}
+		return cfg, usagef("--goodput: %v", err)
 	}
 	if cfg.URL == "" && (cfg.API == probe.Ollama || cfg.API == probe.TGI) {
 		return cfg, usagef("the embedded sim speaks openai-chat, openai-completions and generic, not %s: pass --url", cfg.API)
