@@ -81,7 +81,7 @@ func (g GenericOptions) check(extra bool) error {
 	case stream != "none" && stream != "sse" && stream != "ndjson":
 		return &SettingError{SettingStreamFormat, fmt.Errorf("%q is not none, sse or ndjson", g.Stream)}
 	case stream != "none" && g.ChunkPath == "":
-		return &SettingError{SettingChunkPath, fmt.Errorf("a %s stream needs one, to find each chunk's text", stream)}
+		return &SettingError{SettingChunkPath, fmt.Errorf("%s streaming needs one, to find each chunk's text", stream)}
 	}
 	if g.Template == "" {
 		return nil

@@ -24,7 +24,7 @@ func TestValidate(t *testing.T) {
 		{"negative pool", Config{MaxConns: -1}, SettingMaxConns, "-1 connections is negative"},
 		{"odd output-limit field", Config{Body: BodyOptions{MaxTokensField: "n"}}, SettingMaxTokensField, `"n" is neither max_tokens nor max_completion_tokens`},
 		{"odd stream", Config{API: Generic, Generic: GenericOptions{Stream: "xml"}}, SettingStreamFormat, `"xml" is not none, sse or ndjson`},
-		{"stream, no chunk path", Config{API: Generic, Generic: GenericOptions{Stream: "sse"}}, SettingChunkPath, "a sse stream needs one"},
+		{"stream, no chunk path", Config{API: Generic, Generic: GenericOptions{Stream: "sse"}}, SettingChunkPath, "sse streaming needs one"},
 		{"template no JSON", Config{API: Generic, Generic: GenericOptions{Template: `{"p": {{prompt}}`}}, SettingTemplate, "not JSON once filled in"},
 		{"extra fields, list template", Config{API: Generic, Generic: GenericOptions{Template: `["{{prompt}}"]`}, Body: BodyOptions{Extra: map[string]any{"x": 1}}}, SettingTemplate, "not a JSON object"},
 	}
