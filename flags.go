@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -118,6 +117,7 @@ func (f *loadFlags) addLimits(fs *pflag.FlagSet) {
 	fs.DurationVar(&l.Duration, "duration", 0, "stop after this long (0: no limit); the dashboard counts down and stops")
 	fs.Int64Var(&l.MaxRequests, "requests", 0, "stop after this many requests (0: no limit)")
 	fs.DurationVar(&l.Drain, "drain", load.DefaultDrain, "at the end, how long requests in flight get to finish before they are cancelled and counted incomplete")
+	fs.BoolVar(&l.NoDrain, "no-drain", false, "at the end, cancel the requests in flight at once (counted incomplete) instead of giving them --drain")
 }
 
 // addObjectives: what the run is judged by.
@@ -150,39 +150,38 @@ func (f *loadFlags) parse(args []string, stdout interface{ Write([]byte) (int, e
 	return false, nil
 }
 
-// config checks the flags and completes the runner's configuration.
+// zeroMeansDefault are the duration flags whose setting reads zero as its
+// package's default: the flag shows that default, so a zero given is a
+// mistake to refuse, not a default to take quietly.
+var zeroMeansDefault = []string{"tick", "window", "timeout", "connect-timeout", "scrape-every", "drain"}
+
+// config checks what only the command line can (values of its own words,
+// flags that exclude each other), reads the flags that need reading, and
+// leaves every range to the configuration's owners: the runner's Validate
+// asks the engine, the client and the sim, and flagError names the flag.
 func (f *loadFlags) config() (runner.Config, error) {
 	cfg := f.cfg
 	l, p, t := &cfg.Load, &cfg.Probe, &cfg.Telemetry
 	switch {
-	case l.Knobs.Concurrency < 1 || l.Knobs.Concurrency > load.MaxConcurrency:
-		return cfg, usagef("--concurrency must be within 1..%d, got %d", load.MaxConcurrency, l.Knobs.Concurrency)
-	case l.PrefixTokens < 0 || l.PrefixTokens > load.MaxPromptTokens:
-		return cfg, usagef("--prefix-tokens must be within 0..%d", load.MaxPromptTokens)
-	case l.Tick < 10*time.Millisecond:
-		return cfg, usagef("--tick must be at least 10ms")
-	case p.Timeout <= 0 || p.ConnectTimeout <= 0:
-		return cfg, usagef("--timeout and --connect-timeout must be positive")
-	case p.Body.MaxTokensField != "max_tokens" && p.Body.MaxTokensField != "max_completion_tokens":
-		return cfg, usagef("--max-tokens-field must be max_tokens or max_completion_tokens")
-	case l.Knobs.Rate < 0 || l.Knobs.Rate > load.MaxRate:
-		return cfg, usagef("--rate must be within 0..%d requests per second", load.MaxRate)
-	case l.MaxInFlight < 0:
-		return cfg, usagef("--max-in-flight must not be negative")
 	case f.gpu != "" && f.gpu != "local":
 		return cfg, usagef("--gpu takes local (nvidia-smi on this machine), got %q", f.gpu)
-	case f.gpu == "local" && t.GPUMetrics != "":
-		return cfg, usagef("give --gpu local or --gpu-metrics, not both")
-	case t.Every < 100*time.Millisecond:
-		return cfg, usagef("--scrape-every must be at least 100ms")
-	case l.Duration < 0 || l.MaxRequests < 0:
-		return cfg, usagef("--duration and --requests must not be negative")
-	case l.Drain <= 0:
-		return cfg, usagef("--drain must be positive")
 	case f.stages != "" && f.ramp != "":
 		return cfg, usagef("give --stages or --ramp, not both")
-	case !slices.Contains(load.Windows(), l.Window):
-		return cfg, usagef("--window must be one of 10s, 30s, 1m, 5m, got %v", l.Window)
+	case l.NoDrain && f.fs.Changed("drain"):
+		return cfg, usagef("give --drain or --no-drain, not both")
+	}
+	for _, name := range zeroMeansDefault {
+		if fl := f.fs.Lookup(name); fl != nil && f.fs.Changed(name) {
+			if d, err := time.ParseDuration(fl.Value.String()); err == nil && d == 0 {
+				if name == "drain" {
+					return cfg, usagef("--drain: 0s is no time to finish; --no-drain cancels what is in flight at once")
+				}
+				return cfg, usagef("--%s: 0s is not positive", name)
+			}
+		}
+	}
+	if l.NoDrain {
+		l.Drain = 0 // the flag's default stands for a drain
 	}
 	t.GPULocal = f.gpu == "local"
 	if l.MaxInFlight == 0 { // the o key can open the loop at any time
@@ -194,9 +193,6 @@ func (f *loadFlags) config() (runner.Config, error) {
 		l.MaxInFlight = load.DefaultMaxInFlight(fd)
 	}
 	var err error
-	if l.Arrivals, err = load.ParseArrivals(l.Arrivals.Kind, l.Arrivals.Burstiness); err != nil {
-		return cfg, usagef("--arrivals: %v", err)
-	}
 	if l.Knobs.Rate > 0 {
 		l.Knobs.Mode = load.OpenLoop
 	}
@@ -208,18 +204,18 @@ func (f *loadFlags) config() (runner.Config, error) {
 	}
 	if f.api != "" {
 		if cfg.API, err = probe.ParseKind(f.api); err != nil {
-			return cfg, usageError{err}
+			return cfg, usagef("--api: %v", err)
 		}
 	}
 	if _, err := themes.Lookup(f.theme); err != nil {
 		return cfg, usageError{err}
 	}
 	if p.TTFT, err = probe.ParseTTFTMode(f.ttft); err != nil {
-		return cfg, usageError{err}
+		return cfg, usagef("--ttft: %v", err)
 	}
 	if f.datasetPath != "" {
 		if l.Dataset, err = load.LoadDataset(f.datasetPath, l.Seed); err != nil {
-			return cfg, usagef("--%v", err)
+			return cfg, flagError(err)
 		}
 	}
 	if l.Warmup, err = load.ParseWarmup(f.warmup); err != nil {
@@ -236,13 +232,10 @@ func (f *loadFlags) config() (runner.Config, error) {
 		}
 	}
 	if cfg.Objectives, err = slo.ParseAll(f.slos); err != nil {
-		return cfg, usageError{err}
+		return cfg, usagef("--slo: %v", err)
 	}
 	if l.Goodput, err = slo.ParseGoodput(f.goodput); err != nil {
-		return cfg, usageError{err}
-	}
-	if cfg.URL == "" && (cfg.API == probe.Ollama || cfg.API == probe.TGI) {
-		return cfg, usagef("the embedded sim speaks openai-chat, openai-completions and generic, not %s: pass --url", cfg.API)
+		return cfg, usagef("--goodput: %v", err)
 	}
 	if err := f.request(p); err != nil {
 		return cfg, err
@@ -251,6 +244,9 @@ func (f *loadFlags) config() (runner.Config, error) {
 		if cfg.Sim, err = f.sim.Params(); err != nil {
 			return cfg, usageError{err}
 		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, f.flagError(err)
 	}
 	if err := measurable(&cfg); err != nil {
 		return cfg, err
@@ -353,25 +349,31 @@ func (f *loadFlags) request(p *probe.Config) error {
 	return nil
 }
 
+// flagError is flagError (flagerrors.go) for this command's flags: a walk
+// is named by the flag that gave it, and the window of a headless run is
+// its --slo-window (runHeadless sets the engine's window from it).
+func (f *loadFlags) flagError(err error) error {
+	var le *load.SettingError
+	if errors.As(err, &le) {
+		switch {
+		case le.Setting == load.SettingStages && f.ramp != "":
+			return usagef("--ramp: %v", le.Err)
+		case le.Setting == load.SettingWindow && f.fs.Lookup("slo-window") != nil:
+			return usagef("--slo-window: %v", le.Err)
+		}
+	}
+	return flagError(err)
+}
+
 // startError says in the command line's words why a load could not start:
-// the runner names its settings, the user knows them as flags.
+// the runner, the client and the engine name their settings, the user
+// knows them as flags. The endpoint URL is the one setting named in the
+// client's words: config has checked the --url one, and a comparison's
+// canary has a URL of its own (--compare, which its caller names).
 func startError(err error) error {
-	var se *runner.SettingError
-	if !errors.As(err, &se) {
+	var pe *probe.SettingError
+	if errors.As(err, &pe) && pe.Setting == probe.SettingURL {
 		return usageError{err}
 	}
-	switch se.Setting {
-	case runner.SettingModel:
-		if errors.Is(err, runner.ErrNoModels) {
-			return usagef("%v; pass --model", se.Err)
-		}
-		return usagef("%v (is the endpoint up? pass --model to skip this)", se.Err)
-	case runner.SettingMetricsAddr:
-		return usagef("--metrics-addr: %v", se.Err)
-	case runner.SettingRequestsLog:
-		return usagef("--requests-log: %v", se.Err)
-	case runner.SettingAPI:
-		return usagef("%v: pass --url", se.Err)
-	}
-	return usageError{err}
+	return flagError(err)
 }

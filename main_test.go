@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -27,27 +28,42 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"--help"}, 0, "--concurrency", ""},
 		{[]string{"sim", "--help"}, 0, "--slots", ""},
 		{[]string{"--bogus"}, 2, "", "unknown flag: --bogus"},
-		{[]string{"-c", "0"}, 2, "", "--concurrency must be within"},
+		{[]string{"-c", "0"}, 2, "", "infertop: --concurrency: 0 is not within 1..10000\n"},
+		{[]string{"run", "-c", "-1"}, 2, "", "infertop: --concurrency: -1 is not within 1..10000\n"},
+		{[]string{"run", "--rate", "0.001"}, 2, "", "--rate: 0.001 is under the open loop's least, 0.01 requests per second"},
+		{[]string{"run", "--stages", "concurrency=20000,duration=1s"}, 2, "", "--stages: stage 1: concurrency 20000 is past the most, 10000"},
+		{[]string{"run", "--ramp", "1:20000:10s"}, 2, "", "--ramp: bad ramp"},
+		{[]string{"run", "--drain", "-1s"}, 2, "", "--drain: -1s is negative"},
+		{[]string{"run", "--drain", "0s"}, 2, "", "--drain: 0s is no time to finish; --no-drain cancels"},
+		{[]string{"run", "--no-drain", "--drain", "5s"}, 2, "", "give --drain or --no-drain, not both"},
+		{[]string{"run", "--timeout", "0"}, 2, "", "--timeout: 0s is not positive"},
+		{[]string{"run", "--scrape-every", "10ms"}, 2, "", "--scrape-every: 10ms is under the least, 100ms"},
+		{[]string{"run", "--slo-window", "20s"}, 2, "", "--slo-window: 20s is not one of 10s, 30s, 1m, 5m"},
+		{[]string{"run", "--url", "foo"}, 2, "", `infertop: --url: "foo" is not http(s)://host[:port][/path]` + "\n"},
+		{[]string{"run", "--url", "http://u:hunter22@%zz/v1"}, 2, "", `--url: "http://%zz/v1" is no URL`},
+		{[]string{"run", "--dataset", "/nonexistent/p.jsonl"}, 2, "", "--dataset: open /nonexistent/p.jsonl"},
+		{[]string{"run", "--url", "http://127.0.0.1:9/v1", "--api", "generic", "--stream-format", "sse"}, 2, "", "--chunk-path: sse streaming needs one"},
 		{[]string{"--prompt-tokens", "40000"}, 2, "", "--prompt-tokens: bad length"},
 		{[]string{"--output-tokens", "uniform:9-3"}, 2, "", "--output-tokens: bad length"},
-		{[]string{"--window", "7s"}, 2, "", "--window must be one of"},
+		{[]string{"--window", "7s"}, 2, "", "--window: 7s is not one of 10s, 30s, 1m, 5m"},
 		{[]string{"--theme", "pink"}, 2, "", "unknown theme"},
-		{[]string{"--api", "nope"}, 2, "", "unknown --api"},
-		{[]string{"--api", "tgi"}, 2, "", "embedded sim speaks"},
+		{[]string{"--api", "nope"}, 2, "", `--api: unknown API "nope" (want openai-chat,`},
+		{[]string{"--api", "tgi"}, 2, "", "--api: the embedded sim speaks openai-chat, openai-completions and generic, not tgi; pass --url"},
 		{[]string{"--extra-body", "[1]"}, 2, "", "must be a JSON object"},
-		{[]string{"--max-tokens-field", "n"}, 2, "", "--max-tokens-field must be"},
-		{[]string{"--ttft", "soon"}, 2, "", "unknown --ttft"},
+		{[]string{"--max-tokens-field", "n"}, 2, "", `--max-tokens-field: "n" is neither max_tokens nor max_completion_tokens`},
+		{[]string{"--ttft", "soon"}, 2, "", `--ttft: unknown TTFT mode "soon" (want first-output or first-chunk)`},
 		{[]string{"extra"}, 2, "", "unexpected argument"},
 		{[]string{"--url", "http://127.0.0.1:9/v1"}, 2, "", "needs a terminal"},
-		{[]string{"sim", "--preset", "huge"}, 2, "", "unknown sim preset"},
-		{[]string{"sim", "--slots", "0"}, 2, "", "slots must be at least 1"},
+		{[]string{"sim", "--preset", "huge"}, 2, "", `--preset: unknown sim preset "huge"`},
+		{[]string{"sim", "--slots", "0"}, 2, "", "infertop: --slots: 0 is under the least, 1\n"},
+		{[]string{"run", "--sim-jitter", "3"}, 2, "", "infertop: --sim-jitter: 3 is not within 0..1\n"},
 		{[]string{"sim", "--addr", "256.0.0.1:1"}, 2, "", "sim:"},
 		{[]string{"sim", "--help"}, 0, "--canary string", ""},
 		{[]string{"sim", "--canary", "2:1.5"}, 2, "", `--canary: bad canary "2:1.5": the fraction must be within (0,1]`},
 		{[]string{"run", "--sim-canary", "0.25:1.5:0:soon"}, 2, "", `--sim-canary: bad canary "0.25:1.5:0:soon": the delay "soon" is not a duration`},
 		{[]string{"--help"}, 0, "--sim-canary string", ""},
-		{[]string{"run", "--slo", "latency<1s"}, 2, "", "bad SLO"},
-		{[]string{"run", "--goodput", "ttft"}, 2, "", "bad --goodput"},
+		{[]string{"run", "--slo", "latency<1s"}, 2, "", `--slo: bad SLO "latency<1s"`},
+		{[]string{"run", "--goodput", "ttft"}, 2, "", `--goodput: bad goodput limits "ttft": want positive times`},
 		{[]string{"run", "--fail-fast"}, 2, "", "--fail-fast needs"},
 		{[]string{"run", "--no-stream", "--slo", "ttft_p99<=1s"}, 2, "", "--no-stream there are no stream messages"},
 		{[]string{"run", "--json", "/nonexistent/dir/r.json"}, 2, "", "--json: open /nonexistent/dir/r.json"},
@@ -228,6 +244,30 @@ func TestRunHungServer(t *testing.T) {
 	json.Unmarshal(b, &res)
 	if res["sent"] != 4.0 || res["incomplete"] != 4.0 || res["completed"] != 0.0 || res["failed"] != 0.0 {
 		t.Errorf("JSON: sent %v, incomplete %v, completed %v, failed %v", res["sent"], res["incomplete"], res["completed"], res["failed"])
+	}
+}
+
+// TestRunNoDrain: with --no-drain the requests in flight at the end are
+// cancelled at once, not after the default drain, and counted incomplete.
+func TestRunNoDrain(t *testing.T) {
+	release := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer hs.Close()
+	defer close(release)
+	var out, errb bytes.Buffer
+	start := time.Now()
+	code := run([]string{"run", "--url", hs.URL + "/v1", "--api", "openai-chat", "--model", "m", "-c", "3", "--duration", "300ms", "--no-drain",
+		"--server-metrics", "off"}, &out, &errb)
+	if d := time.Since(start); d > 10*time.Second { // the default drain is 30 s
+		t.Fatalf("the run took %v", d)
+	}
+	if code != 0 || !strings.Contains(out.String(), "sent 3 = 0 completed + 0 failed + 3 incomplete") {
+		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
 	}
 }
 

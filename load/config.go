@@ -27,7 +27,7 @@ const (
 	EndInterrupted = "interrupted"
 )
 
-// Config configures an engine.
+// Config configures an engine. New refuses one that Validate refuses.
 type Config struct {
 	// Do sends one request and measures it (normally (*probe.Client).Do).
 	Do func(context.Context, probe.Request) probe.Result
@@ -35,9 +35,11 @@ type Config struct {
 	Target Target
 	// Knobs are the initial knob values.
 	Knobs Knobs
-	// Tick is the snapshot interval (default 250 ms).
+	// Tick is the snapshot interval (0: DefaultTick; else at least
+	// MinTick).
 	Tick time.Duration
-	// Window is the initial rolling window (default 30 s); any of Windows.
+	// Window is the initial rolling window (0: DefaultWindow); one of
+	// Windows.
 	Window time.Duration
 	// Seed makes the prompts repeatable.
 	Seed uint64
@@ -45,11 +47,15 @@ type Config struct {
 	// limit); Duration once the run has lasted this long (0: no limit).
 	// Either way no new request starts; those in flight get Drain (0:
 	// DefaultDrain) to finish, then are cancelled and counted incomplete.
-	// The engine is the one place that decides a run is over: its
-	// snapshots say so (Done, DoneWhy) and their clock stops there.
+	// NoDrain cancels them the moment the run ends instead (Drain is then
+	// zero): a zero Drain already means the default, so no drain needs a
+	// word of its own. The engine is the one place that decides a run is
+	// over: its snapshots say so (Done, DoneWhy) and their clock stops
+	// there.
 	MaxRequests int64
 	Duration    time.Duration
 	Drain       time.Duration
+	NoDrain     bool
 	// Stages, if set, are walked from the start (see Walk);
 	// EndAfterStages ends the run when the last stage is over.
 	Stages         []Stage

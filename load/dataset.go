@@ -23,10 +23,11 @@ type Dataset struct {
 // LoadDataset reads JSONL (one {"prompt": ...} or {"messages": [...]} a
 // line) or a ShareGPT JSON file (a list of {"conversations": [{"from":
 // "human", "value": ...}, ...]}, whose first human turn is the prompt).
+// Its errors are *SettingError (SettingDataset).
 func LoadDataset(path string, seed uint64) (*Dataset, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
+		return nil, &SettingError{SettingDataset, err}
 	}
 	var items []probe.Request
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
@@ -35,10 +36,10 @@ func LoadDataset(path string, seed uint64) (*Dataset, error) {
 		items, err = jsonl(data)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dataset %s: %w", path, err)
+		return nil, &SettingError{SettingDataset, fmt.Errorf("%s: %w", path, err)}
 	}
 	if len(items) == 0 {
-		return nil, fmt.Errorf("dataset %s: no prompts in it", path)
+		return nil, &SettingError{SettingDataset, fmt.Errorf("%s: no prompts in it", path)}
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0xda7a5e7))
 	rng.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })

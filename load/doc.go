@@ -8,6 +8,7 @@
 // The files, by concern:
 //
 //	config.go     Config, Warmup, Goodput, Record, the run-end reasons, Windows
+//	validate.go   Config.Validate and SettingError: what New refuses, in the engine's terms
 //	engine.go     Engine and New, the knob methods, Finish/Ending, Run (the aggregator loop)
 //	step.go       NewPhase: a phase on demand, for a driver of the knobs (a capacity search)
 //	knobs.go      Knobs, Mode and the knobs' limits

@@ -3,7 +3,6 @@ package load
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,33 +87,37 @@ type Engine struct {
 	desk historyDesk // History's way to the aggregator
 }
 
-// New returns an engine ready to Run.
+// New returns an engine ready to Run. It refuses a configuration Validate
+// refuses (the error is a *SettingError) and fills in the defaults that
+// zero stands for.
 func New(cfg Config) (*Engine, error) {
 	if cfg.Do == nil {
-		return nil, errors.New("load: no request function")
+		return nil, errors.New("no request function")
 	}
-	if cfg.Tick <= 0 {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Tick == 0 {
 		cfg.Tick = DefaultTick
 	}
-	if cfg.Window <= 0 {
+	if cfg.Window == 0 {
 		cfg.Window = DefaultWindow
 	}
 	if cfg.Arrivals.Kind == "" {
 		cfg.Arrivals.Kind = "constant"
 	}
+	if cfg.Drain == 0 && !cfg.NoDrain {
+		cfg.Drain = DefaultDrain
+	}
 	if len(cfg.Stages) > 0 { // the first stage is where the run starts
 		cfg.Stages[0].Apply(&cfg.Knobs)
 	}
-	if cfg.Knobs.Concurrency < 0 {
-		return nil, fmt.Errorf("load: concurrency must be positive, got %d", cfg.Knobs.Concurrency)
-	}
+	// Validate has held the knobs to their limits; clamp only turns an
+	// open loop's concurrency of 0 into the 1 a closed loop starts at.
 	e := &Engine{
 		cfg: cfg, prompts: NewPromptGen(cfg.Seed, cfg.PrefixTokens), knobs: cfg.Knobs.clamp(), window: cfg.Window,
 		changed: make(chan struct{}), alive: map[int]bool{}, results: make(chan outcome, 4096),
 		nudge: make(chan struct{}, 1), subs: map[chan Snapshot]struct{}{}, endingCh: make(chan struct{}),
-	}
-	if e.cfg.Drain <= 0 {
-		e.cfg.Drain = DefaultDrain
 	}
 	e.phase = &phaseInfo{id: 1, knobs: e.knobs, warmup: cfg.Warmup.set()}
 	e.phaseSeq = 1
@@ -366,7 +369,7 @@ loop:
 			e.Finish(EndDuration)
 		case <-ending:
 			ending = nil
-			drainTimer.Reset(e.cfg.Drain)
+			drainTimer.Reset(e.cfg.Drain) // NoDrain: 0, fired at once
 			drain = drainTimer.C
 			snap()
 		case <-drain: // what is still out is cancelled, counted incomplete

@@ -1,11 +1,13 @@
 package load
 
-// Limits of the knobs.
+// Limits of the knobs. MinRate is the open loop's slowest: one request
+// every 100 s already leaves a window with nothing in it.
 const (
 	MaxConcurrency  = 10000
 	MaxPromptTokens = 32768
 	MaxOutputTokens = 32768
 	MaxRate         = 100000
+	MinRate         = 0.01
 )
 
 // Mode is how requests are started.
@@ -33,28 +35,33 @@ func (m Mode) String() string {
 // Knobs are the live settings of the load. A change of Concurrency,
 // PromptTokens or OutputTokens starts a new phase; pausing does not.
 type Knobs struct {
-	// Concurrency is the number of requests kept in flight (closed loop).
+	// Concurrency is the number of requests kept in flight (closed loop),
+	// 1..MaxConcurrency; in the open loop it may be 0, and a later closed
+	// loop then starts at 1.
 	Concurrency int
-	// PromptTokens is the target prompt length in tokens.
+	// PromptTokens is the target prompt length in tokens, 1..MaxPromptTokens.
 	PromptTokens int
-	// OutputTokens is max_tokens for every request.
+	// OutputTokens is max_tokens for every request, 1..MaxOutputTokens.
 	OutputTokens int
 	// Paused stops new requests; those in flight finish.
 	Paused bool
 	// Mode is closed or open loop; Rate is the open loop's arrivals per
-	// second.
+	// second, MinRate..MaxRate (0 in the closed loop: kept for the open
+	// loop a key may switch to).
 	Mode Mode
 	Rate float64
 }
 
-// clamp brings every knob inside its limits.
+// clamp brings every knob inside its limits: a key held past a limit
+// stops there. A configuration is checked instead (Config.Validate), so
+// this changes only what the keys and a driver of the knobs ask for.
 func (k Knobs) clamp() Knobs {
 	k.Concurrency = min(max(k.Concurrency, 1), MaxConcurrency)
 	k.PromptTokens = min(max(k.PromptTokens, 1), MaxPromptTokens)
 	k.OutputTokens = min(max(k.OutputTokens, 1), MaxOutputTokens)
 	k.Rate = min(max(k.Rate, 0), MaxRate)
-	if k.Mode == OpenLoop && k.Rate < 0.01 {
-		k.Rate = 0.01
+	if k.Mode == OpenLoop && k.Rate < MinRate {
+		k.Rate = MinRate
 	}
 	return k
 }

@@ -22,18 +22,14 @@ type Arrivals struct {
 	Burstiness float64
 }
 
-// ParseArrivals checks an arrival process.
+// ParseArrivals checks an arrival process, as Config.Validate does (a
+// *SettingError naming the process or its burstiness).
 func ParseArrivals(kind string, burstiness float64) (Arrivals, error) {
-	switch kind {
-	case "constant", "poisson":
-	case "gamma":
-		if burstiness <= 0 {
-			return Arrivals{}, fmt.Errorf("the burstiness must be positive, got %v", burstiness)
-		}
-	default:
-		return Arrivals{}, fmt.Errorf("unknown arrival process %q (want constant, poisson or gamma)", kind)
+	a := Arrivals{Kind: kind, Burstiness: burstiness}
+	if err := a.check(); err != nil {
+		return Arrivals{}, err
 	}
-	return Arrivals{Kind: kind, Burstiness: burstiness}, nil
+	return a, nil
 }
 
 // gap draws the time to the next arrival at rate per second.

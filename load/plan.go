@@ -52,13 +52,8 @@ func ParseStages(s string) ([]Stage, error) {
 				return nil, fmt.Errorf("stage %d: bad %s %q", i+1, k, v)
 			}
 		}
-		switch {
-		case st.Duration <= 0:
-			return nil, fmt.Errorf("stage %d: needs a positive duration", i+1)
-		case st.Concurrency < 0 || st.Rate < 0 || st.PromptTokens < 0 || st.OutputTokens < 0:
-			return nil, fmt.Errorf("stage %d: values must not be negative", i+1)
-		case st.Concurrency > 0 && st.Rate > 0:
-			return nil, fmt.Errorf("stage %d: give a concurrency (closed loop) or a rate (open loop), not both", i+1)
+		if err := st.check(); err != nil { // Validate's check: a walk past a limit is refused here, not clamped later
+			return nil, fmt.Errorf("stage %d: %w", i+1, err)
 		}
 		out = append(out, st)
 	}
@@ -70,7 +65,8 @@ func ParseStages(s string) ([]Stage, error) {
 
 // Ramp reads 'FROM:TO:DURATION' and returns one-second stages walking the
 // concurrency (or, when open, the rate) linearly from FROM to TO; the last
-// stage holds TO for a second.
+// stage holds TO for a second. FROM and TO are within the knob's limits:
+// 1..MaxConcurrency, or 0.1..MaxRate (a ramp's rates are tenths).
 func Ramp(spec string, open bool) ([]Stage, error) {
 	parts := strings.Split(spec, ":")
 	if len(parts) != 3 {
@@ -79,8 +75,15 @@ func Ramp(spec string, open bool) ([]Stage, error) {
 	from, err1 := strconv.ParseFloat(parts[0], 64)
 	to, err2 := strconv.ParseFloat(parts[1], 64)
 	d, err3 := time.ParseDuration(parts[2])
-	if err1 != nil || err2 != nil || err3 != nil || from <= 0 || to <= 0 || d < time.Second {
+	if err1 != nil || err2 != nil || err3 != nil || !(from > 0) || !(to > 0) || d < time.Second {
 		return nil, fmt.Errorf("bad ramp %q: want positive FROM and TO and a DURATION of a second or more", spec)
+	}
+	least, most, what := 1.0, float64(MaxConcurrency), "concurrency"
+	if open {
+		least, most, what = 0.1, MaxRate, "rate"
+	}
+	if from < least || to < least || from > most || to > most {
+		return nil, fmt.Errorf("bad ramp %q: a %s ramp's FROM and TO must be within %v..%v", spec, what, least, most)
 	}
 	steps := int(d / time.Second)
 	var out []Stage

@@ -15,6 +15,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,7 +44,7 @@ func ParseTTFTMode(s string) (TTFTMode, error) {
 	case "first-chunk":
 		return TTFTFirstChunk, nil
 	}
-	return 0, fmt.Errorf("unknown --ttft %q (want first-output or first-chunk)", s)
+	return 0, fmt.Errorf("unknown TTFT mode %q (want first-output or first-chunk)", s)
 }
 
 // Config describes the endpoint and how to talk to it.
@@ -136,18 +137,22 @@ type Client struct {
 	secrets []string
 }
 
-// New returns a client for cfg.
+// New returns a client for cfg. It refuses a configuration Validate
+// refuses, or a URL that is no http(s) endpoint, with a *SettingError.
 func New(cfg Config) (*Client, error) {
-	if _, err := url.ParseRequestURI(cfg.URL); err != nil {
-		return nil, fmt.Errorf("bad endpoint URL: %w", err)
+	if err := CheckURL(cfg.URL); err != nil {
+		return nil, err
 	}
-	if cfg.Timeout <= 0 {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.ConnectTimeout <= 0 {
+	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
-	if cfg.MaxConns <= 0 {
+	if cfg.MaxConns == 0 {
 		cfg.MaxConns = 256
 	}
 	proto, err := newProtocol(&cfg)
@@ -158,14 +163,14 @@ func New(cfg Config) (*Client, error) {
 	if cfg.CACert != "" {
 		pem, err := os.ReadFile(cfg.CACert)
 		if err != nil {
-			return nil, fmt.Errorf("--cacert: %w", err)
+			return nil, &SettingError{SettingCACert, err}
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
 			pool = x509.NewCertPool()
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--cacert %s: no PEM certificates in it", cfg.CACert)
+			return nil, &SettingError{SettingCACert, fmt.Errorf("%s: no PEM certificates in it", cfg.CACert)}
 		}
 		tlsCfg.RootCAs = pool
 	}
@@ -785,12 +790,9 @@ func ModelsURL(raw string) (string, error) {
 }
 
 func endpointURL(raw, suffix string) (string, error) {
-	u, err := url.Parse(raw)
+	u, err := parseBase(raw)
 	if err != nil {
-		return "", fmt.Errorf("bad --url %q: %w", raw, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return "", fmt.Errorf("bad --url %q: want http(s)://host[:port][/path]", raw)
+		return "", err
 	}
 	p := strings.TrimRight(u.Path, "/")
 	for _, full := range []string{"/chat/completions", "/completions", "/models"} {
@@ -810,11 +812,16 @@ func endpointURL(raw, suffix string) (string, error) {
 	return u.String(), nil
 }
 
-// RedactURL removes any credentials from a URL before it is shown.
+// userinfo is the user:password@ of a URL that url.Parse refused.
+var userinfo = regexp.MustCompile(`^([^/?#]*//)[^/?#]*@`)
+
+// RedactURL removes any credentials from a URL before it is shown, from
+// one that does not parse too (a typo after the password must not show
+// the password).
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return Redact(raw, 200)
+		return Redact(userinfo.ReplaceAllString(raw, "${1}"), 200)
 	}
 	u.User = nil
 	q := u.Query()

@@ -461,6 +461,9 @@ func TestEndpointURLs(t *testing.T) {
 	if got := RedactURL("http://user:pw@h/v1?api_key=zz&x=1"); strings.Contains(got, "pw") || strings.Contains(got, "zz") {
 		t.Errorf("RedactURL leaked: %s", got)
 	}
+	if got := RedactURL("http://user:hunter22@h%zz/v1"); strings.Contains(got, "hunter22") || !strings.Contains(got, "h%zz/v1") {
+		t.Errorf("RedactURL of a URL that does not parse: %s", got)
+	}
 }
 
 func TestListModels(t *testing.T) {

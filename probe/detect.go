@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 )
@@ -53,17 +52,6 @@ func trimSuffixes(p string, suffixes ...string) string {
 		p = strings.TrimSuffix(p, s)
 	}
 	return p
-}
-
-func parseBase(raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("bad --url %q: %w", raw, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("bad --url %q: want http(s)://host[:port][/path]", raw)
-	}
-	return u, nil
 }
 
 // KindFromPath infers the kind from a URL's path alone; ok is false when
@@ -133,7 +121,7 @@ func Detect(ctx context.Context, cfg Config, raw string) (Kind, string, error) {
 		}
 		tried = append(tried, fmt.Sprintf("%s: %d", strings.TrimPrefix(p.url, strings.TrimRight(root.String(), "/")), status))
 	}
-	return "", "", fmt.Errorf("cannot tell which API %s speaks (%s); pass --api", RedactURL(raw), strings.Join(tried, ", "))
+	return "", "", fmt.Errorf("%w: %s answered %s", ErrUndetected, RedactURL(raw), strings.Join(tried, ", "))
 }
 
 // get fetches a small document with the client's headers and key; a

@@ -33,11 +33,7 @@ func ParseKind(s string) (Kind, error) {
 			return k, nil
 		}
 	}
-	names := make([]string, 0, 5)
-	for _, k := range Kinds() {
-		names = append(names, string(k))
-	}
-	return "", fmt.Errorf("unknown --api %q (want %s)", s, strings.Join(names, ", "))
+	return "", unknownKind(s)
 }
 
 // BodyOptions shape the generated request bodies.
@@ -134,18 +130,8 @@ func newProtocol(cfg *Config) (protocol, error) {
 		if g.Stream == "" {
 			g.Stream = "none"
 		}
-		if g.Stream != "none" && g.Stream != "sse" && g.Stream != "ndjson" {
-			return nil, fmt.Errorf("generic stream %q: want none, sse or ndjson", g.Stream)
-		}
-		if g.Stream != "none" && g.ChunkPath == "" {
-			return nil, fmt.Errorf("a streamed generic API needs a chunk path")
-		}
-		if g.Template != "" {
-			probe := strings.NewReplacer("{{prompt}}", "p", "{{max_tokens}}", "1", "{{model}}", "m").Replace(g.Template)
-			if !json.Valid([]byte(probe)) {
-				return nil, fmt.Errorf("body template is not JSON once filled in: %s", probe)
-			}
-		}
+		// The stream format, the chunk path and the template are
+		// Validate's to check (New called it).
 		return &genericProto{opts: g, extra: b.Extra}, nil
 	}
 	return nil, fmt.Errorf("unknown API kind %q", cfg.API)
@@ -493,7 +479,7 @@ func (g *genericProto) body(model string, req Request) ([]byte, error) {
 	}
 	var m map[string]any
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
-		return nil, fmt.Errorf("--extra-body needs a JSON object template: %w", err)
+		return nil, fmt.Errorf("extra body fields need a body template that is a JSON object: %w", err)
 	}
 	return marshal(m, g.extra)
 }

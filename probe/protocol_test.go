@@ -81,7 +81,7 @@ func TestBodies(t *testing.T) {
 		{API: Generic, Generic: GenericOptions{Stream: "carrier-pigeon", ChunkPath: "x"}},
 		{API: "smoke-signals"},
 	} {
-		if _, err := newProtocol(&bad); err == nil {
+		if err := bad.Validate(); err == nil { // New calls it before newProtocol
 			t.Errorf("%+v accepted", bad)
 		}
 	}
@@ -185,7 +185,7 @@ func TestDetectAndModels(t *testing.T) {
 		}
 	}
 	srv := discoveryServer(t, "nothing")
-	if _, _, err := Detect(context.Background(), Config{}, srv.URL); err == nil || !strings.Contains(err.Error(), "pass --api") {
+	if _, _, err := Detect(context.Background(), Config{}, srv.URL); !errors.Is(err, ErrUndetected) || !strings.Contains(err.Error(), "/v1/models: 404") {
 		t.Errorf("undetectable server: %v", err)
 	}
 	// The path decides without asking.
@@ -233,8 +233,9 @@ func TestTLSAndHTTP2(t *testing.T) {
 		t.Fatalf("connection phases: first reused %v connect %v; second reused %v connect %v",
 			first.ConnReused, first.Connect, second.ConnReused, second.Connect)
 	}
-	if _, err := New(Config{URL: srv.URL, CACert: filepath.Join(t.TempDir(), "none.pem")}); err == nil {
-		t.Fatal("missing --cacert file accepted")
+	var se *SettingError
+	if _, err := New(Config{URL: srv.URL, CACert: filepath.Join(t.TempDir(), "none.pem")}); !errors.As(err, &se) || se.Setting != SettingCACert {
+		t.Fatalf("missing CA file: %v", err)
 	}
 }
 

@@ -35,12 +35,12 @@ func ParseSplitBy(spec string) (SplitBy, error) {
 	kind, name, ok := strings.Cut(strings.TrimSpace(spec), ":")
 	name = strings.TrimSpace(name)
 	if !ok || name == "" {
-		return SplitBy{}, fmt.Errorf("bad --split-by %q: want header:NAME or field:%s", spec, strings.Join(SplitFields(), "|"))
+		return SplitBy{}, fmt.Errorf("bad split %q: want header:NAME or field:%s", spec, strings.Join(SplitFields(), "|"))
 	}
 	switch strings.ToLower(kind) {
 	case "header":
 		if strings.ContainsAny(name, " \t\r\n:") || !utf8.ValidString(name) {
-			return SplitBy{}, fmt.Errorf("bad --split-by %q: %q is no header name", spec, name)
+			return SplitBy{}, fmt.Errorf("bad split %q: %q is no header name", spec, name)
 		}
 		return SplitBy{Header: http.CanonicalHeaderKey(name)}, nil
 	case "field":
@@ -49,9 +49,9 @@ func ParseSplitBy(spec string) (SplitBy, error) {
 				return SplitBy{Field: f}, nil
 			}
 		}
-		return SplitBy{}, fmt.Errorf("bad --split-by %q: the field is %s", spec, strings.Join(SplitFields(), " or "))
+		return SplitBy{}, fmt.Errorf("bad split %q: the field is %s", spec, strings.Join(SplitFields(), " or "))
 	}
-	return SplitBy{}, fmt.Errorf("bad --split-by %q: want header:NAME or field:%s", spec, strings.Join(SplitFields(), "|"))
+	return SplitBy{}, fmt.Errorf("bad split %q: want header:NAME or field:%s", spec, strings.Join(SplitFields(), "|"))
 }
 
 // IsZero reports whether s groups nothing.

@@ -51,6 +51,8 @@ const (
 	SettingAPI         = "api"             // the embedded sim does not speak it
 	SettingMetricsAddr = "metrics address" // infertop's own metrics cannot be served there
 	SettingRequestsLog = "requests log"    // the requests log cannot be written
+	SettingScrapeEvery = "scrape interval" // Telemetry.Every is too short
+	SettingGPUs        = "GPU metrics"     // the GPUs are to be read two ways at once
 )
 
 // ErrNoModels is the error of a server that lists no models.
@@ -104,7 +106,8 @@ type Telemetry struct {
 	// machine's GPUs with nvidia-smi.
 	GPUMetrics string
 	GPULocal   bool
-	// Every is the scrape interval (default a second).
+	// Every is the scrape interval (0: telemetry.DefaultEvery; else at
+	// least MinScrapeEvery).
 	Every time.Duration
 }
 
@@ -161,8 +164,12 @@ func (r *Runner) spawn(f func()) {
 // Start starts, in order, the embedded sim (when there is no URL), the
 // probe client (detection, model discovery), the exporter, the requests
 // log, the engine (and its walk), the scraper and the exporter's follower.
-// On an error everything started is stopped again before it returns.
+// On an error everything started is stopped again before it returns; a
+// configuration Validate refuses starts nothing.
 func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Notes == nil {
 		cfg.Notes = io.Discard
 	}
@@ -238,13 +245,9 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	return r, nil
 }
 
-// startSim starts the embedded sim on a port of its own.
+// startSim starts the embedded sim on a port of its own (Validate has
+// checked that it speaks the API).
 func (r *Runner) startSim() error {
-	switch r.cfg.API {
-	case "", probe.OpenAIChat, probe.OpenAICompletions, probe.Generic:
-	default:
-		return &SettingError{SettingAPI, fmt.Errorf("the embedded sim speaks openai-chat, openai-completions and generic, not %s", r.cfg.API)}
-	}
 	if r.cfg.API == "" {
 		r.cfg.API = probe.OpenAIChat
 	}
@@ -352,8 +355,8 @@ func (r *Runner) chain(next func(load.Record)) func(load.Record) {
 func (r *Runner) newScraper() *telemetry.Scraper {
 	t := r.cfg.Telemetry
 	cfg := telemetry.Config{Every: t.Every, GPUURL: t.GPUMetrics, GPULocal: t.GPULocal}
-	if cfg.Every <= 0 {
-		cfg.Every = time.Second
+	if cfg.Every == 0 {
+		cfg.Every = telemetry.DefaultEvery
 	}
 	switch t.ServerMetrics {
 	case ServerMetricsOff:

@@ -92,7 +92,7 @@ func TestStopDuringStart(t *testing.T) {
 	defer close(hang)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	cfg := Config{URL: hs.URL + "/v1", API: probe.OpenAIChat}
+	cfg := Config{URL: hs.URL + "/v1", API: probe.OpenAIChat, Load: simConfig(t).Load}
 	start := time.Now()
 	r, err := Start(ctx, cfg)
 	if err == nil {
@@ -110,7 +110,7 @@ func TestDeadEndpoint(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	url := "http://" + ln.Addr().String() + "/v1"
 	ln.Close()
-	if r, err := Start(context.Background(), Config{URL: url}); err == nil {
+	if r, err := Start(context.Background(), Config{URL: url, Load: simConfig(t).Load}); err == nil {
 		r.Stop()
 		t.Fatal("detection against a dead endpoint succeeded")
 	}

@@ -310,37 +310,94 @@ func PresetNames() []string {
 	return names
 }
 
-// Validate reports the first parameter out of range.
-func (p Params) Validate() error {
-	switch {
-	case p.Model == "":
-		return fmt.Errorf("sim: empty model name")
-	case p.Slots < 1:
-		return fmt.Errorf("sim: slots must be at least 1")
-	case p.KVTokens < 1 || p.MaxModelLen < 1 || p.MaxBatchTokens < 1:
-		return fmt.Errorf("sim: kv-tokens, max-model-len and max-batch-tokens must be positive")
-	case p.PrefillRate < 0 || p.StepBase < 0 || p.StepPerSeq < 0 || p.StepPerKTok < 0 || p.MinStep < 0:
-		return fmt.Errorf("sim: costs must not be negative")
-	case p.Jitter < 0 || p.Jitter > 1:
-		return fmt.Errorf("sim: jitter must be within 0..1")
-	case faultSum(&p.Faults) > 1+1e-9:
-		return fmt.Errorf("sim: fault rates must add up to at most 1")
-	case p.GPUs < 0 || p.GPUs > 1024 || p.IdleW < 0 || p.BusyW < 0:
-		return fmt.Errorf("sim: gpus must be within 0..1024 and watts not negative")
-	}
-	if err := p.Canary.validate(); err != nil {
-		return fmt.Errorf("sim: canary: %w", err)
-	}
-	return nil
+// ParamError is a parameter of Params the sim cannot run with. Param
+// names it in the sim's own terms (one of the Param* constants), so that a
+// command line can name its flag instead; Err says what is wrong, in words
+// that read after either name.
+type ParamError struct {
+	Param string
+	Err   error
 }
 
-func faultSum(f *Faults) float64 {
-	t := 0.0
-	for _, r := range f.rates() {
-		if *r < 0 {
-			return 2
-		}
-		t += *r
+func (e *ParamError) Error() string { return "sim: " + e.Param + ": " + e.Err.Error() }
+func (e *ParamError) Unwrap() error { return e.Err }
+
+// The parameters a ParamError names.
+const (
+	ParamModel          = "model"            // Model
+	ParamSlots          = "slots"            // Slots
+	ParamKVTokens       = "KV tokens"        // KVTokens
+	ParamMaxModelLen    = "max model length" // MaxModelLen
+	ParamMaxBatchTokens = "max batch tokens" // MaxBatchTokens
+	ParamPrefillRate    = "prefill rate"     // PrefillRate
+	ParamStepBase       = "step base"        // StepBase
+	ParamStepPerSeq     = "step per sequence"
+	ParamStepPerKTok    = "step per 1000 tokens"
+	ParamMinStep        = "least step"    // MinStep
+	ParamJitter         = "jitter"        // Jitter
+	ParamChatOverhead   = "chat overhead" // ChatOverhead
+	ParamHTTP500        = "error rate"    // Faults.HTTP500
+	ParamHTTP429        = "rate-limit rate"
+	ParamFaults         = "faults" // the other fault rates, their sum, the pause
+	ParamGPUs           = "GPUs"   // GPUs
+	ParamWatts          = "watts"  // IdleW, BusyW
+	ParamCanary         = "canary" // Canary
+)
+
+// Validate reports the first parameter out of range, as a *ParamError.
+func (p Params) Validate() error {
+	bad := func(param, format string, a ...any) error {
+		return &ParamError{param, fmt.Errorf(format, a...)}
 	}
-	return t
+	if p.Model == "" {
+		return bad(ParamModel, "the name is empty")
+	}
+	for _, n := range []struct {
+		param string
+		v     int
+	}{{ParamSlots, p.Slots}, {ParamKVTokens, p.KVTokens}, {ParamMaxModelLen, p.MaxModelLen}, {ParamMaxBatchTokens, p.MaxBatchTokens}} {
+		if n.v < 1 {
+			return bad(n.param, "%d is under the least, 1", n.v)
+		}
+	}
+	for _, d := range []struct {
+		param string
+		v     time.Duration
+	}{{ParamStepBase, p.StepBase}, {ParamStepPerSeq, p.StepPerSeq}, {ParamStepPerKTok, p.StepPerKTok}, {ParamMinStep, p.MinStep}} {
+		if d.v < 0 {
+			return bad(d.param, "%v is negative", d.v)
+		}
+	}
+	switch {
+	case !(p.PrefillRate >= 0) || math.IsInf(p.PrefillRate, 1):
+		return bad(ParamPrefillRate, "%v tokens per second is not a rate (0: instant)", p.PrefillRate)
+	case !(p.Jitter >= 0 && p.Jitter <= 1):
+		return bad(ParamJitter, "%v is not within 0..1", p.Jitter)
+	case p.ChatOverhead < 0:
+		return bad(ParamChatOverhead, "%d tokens is negative", p.ChatOverhead)
+	case !(p.Faults.HTTP500 >= 0 && p.Faults.HTTP500 <= 1):
+		return bad(ParamHTTP500, "%v is not within 0..1", p.Faults.HTTP500)
+	case !(p.Faults.HTTP429 >= 0 && p.Faults.HTTP429 <= 1):
+		return bad(ParamHTTP429, "%v is not within 0..1", p.Faults.HTTP429)
+	case p.Faults.Pause < 0:
+		return bad(ParamFaults, "the pause %v is negative", p.Faults.Pause)
+	case p.GPUs < 0 || p.GPUs > 1024:
+		return bad(ParamGPUs, "%d is not within 0..1024", p.GPUs)
+	case !(p.IdleW >= 0) || !(p.BusyW >= 0):
+		return bad(ParamWatts, "%v idle or %v busy is negative", p.IdleW, p.BusyW)
+	}
+	sum := 0.0
+	for i, r := range p.Faults.rates() {
+		if !(*r >= 0 && *r <= 1) {
+			return bad(ParamFaults, "the %s rate %v is not within 0..1", faultNames[i], *r)
+		}
+		sum += *r
+	}
+	if sum > 1+1e-9 {
+		return bad(ParamFaults, "the rates add up to %.3g, past 1 (at most one fault a request)", sum)
+	}
+	if err := p.Canary.validate(); err != nil {
+		return &ParamError{ParamCanary, err}
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 // Package slo parses and checks service-level objectives: aggregate
 // conditions such as 'ttft_p99<=500ms' or 'error_rate<1%' over a window, a
 // phase or a whole run, and vLLM-style per-request goodput limits such as
-// 'ttft:500ms,tpot:50ms,e2el:10s'.
+// 'ttft:500ms,tpot:50ms,e2el:10s'. Its errors speak of objectives and
+// limits, never of the command-line flag they came from: the caller knows
+// which flag it parsed.
 package slo
 
 import (
@@ -301,7 +303,7 @@ func ParseGoodput(s string) (load.Goodput, error) {
 		name, val, ok := strings.Cut(strings.TrimSpace(part), ":")
 		d, err := time.ParseDuration(strings.TrimSpace(val))
 		if !ok || err != nil || d <= 0 {
-			return g, fmt.Errorf("bad --goodput %q: want ttft:500ms,tpot:50ms,e2el:10s", s)
+			return g, fmt.Errorf("bad goodput limits %q: want positive times, e.g. ttft:500ms,tpot:50ms,e2el:10s", s)
 		}
 		switch strings.ToLower(strings.TrimSpace(name)) {
 		case "ttft":
@@ -311,7 +313,7 @@ func ParseGoodput(s string) (load.Goodput, error) {
 		case "e2el", "e2e":
 			g.E2E = d
 		default:
-			return g, fmt.Errorf("bad --goodput %q: unknown limit %s (ttft, tpot, e2el)", s, name)
+			return g, fmt.Errorf("bad goodput limits %q: unknown limit %s (ttft, tpot, e2el)", s, name)
 		}
 	}
 	return g, nil

@@ -86,8 +86,8 @@ func TestParseGoodput(t *testing.T) {
 		t.Fatalf("%+v %v", g, err)
 	}
 	for _, bad := range []string{"ttft", "ttft:fast", "itl:5ms", "ttft:-1s"} {
-		if _, err := ParseGoodput(bad); err == nil {
-			t.Errorf("%q accepted", bad)
+		if _, err := ParseGoodput(bad); err == nil || !strings.HasPrefix(err.Error(), "bad goodput limits") {
+			t.Errorf("%q: %v", bad, err)
 		}
 	}
 }

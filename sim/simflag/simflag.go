@@ -4,7 +4,9 @@
 package simflag
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -53,7 +55,7 @@ func (f *Flags) Params() (sim.Params, error) {
 	prefix := f.prefix
 	p, err := sim.Preset(f.preset)
 	if err != nil {
-		return p, err
+		return p, fmt.Errorf("--%spreset: %w", prefix, err)
 	}
 	if f.faults != "" {
 		fl, err := sim.ParseFaults(f.faults)
@@ -84,7 +86,40 @@ func (f *Flags) Params() (sim.Params, error) {
 		}
 	}
 	if err := p.Validate(); err != nil {
-		return p, err
+		return p, f.flagError(err)
 	}
 	return p, nil
+}
+
+// flagOf names the flag (less the prefix) behind each parameter a
+// sim.ParamError names. The parameters no flag sets (the least step, the
+// chat overhead, the watts) are a preset's, and keep the sim's words.
+var flagOf = map[string]string{
+	sim.ParamModel: "model", sim.ParamSlots: "slots", sim.ParamKVTokens: "kv-tokens",
+	sim.ParamMaxModelLen: "max-model-len", sim.ParamMaxBatchTokens: "max-batch-tokens",
+	sim.ParamPrefillRate: "prefill-rate", sim.ParamStepBase: "step-base", sim.ParamStepPerSeq: "step-per-seq",
+	sim.ParamStepPerKTok: "step-per-ktok", sim.ParamJitter: "jitter", sim.ParamHTTP500: "error-rate",
+	sim.ParamHTTP429: "rate-limit-rate", sim.ParamFaults: "faults", sim.ParamGPUs: "gpus", sim.ParamCanary: "canary",
+}
+
+// flagError says which flag a parameter out of range came from. The fault
+// rates' sum may come from three flags: those given are named.
+func (f *Flags) flagError(err error) error {
+	var pe *sim.ParamError
+	if !errors.As(err, &pe) || flagOf[pe.Param] == "" {
+		return err
+	}
+	names := []string{"--" + f.prefix + flagOf[pe.Param]}
+	if pe.Param == sim.ParamFaults {
+		names = names[:0]
+		for _, n := range []string{"faults", "error-rate", "rate-limit-rate"} {
+			if f.fs.Changed(f.prefix + n) {
+				names = append(names, "--"+f.prefix+n)
+			}
+		}
+		if len(names) == 0 {
+			names = []string{"--" + f.prefix + "faults"}
+		}
+	}
+	return fmt.Errorf("%s: %w", strings.Join(names, ", "), pe.Err)
 }

@@ -56,7 +56,7 @@ func TestStartRefusesBadParams(t *testing.T) {
 		defer func() { recover() }() // fatalTB's Fatalf stops this goroutine's call, as t.Fatal would
 		Start(ft, sim.Params{})
 	}()
-	if !strings.Contains(ft.msg, "empty model name") {
+	if !strings.Contains(ft.msg, "model: the name is empty") {
 		t.Fatalf("Start with zero params: %q", ft.msg)
 	}
 }

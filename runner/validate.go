@@ -1,0 +1,55 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/infertop/infertop/probe"
+)
+
+// MinScrapeEvery is the shortest scrape interval: a scrape reads the
+// server's whole /metrics page, and one faster than this would time the
+// scrapes rather than the server (and put a load of its own on it).
+const MinScrapeEvery = 100 * time.Millisecond
+
+// Validate reports the first setting of c that cannot be right, before
+// anything is started. The runner's own settings are a *SettingError; the
+// endpoint URL and the client's settings are the probe's
+// (*probe.SettingError), the engine's the load's (*load.SettingError,
+// wrapped), the embedded sim's the sim's (*sim.ParamError, wrapped), each
+// in its own terms. Start calls it first.
+func (c Config) Validate() error {
+	if c.URL != "" {
+		if err := probe.CheckURL(c.URL); err != nil {
+			return err
+		}
+	} else {
+		switch c.API {
+		case "", probe.OpenAIChat, probe.OpenAICompletions, probe.Generic:
+		default:
+			return &SettingError{SettingAPI, fmt.Errorf("the embedded sim speaks openai-chat, openai-completions and generic, not %s", c.API)}
+		}
+		if err := c.Sim.Validate(); err != nil {
+			return fmt.Errorf("embedded sim: %w", err)
+		}
+	}
+	pc := c.Probe
+	if c.API != "" { // Start sets it so; detected, it is checked when the client is made
+		pc.API = c.API
+	}
+	if err := pc.Validate(); err != nil {
+		return err
+	}
+	if err := c.Load.Validate(); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	t := c.Telemetry
+	switch {
+	case t.Every < 0 || t.Every > 0 && t.Every < MinScrapeEvery:
+		return &SettingError{SettingScrapeEvery, fmt.Errorf("%v is under the least, %v", t.Every, MinScrapeEvery)}
+	case t.GPULocal && t.GPUMetrics != "":
+		return &SettingError{SettingGPUs, errors.New("read this machine's GPUs or a DCGM exporter's, not both")}
+	}
+	return nil
+}
