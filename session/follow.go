@@ -68,6 +68,7 @@ func (f *Follower) Follow(s Session) Followed {
 		f.drive(d)
 		s.Finish("the capacity search ended")
 	}
+	f.lastLine = f.now() // the first progress line after ProgressEvery
 	sides := s.Sides()
 	out := Followed{Last: make([]load.Snapshot, len(sides)), Breaches: make([][]slo.Verdict, len(sides))}
 	cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.Signals)}}
