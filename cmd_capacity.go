@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
+	"errors"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -83,29 +81,18 @@ func (c *capacityFlags) plan(fs *pflag.FlagSet, f *loadFlags, rf *runFlags, cfg 
 	if err != nil {
 		return nil, err
 	}
-	over := search.Over
-	p := &session.Plan{Search: search}
-	p.At = float64(l.Knobs.Concurrency)
-	if over == capacity.Rate {
-		p.At = l.Knobs.Rate
-	}
+	var m *capacity.Matrix
 	if c.matrix != "" {
-		m, err := capacity.ParseMatrix(c.matrix, l.Knobs)
+		mx, err := capacity.ParseMatrix(c.matrix, l.Knobs)
 		if err != nil {
 			return nil, usagef("--matrix: %v", err)
 		}
-		p.Matrix = &m
+		m = &mx
 	}
-	if len(objs) == 0 && over == capacity.Rate && p.At <= 0 {
+	p, err := session.NewPlan(search, m, &l.Knobs)
+	if errors.Is(err, session.ErrNoRate) {
 		return nil, usagef("--matrix over the rate without --find-max measures at --rate: give one")
 	}
-	// Paused until the first step: phase 1 sends nothing, so every phase
-	// with requests is a step's.
-	l.Knobs.Paused = true
-	if over == capacity.Rate {
-		l.Knobs.Mode, l.Knobs.Rate = load.OpenLoop, max(l.Knobs.Rate, 0.01)
-	}
-	p.Knobs = l.Knobs
 	return p, nil
 }
 
@@ -122,7 +109,7 @@ func (c *capacityFlags) search(objs []slo.Objective, k load.Knobs) (capacity.Sea
 			return capacity.Search{}, usagef("--over: %v", err)
 		}
 	}
-	res, err := parseFraction(c.resolution)
+	res, err := capacity.ParseResolution(c.resolution)
 	if err != nil {
 		return capacity.Search{}, usagef("--resolution: %v", err)
 	}
@@ -158,17 +145,4 @@ func (c *capacityFlags) dashboardSearch(fs *pflag.FlagSet, f *loadFlags, cfg *ru
 		return capacity.Search{}, usagef("--step-min-requests and --step-min-time must be positive, --step-max-time at least --step-min-time")
 	}
 	return c.search(nil, cfg.Load.Knobs)
-}
-
-// parseFraction reads '5%' or '0.05'.
-func parseFraction(s string) (float64, error) {
-	pct := strings.HasSuffix(s, "%")
-	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-	if pct {
-		v /= 100
-	}
-	if err != nil || v <= 0 || v >= 1 {
-		return 0, fmt.Errorf("want a fraction such as 5%% or 0.05, got %q", s)
-	}
-	return v, nil
 }

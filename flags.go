@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -295,31 +294,12 @@ func measurable(cfg *runner.Config) error {
 // request completes the client's configuration from the flags that need
 // reading: the headers, the key, the sampling fields set.
 func (f *loadFlags) request(p *probe.Config) error {
-	p.Header = http.Header{}
-	var lines []string
-	for _, h := range f.headers {
-		file, ok := strings.CutPrefix(h, "@")
-		if !ok {
-			lines = append(lines, h)
-			continue
-		}
-		// -H @FILE: one 'Name: value' a line, so the values stay out of ps.
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return usagef("--header @%s: %v", file, err)
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-				lines = append(lines, l)
-			}
-		}
-	}
-	for _, h := range lines {
-		name, value, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			return usagef("bad --header: want 'Name: value' (what was given is not shown: it may be a secret)")
-		}
-		p.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+	var err error
+	switch p.Header, err = probe.ParseHeaders(f.headers); {
+	case errors.Is(err, probe.ErrBadHeader):
+		return usagef("bad --header: %v", err)
+	case err != nil:
+		return usagef("--header %v", err)
 	}
 	p.APIKey = os.Getenv(f.apiKeyEnv) // never from a flag's value
 	if f.apiKeyFile != "" {

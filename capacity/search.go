@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,20 @@ const (
 	// Rate walks the open loop's requests per second.
 	Rate Over = "rate"
 )
+
+// ParseResolution reads a search's resolution: '5%' or '0.05', a
+// fraction within (0, 1).
+func ParseResolution(s string) (float64, error) {
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if pct {
+		v /= 100
+	}
+	if err != nil || v <= 0 || v >= 1 {
+		return 0, fmt.Errorf("want a fraction such as 5%% or 0.05, got %q", s)
+	}
+	return v, nil
+}
 
 // ParseOver reads "concurrency" or "rate".
 func ParseOver(s string) (Over, error) {

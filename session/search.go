@@ -22,6 +22,30 @@ type Plan struct {
 	Knobs load.Knobs
 }
 
+// ErrNoRate is a matrix over the rate with no objectives (it measures
+// each cell at the rate given) and no rate given.
+var ErrNoRate = errors.New("a matrix over the rate without objectives measures at the load's rate: none is set")
+
+// NewPlan is the plan of search (in each cell of m, when m is not nil),
+// and prepares k, the load's knobs, for it: paused until the first step
+// (phase 1 sends nothing, so every phase with requests is a step's), and
+// in the open loop when the search is over the rate.
+func NewPlan(search capacity.Search, m *capacity.Matrix, k *load.Knobs) (*Plan, error) {
+	p := &Plan{Search: search, Matrix: m, At: float64(k.Concurrency)}
+	if search.Over == capacity.Rate {
+		p.At = k.Rate
+	}
+	if m != nil && len(search.Objectives) == 0 && search.Over == capacity.Rate && p.At <= 0 {
+		return nil, ErrNoRate
+	}
+	k.Paused = true
+	if search.Over == capacity.Rate {
+		k.Mode, k.Rate = load.OpenLoop, max(k.Rate, load.MinRate)
+	}
+	p.Knobs = *k
+	return p, nil
+}
+
 // Search is a capacity search driving one load: it is the load's session
 // whose drive is the search, and whose report holds the search's outcome.
 type Search struct {
