@@ -191,16 +191,10 @@ func (f *loadFlags) config() (runner.Config, error) {
 		}
 		l.MaxInFlight = load.DefaultMaxInFlight(fd)
 	}
+	if err := f.shape(l); err != nil {
+		return cfg, err
+	}
 	var err error
-	if l.Knobs.Rate > 0 {
-		l.Knobs.Mode = load.OpenLoop
-	}
-	if l.Knobs.PromptTokens, l.PromptLength, err = load.ParseLength(f.promptSpec, load.MaxPromptTokens); err != nil {
-		return cfg, usagef("--prompt-tokens: %v", err)
-	}
-	if l.Knobs.OutputTokens, l.OutputLength, err = load.ParseLength(f.outputSpec, load.MaxOutputTokens); err != nil {
-		return cfg, usagef("--output-tokens: %v", err)
-	}
 	if f.api != "" {
 		if cfg.API, err = probe.ParseKind(f.api); err != nil {
 			return cfg, usagef("--api: %v", err)
@@ -211,24 +205,6 @@ func (f *loadFlags) config() (runner.Config, error) {
 	}
 	if p.TTFT, err = probe.ParseTTFTMode(f.ttft); err != nil {
 		return cfg, usagef("--ttft: %v", err)
-	}
-	if f.datasetPath != "" {
-		if l.Dataset, err = load.LoadDataset(f.datasetPath, l.Seed); err != nil {
-			return cfg, flagError(err)
-		}
-	}
-	if l.Warmup, err = load.ParseWarmup(f.warmup); err != nil {
-		return cfg, usagef("--warmup: %v", err)
-	}
-	if f.stages != "" {
-		if l.Stages, err = load.ParseStages(f.stages); err != nil {
-			return cfg, usagef("--stages: %v", err)
-		}
-	}
-	if f.ramp != "" {
-		if l.Stages, err = load.Ramp(f.ramp, l.Knobs.Rate > 0); err != nil {
-			return cfg, usagef("--ramp: %v", err)
-		}
 	}
 	if cfg.Objectives, err = slo.ParseAll(f.slos); err != nil {
 		return cfg, usagef("--slo: %v", err)
@@ -253,6 +229,40 @@ func (f *loadFlags) config() (runner.Config, error) {
 	cfg.Version, cfg.Settings = versionString(), map[string]string{}
 	f.fs.Visit(func(fl *pflag.Flag) { cfg.Settings[fl.Name] = f.setting(fl) })
 	return cfg, nil
+}
+
+// shape reads the flags of the load's shape into l: the loop, the
+// lengths, the prompts, the warm-up and the walk.
+func (f *loadFlags) shape(l *load.Config) error {
+	var err error
+	if l.Knobs.Rate > 0 {
+		l.Knobs.Mode = load.OpenLoop
+	}
+	if l.Knobs.PromptTokens, l.PromptLength, err = load.ParseLength(f.promptSpec, load.MaxPromptTokens); err != nil {
+		return usagef("--prompt-tokens: %v", err)
+	}
+	if l.Knobs.OutputTokens, l.OutputLength, err = load.ParseLength(f.outputSpec, load.MaxOutputTokens); err != nil {
+		return usagef("--output-tokens: %v", err)
+	}
+	if f.datasetPath != "" {
+		if l.Dataset, err = load.LoadDataset(f.datasetPath, l.Seed); err != nil {
+			return flagError(err)
+		}
+	}
+	if l.Warmup, err = load.ParseWarmup(f.warmup); err != nil {
+		return usagef("--warmup: %v", err)
+	}
+	if f.stages != "" {
+		if l.Stages, err = load.ParseStages(f.stages); err != nil {
+			return usagef("--stages: %v", err)
+		}
+	}
+	if f.ramp != "" {
+		if l.Stages, err = load.Ramp(f.ramp, l.Knobs.Rate > 0); err != nil {
+			return usagef("--ramp: %v", err)
+		}
+	}
+	return nil
 }
 
 // setting is a flag's value as the reports store it: URLs without their
