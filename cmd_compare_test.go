@@ -68,6 +68,9 @@ func TestRunCompare(t *testing.T) {
 	if code != 1 || !strings.Contains(errb.String(), "ttft_p99<+10%: not judged: too few requests") {
 		t.Errorf("an unjudged gate: exit %d, want 1\n%s", code, errb.String())
 	}
+	if strings.Contains(out.String(), "no regression found\n") || !strings.Contains(out.String(), "1 of 1 not judged: no gate passed") {
+		t.Errorf("the table calls an unjudged gate passed:\n%s", out.String())
+	}
 	if code := run([]string{"run", "--compare", b.URL, "--fail-fast"}, &out, &errb); code != 2 {
 		t.Errorf("--fail-fast without --slo or --regression: exit %d, want 2", code)
 	}

@@ -276,7 +276,7 @@ func TestRunNoDrain(t *testing.T) {
 func TestRunEveryRequestFails(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"run", "--model", "nosuchmodel", "--requests", "6", "-c", "2", "--sim-preset", "fast"}, &out, &errb)
-	if code != 2 || !strings.Contains(errb.String(), "every request failed: 6 of 6: 4xx: HTTP 404") || !strings.Contains(errb.String(), "nosuchmodel") {
+	if code != 2 || !strings.Contains(errb.String(), "every request failed: 6 sent, 6 failed; the most frequent reason (6 of them): 4xx: HTTP 404") || !strings.Contains(errb.String(), "nosuchmodel") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 	if !strings.Contains(out.String(), "6 × 4xx: HTTP 404") {

@@ -58,6 +58,10 @@ func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 				who = c.side(1)
 			}
 			b.WriteString(who + " regressed\n")
+		} else if n := len(only(c.Failures(), NotJudged)); n > 0 {
+			// An objective with nothing measured never passes: the table
+			// says so, as the exit code does.
+			fmt.Fprintf(&b, "no regression found, but %d of %d not judged: no gate passed for them\n", n, len(c.Gates))
 		} else {
 			b.WriteString("no regression found\n")
 		}

@@ -178,14 +178,17 @@ func NothingCompleted(s load.Snapshot) error {
 	switch {
 	case len(s.Errors) > 0:
 		e := s.Errors[0]
-		why = fmt.Sprintf("%d of %d: %s", e.Count, run.Sent(), e.Line())
+		why = fmt.Sprintf("%d sent, %d failed; the most frequent reason (%d of them): %s", run.Sent(), run.Failed, e.Count, e.Line())
 	case run.Failed == 0 && run.Sent() > 0:
 		return fmt.Errorf("%w: %d requests sent, none finished (incomplete or pending when the run ended)", ErrNothingCompleted, run.Sent())
 	case run.Failed == 0:
 		return fmt.Errorf("%w: no request was sent", ErrNothingCompleted)
 	}
-	if s.TotalByClass[probe.Connection] == s.TotalFailed {
+	switch {
+	case s.TotalByClass[probe.Connection] == s.TotalFailed:
 		return fmt.Errorf("the endpoint was unreachable: %s", why)
+	case run.Failed < run.Sent():
+		return fmt.Errorf("%w, the rest failed: %s", ErrNothingCompleted, why)
 	}
 	return fmt.Errorf("every request failed: %s", why)
 }

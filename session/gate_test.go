@@ -102,12 +102,12 @@ func TestNothingCompleted(t *testing.T) {
 	refused := load.Snapshot{Run: load.Phase{Failed: 3}, TotalFailed: 3,
 		Errors: []load.ErrorCount{{Class: probe.Connection, Count: 3, Message: "connection refused"}}}
 	refused.TotalByClass[probe.Connection] = 3
-	if err := NothingCompleted(refused); err == nil || !strings.HasPrefix(err.Error(), "the endpoint was unreachable: 3 of 3: ") {
+	if err := NothingCompleted(refused); err == nil || !strings.HasPrefix(err.Error(), "the endpoint was unreachable: 3 sent, 3 failed; the most frequent reason (3 of them): ") {
 		t.Fatalf("refused: %v", err)
 	}
 	failed := refused
 	failed.TotalByClass[probe.Connection] = 1
-	if err := NothingCompleted(failed); err == nil || !strings.HasPrefix(err.Error(), "every request failed: 3 of 3: ") {
+	if err := NothingCompleted(failed); err == nil || !strings.HasPrefix(err.Error(), "every request failed: 3 sent, 3 failed; the most frequent reason (3 of them): ") {
 		t.Fatalf("failed: %v", err)
 	}
 }
