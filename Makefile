@@ -30,7 +30,7 @@ test-endurance:
 # TTFT p50 under it). -v for the figures (the count, the time to verdict).
 # About 3 minutes on two cores.
 test-compare:
-	INFERTOP_COMPARE=1 go test -count=1 -v -timeout 10m -run 'TestPairFalsePositives|TestPairDefaultSim' ./compare
+	INFERTOP_COMPARE=1 go test -count=1 -v -timeout 10m -run 'TestPairFalsePositives|TestPairDefaultSim' ./session
 
 # The slow stage: the capacity searches against the default sim at its
 # own pace (minutes), kept out of make test's eight-minute budget.
