@@ -248,7 +248,8 @@ func TestRunHungServer(t *testing.T) {
 }
 
 // TestRunNoDrain: with --no-drain the requests in flight at the end are
-// cancelled at once, not after the default drain, and counted incomplete.
+// cancelled at once, not after the default drain, and counted incomplete
+// (nothing completed: a failed run, exit 2).
 func TestRunNoDrain(t *testing.T) {
 	release := make(chan struct{})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -266,7 +267,7 @@ func TestRunNoDrain(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second { // the default drain is 30 s
 		t.Fatalf("the run took %v", d)
 	}
-	if code != 0 || !strings.Contains(out.String(), "sent 3 = 0 completed + 0 failed + 3 incomplete") {
+	if code != 2 || !strings.Contains(out.String(), "sent 3 = 0 completed + 0 failed + 3 incomplete") {
 		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
 	}
 }
