@@ -361,26 +361,3 @@ func (gr Grouping) WriteTable(w io.Writer) error {
 	}
 	return nil
 }
-
-// JSON is the split as the report's infertop.compare writes it: the
-// baseline group, and per newer group its name, number, requests and the
-// comparison as a Pair's JSON has it.
-func (gr Grouping) JSON() map[string]any {
-	groups := []map[string]any{}
-	for _, c := range gr.Newer {
-		j := c.JSON()
-		j["group"], j["index"], j["requests"] = c.Group.Name, c.Group.Index, c.Group.Requests
-		groups = append(groups, j)
-	}
-	out := map[string]any{
-		"method":   Method + "; a split pairs the seconds both groups had requests in",
-		"split_by": gr.By, "groups": groups, "regressed": gr.Breached(), "verdict": gr.Line(),
-		"ungrouped": map[string]int{"requests": gr.Ungrouped, "failed": gr.UngroupedFailed},
-	}
-	if gr.Baseline.Index > 0 {
-		out["baseline_group"] = map[string]any{"group": gr.Baseline.Name, "index": 1, "requests": gr.Baseline.Requests, "named": gr.Named}
-	} else {
-		out["baseline_group"] = nil
-	}
-	return out
-}

@@ -256,8 +256,8 @@ func TestGroupsNamedBaseline(t *testing.T) {
 	if want := "group 2 (fp_new) slower: "; !strings.HasPrefix(gr.Line(), want) {
 		t.Errorf("line %q, want it to start %q", gr.Line(), want)
 	}
-	if j := gr.JSON()["baseline_group"].(map[string]any); j["group"] != "fp_old" || j["named"] != true {
-		t.Errorf("JSON baseline_group %v", j)
+	if j := gr.JSON().BaselineGroup; j == nil || j.Group != "fp_old" || !j.Named {
+		t.Errorf("JSON baseline_group %+v", j)
 	}
 	// The reservation counts among the named groups: three more named,
 	// the rest other.

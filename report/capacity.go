@@ -155,56 +155,112 @@ func stepJSON(s capacity.Step) StepJSON {
 		P50TTFT: ms(s.TTFT.P50), P99TTFT: ms(s.TTFT.P99), P50E2E: ms(s.E2E.P50), P99E2E: ms(s.E2E.P99), ErrorRate: s.ErrorRate, Held: s.Held, Saturated: s.Saturated, Why: s.Why}
 }
 
+// SearchJSON is one capacity search (a --find-max, or one cell of a
+// matrix): whether a load held every objective, the highest that did
+// (MaxLoad, null when none did), the figures there (At, null likewise)
+// and every step, the capacity curve. A matrix's top has only these four
+// (MaxLoad and At null, Steps empty); a search also says how it ran
+// (SearchRunJSON).
+type SearchJSON struct {
+	Found   bool       `json:"found"`
+	MaxLoad *float64   `json:"max_load"`
+	At      *AtJSON    `json:"at"`
+	Steps   []StepJSON `json:"steps"`
+	*SearchRunJSON
+}
+
+// SearchRunJSON is how one search ran: at which lengths, how it ended,
+// for how long.
+type SearchRunJSON struct {
+	// Fixed marks a cell measured at the load given, not searched.
+	Fixed bool `json:"fixed"`
+	// BrokeAt is the lowest load that broke an objective (absent: none
+	// did).
+	BrokeAt float64 `json:"broke_at,omitempty"`
+	Prompt  int     `json:"prompt_tokens"`
+	Output  int     `json:"output_tokens"`
+	Why     string  `json:"why"`
+	// DurationS is the search's wall time in seconds.
+	DurationS float64 `json:"duration_s"`
+}
+
+// AtJSON is the figures of the step at the load found.
+type AtJSON struct {
+	Step         int     `json:"step"`
+	Load         float64 `json:"load"`
+	ReqPerSec    float64 `json:"request_throughput"`
+	OutTokPerSec float64 `json:"output_throughput"`
+	GoodPerSec   float64 `json:"request_goodput"`
+	ErrorRate    float64 `json:"error_rate"`
+	// Latency has ttft, tpot and e2el.
+	Latency map[string]DistJSON `json:"latency"`
+}
+
+// CapacityJSON is infertop.capacity: one search's fields at the top; a
+// matrix's per cell under Matrix.Cells (the top's MaxLoad and At null,
+// its Steps empty), Found true only when every cell found a load.
+type CapacityJSON struct {
+	SearchJSON
+	// Over is the knob searched: "concurrency" or "rate".
+	Over       string   `json:"over"`
+	Objectives []string `json:"objectives"`
+	// Stopped says why the run ended before the search did.
+	Stopped string      `json:"stopped,omitempty"`
+	Matrix  *MatrixJSON `json:"matrix,omitempty"`
+}
+
+// MatrixJSON is a matrix's lengths and its cells, one search each, in
+// the order prompts × outputs.
+type MatrixJSON struct {
+	Prompts []int        `json:"prompts"`
+	Outputs []int        `json:"outputs"`
+	Cells   []SearchJSON `json:"cells"`
+}
+
 // searchJSON is one search (or one cell): the load found, the figures
 // there, every step.
-func searchJSON(r capacity.Result) map[string]any {
+func searchJSON(r capacity.Result) SearchJSON {
 	steps := make([]StepJSON, 0, len(r.Steps))
 	for _, s := range r.Steps {
 		steps = append(steps, stepJSON(s))
 	}
-	out := map[string]any{"found": r.Found, "fixed": r.Fixed, "max_load": nil, "at": nil, "steps": steps, "why": r.Why,
-		"prompt_tokens": r.Prompt, "output_tokens": r.Output, "duration_s": r.Elapsed.Seconds()}
+	out := SearchJSON{Found: r.Found, Steps: steps, SearchRunJSON: &SearchRunJSON{Fixed: r.Fixed, Why: r.Why,
+		Prompt: r.Prompt, Output: r.Output, DurationS: r.Elapsed.Seconds()}}
 	if r.Found {
-		out["max_load"] = r.MaxLoad
+		l := r.MaxLoad
+		out.MaxLoad = &l
 	}
 	if r.Bad > 0 {
-		out["broke_at"] = r.Bad
+		out.BrokeAt = r.Bad
 	}
 	if at := r.At(); at != nil {
-		out["at"] = map[string]any{"step": at.N, "load": at.Load, "request_throughput": at.ReqPerSec, "output_throughput": at.OutTokPerSec,
-			"request_goodput": at.GoodPerSec, "error_rate": at.ErrorRate,
-			"latency": map[string]DistJSON{"ttft": dist(at.TTFT), "tpot": dist(at.TPOT), "e2el": dist(at.E2E)}}
+		out.At = &AtJSON{Step: at.N, Load: at.Load, ReqPerSec: at.ReqPerSec, OutTokPerSec: at.OutTokPerSec,
+			GoodPerSec: at.GoodPerSec, ErrorRate: at.ErrorRate,
+			Latency: map[string]DistJSON{"ttft": dist(at.TTFT), "tpot": dist(at.TPOT), "e2el": dist(at.E2E)}}
 	}
 	return out
 }
 
-// capacityJSON is infertop.capacity: one search's fields at the top; a
-// matrix's per cell under matrix.cells (the top's max_load and at null,
-// its steps empty), found true only when every cell found a load.
-func capacityJSON(o *capacity.Outcome) map[string]any {
+// capacityJSON is infertop.capacity (see CapacityJSON).
+func capacityJSON(o *capacity.Outcome) *CapacityJSON {
 	objs := []string{}
 	for _, ob := range o.Objectives {
 		objs = append(objs, ob.Expr)
 	}
-	var out map[string]any
+	out := &CapacityJSON{Over: string(o.Over), Objectives: objs, Stopped: o.Stopped}
 	if o.Matrix == nil && len(o.Cells) == 1 {
-		out = searchJSON(o.Cells[0].Result)
+		out.SearchJSON = searchJSON(o.Cells[0].Result)
 	} else {
-		out = map[string]any{"max_load": nil, "at": nil, "steps": []StepJSON{}}
-		cells := []map[string]any{}
+		m := &MatrixJSON{Prompts: []int{}, Outputs: []int{}, Cells: []SearchJSON{}}
 		for _, c := range o.Cells {
-			cells = append(cells, searchJSON(c.Result))
+			m.Cells = append(m.Cells, searchJSON(c.Result))
 		}
-		m := map[string]any{"prompts": []int{}, "outputs": []int{}, "cells": cells}
 		if o.Matrix != nil {
-			m["prompts"], m["outputs"] = o.Matrix.Prompts, o.Matrix.Outputs
+			m.Prompts, m.Outputs = o.Matrix.Prompts, o.Matrix.Outputs
 		}
-		out["matrix"] = m
+		out.SearchJSON, out.Matrix = SearchJSON{Steps: []StepJSON{}}, m
 	}
-	out["over"], out["objectives"], out["found"] = string(o.Over), objs, o.Found()
-	if o.Stopped != "" {
-		out["stopped"] = o.Stopped
-	}
+	out.Found = o.Found()
 	return out
 }
 

@@ -2,9 +2,11 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
+	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 )
 
@@ -155,11 +157,16 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	if phases == nil {
 		phases = []PhaseJSON{}
 	}
-	inf := map[string]any{}
+	inf := InfertopJSON{
+		Manifest: r.Manifest, Run: phaseJSON(run), Phases: phases, ErrorsByClass: classCounts(run.ByClass),
+		Errors: errorsJSON(r.Final.Errors), Retried: run.Retried, SLO: verdicts, SLOHeld: Held(r.Verdicts),
+		Compare: r.Compare,
+	}
 	if s := r.Final.Scheduled; s > 0 {
-		inf["arrivals_scheduled"] = s
+		inf.ArrivalsScheduled = s
 		if secs := run.Duration.Seconds(); secs > 0 {
-			inf["sent_rate"] = float64(run.Sent()) / secs
+			rate := float64(run.Sent()) / secs
+			inf.SentRate = &rate
 		}
 	}
 	if e := r.Energy; e != nil && e.Run.OK {
@@ -167,34 +174,19 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		top["gpu_avg_power_w"] = e.Run.AvgWatts
 		top["gpu_energy_j"] = e.Run.Joules
 		top["gpu_energy_per_output_token_j"] = e.Run.JoulesPerToken
-		var phases []map[string]any
+		ej := &EnergySectionJSON{Source: e.Source, Run: energyJSON(0, e.Run)}
 		for _, p := range r.Final.Phases {
 			if f, ok := e.Phases[p.ID]; ok && p.Sent() > 0 {
-				phases = append(phases, energyJSON(p.ID, f))
+				ej.Phases = append(ej.Phases, energyJSON(p.ID, f))
 			}
 		}
-		inf["energy"] = map[string]any{"source": e.Source, "run": energyJSON(0, e.Run), "phases": phases}
+		inf.Energy = ej
 	}
-	r.addHistory(inf)
+	r.addHistory(&inf)
 	if r.Capacity != nil {
-		inf["capacity"] = capacityJSON(r.Capacity)
+		inf.Capacity = capacityJSON(r.Capacity)
 	}
 	top["infertop"] = inf
-	for k, v := range map[string]any{
-		"manifest":        r.Manifest,
-		"run":             phaseJSON(run),
-		"phases":          phases,
-		"errors_by_class": classCounts(run.ByClass),
-		"errors":          errorsJSON(r.Final.Errors),
-		"retried":         run.Retried,
-		"slo":             verdicts,
-		"slo_held":        Held(r.Verdicts),
-	} {
-		inf[k] = v
-	}
-	for k, v := range r.Extra {
-		inf[k] = v
-	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // read by people too: <redacted>, not \u003c
@@ -220,7 +212,101 @@ func errorsJSON(es []load.ErrorCount) []ErrorJSON {
 	return out
 }
 
-func energyJSON(id int, f EnergyFigures) map[string]any {
-	return map[string]any{"id": id, "energy_j": f.Joules, "avg_power_w": f.AvgWatts,
-		"energy_per_output_token_j": f.JoulesPerToken, "output_tokens_per_j": f.TokensPerJoule, "from": f.From}
+// EnergyJSON is the GPUs' energy over one stretch: the run (ID 0) or a
+// phase.
+type EnergyJSON struct {
+	ID             int     `json:"id"`
+	Joules         float64 `json:"energy_j"`
+	AvgWatts       float64 `json:"avg_power_w"`
+	JoulesPerToken float64 `json:"energy_per_output_token_j"`
+	TokensPerJoule float64 `json:"output_tokens_per_j"`
+	// From is "energy counter" or "power × time".
+	From string `json:"from"`
+}
+
+// EnergySectionJSON is infertop.energy: where the figures came from
+// (DCGM or nvidia-smi), the run's and each phase's with requests (null
+// when none had figures).
+type EnergySectionJSON struct {
+	Source string       `json:"source"`
+	Run    EnergyJSON   `json:"run"`
+	Phases []EnergyJSON `json:"phases"`
+}
+
+func energyJSON(id int, f EnergyFigures) EnergyJSON {
+	return EnergyJSON{ID: id, Joules: f.Joules, AvgWatts: f.AvgWatts, JoulesPerToken: f.JoulesPerToken, TokensPerJoule: f.TokensPerJoule, From: f.From}
+}
+
+// InfertopJSON is a result's "infertop" object: infertop's own figures
+// beside vLLM's keys at the top level. A reader decodes the member into
+// it; the parts of one kind of run are nil in the others.
+type InfertopJSON struct {
+	Manifest      Manifest         `json:"manifest"`
+	Run           PhaseJSON        `json:"run"`
+	Phases        []PhaseJSON      `json:"phases"`
+	ErrorsByClass map[string]int64 `json:"errors_by_class"`
+	Errors        []ErrorJSON      `json:"errors"`
+	Retried       int64            `json:"retried"`
+	SLO           []VerdictJSON    `json:"slo"`
+	SLOHeld       bool             `json:"slo_held"`
+	// ArrivalsScheduled and SentRate are the open loop's: arrivals
+	// scheduled, and requests sent per second over the run.
+	ArrivalsScheduled int64    `json:"arrivals_scheduled,omitempty"`
+	SentRate          *float64 `json:"sent_rate,omitempty"`
+	// Energy is there with GPU telemetry; Series and Histograms with the
+	// run's history, Telemetry with the server's or GPUs' readings.
+	Energy     *EnergySectionJSON `json:"energy,omitempty"`
+	Series     *SeriesJSON        `json:"series,omitempty"`
+	Histograms *HistogramsJSON    `json:"histograms,omitempty"`
+	Telemetry  *TelemetryJSON     `json:"telemetry,omitempty"`
+	// Capacity is a capacity run's (--find-max, --matrix), Compare a
+	// comparison's (--compare, --split-by).
+	Capacity *CapacityJSON `json:"capacity,omitempty"`
+	Compare  *Compare      `json:"compare,omitempty"`
+}
+
+// Compare is a result's infertop.compare: a pair's (--compare: the
+// baseline's result holds it, with the canary's whole result inside) or
+// a split's (--split-by), exactly one of the two.
+type Compare struct {
+	Pair  *compare.PairJSON
+	Split *compare.SplitJSON
+}
+
+// errCompareKind is a Compare with both parts, or neither.
+var errCompareKind = errors.New("a comparison is a pair's or a split's: exactly one")
+
+// MarshalJSON writes the one part set, as infertop.compare.
+func (c Compare) MarshalJSON() ([]byte, error) {
+	if (c.Pair == nil) == (c.Split == nil) {
+		return nil, errCompareKind
+	}
+	if c.Split != nil {
+		return json.Marshal(c.Split)
+	}
+	return json.Marshal(c.Pair)
+}
+
+// UnmarshalJSON reads infertop.compare: a split's has split_by, a
+// pair's has not.
+func (c *Compare) UnmarshalJSON(b []byte) error {
+	var kind struct {
+		SplitBy *string `json:"split_by"`
+	}
+	if err := json.Unmarshal(b, &kind); err != nil {
+		return fmt.Errorf("infertop.compare: %w", err)
+	}
+	*c = Compare{}
+	if kind.SplitBy != nil {
+		c.Split = new(compare.SplitJSON)
+		if err := json.Unmarshal(b, c.Split); err != nil {
+			return fmt.Errorf("infertop.compare: %w", err)
+		}
+		return nil
+	}
+	c.Pair = new(compare.PairJSON)
+	if err := json.Unmarshal(b, c.Pair); err != nil {
+		return fmt.Errorf("infertop.compare: %w", err)
+	}
+	return nil
 }

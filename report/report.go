@@ -75,9 +75,9 @@ type Report struct {
 	// nil when not had (the JSON then leaves them out).
 	History  *load.History
 	Readings []telemetry.Reading
-	// Extra is merged into the JSON's "infertop" object (a comparison's
-	// "compare": the other side and the differences).
-	Extra map[string]any
+	// Compare is a comparison's outcome (--compare, --split-by):
+	// infertop.compare in the JSON. Nil in any other run.
+	Compare *Compare
 	// Capacity is a capacity run's outcome (--find-max, --matrix): a
 	// section of the summary, infertop.capacity in the JSON, and the CSV's
 	// rows, one per step.

@@ -175,12 +175,10 @@ func telemetryJSON(rs []telemetry.Reading, start, end time.Time) *TelemetryJSON 
 
 // addHistory adds the whole run's record to the JSON's infertop object:
 // what the HTML report draws.
-func (r *Report) addHistory(inf map[string]any) {
+func (r *Report) addHistory(inf *InfertopJSON) {
 	if h := r.History; h != nil {
-		inf["series"] = seriesJSON(h)
-		inf["histograms"] = histogramsJSON(h, r.Final.Phases)
+		s, hs := seriesJSON(h), histogramsJSON(h, r.Final.Phases)
+		inf.Series, inf.Histograms = &s, &hs
 	}
-	if t := telemetryJSON(r.Readings, r.Manifest.Start, r.Manifest.End); t != nil {
-		inf["telemetry"] = t
-	}
+	inf.Telemetry = telemetryJSON(r.Readings, r.Manifest.Start, r.Manifest.End)
 }

@@ -3,7 +3,6 @@ package session
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -375,10 +374,8 @@ func withComparison(reps [2]*report.Report, cmp compare.Comparison) error {
 	if err := reps[1].WriteJSON(&cj); err != nil {
 		return fmt.Errorf("the canary's report: %w", err)
 	}
-	j := cmp.JSON()
-	j["baseline"] = map[string]any{"url": reps[0].Manifest.URL, "model": reps[0].Manifest.Model, "report": "the top level"}
-	j["canary"] = json.RawMessage(cj.Bytes())
-	reps[0].Extra = map[string]any{"compare": j}
+	j := cmp.PairJSON(reps[0].Manifest.URL, reps[0].Manifest.Model, cj.Bytes())
+	reps[0].Compare = &report.Compare{Pair: &j}
 	return nil
 }
 

@@ -189,7 +189,7 @@ func (s *Split) Conclude(ctx context.Context, last []load.Snapshot, breaches [][
 	grp := s.Compare(2 * compare.DefaultResamples)
 	rep := s.run.Report(ctx, last[0])
 	rep.Verdicts = append(rep.Verdicts, breaches[0]...)
-	rep.Extra = map[string]any{"compare": grp.JSON()}
+	rep.Compare = splitCompare(grp)
 	return Conclusion{Reports: []*report.Report{rep}, Table: grp.WriteTable,
 		Failures: grp.Failures(s.cfg.Options.Regressions), Breached: grp.Breached(),
 		Headline: "a newer group regressed, a regression went unjudged or an SLO broke"}
@@ -206,7 +206,7 @@ func (s *Split) Save(ctx context.Context, snap load.Snapshot, dir string) (strin
 		grp = s.Compare(0)
 	}
 	rep := s.run.Report(ctx, snap)
-	rep.Extra = map[string]any{"compare": grp.JSON()}
+	rep.Compare = splitCompare(grp)
 	base := s.run.SaveBase(dir)
 	if _, err := runner.SaveAs(rep, base); err != nil {
 		return "", err
@@ -228,4 +228,10 @@ func (s *Split) View() View { return View{Groups: s.Comparison, Search: s.run.En
 // LastWord is the groups' table, the last word.
 func (s *Split) LastWord(w io.Writer) error {
 	return s.Compare(2 * compare.DefaultResamples).WriteTable(w)
+}
+
+// splitCompare is the groups' comparison as the report's infertop.compare.
+func splitCompare(grp compare.Grouping) *report.Compare {
+	j := grp.JSON()
+	return &report.Compare{Split: &j}
 }
