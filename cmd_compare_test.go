@@ -12,6 +12,7 @@ import (
 
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/sim"
@@ -63,13 +64,20 @@ func TestRunCompare(t *testing.T) {
 	// passed: exit 1, saying so.
 	out.Reset()
 	errb.Reset()
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
 	code = run([]string{"run", "--url", b.URL, "--compare", b.URL, "--requests", "20", "-c", "2", "--prompt-tokens", "16",
-		"--output-tokens", "4", "--server-metrics", "off", "--regression", "ttft_p99<+10%"}, &out, &errb)
+		"--output-tokens", "4", "--server-metrics", "off", "--regression", "ttft_p99<+10%", "--json", jsonPath}, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "ttft_p99<+10%: not judged: too few requests") {
 		t.Errorf("an unjudged gate: exit %d, want 1\n%s", code, errb.String())
 	}
 	if strings.Contains(out.String(), "no regression found\n") || !strings.Contains(out.String(), "1 of 1 not judged: no gate passed") {
 		t.Errorf("the table calls an unjudged gate passed:\n%s", out.String())
+	}
+	// The baseline's JSON holds the comparison and the canary's result:
+	// one schema for both, read back with report's types.
+	pj := readPairJSON(t, jsonPath)
+	if len(pj.Regressions) != 1 || pj.Regressions[0].Judged || pj.Regressed || pj.Baseline.URL == "" {
+		t.Errorf("infertop.compare: regressions %+v, baseline %+v", pj.Regressions, pj.Baseline)
 	}
 	if code := run([]string{"run", "--compare", b.URL, "--fail-fast"}, &out, &errb); code != 2 {
 		t.Errorf("--fail-fast without --slo or --regression: exit %d, want 2", code)
@@ -117,32 +125,17 @@ func TestSavePair(t *testing.T) {
 			t.Errorf("%s: %v", ext, err)
 		}
 	}
-	var j, cj struct {
-		Infertop struct {
-			Manifest struct {
-				URL string `json:"url"`
-			} `json:"manifest"`
-			Compare struct {
-				Metrics []compare.ResultJSON `json:"metrics"`
-				Verdict string               `json:"verdict"`
-				Canary  json.RawMessage      `json:"canary"`
-			} `json:"compare"`
-		} `json:"infertop"`
-	}
-	raw, err := os.ReadFile(base + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &j); err != nil {
-		t.Fatal(err)
-	}
-	c := j.Infertop.Compare
+	c := readPairJSON(t, base+".json")
 	if len(c.Metrics) != len(compare.DefaultStats()) || c.Verdict == "" || len(c.Canary) == 0 {
 		t.Fatalf("infertop.compare: %d metrics, verdict %q, canary %d bytes", len(c.Metrics), c.Verdict, len(c.Canary))
 	}
-	raw, err = os.ReadFile(base + ".canary.json")
+	raw, err := os.ReadFile(base + ".canary.json")
 	if err != nil {
 		t.Fatal(err)
+	}
+	validate(t, raw)
+	var cj struct {
+		Infertop report.InfertopJSON `json:"infertop"`
 	}
 	if err := json.Unmarshal(raw, &cj); err != nil {
 		t.Fatal(err)
@@ -156,4 +149,27 @@ func TestSavePair(t *testing.T) {
 			t.Errorf("no %q in the table:\n%s", want, table)
 		}
 	}
+}
+
+// readPairJSON holds the pair's result at path to the schema (the
+// canary's inside it too) and reads its infertop.compare with report's
+// types.
+func readPairJSON(t *testing.T, path string) *compare.PairJSON {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, raw)
+	var j struct {
+		Infertop report.InfertopJSON `json:"infertop"`
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		t.Fatal(err)
+	}
+	c := j.Infertop.Compare
+	if c == nil || c.Pair == nil {
+		t.Fatalf("%s: no pair's infertop.compare", path)
+	}
+	return c.Pair
 }

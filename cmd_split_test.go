@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 )
@@ -130,7 +132,7 @@ func TestRunSplit(t *testing.T) {
 			if tc.by == "field:system_fingerprint" {
 				old, new = "fp_old", "fp_new"
 			}
-			if c.SplitBy == "" || c.Baseline.Group != old || len(c.Groups) != 1 || c.Groups[0].Group != new ||
+			if c.SplitBy == "" || c.BaselineGroup.Group != old || len(c.Groups) != 1 || c.Groups[0].Group != new ||
 				len(c.Groups[0].Metrics) == 0 || c.Regressed != (tc.code == 1) {
 				t.Errorf("infertop.compare: %+v", c)
 			}
@@ -174,7 +176,7 @@ func TestRunSplitBaselineGroup(t *testing.T) {
 		}
 	}
 	j := readSplitJSON(t, jsonPath)
-	if c := j; c.Baseline.Group != "new" || !c.Baseline.Named || len(c.Groups) != 1 || c.Groups[0].Group != "old" {
+	if c := j; c.BaselineGroup.Group != "new" || !c.BaselineGroup.Named || len(c.Groups) != 1 || c.Groups[0].Group != "old" {
 		t.Errorf("infertop.compare: %+v", c)
 	}
 }
@@ -217,7 +219,7 @@ func TestSaveSplit(t *testing.T) {
 		t.Errorf("says %q, want %q", where, want)
 	}
 	j := readSplitJSON(t, base+".json")
-	if c := j; c.SplitBy != "header:X-Backend" || c.Baseline.Group != "old" || len(c.Groups) != 1 || c.Groups[0].Group != "new" {
+	if c := j; c.SplitBy != "header:X-Backend" || c.BaselineGroup.Group != "old" || len(c.Groups) != 1 || c.Groups[0].Group != "new" {
 		t.Errorf("infertop.compare: %+v", c)
 	}
 	table, _ := os.ReadFile(base + ".compare.txt")
@@ -254,41 +256,31 @@ func TestRunSplitSimCanary(t *testing.T) {
 				}
 			}
 			j := readSplitJSON(t, jsonPath)
-			if c := j; c.Baseline.Group != tc.stable || len(c.Groups) != 1 || c.Groups[0].Group != tc.canary {
+			if c := j; c.BaselineGroup.Group != tc.stable || len(c.Groups) != 1 || c.Groups[0].Group != tc.canary {
 				t.Errorf("infertop.compare: %+v", c)
 			}
 		})
 	}
 }
 
-// splitJSON is what the split tests read of a run's infertop.compare.
-type splitJSON struct {
-	SplitBy  string `json:"split_by"`
-	Baseline struct {
-		Group string `json:"group"`
-		Named bool   `json:"named"`
-	} `json:"baseline_group"`
-	Groups []struct {
-		Group   string            `json:"group"`
-		Metrics []json.RawMessage `json:"metrics"`
-	} `json:"groups"`
-	Regressed bool `json:"regressed"`
-}
-
-// readSplitJSON reads infertop.compare from the run's JSON at path.
-func readSplitJSON(t *testing.T, path string) splitJSON {
+// readSplitJSON holds the run's result at path to the schema and reads
+// its infertop.compare with report's types.
+func readSplitJSON(t *testing.T, path string) *compare.SplitJSON {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	validate(t, raw)
 	var j struct {
-		Infertop struct {
-			Compare splitJSON `json:"compare"`
-		} `json:"infertop"`
+		Infertop report.InfertopJSON `json:"infertop"`
 	}
 	if err := json.Unmarshal(raw, &j); err != nil {
 		t.Fatal(err)
 	}
-	return j.Infertop.Compare
+	c := j.Infertop.Compare
+	if c == nil || c.Split == nil || c.Split.BaselineGroup == nil {
+		t.Fatalf("%s: no split's infertop.compare with a baseline group: %+v", path, c)
+	}
+	return c.Split
 }

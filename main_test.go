@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/sim"
 	"github.com/infertop/infertop/sim/simtest"
@@ -119,22 +117,7 @@ func TestRunHeadless(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := jsonschema.NewCompiler()
-	sch, _ := jsonschema.UnmarshalJSON(bytes.NewReader(report.Schema()))
-	if err := c.AddResource("s.json", sch); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("s.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Validate(inst); err != nil {
-		t.Fatalf("result does not match the schema: %v", err)
-	}
+	validate(t, doc)
 	var res map[string]any
 	json.Unmarshal(doc, &res)
 	if res["completed"] != 24.0 || res["total_output_tokens"] != 24.0*8 || res["request_goodput"].(float64) <= 0 {
@@ -171,8 +154,9 @@ func TestRunHeadless(t *testing.T) {
 // stage a phase, and the warm-up stays out of the run's figures.
 func TestRunStagesAndWarmup(t *testing.T) {
 	var out, errb bytes.Buffer
+	path := t.TempDir() + "/r.json"
 	code := run([]string{"run", "--stages", "concurrency=2,duration=600ms;concurrency=4,duration=600ms", "--warmup", "4",
-		"--prompt-tokens", "8", "--output-tokens", "4", "--sim-preset", "fast"}, &out, &errb)
+		"--prompt-tokens", "8", "--output-tokens", "4", "--sim-preset", "fast", "--json", path}, &out, &errb)
 	if code != 0 || !strings.Contains(errb.String(), "the last stage ended") {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -183,6 +167,21 @@ func TestRunStagesAndWarmup(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}
+	}
+	// Every phase in the JSON, the warm-up marked: to the schema.
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, doc)
+	var res struct {
+		Infertop report.InfertopJSON `json:"infertop"`
+	}
+	if err := json.Unmarshal(doc, &res); err != nil {
+		t.Fatal(err)
+	}
+	if ps := res.Infertop.Phases; len(ps) != 3 || !ps[0].Warmup || ps[1].Warmup || ps[2].Knobs.Concurrency != 4 {
+		t.Errorf("phases %+v", ps)
 	}
 }
 
@@ -202,6 +201,7 @@ func TestRunEnergy(t *testing.T) {
 	}
 	var res map[string]any
 	b, _ := os.ReadFile(path)
+	validate(t, b)
 	json.Unmarshal(b, &res)
 	j, _ := res["gpu_energy_j"].(float64)
 	w, _ := res["gpu_avg_power_w"].(float64)
@@ -241,6 +241,7 @@ func TestRunHungServer(t *testing.T) {
 	}
 	var res map[string]any
 	b, _ := os.ReadFile(path)
+	validate(t, b)
 	json.Unmarshal(b, &res)
 	if res["sent"] != 4.0 || res["incomplete"] != 4.0 || res["completed"] != 0.0 || res["failed"] != 0.0 {
 		t.Errorf("JSON: sent %v, incomplete %v, completed %v, failed %v", res["sent"], res["incomplete"], res["completed"], res["failed"])
