@@ -9,18 +9,14 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sanitize"
 )
 
-// DefaultGroups is how many groups a split names: a rolling update has an
-// old and a new version, sometimes a third; more would not fit a screen,
-// and a server that sends a new value with every answer must not grow
-// anything (the rest go to OtherGroup).
-const DefaultGroups = 4
-
 // OtherGroup is the name of the requests of every group past the named
-// ones, compared with the baseline as one group.
-const OtherGroup = "other"
+// ones (probe.MaxGroups), compared with the baseline as one group: the
+// probe's name, so the exporter's label and the comparison's agree.
+const OtherGroup = probe.OtherGroup
 
 // Groups collects one load's requests by the group that answered each
 // (probe.Result.Group, from a --split-by): the newest N per metric and
@@ -54,7 +50,8 @@ type Groups struct {
 }
 
 // NewGroups keeps n samples (0: DefaultSamples) per group of every metric
-// stats need, for at most limit named groups (0: DefaultGroups), counting
+// stats need, for at most limit named groups (0, or past probe.MaxGroups:
+// probe.MaxGroups, the bound the exporter's series share), counting
 // seconds from t0.
 func NewGroups(stats []Stat, n, limit int, t0 time.Time) *Groups {
 	return NewGroupsWithBaseline(stats, n, limit, t0, "")
@@ -69,8 +66,8 @@ func NewGroupsWithBaseline(stats []Stat, n, limit int, t0 time.Time, baseline st
 	if n <= 0 {
 		n = DefaultSamples
 	}
-	if limit <= 0 {
-		limit = DefaultGroups
+	if limit <= 0 || limit > probe.MaxGroups {
+		limit = probe.MaxGroups
 	}
 	limit = max(limit, 2) // a baseline and one to compare with
 	g := &Groups{stats: stats, n: n, limit: limit, t0: t0,

@@ -106,11 +106,13 @@ func TestGroupsDetection(t *testing.T) {
 }
 
 // TestGroupsBounded: a server with a new value every request names
-// DefaultGroups groups, the rest are "other"; requests without a group are
-// counted apart; the baseline is the first seen and stays across a reset.
+// probe.MaxGroups groups (also when asked for more: the exporter's
+// series name no more), the rest are "other"; requests without a group
+// are counted apart; the baseline is the first seen and stays across a
+// reset.
 func TestGroupsBounded(t *testing.T) {
 	t0 := time.Now()
-	g := NewGroups(DefaultStats(), 64, 0, t0)
+	g := NewGroups(DefaultStats(), 64, 2*probe.MaxGroups, t0)
 	rec := func(name string, ok bool, sec int) {
 		r := probe.Result{HasTTFT: true, TTFT: time.Millisecond, E2E: 2 * time.Millisecond, Group: name}
 		if !ok {
@@ -124,17 +126,17 @@ func TestGroupsBounded(t *testing.T) {
 	rec("", false, 1)
 	rec("", true, 1)
 	gr := g.Compare(Options{Resamples: 50})
-	if gr.Baseline.Name != "fp_0" || gr.Baseline.Index != 1 || len(gr.Newer) != DefaultGroups {
+	if gr.Baseline.Name != "fp_0" || gr.Baseline.Index != 1 || len(gr.Newer) != probe.MaxGroups {
 		t.Fatalf("baseline %+v, %d newer", gr.Baseline, len(gr.Newer))
 	}
 	last := gr.Newer[len(gr.Newer)-1]
-	if last.Group.Name != OtherGroup || last.Group.Index != 0 || last.Group.Requests != 10000-DefaultGroups {
+	if last.Group.Name != OtherGroup || last.Group.Index != 0 || last.Group.Requests != 10000-probe.MaxGroups {
 		t.Errorf("other: %+v", last.Group)
 	}
 	if gr.Ungrouped != 2 || gr.UngroupedFailed != 1 {
 		t.Errorf("ungrouped %d (%d failed)", gr.Ungrouped, gr.UngroupedFailed)
 	}
-	if len(g.sides) != DefaultGroups+1 || len(g.names) != DefaultGroups {
+	if len(g.sides) != probe.MaxGroups+1 || len(g.names) != probe.MaxGroups {
 		t.Errorf("%d slots, %d names", len(g.sides), len(g.names))
 	}
 	g.Reset(t0.Add(time.Hour))
@@ -264,7 +266,7 @@ func TestGroupsNamedBaseline(t *testing.T) {
 	for i := range 10 {
 		g.Observe(load.Record{Result: probe.Result{Group: fmt.Sprintf("fp_%d", i)}, Phase: 1, Knobs: load.Knobs{Concurrency: 8}}, t0.Add(40*time.Second))
 	}
-	if len(g.names) != DefaultGroups || g.names[0] != "fp_old" || g.names[1] != "fp_new" {
+	if len(g.names) != probe.MaxGroups || g.names[0] != "fp_old" || g.names[1] != "fp_new" {
 		t.Errorf("names %q", g.names)
 	}
 }

@@ -79,20 +79,13 @@ type Exporter struct {
 	sent, incomplete atomic.Int64
 	// The split's series, by the group that answered each request
 	// (--split-by): its requests by class and its latencies, labelled
-	// group=NAME for the first MaxGroups names seen, group="other" after.
+	// group=NAME for the first probe.MaxGroups names seen,
+	// group=probe.OtherGroup after.
 	groupReq                       *prometheus.CounterVec
 	groupTTFT, groupTPOT, groupE2E *prometheus.HistogramVec
 	groupMu                        sync.Mutex
 	groupNames                     map[string]string // the group's value → its label
 }
-
-// MaxGroups is how many groups a split's series name, as the comparison
-// names (compare.DefaultGroups): a server that sends a new value with every
-// answer must not grow the series without bound.
-const MaxGroups = 4
-
-// OtherGroup is the group label of every group past MaxGroups.
-const OtherGroup = "other"
 
 // New builds an exporter for the given objectives.
 func New(objectives []slo.Objective) *Exporter { return newExporter(objectives, "", true) }
@@ -216,16 +209,16 @@ func (x *Exporter) observeGroup(r load.Record) {
 }
 
 // groupLabel is the label of the group of value v: the value sanitised
-// (the server's text, on a board), for the first MaxGroups values seen;
-// OtherGroup after them.
+// (the server's text, on a board), for the first probe.MaxGroups values
+// seen, as the comparison names them; probe.OtherGroup after them.
 func (x *Exporter) groupLabel(v string) string {
 	x.groupMu.Lock()
 	defer x.groupMu.Unlock()
 	if l, ok := x.groupNames[v]; ok {
 		return l
 	}
-	l := OtherGroup
-	if len(x.groupNames) < MaxGroups {
+	l := probe.OtherGroup
+	if len(x.groupNames) < probe.MaxGroups {
 		l = strings.ToValidUTF8(sanitize.Text(v), "?")
 		x.groupNames[v] = l
 	}

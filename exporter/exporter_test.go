@@ -66,7 +66,7 @@ func TestExporter(t *testing.T) {
 }
 
 // TestGroupSeries: a split's requests are counted and timed by their
-// group, the first MaxGroups named (sanitised: the server's text), the
+// group, the first probe.MaxGroups named (sanitised: the server's text), the
 // rest as "other"; a request without a group adds no group series.
 func TestGroupSeries(t *testing.T) {
 	x := New(nil)
@@ -106,8 +106,8 @@ func TestGroupSeries(t *testing.T) {
 	if counts["old ok"] != 2 || counts["old 5xx"] != 1 || counts["old ttft"] != 2 || counts["other ok"] != 3 || counts["c ok"] != 1 {
 		t.Errorf("group counts %v", counts)
 	}
-	if len(labels) != MaxGroups+1 {
-		t.Errorf("groups %q: want %d named and other", labels, MaxGroups)
+	if len(labels) != probe.MaxGroups+1 {
+		t.Errorf("groups %q: want %d named and other", labels, probe.MaxGroups)
 	}
 	for _, l := range labels {
 		if strings.ContainsAny(l, "\x1b\a") {

@@ -29,6 +29,19 @@ func SplitFields() []string { return []string{"system_fingerprint", "model"} }
 // (and every report line) as it is.
 const MaxGroupBytes = 64
 
+// MaxGroups is how many distinct values of Result.Group a split names:
+// a rolling update has an old and a new version, sometimes a third; more
+// would not fit a screen, and a server that sends a new value with every
+// answer must not grow anything (the comparison's groups, the
+// exporter's series). The values past the first MaxGroups seen are one
+// group, OtherGroup. It is defined here, beside the value it bounds, so
+// that every reader of Result.Group (compare, exporter) bounds it alike.
+const MaxGroups = 4
+
+// OtherGroup names the one group of every value past the first
+// MaxGroups seen.
+const OtherGroup = "other"
+
 // ParseSplitBy reads "header:NAME" or "field:system_fingerprint" (or
 // "field:model").
 func ParseSplitBy(spec string) (SplitBy, error) {

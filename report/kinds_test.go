@@ -264,3 +264,21 @@ func TestSchemaCatchesKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaGroupBound: the schema's bound on a group's value is the
+// probe's, the one Result.Group is cut to.
+func TestSchemaGroupBound(t *testing.T) {
+	var sch struct {
+		Defs struct {
+			GroupValue struct {
+				MaxLength int `json:"maxLength"`
+			} `json:"group_value"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(Schema(), &sch); err != nil {
+		t.Fatal(err)
+	}
+	if n := sch.Defs.GroupValue.MaxLength; n != probe.MaxGroupBytes {
+		t.Errorf("the schema's group_value.maxLength is %d, probe.MaxGroupBytes %d", n, probe.MaxGroupBytes)
+	}
+}

@@ -28,8 +28,8 @@ type SplitConfig struct {
 	// Options configure the live comparison (Regressions, Confidence).
 	Options compare.Options
 	// Samples is how many of the newest requests a group keeps per metric
-	// (0: DefaultSamples); Groups how many groups are named (0:
-	// DefaultGroups).
+	// (0: DefaultSamples); Groups how many groups are named (0, or past
+	// probe.MaxGroups: probe.MaxGroups).
 	Samples, Groups int
 	// BaselineGroup names the baseline group (a value as
 	// probe.Result.Group holds it): that group is the baseline whenever it
