@@ -212,53 +212,117 @@ type Grouping struct {
 // Compare compares each newer group with the baseline group over the
 // samples held now (see judge: only the seconds both groups had requests
 // in are paired). Every group's comparison uses o, with the same seed.
+// The lock is held only to copy the samples (see copy): the sorting and
+// the bootstrap run outside it, so Observe, which the engine's
+// aggregator calls, never waits for them.
 func (g *Groups) Compare(o Options) Grouping {
-	g.mu.Lock()
-	names := append([]string(nil), g.names...)
-	seen := append([]int(nil), g.seen...)
-	out := Grouping{Named: g.named, Ungrouped: g.ungrouped, UngroupedFailed: g.ungroupedFailed}
-	figures := make([][]Figure, len(g.sides))
-	for i := range g.sides {
-		figures[i] = g.figuresLocked(i)
-	}
-	g.mu.Unlock()
-	if len(names) == 0 {
+	c := g.copySamples()
+	out := Grouping{Named: c.named, Ungrouped: c.ungrouped, UngroupedFailed: c.ungroupedFailed}
+	if len(c.names) == 0 {
 		return out
 	}
-	out.Baseline = Group{Name: names[0], Index: 1, Requests: seen[0], Figures: figures[0]}
-	for i := 1; i < len(seen); i++ {
-		grp := Group{Name: OtherGroup, Requests: seen[i], Figures: figures[i]}
-		if i < len(names) {
-			grp.Name, grp.Index = names[i], i+1
-		} else if seen[i] == 0 {
+	out.Baseline = Group{Name: c.names[0], Index: 1, Requests: c.seen[0], Figures: figures(g.stats, &c.slots[0])}
+	for i := 1; i < len(c.seen); i++ {
+		grp := Group{Name: OtherGroup, Requests: c.seen[i]}
+		if i < len(c.names) {
+			grp.Name, grp.Index = c.names[i], i+1
+		} else if c.seen[i] == 0 {
 			continue // no other group yet
 		}
-		i := i
+		grp.Figures = figures(g.stats, &c.slots[i])
+		// judge drops and sorts the samples it is given: each comparison
+		// gets its own, and the baseline's are compared more than once.
 		data := func(st Stat) [2][]sample {
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			return [2][]sample{g.sides[0].items(st), g.sides[i].items(st)}
+			return [2][]sample{slices.Clone(c.slots[0].of(st)), slices.Clone(c.slots[i].of(st))}
 		}
-		c := compareStats(g.stats, o, true, [2]string{out.Baseline.Label(), grp.Label()}, data)
-		out.Newer = append(out.Newer, GroupComparison{Group: grp, Comparison: c})
+		cmp := compareStats(g.stats, o, true, [2]string{out.Baseline.Label(), grp.Label()}, data)
+		out.Newer = append(out.Newer, GroupComparison{Group: grp, Comparison: cmp})
 	}
 	return out
 }
 
-// figuresLocked are slot i's statistics over the samples it holds, each
-// as judge computes a side's (statOf, every sample weighed once).
-func (g *Groups) figuresLocked(i int) []Figure {
-	out := make([]Figure, 0, len(g.stats))
-	for _, st := range g.stats {
-		f := Figure{Stat: st}
-		var r *ring
-		if st.ErrorRate {
-			r = g.sides[i].errs
-		} else {
-			r = g.sides[i].lat[st.Metric]
+// groupsCopy is what Compare reads of the groups at one moment.
+type groupsCopy struct {
+	names                      []string
+	seen                       []int
+	named                      bool
+	ungrouped, ungroupedFailed int
+	slots                      []slotCopy
+}
+
+// slotCopy is one slot's samples: a slice per ring (nil: no ring).
+type slotCopy struct {
+	lat  [load.NumMetrics][]sample
+	errs []sample
+}
+
+// of is the samples statistic st reads.
+func (s *slotCopy) of(st Stat) []sample {
+	if st.ErrorRate {
+		return s.errs
+	}
+	return s.lat[st.Metric]
+}
+
+// copySamples copies the groups' names, counts and samples under the
+// lock: a copy of every ring into one slice, no more (a ring is shared by
+// the statistics of its metric, so it is copied once). The slice is made
+// before, outside the lock, as large as the samples were a moment ago
+// (a group named since then only makes the copy grow it).
+func (g *Groups) copySamples() groupsCopy {
+	g.mu.Lock()
+	n := g.heldLocked()
+	g.mu.Unlock()
+	buf := make([]sample, 0, n)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.copyLocked(buf)
+}
+
+// copyLocked is copySamples' copy, into buf (grown if short).
+func (g *Groups) copyLocked(buf []sample) groupsCopy {
+	c := groupsCopy{names: slices.Clone(g.names), seen: slices.Clone(g.seen), named: g.named,
+		ungrouped: g.ungrouped, ungroupedFailed: g.ungroupedFailed, slots: make([]slotCopy, len(g.sides))}
+	take := func(r *ring) []sample {
+		if r == nil {
+			return nil
 		}
-		if r != nil && len(r.items()) > 0 {
-			items := r.items()
+		at := len(buf)
+		buf = append(buf, r.items()...)
+		return buf[at:len(buf):len(buf)] // capped: no append reaches the next ring's
+	}
+	for i := range g.sides {
+		sd := &g.sides[i]
+		c.slots[i].errs = take(sd.errs)
+		for m, r := range sd.lat {
+			c.slots[i].lat[m] = take(r)
+		}
+	}
+	return c
+}
+
+// heldLocked counts the samples of every ring of every slot.
+func (g *Groups) heldLocked() int {
+	n := 0
+	for i := range g.sides {
+		sd := &g.sides[i]
+		n += len(sd.errs.items())
+		for _, r := range sd.lat {
+			if r != nil {
+				n += len(r.items())
+			}
+		}
+	}
+	return n
+}
+
+// figures are a slot's statistics over the samples copied of it, each as
+// judge computes a side's (statOf, every sample weighed once).
+func figures(stats []Stat, s *slotCopy) []Figure {
+	out := make([]Figure, 0, len(stats))
+	for _, st := range stats {
+		f := Figure{Stat: st}
+		if items := s.of(st); len(items) > 0 {
 			d := sideData{v: make([]float64, len(items)), blk: make([]int32, len(items)), count: []int{len(items)}}
 			for j, s := range items {
 				d.v[j] = s.v
