@@ -154,7 +154,9 @@ func (e *Engine) update(f func(*Knobs), newPhase bool) Knobs {
 	if k == e.knobs && !newPhase {
 		return k
 	}
-	if newPhase || !k.samePhase(e.knobs) {
+	// Once the run is ending nothing more is sent: a phase begun then
+	// would hold no request and end the last one's span where it began.
+	if (newPhase || !k.samePhase(e.knobs)) && !e.ending {
 		e.phaseSeq++
 		e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: k, start: e.elapsedLocked(), warmup: e.phase.warmup}
 	}

@@ -69,7 +69,8 @@ type Snapshot struct {
 	PromptLength, OutputLength Length
 	Dataset                    int
 	// Window is the rolling window selected; Covered how much of it holds
-	// data (less than Window early in a run or after a reset).
+	// data (less than Window early in a run, after the warm-up or a
+	// reset): the window's rates are over it.
 	Window, Covered time.Duration
 	// Latency holds the window's distribution of each metric.
 	Latency [NumMetrics]Dist
@@ -104,7 +105,8 @@ type Snapshot struct {
 	// Phases lists every phase, oldest first.
 	Phases []Phase
 	// Run is the whole run since the start or the last reset, as one phase
-	// (ID 0), with its full distributions.
+	// (ID 0), with its full distributions; it starts where the first
+	// measured phase does (after the warm-up).
 	Run Phase
 	// Limits are the run's limits (zero: none), for a countdown.
 	Limits Limits
@@ -170,8 +172,10 @@ type Phase struct {
 	// counted; Retried those sent again on a new connection (not
 	// failures). Sent is every request started in the phase.
 	Incomplete, Pending, Retried int64
-	// Duration is the phase's span: from its start to the last completion
-	// of its requests (or now); the rates are over it.
+	// Duration is the phase's span: from its start to its end or the last
+	// completion of its requests, whichever is later (or now); the rates
+	// are over it. The run's (Snapshot.Run) is the measured time: from
+	// the first send to the last completion, the warm-up left out.
 	Duration                                         time.Duration
 	OutTokPerSec, InTokPerSec, ReqPerSec, GoodPerSec float64
 }

@@ -475,8 +475,15 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	a.rebuildSealed()
 
 	s := Snapshot{Elapsed: now, Window: a.window, InFlight: inflight, MaxInFlight: a.maxInflight}
+	s.Phases = a.summarisePhases(now, current)
+	// The rates are over the measured time alone: the window's over its
+	// part of it, the run's over all of it (see measuredSpans).
+	spans := measuredSpans(s.Phases)
+	if len(a.phases) == 0 { // no phase known (only a test feeds none): the run is one
+		spans = []span{{a.run.info.start, now}}
+	}
 	winStart := max(time.Duration(a.cur.sec+1)*time.Second-a.window, a.resetAt, 0)
-	s.Covered = now - winStart
+	s.Covered = within(spans, winStart, now)
 	for m := range NumMetrics {
 		a.scratch[m].Reset()
 		a.scratch[m].Merge(a.sealed[m])
@@ -525,14 +532,30 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	s.Errors = a.errors.list()
 	s.Run = a.summarisePhase(a.run, now, true)
 	s.Run.End = now
+	if len(spans) > 0 { // from the first send
+		s.Run.Start = spans[0].from
+	}
+	s.Run.setRates(total(spans))
+	for _, p := range s.Phases { // the run's share of what is still out
+		if !p.Warmup {
+			s.Run.Pending += p.Pending
+		}
+	}
+	return s
+}
 
+// summarisePhases summarises every phase, oldest first; a phase over
+// whose requests have all come back is summed up for good, its
+// histograms encoded and freed.
+func (a *aggregator) summarisePhases(now time.Duration, current *phaseInfo) []Phase {
+	var out []Phase
 	for i, p := range a.phases {
 		if i+1 < len(a.phases) {
 			p.end = a.phases[i+1].info.start
 		}
 		isCurrent := p.info == current
 		if p.final != nil {
-			s.Phases = append(s.Phases, *p.final)
+			out = append(out, *p.final)
 			continue
 		}
 		ph := a.summarisePhase(p, now, isCurrent)
@@ -544,14 +567,9 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 				p.hist[m] = nil
 			}
 		}
-		s.Phases = append(s.Phases, ph)
+		out = append(out, ph)
 	}
-	for _, p := range s.Phases { // the run's share of what is still out
-		if !p.Warmup {
-			s.Run.Pending += p.Pending
-		}
-	}
-	return s
+	return out
 }
 
 func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool) Phase {
@@ -568,16 +586,25 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 			ph.Latency[m] = summarise(p.hist[m], p.mom[m])
 		}
 	}
-	span := p.lastEnd - p.info.start
+	// An ended phase lasts to its end or its last completion, whichever
+	// is later: the load was on until the end even when the last request
+	// came back before it (an open loop at a low rate).
+	span := max(p.end, p.lastEnd) - p.info.start
 	if current || p.info.outstanding.Load() > 0 {
 		span = now - p.info.start
 	}
-	if secs := span.Seconds(); secs > 0 {
-		ph.OutTokPerSec = float64(p.outTok) / secs
-		ph.InTokPerSec = float64(p.inTok) / secs
-		ph.ReqPerSec = float64(p.completed) / secs
-		ph.GoodPerSec = float64(p.good) / secs
-	}
-	ph.Duration = span
+	ph.setRates(span)
 	return ph
+}
+
+// setRates sets the duration and the rates over it.
+func (p *Phase) setRates(span time.Duration) {
+	p.Duration = max(span, 0)
+	p.OutTokPerSec, p.InTokPerSec, p.ReqPerSec, p.GoodPerSec = 0, 0, 0, 0
+	if secs := p.Duration.Seconds(); secs > 0 {
+		p.OutTokPerSec = float64(p.OutTokens) / secs
+		p.InTokPerSec = float64(p.InTokens) / secs
+		p.ReqPerSec = float64(p.Completed) / secs
+		p.GoodPerSec = float64(p.Good) / secs
+	}
 }
