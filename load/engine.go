@@ -45,6 +45,7 @@ type Engine struct {
 	// may start (why says why), done once every request started has been
 	// counted; endAt is then the run time the clock stops at.
 	ending     bool
+	endingAt   time.Duration // the run time ending was set: the sending stopped
 	why        string
 	done       bool
 	endAt      time.Duration
@@ -224,7 +225,7 @@ func (e *Engine) finishLocked(why string) {
 	if e.ending {
 		return
 	}
-	e.ending, e.why = true, why
+	e.ending, e.why, e.endingAt = true, why, e.elapsedLocked()
 	close(e.endingCh)
 	e.dropBacklogLocked() // never sent: not counted
 	close(e.changed)
@@ -328,6 +329,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		cur, gen, win, knobs := e.phase, e.gen, e.window, e.knobs
 		done, why := e.done, e.why
+		agg.stopped, agg.stopAt = e.ending, e.endingAt
 		e.mu.Unlock()
 		if gen != agg.gen {
 			agg.reset(now, gen)

@@ -28,3 +28,20 @@ func TestWarmupOutOfTheRates(t *testing.T) {
 		t.Errorf("the window covers %v of a run whose measured part is %v", s.Covered, s.Elapsed-m.Start)
 	}
 }
+
+// TestSentRateOverTheSending: the open loop's sent rate is over the time
+// requests were being sent, never the drain after it.
+func TestSentRateOverTheSending(t *testing.T) {
+	k := Knobs{Mode: OpenLoop, Rate: 200, Concurrency: 0, PromptTokens: 4, OutputTokens: 2}
+	s := runFor(t, Config{Do: fakeDo(200 * time.Millisecond), Knobs: k, Duration: 300 * time.Millisecond}, 10*time.Second)
+	run := s.Run
+	if run.Sending < 300*time.Millisecond || run.Sending > s.Elapsed-150*time.Millisecond {
+		t.Errorf("sending for %v of a run of %v whose last 200 ms were the drain", run.Sending, s.Elapsed)
+	}
+	if want := float64(run.Sent()) / run.Sending.Seconds(); run.Sent() == 0 || math.Abs(run.SentPerSec-want) > 1e-9 {
+		t.Errorf("sent %d at %.1f/s, want %.1f/s", run.Sent(), run.SentPerSec, want)
+	}
+	if len(s.Phases) != 1 || s.Phases[0].Sending != run.Sending {
+		t.Errorf("phases %+v", s.Phases)
+	}
+}

@@ -178,6 +178,12 @@ type Phase struct {
 	// the first send to the last completion, the warm-up left out.
 	Duration                                         time.Duration
 	OutTokPerSec, InTokPerSec, ReqPerSec, GoodPerSec float64
+	// Sending is the time requests were being sent in the phase: from
+	// its start to its end, or to the moment the run stopped sending
+	// (the drain is no part of it), or now; SentPerSec is Sent over it.
+	// The run's is the sum over its phases but the warm-up.
+	Sending    time.Duration
+	SentPerSec float64
 }
 
 // Sent is every request started in the phase: completed, failed,

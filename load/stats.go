@@ -124,6 +124,10 @@ type aggregator struct {
 	gen    int
 	// resetAt is the run time of the last reset; seconds before it are out.
 	resetAt time.Duration
+	// stopped is set once the run sends no more, stopAt the run time it
+	// stopped: the end of the last phase's sending.
+	stopped bool
+	stopAt  time.Duration
 
 	cur     secSlot
 	curHist [NumMetrics]*hdr.Histogram
@@ -536,11 +540,14 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 		s.Run.Start = spans[0].from
 	}
 	s.Run.setRates(total(spans))
-	for _, p := range s.Phases { // the run's share of what is still out
+	s.Run.Sending = 0
+	for _, p := range s.Phases { // the run's share of what is still out, and its sending time
 		if !p.Warmup {
 			s.Run.Pending += p.Pending
+			s.Run.Sending += p.Sending
 		}
 	}
+	s.Run.setSentRate()
 	return s
 }
 
@@ -594,7 +601,24 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 		span = now - p.info.start
 	}
 	ph.setRates(span)
+	sendEnd := p.end
+	if current {
+		sendEnd = now
+		if a.stopped {
+			sendEnd = min(a.stopAt, now)
+		}
+	}
+	ph.Sending = max(sendEnd-p.info.start, 0)
+	ph.setSentRate()
 	return ph
+}
+
+// setSentRate sets the rate of sending over the sending time.
+func (p *Phase) setSentRate() {
+	p.SentPerSec = 0
+	if secs := p.Sending.Seconds(); secs > 0 {
+		p.SentPerSec = float64(p.Sent()) / secs
+	}
 }
 
 // setRates sets the duration and the rates over it.

@@ -158,8 +158,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	inf := map[string]any{}
 	if s := r.Final.Scheduled; s > 0 {
 		inf["arrivals_scheduled"] = s
-		if secs := run.Duration.Seconds(); secs > 0 {
-			inf["sent_rate"] = float64(run.Sent()) / secs
+		if run.Sending > 0 { // over the time requests were being sent, not the drain
+			inf["sent_rate"] = run.SentPerSec
 		}
 	}
 	if e := r.Energy; e != nil && e.Run.OK {

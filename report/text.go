@@ -87,11 +87,9 @@ func writeCounts(b *strings.Builder, s load.Snapshot) {
 	}
 	b.WriteString("\n")
 	if s.Scheduled > 0 {
-		rate := 0.0
-		if secs := run.Duration.Seconds(); secs > 0 {
-			rate = float64(run.Sent()) / secs
-		}
-		fmt.Fprintf(b, "  open loop: %d arrivals scheduled, %d sent (%.1f req/s sent)\n", s.Scheduled, run.Sent(), rate)
+		// Over the time requests were being sent: the drain sends none.
+		fmt.Fprintf(b, "  open loop: %d arrivals scheduled, %d sent (%.1f req/s sent over %s)\n", s.Scheduled, run.Sent(), run.SentPerSec,
+			run.Sending.Round(time.Millisecond))
 	}
 	if run.Incomplete > 0 {
 		fmt.Fprintf(b, "  %d requests were still in flight after the drain and were cancelled: incomplete, counted as failed in error_rate, not in the percentiles below\n", run.Incomplete)
