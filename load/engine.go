@@ -140,7 +140,7 @@ func (e *Engine) Window() time.Duration {
 }
 
 // Update changes the knobs through f (values are clamped to their limits).
-// A change of concurrency, prompt or output length starts a new phase;
+// A change of a knob, a pause and a resume each start a new phase;
 // added workers start at once, removed ones finish their request first.
 func (e *Engine) Update(f func(*Knobs)) Knobs { return e.update(f, false) }
 

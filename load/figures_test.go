@@ -1,9 +1,14 @@
 package load
 
 import (
+	"context"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/infertop/infertop/probe"
 )
 
 // The figures of issue 24: every rate over the time it describes.
@@ -43,5 +48,71 @@ func TestSentRateOverTheSending(t *testing.T) {
 	}
 	if len(s.Phases) != 1 || s.Phases[0].Sending != run.Sending {
 		t.Errorf("phases %+v", s.Phases)
+	}
+}
+
+// startEngine runs an engine with cfg (its Do given) until stopped.
+func startEngine(t *testing.T, cfg Config) (*Engine, func()) {
+	t.Helper()
+	cfg.Tick = 20 * time.Millisecond
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.Run(ctx) }()
+	return e, func() { cancel(); <-done }
+}
+
+// timedDo answers after d, its start and end times real, as probe's are.
+func timedDo(d time.Duration) func(context.Context, probe.Request) probe.Result {
+	return func(ctx context.Context, _ probe.Request) probe.Result {
+		start := time.Now()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return probe.Result{Start: start, HasTTFT: true, TTFT: d / 2, E2E: d, OutputTokens: 4, InputTokens: 8}
+		case <-ctx.Done():
+			return probe.Result{Start: start, Class: probe.Canceled}
+		}
+	}
+}
+
+// TestPauseEndsAPhase: a pause ends its phase and the resume starts a new
+// one, so the burst at the resume is the new phase's; the time paused,
+// once the requests it found in flight are back, is in no rate's
+// denominator: neither a phase's, the run's nor the window's (which the o
+// key opens the open loop at).
+func TestPauseEndsAPhase(t *testing.T) {
+	const latency, pause = 50 * time.Millisecond, 500 * time.Millisecond
+	e, stop := startEngine(t, Config{Do: timedDo(latency), Knobs: Knobs{Concurrency: 4, PromptTokens: 4, OutputTokens: 2}})
+	defer stop()
+	waitFor(t, e, 5*time.Second, "8 requests", func(s Snapshot) bool { return s.TotalCompleted >= 8 })
+	e.SetPaused(true)
+	paused := waitFor(t, e, 5*time.Second, "the pause", func(s Snapshot) bool { return s.InFlight == 0 && s.Knobs.Paused })
+	waitFor(t, e, 5*time.Second, "a long pause", func(s Snapshot) bool { return s.Elapsed > paused.Elapsed+pause })
+	e.SetPaused(false)
+	s := waitFor(t, e, 5*time.Second, "8 requests after the resume", func(s Snapshot) bool { return s.TotalCompleted >= paused.TotalCompleted+8 })
+	if s.Run.Duration > s.Elapsed-pause || s.Covered > s.Elapsed-pause {
+		t.Errorf("run %v, window %v of %v: the %v pause is in them", s.Run.Duration, s.Covered, s.Elapsed, pause)
+	}
+	if want := float64(s.Completed) / s.Covered.Seconds(); math.Abs(s.ReqPerSec-want) > 1e-9 {
+		t.Errorf("window %.1f req/s, want %.1f", s.ReqPerSec, want)
+	}
+	var got []string
+	for _, p := range s.Phases {
+		got = append(got, fmt.Sprintf("%d (paused %v, %d sent, from %v for %v)", p.ID, p.Knobs.Paused, p.Sent(), p.Start, p.Duration))
+	}
+	if len(s.Phases) != 3 || !s.Phases[1].Knobs.Paused || s.Phases[1].Sent() != 0 || s.Phases[0].Knobs.Paused || s.Phases[2].Knobs.Paused {
+		t.Fatalf("want a phase before the pause, the pause, and one after: %s", strings.Join(got, "; "))
+	}
+	before, during, after := s.Phases[0], s.Phases[1], s.Phases[2]
+	if end := before.Start + before.Duration; end > during.Start+latency+200*time.Millisecond {
+		t.Errorf("the phase before the pause lasts to %v; the pause began at %v, its last request %v later at most", end, during.Start, latency)
+	}
+	if during.Sending != 0 || s.Run.Sending != before.Sending+after.Sending {
+		t.Errorf("sending: %v paused; the run's %v is not %v + %v", during.Sending, s.Run.Sending, before.Sending, after.Sending)
 	}
 }

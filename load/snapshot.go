@@ -150,8 +150,9 @@ type Point struct {
 	InFlight int
 }
 
-// Phase is one stretch of the run under one setting of the knobs; requests
-// belong to the phase in which they started.
+// Phase is one stretch of the run under one setting of the knobs (a pause
+// is one too, with no request); requests belong to the phase in which they
+// started.
 type Phase struct {
 	ID    int
 	Knobs Knobs

@@ -10,14 +10,16 @@ import (
 type span struct{ from, to time.Duration }
 
 // measuredSpans are the stretches of run time the run's and the window's
-// rates are over: the span of every phase but the warm-up, merged where
-// they overlap (a phase's last requests may finish after the next phase
-// began). A rate is over the time it describes, so the warm-up, which is
-// in none of those figures, is in none of their denominators either.
+// rates are over: the span of every phase but the warm-up and the paused
+// ones, merged where they overlap (a phase's last requests may finish
+// after the next phase began). A rate is over the time it describes, so
+// the warm-up, which is in none of those figures, is in none of their
+// denominators either, and a pause is in them only while the requests
+// it found in flight finish (they are the phase before it's).
 func measuredSpans(phases []Phase) []span {
 	var out []span
 	for _, p := range phases {
-		if p.Warmup || p.Duration <= 0 {
+		if p.Warmup || p.Knobs.Paused || p.Duration <= 0 {
 			continue
 		}
 		out = append(out, span{p.Start, p.Start + p.Duration})

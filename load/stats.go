@@ -608,7 +608,9 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 			sendEnd = min(a.stopAt, now)
 		}
 	}
-	ph.Sending = max(sendEnd-p.info.start, 0)
+	if !p.info.knobs.Paused { // a paused phase sends nothing
+		ph.Sending = max(sendEnd-p.info.start, 0)
+	}
 	ph.setSentRate()
 	return ph
 }
