@@ -116,3 +116,24 @@ func TestPauseEndsAPhase(t *testing.T) {
 		t.Errorf("sending: %v paused; the run's %v is not %v + %v", during.Sending, s.Run.Sending, before.Sending, after.Sending)
 	}
 }
+
+// TestErrorsGroupedWithoutLocalPorts: resets on seven connections are one
+// error seen seven times, not seven errors of one; "most frequent" then
+// ranks them above a 5xx seen three times.
+func TestErrorsGroupedWithoutLocalPorts(t *testing.T) {
+	var tab errorTable
+	for i := range 7 {
+		local := fmt.Sprintf("127.0.0.1:%d", 40398+i)
+		if i%2 == 1 {
+			local = fmt.Sprintf("[::1]:%d", 40398+i)
+		}
+		tab.add(&probe.Result{Class: probe.StreamCut, Err: "read tcp " + local + "->10.0.0.7:8000: read: connection reset by peer"})
+	}
+	for range 3 {
+		tab.add(&probe.Result{Class: probe.HTTP5xx, Status: 500, Err: "HTTP 500: boom"})
+	}
+	got := tab.list()
+	if len(got) != 2 || got[0].Class != probe.StreamCut || got[0].Count != 7 || got[0].Message != "read tcp 10.0.0.7:8000: read: connection reset by peer" {
+		t.Fatalf("errors %+v", got)
+	}
+}
