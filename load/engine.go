@@ -152,6 +152,7 @@ func (e *Engine) update(f func(*Knobs), newPhase bool) Knobs {
 	k := e.knobs
 	f(&k)
 	k = k.clamp()
+	k.Concurrency = min(k.Concurrency, e.cfg.maxConcurrency()) // a key stops where the open files do
 	if k == e.knobs && !newPhase {
 		return k
 	}

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -135,5 +136,45 @@ func TestErrorsGroupedWithoutLocalPorts(t *testing.T) {
 	got := tab.list()
 	if len(got) != 2 || got[0].Class != probe.StreamCut || got[0].Count != 7 || got[0].Message != "read tcp 10.0.0.7:8000: read: connection reset by peer" {
 		t.Fatalf("errors %+v", got)
+	}
+}
+
+// TestConcurrencyHeldByOpenFiles: past what the open-file limit allows the
+// client fails for want of descriptors, so the concurrency stops there: a
+// configuration past it is refused in words that name the limit, a key
+// stops at it, and the open loop's senders are capped by it.
+func TestConcurrencyHeldByOpenFiles(t *testing.T) {
+	if got := MaxConcurrencyFor(1024, 2); got != 288 {
+		t.Errorf("1024 files, 2 a request: %d, want 288", got)
+	}
+	if got := MaxConcurrencyFor(1024, 0); got != 576 {
+		t.Errorf("1024 files, 1 a request: %d, want 576", got)
+	}
+	if got := MaxConcurrencyFor(0, 2); got != MaxConcurrency {
+		t.Errorf("no limit known: %d", got)
+	}
+	base := Config{Do: quickDo, OpenFiles: 1024, FilesPerRequest: 2, Knobs: Knobs{Concurrency: 8, PromptTokens: 4, OutputTokens: 2}}
+	for _, cfg := range []Config{
+		func(c Config) Config { c.Knobs.Concurrency = 5000; return c }(base),
+		func(c Config) Config {
+			c.Stages = []Stage{{Concurrency: 8, Duration: time.Second}, {Concurrency: 300, Duration: time.Second}}
+			return c
+		}(base),
+	} {
+		err := cfg.Validate()
+		var se *SettingError
+		if !errors.As(err, &se) || se.Setting != SettingConcurrency || !strings.Contains(err.Error(), "288") || !strings.Contains(err.Error(), "ulimit -n") {
+			t.Errorf("validate: %v", err)
+		}
+	}
+	e, err := New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := e.Update(func(k *Knobs) { k.Concurrency = 10000 }); k.Concurrency != 288 {
+		t.Errorf("the key took the concurrency to %d", k.Concurrency)
+	}
+	if n := e.maxOpenInFlight(); n != 288 {
+		t.Errorf("the open loop may keep %d in flight", n)
 	}
 }
