@@ -56,8 +56,11 @@ type Engine struct {
 	inflight   atomic.Int64
 	backingOff atomic.Int64  // closed-loop workers waiting after failures
 	unsettled  atomic.Int64  // started and not yet counted (or dropped)
-	scheduled  atomic.Int64  // open-loop arrivals scheduled (sent or waiting)
+	scheduled  atomic.Int64  // open-loop arrivals scheduled (sent or waiting), since the start or the last reset, the warm-up's left out
 	incomplete atomic.Int64  // cancelled before they finished, since the start or the last reset
+	curGen     atomic.Int64  // gen, for the counters outside mu: a request begun before a reset counts in none of them
+	sentAll    atomic.Int64  // requests sent since the start, never reset: the exporter's counters only go up
+	lostAll    atomic.Int64  // requests cancelled unfinished since the start, never reset
 	begun      atomic.Int64  // requests started, against MaxRequests
 	reqSeq     atomic.Uint64 // numbers requests for their length draws
 	begunAll   atomic.Int64  // requests started, for the warm-up
@@ -205,7 +208,9 @@ func (e *Engine) endWarmupLocked() {
 func (e *Engine) Reset() {
 	e.mu.Lock()
 	e.gen++
+	e.curGen.Store(int64(e.gen))
 	e.incomplete.Store(0)
+	e.scheduled.Store(0)
 	e.phaseSeq++
 	e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: e.knobs, start: e.elapsedLocked()}
 	e.mu.Unlock()
@@ -341,6 +346,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		seq++
 		s.Seq, s.Target, s.Knobs = seq, e.cfg.Target, knobs
 		s.Done, s.DoneWhy, s.Scheduled = done, why, e.scheduled.Load()
+		s.SentEver, s.IncompleteEver = e.sentAll.Load(), e.lostAll.Load()
 		// Every phase's incomplete requests are in the total, even a phase
 		// none of whose requests ever came back; the run's leave out the
 		// warm-up's.

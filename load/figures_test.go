@@ -178,3 +178,41 @@ func TestConcurrencyHeldByOpenFiles(t *testing.T) {
 		t.Errorf("the open loop may keep %d in flight", n)
 	}
 }
+
+// TestResetResetsEveryFigure: after a reset every figure starts again:
+// the open loop's arrivals scheduled beside the requests sent, the run's
+// setting (the one it started at since the reset), and the run counts
+// only requests begun since, so that its sent is its phases' (a request
+// begun before the reset is in no figure since); the counters for
+// Prometheus go on.
+func TestResetResetsEveryFigure(t *testing.T) {
+	const latency = 100 * time.Millisecond
+	e, stop := startEngine(t, Config{Do: timedDo(latency), Knobs: Knobs{Concurrency: 4, PromptTokens: 4, OutputTokens: 2}})
+	defer stop()
+	waitFor(t, e, 5*time.Second, "8 requests", func(s Snapshot) bool { return s.TotalCompleted >= 8 })
+	e.Update(func(k *Knobs) { k.Mode, k.Rate = OpenLoop, 50 }) // the o key
+	waitFor(t, e, 5*time.Second, "arrivals", func(s Snapshot) bool { return s.Scheduled >= 5 })
+	at := e.Latest()
+	e.Reset() // with requests of both loops in flight
+	waitFor(t, e, 5*time.Second, "arrivals after the reset", func(s Snapshot) bool { return s.Run.Completed >= 10 && s.Elapsed > at.Elapsed+2*latency })
+	e.Finish(EndDuration)
+	s := waitFor(t, e, 5*time.Second, "done", func(s Snapshot) bool { return s.Done })
+
+	var phaseSent int64
+	for _, p := range s.Phases {
+		phaseSent += p.Sent()
+	}
+	run := s.Run
+	if s.Since < at.Elapsed || s.Since > s.Elapsed-2*latency {
+		t.Errorf("figures since %v; the reset was after %v", s.Since, at.Elapsed)
+	}
+	if run.Sent() != phaseSent || run.Sent() != run.Completed+run.Failed+run.Incomplete || s.Scheduled != run.Sent() {
+		t.Errorf("since the reset: %d scheduled, %d sent = %d + %d + %d, the phases' %d", s.Scheduled, run.Sent(), run.Completed, run.Failed, run.Incomplete, phaseSent)
+	}
+	if run.Knobs.Mode != OpenLoop || run.Knobs.Rate != 50 {
+		t.Errorf("the run's setting %+v, want the open loop at 50/s", run.Knobs)
+	}
+	if s.SentEver < run.Sent()+8 {
+		t.Errorf("%d sent ever, %d since the reset: the counter went back", s.SentEver, run.Sent())
+	}
+}

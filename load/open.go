@@ -127,8 +127,10 @@ func (e *Engine) arrive(ctx context.Context, intended time.Time) bool {
 	if !e.admitLocked() {
 		return false
 	}
-	e.scheduled.Add(1)
 	e.endWarmupLocked()
+	if !e.phase.warmup { // as the sent it is set beside, the warm-up's left out
+		e.scheduled.Add(1)
+	}
 	e.begunAll.Add(1)
 	e.phase.outstanding.Add(1)
 	a := arrival{intended: intended, knobs: e.knobs, phase: e.phase}

@@ -118,9 +118,18 @@ type Snapshot struct {
 	Done       bool
 	DoneWhy    string
 	Incomplete int64
-	// Scheduled counts the open loop's arrivals scheduled since the start:
-	// sent, waiting in the backlog, or dropped from it at the end.
+	// Scheduled counts the open loop's arrivals scheduled since the start
+	// or the last reset, the warm-up's left out (as from Run.Sent): sent,
+	// waiting in the backlog, or dropped from it at the end.
 	Scheduled int64
+	// Since is the run time the figures start from: the last reset (0:
+	// none), before which every counter here was set back to zero. The
+	// clock (Elapsed) keeps counting from the start.
+	Since time.Duration
+	// SentEver and IncompleteEver count the requests sent and those
+	// cancelled unfinished since the start, the warm-up's too, never
+	// reset: counters that only go up, as Prometheus' must.
+	SentEver, IncompleteEver int64
 }
 
 // Limits are the limits that end a run (zero: none).

@@ -241,7 +241,6 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 		return
 	}
 	run := a.run
-	run.lastEnd = max(run.lastEnd, end)
 	if a.onResult != nil {
 		rec := Record{Result: *r, PromptTokens: o.prompt, Good: good, At: r.Start.Sub(a.t0)}
 		if !o.intended.IsZero() {
@@ -252,6 +251,10 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 		}
 		a.onResult(rec)
 	}
+	if o.phase != nil && o.phase.gen != a.gen {
+		return // begun before the last reset: in the log and the exporter, in no figure since
+	}
+	run.lastEnd = max(run.lastEnd, end)
 	if r.Retried { // sent again on a new connection: not a failure, but counted
 		run.retried++
 		if ph != nil {
@@ -478,7 +481,7 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	}
 	a.rebuildSealed()
 
-	s := Snapshot{Elapsed: now, Window: a.window, InFlight: inflight, MaxInFlight: a.maxInflight}
+	s := Snapshot{Elapsed: now, Window: a.window, InFlight: inflight, MaxInFlight: a.maxInflight, Since: a.resetAt}
 	s.Phases = a.summarisePhases(now, current)
 	// The rates are over the measured time alone: the window's over its
 	// part of it, the run's over all of it (see measuredSpans).
@@ -539,6 +542,9 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	if len(spans) > 0 { // from the first send
 		s.Run.Start = spans[0].from
 	}
+	// The run's setting is the one it started at: its first phase that
+	// sent anything, the warm-up left out (or, before any did, its first).
+	s.Run.Knobs = firstSetting(s.Phases)
 	s.Run.setRates(total(spans))
 	s.Run.Sending = 0
 	for _, p := range s.Phases { // the run's share of what is still out, and its sending time
@@ -549,6 +555,25 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	}
 	s.Run.setSentRate()
 	return s
+}
+
+// firstSetting is the knobs of the first phase but the warm-up that sent
+// anything, or of the first but the warm-up when none has yet.
+func firstSetting(phases []Phase) Knobs {
+	var first *Phase
+	for i := range phases {
+		switch p := &phases[i]; {
+		case p.Warmup:
+		case p.Sent() > 0:
+			return p.Knobs
+		case first == nil:
+			first = p
+		}
+	}
+	if first == nil {
+		return Knobs{}
+	}
+	return first.Knobs
 }
 
 // summarisePhases summarises every phase, oldest first; a phase over

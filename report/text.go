@@ -53,7 +53,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			writeEnergy(&b, r.Energy.Source, r.Energy.Phases[p.ID])
 		}
 	}
-	fmt.Fprintf(&b, "\nWhole run · %s\n", r.Final.Run.Duration.Round(time.Millisecond))
+	since := ""
+	if at := r.Final.Since; at > 0 { // the figures start there, the clock at the start
+		since = " since the reset at " + at.Round(time.Millisecond).String()
+	}
+	fmt.Fprintf(&b, "\nWhole run%s · %s\n", since, r.Final.Run.Duration.Round(time.Millisecond))
 	writeCounts(&b, r.Final)
 	writeFigures(&b, r.Final.Run)
 	if r.Energy != nil {
