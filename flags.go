@@ -183,12 +183,12 @@ func (f *loadFlags) config() (runner.Config, error) {
 		l.Drain = 0 // the flag's default stands for a drain
 	}
 	t.GPULocal = f.gpu == "local"
+	var lim syscall.Rlimit
+	fd := uint64(1024)
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
+		fd, l.OpenFiles = lim.Cur, lim.Cur // the concurrency stops where the descriptors do
+	}
 	if l.MaxInFlight == 0 { // the o key can open the loop at any time
-		var lim syscall.Rlimit
-		fd := uint64(1024)
-		if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
-			fd = lim.Cur
-		}
 		l.MaxInFlight = load.DefaultMaxInFlight(fd)
 	}
 	if err := f.shape(l); err != nil {

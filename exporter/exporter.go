@@ -244,8 +244,10 @@ func (x *Exporter) Update(s load.Snapshot, fig slo.Figures) {
 			x.windowQ.WithLabelValues(m.name, q.label).Set(v)
 		}
 	}
-	x.sent.Store(s.Run.Sent())
-	x.incomplete.Store(s.Run.Incomplete)
+	// Never the run's figures, which a reset sets back to zero: a
+	// Prometheus counter only goes up.
+	x.sent.Store(s.SentEver)
+	x.incomplete.Store(s.IncompleteEver)
 	x.conc.Set(float64(s.Knobs.Concurrency))
 	x.prompt.Set(float64(s.Knobs.PromptTokens))
 	x.output.Set(float64(s.Knobs.OutputTokens))

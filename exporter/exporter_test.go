@@ -26,7 +26,10 @@ func TestExporter(t *testing.T) {
 	x.Observe(load.Record{Result: probe.Result{Class: probe.HTTP429}})
 	s := load.Snapshot{InFlight: 5, Knobs: load.Knobs{Concurrency: 8, PromptTokens: 256, OutputTokens: 128}, Completed: 2, Failed: 1}
 	s.Latency[load.TTFT] = load.Dist{Count: 2, P99: 50 * time.Millisecond}
+	s.SentEver, s.IncompleteEver = 12, 4
 	s.Run = load.Phase{Completed: 2, Failed: 1, Incomplete: 4, Pending: 5}
+	x.Update(s, slo.FromWindow(s))
+	s.Run = load.Phase{Pending: 1} // a reset: the run's figures start again, the counters go on
 	x.Update(s, slo.FromWindow(s))
 
 	ln, err := Listen("127.0.0.1:0")

@@ -84,6 +84,16 @@ type Config struct {
 	// MaxInFlight caps the open loop's requests in flight (0: no cap);
 	// arrivals past it wait in a backlog, their wait counted.
 	MaxInFlight int
+	// OpenFiles is the process's open-file limit (RLIMIT_NOFILE; 0: not
+	// known), FilesPerRequest the descriptors each request in flight
+	// holds (0: one; two when the endpoint is served by this process too,
+	// as the embedded sim is, its end of every connection a descriptor).
+	// Past what they allow (MaxConcurrencyFor) requests fail in the
+	// client, not the endpoint, so the concurrency is held below it: a
+	// configuration past it is refused, a key stops at it, and the open
+	// loop's requests in flight are capped by it as well.
+	OpenFiles       uint64
+	FilesPerRequest int
 	// OnResult, if set, is called with every finished request (not those
 	// infertop cancelled itself), in order, on the aggregator's goroutine:
 	// it must not block for long.

@@ -25,3 +25,23 @@ func DefaultMaxInFlight(fdLimit uint64) int {
 	}
 	return int(min((fdLimit-spare)*3/4, most, uint64(MaxConcurrency)))
 }
+
+// MaxConcurrencyFor is the most requests in flight a process allowed
+// openFiles open files can keep, each holding perRequest of them (0: one),
+// with DefaultMaxInFlight's share kept for everything else, and never past
+// MaxConcurrency; 0 files (not known) is no bound but MaxConcurrency.
+func MaxConcurrencyFor(openFiles uint64, perRequest int) int {
+	const least, spare = 32, 256
+	if openFiles == 0 {
+		return MaxConcurrency
+	}
+	per := uint64(max(perRequest, 1))
+	if openFiles <= spare {
+		return least
+	}
+	return int(min(max((openFiles-spare)*3/4/per, least), MaxConcurrency))
+}
+
+// maxConcurrency is the bound on the concurrency knob c's open-file limit
+// sets.
+func (c Config) maxConcurrency() int { return MaxConcurrencyFor(c.OpenFiles, c.FilesPerRequest) }

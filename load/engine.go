@@ -45,6 +45,7 @@ type Engine struct {
 	// may start (why says why), done once every request started has been
 	// counted; endAt is then the run time the clock stops at.
 	ending     bool
+	endingAt   time.Duration // the run time ending was set: the sending stopped
 	why        string
 	done       bool
 	endAt      time.Duration
@@ -55,8 +56,11 @@ type Engine struct {
 	inflight   atomic.Int64
 	backingOff atomic.Int64  // closed-loop workers waiting after failures
 	unsettled  atomic.Int64  // started and not yet counted (or dropped)
-	scheduled  atomic.Int64  // open-loop arrivals scheduled (sent or waiting)
+	scheduled  atomic.Int64  // open-loop arrivals scheduled (sent or waiting), since the start or the last reset, the warm-up's left out
 	incomplete atomic.Int64  // cancelled before they finished, since the start or the last reset
+	curGen     atomic.Int64  // gen, for the counters outside mu: a request begun before a reset counts in none of them
+	sentAll    atomic.Int64  // requests sent since the start, never reset: the exporter's counters only go up
+	lostAll    atomic.Int64  // requests cancelled unfinished since the start, never reset
 	begun      atomic.Int64  // requests started, against MaxRequests
 	reqSeq     atomic.Uint64 // numbers requests for their length draws
 	begunAll   atomic.Int64  // requests started, for the warm-up
@@ -139,7 +143,7 @@ func (e *Engine) Window() time.Duration {
 }
 
 // Update changes the knobs through f (values are clamped to their limits).
-// A change of concurrency, prompt or output length starts a new phase;
+// A change of a knob, a pause and a resume each start a new phase;
 // added workers start at once, removed ones finish their request first.
 func (e *Engine) Update(f func(*Knobs)) Knobs { return e.update(f, false) }
 
@@ -151,10 +155,13 @@ func (e *Engine) update(f func(*Knobs), newPhase bool) Knobs {
 	k := e.knobs
 	f(&k)
 	k = k.clamp()
+	k.Concurrency = min(k.Concurrency, e.cfg.maxConcurrency()) // a key stops where the open files do
 	if k == e.knobs && !newPhase {
 		return k
 	}
-	if newPhase || !k.samePhase(e.knobs) {
+	// Once the run is ending nothing more is sent: a phase begun then
+	// would hold no request and end the last one's span where it began.
+	if (newPhase || !k.samePhase(e.knobs)) && !e.ending {
 		e.phaseSeq++
 		e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: k, start: e.elapsedLocked(), warmup: e.phase.warmup}
 	}
@@ -201,7 +208,9 @@ func (e *Engine) endWarmupLocked() {
 func (e *Engine) Reset() {
 	e.mu.Lock()
 	e.gen++
+	e.curGen.Store(int64(e.gen))
 	e.incomplete.Store(0)
+	e.scheduled.Store(0)
 	e.phaseSeq++
 	e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: e.knobs, start: e.elapsedLocked()}
 	e.mu.Unlock()
@@ -222,7 +231,7 @@ func (e *Engine) finishLocked(why string) {
 	if e.ending {
 		return
 	}
-	e.ending, e.why = true, why
+	e.ending, e.why, e.endingAt = true, why, e.elapsedLocked()
 	close(e.endingCh)
 	e.dropBacklogLocked() // never sent: not counted
 	close(e.changed)
@@ -326,6 +335,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		cur, gen, win, knobs := e.phase, e.gen, e.window, e.knobs
 		done, why := e.done, e.why
+		agg.stopped, agg.stopAt = e.ending, e.endingAt
 		e.mu.Unlock()
 		if gen != agg.gen {
 			agg.reset(now, gen)
@@ -336,6 +346,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		seq++
 		s.Seq, s.Target, s.Knobs = seq, e.cfg.Target, knobs
 		s.Done, s.DoneWhy, s.Scheduled = done, why, e.scheduled.Load()
+		s.SentEver, s.IncompleteEver = e.sentAll.Load(), e.lostAll.Load()
 		// Every phase's incomplete requests are in the total, even a phase
 		// none of whose requests ever came back; the run's leave out the
 		// warm-up's.

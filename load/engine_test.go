@@ -172,8 +172,6 @@ func TestPhasesFollowKnobs(t *testing.T) {
 	r := startRig(t, p, Knobs{Concurrency: 2, PromptTokens: 16, OutputTokens: 8}, func(c *Config) { c.NoCalibrate = true })
 	waitFor(t, r.eng, 5*time.Second, "first requests", func(s Snapshot) bool { return s.TotalCompleted >= 4 })
 	r.eng.Update(func(k *Knobs) { k.PromptTokens *= 2 })
-	r.eng.Update(func(k *Knobs) { k.Paused = true }) // not a new phase
-	r.eng.Update(func(k *Knobs) { k.Paused = false })
 	s := waitFor(t, r.eng, 5*time.Second, "second phase", func(s Snapshot) bool {
 		return len(s.Phases) == 2 && s.Phases[1].Completed >= 4 && s.Phases[0].End > 0
 	})

@@ -3,6 +3,7 @@ package load
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -63,12 +64,28 @@ func (t *errorTable) add(r *probe.Result) {
 	if t.counts == nil {
 		t.counts = map[errorKey]int64{}
 	}
-	k := errorKey{r.Class, r.Status, r.Err}
+	k := errorKey{r.Class, r.Status, groupMessage(r.Err)}
 	if _, ok := t.counts[k]; !ok && len(t.counts) >= maxErrorKeys {
 		k = errorKey{class: r.Class, message: OtherErrors} // at most one per class past the bound
 	}
 	t.counts[k]++
 	t.sorted = nil
+}
+
+// localSide is the local end of a connection in Go's network errors
+// ("read tcp 127.0.0.1:40398->10.0.0.7:8000: ..."): an address and an
+// ephemeral port, IPv4 or IPv6, before the arrow to the remote end.
+var localSide = regexp.MustCompile(`(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.%\w]*\]):\d+->`)
+
+// groupMessage is a failure's message as the table groups it: the local
+// end of the connection left out, since its port differs on every
+// connection and would make each reset a distinct error of one, ranking a
+// 5xx seen three times above seven resets.
+func groupMessage(msg string) string {
+	if !strings.Contains(msg, "->") {
+		return msg
+	}
+	return localSide.ReplaceAllString(msg, "")
 }
 
 func (t *errorTable) reset() { *t = errorTable{} }

@@ -33,7 +33,9 @@ func (m Mode) String() string {
 }
 
 // Knobs are the live settings of the load. A change of Concurrency,
-// PromptTokens or OutputTokens starts a new phase; pausing does not.
+// PromptTokens, OutputTokens, Mode or Rate starts a new phase, and so do a
+// pause and a resume: a pause ends its phase (its time is in no rate), and
+// the burst of requests at the resume is the next phase's.
 type Knobs struct {
 	// Concurrency is the number of requests kept in flight (closed loop),
 	// 1..MaxConcurrency; in the open loop it may be 0, and a later closed
@@ -68,7 +70,7 @@ func (k Knobs) clamp() Knobs {
 
 // samePhase reports whether a and b belong to one phase.
 func (k Knobs) samePhase(o Knobs) bool {
-	if k.Mode != o.Mode || k.Mode == OpenLoop && k.Rate != o.Rate {
+	if k.Paused != o.Paused || k.Mode != o.Mode || k.Mode == OpenLoop && k.Rate != o.Rate {
 		return false
 	}
 	return (k.Mode == OpenLoop || k.Concurrency == o.Concurrency) && k.PromptTokens == o.PromptTokens && k.OutputTokens == o.OutputTokens

@@ -127,12 +127,14 @@ func (e *Engine) arrive(ctx context.Context, intended time.Time) bool {
 	if !e.admitLocked() {
 		return false
 	}
-	e.scheduled.Add(1)
 	e.endWarmupLocked()
+	if !e.phase.warmup { // as the sent it is set beside, the warm-up's left out
+		e.scheduled.Add(1)
+	}
 	e.begunAll.Add(1)
 	e.phase.outstanding.Add(1)
 	a := arrival{intended: intended, knobs: e.knobs, phase: e.phase}
-	if e.cfg.MaxInFlight > 0 && e.openInFlight >= e.cfg.MaxInFlight {
+	if most := e.maxOpenInFlight(); e.openInFlight >= most {
 		e.backlog = append(e.backlog, a)
 		e.backlogLen.Store(int64(len(e.backlog) - e.backlogHead))
 		return true
@@ -148,6 +150,18 @@ func (e *Engine) arrive(ctx context.Context, intended time.Time) bool {
 	e.workers.Add(1)
 	go e.fire(ctx, a, slot)
 	return true
+}
+
+// maxOpenInFlight is the open loop's cap on its requests in flight:
+// MaxInFlight, and never past what the open-file limit allows.
+func (e *Engine) maxOpenInFlight() int {
+	most := e.cfg.maxConcurrency()
+	if e.cfg.MaxInFlight > 0 {
+		most = min(most, e.cfg.MaxInFlight)
+	} else if e.cfg.OpenFiles == 0 {
+		return math.MaxInt // no cap given, none known
+	}
+	return most
 }
 
 // fire sends arrivals one after another: its own, then any waiting in the

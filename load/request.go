@@ -52,6 +52,7 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	}
 	req.MaxTokens = outputLen
 	e.inflight.Add(1)
+	e.sentAll.Add(1)
 	slot.Store(int64(time.Since(e.t0)) + 1)
 	res := e.cfg.Do(ctx, req)
 	slot.Store(0)
@@ -72,8 +73,13 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 // dropUnfinished counts a request the engine cancelled before it finished
 // (the drain ran out, or the engine stopped) as incomplete.
 func (e *Engine) dropUnfinished(ph *phaseInfo) {
-	ph.incomplete.Add(1) // before outstanding: a phase is summed up for good once nothing is outstanding
-	e.incomplete.Add(1)
+	// Before outstanding: a phase is summed up for good once nothing is
+	// outstanding. One begun before a reset is in no figure since.
+	ph.incomplete.Add(1)
+	if int64(ph.gen) == e.curGen.Load() {
+		e.incomplete.Add(1)
+	}
+	e.lostAll.Add(1)
 	ph.outstanding.Add(-1)
 	e.unsettled.Add(-1)
 	e.poke()

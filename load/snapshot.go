@@ -69,7 +69,8 @@ type Snapshot struct {
 	PromptLength, OutputLength Length
 	Dataset                    int
 	// Window is the rolling window selected; Covered how much of it holds
-	// data (less than Window early in a run or after a reset).
+	// data (less than Window early in a run, after the warm-up or a
+	// reset): the window's rates are over it.
 	Window, Covered time.Duration
 	// Latency holds the window's distribution of each metric.
 	Latency [NumMetrics]Dist
@@ -104,7 +105,8 @@ type Snapshot struct {
 	// Phases lists every phase, oldest first.
 	Phases []Phase
 	// Run is the whole run since the start or the last reset, as one phase
-	// (ID 0), with its full distributions.
+	// (ID 0), with its full distributions; it starts where the first
+	// measured phase does (after the warm-up).
 	Run Phase
 	// Limits are the run's limits (zero: none), for a countdown.
 	Limits Limits
@@ -116,9 +118,18 @@ type Snapshot struct {
 	Done       bool
 	DoneWhy    string
 	Incomplete int64
-	// Scheduled counts the open loop's arrivals scheduled since the start:
-	// sent, waiting in the backlog, or dropped from it at the end.
+	// Scheduled counts the open loop's arrivals scheduled since the start
+	// or the last reset, the warm-up's left out (as from Run.Sent): sent,
+	// waiting in the backlog, or dropped from it at the end.
 	Scheduled int64
+	// Since is the run time the figures start from: the last reset (0:
+	// none), before which every counter here was set back to zero. The
+	// clock (Elapsed) keeps counting from the start.
+	Since time.Duration
+	// SentEver and IncompleteEver count the requests sent and those
+	// cancelled unfinished since the start, the warm-up's too, never
+	// reset: counters that only go up, as Prometheus' must.
+	SentEver, IncompleteEver int64
 }
 
 // Limits are the limits that end a run (zero: none).
@@ -148,8 +159,9 @@ type Point struct {
 	InFlight int
 }
 
-// Phase is one stretch of the run under one setting of the knobs; requests
-// belong to the phase in which they started.
+// Phase is one stretch of the run under one setting of the knobs (a pause
+// is one too, with no request); requests belong to the phase in which they
+// started.
 type Phase struct {
 	ID    int
 	Knobs Knobs
@@ -170,10 +182,18 @@ type Phase struct {
 	// counted; Retried those sent again on a new connection (not
 	// failures). Sent is every request started in the phase.
 	Incomplete, Pending, Retried int64
-	// Duration is the phase's span: from its start to the last completion
-	// of its requests (or now); the rates are over it.
+	// Duration is the phase's span: from its start to its end or the last
+	// completion of its requests, whichever is later (or now); the rates
+	// are over it. The run's (Snapshot.Run) is the measured time: from
+	// the first send to the last completion, the warm-up left out.
 	Duration                                         time.Duration
 	OutTokPerSec, InTokPerSec, ReqPerSec, GoodPerSec float64
+	// Sending is the time requests were being sent in the phase: from
+	// its start to its end, or to the moment the run stopped sending
+	// (the drain is no part of it), or now; SentPerSec is Sent over it.
+	// The run's is the sum over its phases but the warm-up.
+	Sending    time.Duration
+	SentPerSec float64
 }
 
 // Sent is every request started in the phase: completed, failed,

@@ -124,6 +124,10 @@ type aggregator struct {
 	gen    int
 	// resetAt is the run time of the last reset; seconds before it are out.
 	resetAt time.Duration
+	// stopped is set once the run sends no more, stopAt the run time it
+	// stopped: the end of the last phase's sending.
+	stopped bool
+	stopAt  time.Duration
 
 	cur     secSlot
 	curHist [NumMetrics]*hdr.Histogram
@@ -237,7 +241,6 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 		return
 	}
 	run := a.run
-	run.lastEnd = max(run.lastEnd, end)
 	if a.onResult != nil {
 		rec := Record{Result: *r, PromptTokens: o.prompt, Good: good, At: r.Start.Sub(a.t0)}
 		if !o.intended.IsZero() {
@@ -248,6 +251,10 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 		}
 		a.onResult(rec)
 	}
+	if o.phase != nil && o.phase.gen != a.gen {
+		return // begun before the last reset: in the log and the exporter, in no figure since
+	}
+	run.lastEnd = max(run.lastEnd, end)
 	if r.Retried { // sent again on a new connection: not a failure, but counted
 		run.retried++
 		if ph != nil {
@@ -474,9 +481,16 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	}
 	a.rebuildSealed()
 
-	s := Snapshot{Elapsed: now, Window: a.window, InFlight: inflight, MaxInFlight: a.maxInflight}
+	s := Snapshot{Elapsed: now, Window: a.window, InFlight: inflight, MaxInFlight: a.maxInflight, Since: a.resetAt}
+	s.Phases = a.summarisePhases(now, current)
+	// The rates are over the measured time alone: the window's over its
+	// part of it, the run's over all of it (see measuredSpans).
+	spans := measuredSpans(s.Phases)
+	if len(a.phases) == 0 { // no phase known (only a test feeds none): the run is one
+		spans = []span{{a.run.info.start, now}}
+	}
 	winStart := max(time.Duration(a.cur.sec+1)*time.Second-a.window, a.resetAt, 0)
-	s.Covered = now - winStart
+	s.Covered = within(spans, winStart, now)
 	for m := range NumMetrics {
 		a.scratch[m].Reset()
 		a.scratch[m].Merge(a.sealed[m])
@@ -525,14 +539,55 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	s.Errors = a.errors.list()
 	s.Run = a.summarisePhase(a.run, now, true)
 	s.Run.End = now
+	if len(spans) > 0 { // from the first send
+		s.Run.Start = spans[0].from
+	}
+	// The run's setting is the one it started at: its first phase that
+	// sent anything, the warm-up left out (or, before any did, its first).
+	s.Run.Knobs = firstSetting(s.Phases)
+	s.Run.setRates(total(spans))
+	s.Run.Sending = 0
+	for _, p := range s.Phases { // the run's share of what is still out, and its sending time
+		if !p.Warmup {
+			s.Run.Pending += p.Pending
+			s.Run.Sending += p.Sending
+		}
+	}
+	s.Run.setSentRate()
+	return s
+}
 
+// firstSetting is the knobs of the first phase but the warm-up that sent
+// anything, or of the first but the warm-up when none has yet.
+func firstSetting(phases []Phase) Knobs {
+	var first *Phase
+	for i := range phases {
+		switch p := &phases[i]; {
+		case p.Warmup:
+		case p.Sent() > 0:
+			return p.Knobs
+		case first == nil:
+			first = p
+		}
+	}
+	if first == nil {
+		return Knobs{}
+	}
+	return first.Knobs
+}
+
+// summarisePhases summarises every phase, oldest first; a phase over
+// whose requests have all come back is summed up for good, its
+// histograms encoded and freed.
+func (a *aggregator) summarisePhases(now time.Duration, current *phaseInfo) []Phase {
+	var out []Phase
 	for i, p := range a.phases {
 		if i+1 < len(a.phases) {
 			p.end = a.phases[i+1].info.start
 		}
 		isCurrent := p.info == current
 		if p.final != nil {
-			s.Phases = append(s.Phases, *p.final)
+			out = append(out, *p.final)
 			continue
 		}
 		ph := a.summarisePhase(p, now, isCurrent)
@@ -544,14 +599,9 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 				p.hist[m] = nil
 			}
 		}
-		s.Phases = append(s.Phases, ph)
+		out = append(out, ph)
 	}
-	for _, p := range s.Phases { // the run's share of what is still out
-		if !p.Warmup {
-			s.Run.Pending += p.Pending
-		}
-	}
-	return s
+	return out
 }
 
 func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool) Phase {
@@ -568,16 +618,44 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 			ph.Latency[m] = summarise(p.hist[m], p.mom[m])
 		}
 	}
-	span := p.lastEnd - p.info.start
+	// An ended phase lasts to its end or its last completion, whichever
+	// is later: the load was on until the end even when the last request
+	// came back before it (an open loop at a low rate).
+	span := max(p.end, p.lastEnd) - p.info.start
 	if current || p.info.outstanding.Load() > 0 {
 		span = now - p.info.start
 	}
-	if secs := span.Seconds(); secs > 0 {
-		ph.OutTokPerSec = float64(p.outTok) / secs
-		ph.InTokPerSec = float64(p.inTok) / secs
-		ph.ReqPerSec = float64(p.completed) / secs
-		ph.GoodPerSec = float64(p.good) / secs
+	ph.setRates(span)
+	sendEnd := p.end
+	if current {
+		sendEnd = now
+		if a.stopped {
+			sendEnd = min(a.stopAt, now)
+		}
 	}
-	ph.Duration = span
+	if !p.info.knobs.Paused { // a paused phase sends nothing
+		ph.Sending = max(sendEnd-p.info.start, 0)
+	}
+	ph.setSentRate()
 	return ph
+}
+
+// setSentRate sets the rate of sending over the sending time.
+func (p *Phase) setSentRate() {
+	p.SentPerSec = 0
+	if secs := p.Sending.Seconds(); secs > 0 {
+		p.SentPerSec = float64(p.Sent()) / secs
+	}
+}
+
+// setRates sets the duration and the rates over it.
+func (p *Phase) setRates(span time.Duration) {
+	p.Duration = max(span, 0)
+	p.OutTokPerSec, p.InTokPerSec, p.ReqPerSec, p.GoodPerSec = 0, 0, 0, 0
+	if secs := p.Duration.Seconds(); secs > 0 {
+		p.OutTokPerSec = float64(p.OutTokens) / secs
+		p.InTokPerSec = float64(p.InTokens) / secs
+		p.ReqPerSec = float64(p.Completed) / secs
+		p.GoodPerSec = float64(p.Good) / secs
+	}
 }

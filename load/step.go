@@ -10,7 +10,7 @@ package load
 func (e *Engine) NewPhase(f func(*Knobs)) (k Knobs, phase int) {
 	k = e.update(func(k *Knobs) {
 		f(k)
-		phase = e.phaseSeq + 1 // update holds e.mu and, asked for a new phase, always starts one
+		phase = e.phaseSeq + 1 // update holds e.mu and, asked for a new phase, starts one (unless the run is ending: then nothing is judged)
 	}, true)
 	return k, phase
 }

@@ -71,6 +71,9 @@ func (c Config) Validate() error {
 	if err := k.check(); err != nil {
 		return err
 	}
+	if err := c.checkOpenFiles(k.Concurrency, c.Stages); err != nil {
+		return err
+	}
 	switch {
 	case c.Tick < 0 || c.Tick > 0 && c.Tick < MinTick:
 		return &SettingError{SettingTick, fmt.Errorf("%v is under the least, %v", c.Tick, MinTick)}
@@ -107,6 +110,25 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// checkOpenFiles refuses a concurrency, at the start or in a stage, past
+// what the open-file limit allows: past it the client fails for want of
+// descriptors, and those failures are no measure of the endpoint.
+func (c Config) checkOpenFiles(start int, stages []Stage) error {
+	most := c.maxConcurrency()
+	if most >= MaxConcurrency {
+		return nil // the knob's own limit says it (check)
+	}
+	n := start
+	for _, st := range stages {
+		n = max(n, st.Concurrency)
+	}
+	if n <= most {
+		return nil
+	}
+	return &SettingError{SettingConcurrency, fmt.Errorf("%d is past the %d requests in flight the open-file limit of %d allows (raise it with ulimit -n)",
+		n, most, c.OpenFiles)}
 }
 
 // check reports the first knob out of its limits. In the open loop the

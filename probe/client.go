@@ -761,6 +761,8 @@ func classify(ctx context.Context, err error, afterHeaders bool) ErrorClass {
 	}
 	var ne net.Error
 	switch {
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return ClientSide // this process is out of descriptors: the endpoint is not at fault
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return Timeout
 	case afterHeaders:

@@ -7,8 +7,11 @@ type ErrorClass int
 
 // The error classes of DESIGN.md. Canceled is a request that infertop itself
 // abandoned (on quit or reset); it is never counted as an endpoint error.
-// HTTP3xx, a redirect (never followed), comes last so the older classes keep
-// their values.
+// ClientSide is a request this process could not send for want of its own
+// resources (no file descriptor left: "too many open files"): a failure,
+// counted, but the client's, never the endpoint's connection error.
+// HTTP3xx, a redirect (never followed), and ClientSide come last so the older
+// classes keep their values.
 const (
 	OK ErrorClass = iota
 	HTTP4xx
@@ -20,11 +23,12 @@ const (
 	Malformed
 	Canceled
 	HTTP3xx
+	ClientSide
 	// NumClasses is the number of classes, for arrays indexed by class.
 	NumClasses
 )
 
-var classNames = [NumClasses]string{"ok", "4xx", "429", "5xx", "timeout", "connection", "stream_cut", "malformed", "canceled", "3xx"}
+var classNames = [NumClasses]string{"ok", "4xx", "429", "5xx", "timeout", "connection", "stream_cut", "malformed", "canceled", "3xx", "client"}
 
 // String is the short, stable name of the class, as reports and the UI show it.
 func (c ErrorClass) String() string {
@@ -34,9 +38,10 @@ func (c ErrorClass) String() string {
 	return classNames[c]
 }
 
-// FailureClasses lists the classes that count as endpoint errors, in display order.
+// FailureClasses lists the classes a failed request is counted under, in
+// display order: the endpoint's, then the client's own (ClientSide).
 func FailureClasses() []ErrorClass {
-	return []ErrorClass{HTTP3xx, HTTP4xx, HTTP429, HTTP5xx, Timeout, Connection, StreamCut, Malformed}
+	return []ErrorClass{HTTP3xx, HTTP4xx, HTTP429, HTTP5xx, Timeout, Connection, StreamCut, Malformed, ClientSide}
 }
 
 // Result is one request, measured. Durations are offsets from Start, taken

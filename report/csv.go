@@ -65,11 +65,16 @@ func (r *Report) WriteCSV(w io.Writer) error {
 			}
 		}
 	}
+	// The run's setting is the engine's: the one it started at since the
+	// start or the last reset (the manifest's is the start's only); a
+	// snapshot of no phase falls back on the manifest.
 	run := r.Final.Run
-	run.Knobs = load.Knobs{Concurrency: r.Manifest.Knobs.Concurrency, PromptTokens: r.Manifest.Knobs.PromptTokens, OutputTokens: r.Manifest.Knobs.OutputTokens,
-		Rate: r.Manifest.Knobs.Rate}
-	if r.Manifest.Knobs.Mode == load.OpenLoop.String() {
-		run.Knobs.Mode = load.OpenLoop
+	if run.Knobs == (load.Knobs{}) {
+		run.Knobs = load.Knobs{Concurrency: r.Manifest.Knobs.Concurrency, PromptTokens: r.Manifest.Knobs.PromptTokens, OutputTokens: r.Manifest.Knobs.OutputTokens,
+			Rate: r.Manifest.Knobs.Rate}
+		if r.Manifest.Knobs.Mode == load.OpenLoop.String() {
+			run.Knobs.Mode = load.OpenLoop
+		}
 	}
 	if err := cw.Write(row("run", run)); err != nil {
 		return fmt.Errorf("write CSV: %w", err)

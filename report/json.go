@@ -164,8 +164,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	if s := r.Final.Scheduled; s > 0 {
 		inf.ArrivalsScheduled = s
-		if secs := run.Duration.Seconds(); secs > 0 {
-			rate := float64(run.Sent()) / secs
+		if run.Sending > 0 { // over the time requests were being sent, not the drain
+			rate := run.SentPerSec
 			inf.SentRate = &rate
 		}
 	}

@@ -53,7 +53,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			writeEnergy(&b, r.Energy.Source, r.Energy.Phases[p.ID])
 		}
 	}
-	fmt.Fprintf(&b, "\nWhole run · %s\n", r.Final.Run.Duration.Round(time.Millisecond))
+	since := ""
+	if at := r.Final.Since; at > 0 { // the figures start there, the clock at the start
+		since = " since the reset at " + at.Round(time.Millisecond).String()
+	}
+	fmt.Fprintf(&b, "\nWhole run%s · %s\n", since, r.Final.Run.Duration.Round(time.Millisecond))
 	writeCounts(&b, r.Final)
 	writeFigures(&b, r.Final.Run)
 	if r.Energy != nil {
@@ -87,11 +91,9 @@ func writeCounts(b *strings.Builder, s load.Snapshot) {
 	}
 	b.WriteString("\n")
 	if s.Scheduled > 0 {
-		rate := 0.0
-		if secs := run.Duration.Seconds(); secs > 0 {
-			rate = float64(run.Sent()) / secs
-		}
-		fmt.Fprintf(b, "  open loop: %d arrivals scheduled, %d sent (%.1f req/s sent)\n", s.Scheduled, run.Sent(), rate)
+		// Over the time requests were being sent: the drain sends none.
+		fmt.Fprintf(b, "  open loop: %d arrivals scheduled, %d sent (%.1f req/s sent over %s)\n", s.Scheduled, run.Sent(), run.SentPerSec,
+			run.Sending.Round(time.Millisecond))
 	}
 	if run.Incomplete > 0 {
 		fmt.Fprintf(b, "  %d requests were still in flight after the drain and were cancelled: incomplete, counted as failed in error_rate, not in the percentiles below\n", run.Incomplete)

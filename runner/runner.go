@@ -205,7 +205,7 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 			return nil, &SettingError{SettingRequestsLog, err}
 		}
 	}
-	lc := cfg.Load
+	lc := cfg.loadConfig()
 	do := r.client.Do
 	if cfg.WrapDo != nil {
 		do = cfg.WrapDo(do)

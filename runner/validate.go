@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 )
 
@@ -41,7 +42,7 @@ func (c Config) Validate() error {
 	if err := pc.Validate(); err != nil {
 		return err
 	}
-	if err := c.Load.Validate(); err != nil {
+	if err := c.loadConfig().Validate(); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
 	t := c.Telemetry
@@ -52,4 +53,15 @@ func (c Config) Validate() error {
 		return &SettingError{SettingGPUs, errors.New("read this machine's GPUs or a DCGM exporter's, not both")}
 	}
 	return nil
+}
+
+// loadConfig is the engine's configuration as Start gives it: with the
+// embedded sim serving from this process, each request in flight holds
+// two of its descriptors (the client's end and the sim's).
+func (c Config) loadConfig() load.Config {
+	lc := c.Load
+	if c.URL == "" && lc.FilesPerRequest == 0 {
+		lc.FilesPerRequest = 2
+	}
+	return lc
 }

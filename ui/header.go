@@ -37,6 +37,9 @@ func (m *Model) header(w int) string {
 		state = t.Warn.Render("‖ paused")
 	}
 	right := t.Muted.Render("run ") + t.Value.Render(clock(s.Elapsed)) + "  " + state
+	if s.Since > 0 { // a reset: the figures below run from it, the clock from the start
+		right = t.Muted.Render("figures from ") + t.Value.Render(clock(s.Since)) + "  " + right
+	}
 	if !s.Ending() && !m.stopped { // the countdown to the limits, while they matter
 		if l := s.Limits.Requests; l > 0 {
 			right = t.Value.Render(fmt.Sprintf("%d/%d", s.Finished(), l)) + t.Muted.Render(" requests  ") + right

@@ -327,6 +327,10 @@ func (m *Model) turn(f func(*load.Knobs)) {
 // none): a knob that silently stops moving looks like a stuck dashboard.
 func atLimit(asked, got load.Knobs) string {
 	switch {
+	case asked.Concurrency > got.Concurrency && got.Concurrency < load.MaxConcurrency:
+		// Below the knob's own limit: the engine holds it where the
+		// process's descriptors run out, or the client would fail.
+		return fmt.Sprintf("concurrency is at what the open-file limit allows (%d; raise it with ulimit -n)", got.Concurrency)
 	case asked.Concurrency > got.Concurrency:
 		return fmt.Sprintf("concurrency is at its limit (%d)", got.Concurrency)
 	case asked.Rate > got.Rate:

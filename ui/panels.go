@@ -244,7 +244,10 @@ func (m *Model) phasesPanel(w, h int) string {
 			span = s.Elapsed - ph.Start
 		}
 		level := fmt.Sprint(ph.Knobs.Concurrency)
-		if ph.Knobs.Mode == load.OpenLoop {
+		switch {
+		case ph.Knobs.Paused: // a pause is a phase of its own, with no request
+			level = "paused"
+		case ph.Knobs.Mode == load.OpenLoop:
 			level = rateNum(ph.Knobs.Rate, 3) + "/s"
 		}
 		id := fmt.Sprint(ph.ID)
