@@ -57,6 +57,7 @@ type Engine struct {
 	unsettled  atomic.Int64  // started and not yet counted (or dropped)
 	scheduled  atomic.Int64  // open-loop arrivals scheduled (sent or waiting)
 	incomplete atomic.Int64  // cancelled before they finished, since the start or the last reset
+	abandoned  atomic.Int64  // requests given up on in the transport (see AbandonGrace)
 	begun      atomic.Int64  // requests started, against MaxRequests
 	reqSeq     atomic.Uint64 // numbers requests for their length draws
 	begunAll   atomic.Int64  // requests started, for the warm-up
@@ -249,6 +250,11 @@ func (e *Engine) oldestInFlightLocked(now time.Duration) time.Duration {
 	}
 	return max(now-time.Duration(first-1), 0)
 }
+
+// Abandoned returns how many requests the engine gave up on because their
+// request function had not returned AbandonGrace after their context
+// ended; each is counted incomplete.
+func (e *Engine) Abandoned() int64 { return e.abandoned.Load() }
 
 // InFlight returns the requests in flight now.
 func (e *Engine) InFlight() int { return int(e.inflight.Load()) }

@@ -22,6 +22,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/infertop/infertop/crash"
+	"golang.org/x/net/http2"
 )
 
 // TTFTMode chooses which stream message ends TTFT.
@@ -183,10 +186,14 @@ func New(cfg Config) (*Client, error) {
 		MaxIdleConnsPerHost: cfg.MaxConns,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // compression would delay and batch stream chunks
-		ForceAttemptHTTP2:   true,
 	}
-	ftr := tr.Clone()
+	ftr := tr.Clone() // before HTTP/2 is set up: a clone would share tr's HTTP/2 connections
 	ftr.DisableKeepAlives = true
+	for _, t := range []*http.Transport{tr, ftr} {
+		if err := configureHTTP2(t); err != nil {
+			return nil, err
+		}
+	}
 	c := &Client{
 		cfg: cfg, proto: proto, tr: tr,
 		http:    &http.Client{Transport: tr, CheckRedirect: noRedirect},
@@ -319,8 +326,45 @@ func retryAfter(h string) time.Duration {
 	return 0
 }
 
-// Close releases idle connections.
-func (c *Client) Close() { c.tr.CloseIdleConnections() }
+// configureHTTP2 has t speak HTTP/2 through golang.org/x/net/http2
+// instead of the copy bundled in net/http. The bundled client (Go 1.26)
+// deadlocks for good on a WINDOW_UPDATE that overflows a stream's window:
+// processWindowUpdate holds the connection's mutex and abortStream takes
+// it again, and every goroutine of that connection, a cancelled request
+// or CloseIdleConnections too, then waits on it. x/net's resets the
+// stream (endStreamErrorLocked) and goes on. x/net marks its client
+// deprecated in favour of http.Transport.Protocols, which in Go 1.26 means
+// the bundled copy with the deadlock: until a Go release bundles the fix,
+// x/net's is the one that ends.
+func configureHTTP2(t *http.Transport) error {
+	//lint:ignore SA1019 the non-deprecated way is the bundled client that deadlocks (see above)
+	if _, err := http2.ConfigureTransports(t); err != nil {
+		return fmt.Errorf("http2: %w", err)
+	}
+	return nil
+}
+
+// closeWait bounds Close: releasing idle connections takes each
+// connection's lock, and a transport stuck on one (whatever the cause)
+// must not hold the end of a run, which has its reports to write.
+const closeWait = time.Second
+
+// Close releases idle connections, waiting closeWait at most for the
+// transport; past it the release goes on in the background.
+func (c *Client) Close() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer crash.Recover()
+		c.tr.CloseIdleConnections()
+	}()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
 
 // Config returns the client's configuration with the API key removed.
 func (c *Client) Config() Config {
