@@ -43,6 +43,7 @@ type H2 struct {
 	URL   string
 	conns atomic.Int64
 	posts atomic.Int64
+	reqs  atomic.Int64
 }
 
 // Conns is the number of HTTP/2 connections opened to the server.
@@ -51,6 +52,10 @@ func (s *H2) Conns() int64 { return s.conns.Load() }
 // Posts is the number of POST requests (HEADERS frames opening a stream
 // with :method POST) the server received.
 func (s *H2) Posts() int64 { return s.posts.Load() }
+
+// Requests is the number of requests of any method (POST, GET) the
+// server received.
+func (s *H2) Requests() int64 { return s.reqs.Load() }
 
 // StartH2 serves kind over TLS on 127.0.0.1, speaking HTTP/2 only, until
 // the test ends. Its connections end when the client closes them or the
@@ -102,6 +107,7 @@ func (s *H2) serve(c *tls.Conn, kind H2Kind) {
 				return
 			}
 		case *http2.MetaHeadersFrame:
+			s.reqs.Add(1)
 			if f.PseudoValue("method") == http.MethodPost {
 				s.posts.Add(1)
 			}
