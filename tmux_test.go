@@ -16,6 +16,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("INFERTOP_TEST_MAIN") == "1" {
 		a := &app{stdout: os.Stdout, stderr: os.Stderr}
 		injectPanic(a, os.Getenv("INFERTOP_TEST_PANIC"))
+		injectStuck(a, os.Getenv("INFERTOP_TEST_STUCK"))
 		os.Exit(a.run(os.Args[1:]))
 	}
 	os.Exit(m.Run())

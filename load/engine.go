@@ -61,6 +61,7 @@ type Engine struct {
 	curGen     atomic.Int64  // gen, for the counters outside mu: a request begun before a reset counts in none of them
 	sentAll    atomic.Int64  // requests sent since the start, never reset: the exporter's counters only go up
 	lostAll    atomic.Int64  // requests cancelled unfinished since the start, never reset
+	abandoned  atomic.Int64  // requests given up on in the transport (see AbandonGrace)
 	begun      atomic.Int64  // requests started, against MaxRequests
 	reqSeq     atomic.Uint64 // numbers requests for their length draws
 	begunAll   atomic.Int64  // requests started, for the warm-up
@@ -258,6 +259,11 @@ func (e *Engine) oldestInFlightLocked(now time.Duration) time.Duration {
 	}
 	return max(now-time.Duration(first-1), 0)
 }
+
+// Abandoned returns how many requests the engine gave up on because their
+// request function had not returned AbandonGrace after their context
+// ended; each is counted incomplete.
+func (e *Engine) Abandoned() int64 { return e.abandoned.Load() }
 
 // InFlight returns the requests in flight now.
 func (e *Engine) InFlight() int { return int(e.inflight.Load()) }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/probe"
 )
 
@@ -54,10 +55,10 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	e.inflight.Add(1)
 	e.sentAll.Add(1)
 	slot.Store(int64(time.Since(e.t0)) + 1)
-	res := e.cfg.Do(ctx, req)
+	res, returned := e.do(ctx, req)
 	slot.Store(0)
 	e.inflight.Add(-1)
-	if res.Class == probe.Canceled || ctx.Err() != nil {
+	if !returned || res.Class == probe.Canceled || ctx.Err() != nil {
 		e.dropUnfinished(ph)
 		return false, 0, false
 	}
@@ -68,6 +69,41 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 		return false, 0, false
 	}
 	return res.OK(), res.RetryAfter, true
+}
+
+// AbandonGrace is how long a request may go on after its context ended
+// before its sender gives up on it. A request function is meant to return
+// soon after its context ends, but an HTTP transport can be stuck past any
+// context (Go's bundled HTTP/2 client deadlocked on a WINDOW_UPDATE that
+// overflowed its window): a worker waiting on it for good would keep the
+// run from its end and its reports, the drain and a second signal alike.
+const AbandonGrace = time.Second
+
+// do runs the request function on a goroutine of its own, so that its
+// sender can give up on it AbandonGrace after ctx ends: returned is false
+// then, and the goroutine is left to end by itself, if it ever does (it
+// holds no lock of the engine's and touches nothing of it). That is one
+// goroutine per request, a microsecond beside a round trip.
+func (e *Engine) do(ctx context.Context, req probe.Request) (res probe.Result, returned bool) {
+	done := make(chan probe.Result, 1) // buffered: an abandoned request's send never blocks
+	go func() {
+		defer crash.Recover()
+		done <- e.cfg.Do(ctx, req)
+	}()
+	select {
+	case res = <-done:
+		return res, true
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(AbandonGrace)
+	defer t.Stop()
+	select {
+	case res = <-done:
+		return res, true
+	case <-t.C:
+		e.abandoned.Add(1)
+		return probe.Result{}, false
+	}
 }
 
 // dropUnfinished counts a request the engine cancelled before it finished

@@ -22,6 +22,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/infertop/infertop/crash"
+	"golang.org/x/net/http2"
 )
 
 // TTFTMode chooses which stream message ends TTFT.
@@ -183,10 +186,14 @@ func New(cfg Config) (*Client, error) {
 		MaxIdleConnsPerHost: cfg.MaxConns,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // compression would delay and batch stream chunks
-		ForceAttemptHTTP2:   true,
 	}
-	ftr := tr.Clone()
+	ftr := tr.Clone() // before HTTP/2 is set up: a clone would share tr's HTTP/2 connections
 	ftr.DisableKeepAlives = true
+	for _, t := range []*http.Transport{tr, ftr} {
+		if err := configureHTTP2(t); err != nil {
+			return nil, err
+		}
+	}
 	c := &Client{
 		cfg: cfg, proto: proto, tr: tr,
 		http:    &http.Client{Transport: tr, CheckRedirect: noRedirect},
@@ -290,6 +297,13 @@ func (t *timing) lostOnReuse() bool {
 	return t.reused && t.firstByte.IsZero()
 }
 
+// answered reports whether any byte of a response has come.
+func (t *timing) answered() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.firstByte.IsZero()
+}
+
 // fill copies the phases into res once the response headers are in. On a
 // reused connection there was no setup to time, whatever a background dial
 // reported.
@@ -319,8 +333,45 @@ func retryAfter(h string) time.Duration {
 	return 0
 }
 
-// Close releases idle connections.
-func (c *Client) Close() { c.tr.CloseIdleConnections() }
+// configureHTTP2 has t speak HTTP/2 through golang.org/x/net/http2
+// instead of the copy bundled in net/http. The bundled client (Go 1.26)
+// deadlocks for good on a WINDOW_UPDATE that overflows a stream's window:
+// processWindowUpdate holds the connection's mutex and abortStream takes
+// it again, and every goroutine of that connection, a cancelled request
+// or CloseIdleConnections too, then waits on it. x/net's resets the
+// stream (endStreamErrorLocked) and goes on. x/net marks its client
+// deprecated in favour of http.Transport.Protocols, which in Go 1.26 means
+// the bundled copy with the deadlock: until a Go release bundles the fix,
+// x/net's is the one that ends.
+func configureHTTP2(t *http.Transport) error {
+	//lint:ignore SA1019 the non-deprecated way is the bundled client that deadlocks (see above)
+	if _, err := http2.ConfigureTransports(t); err != nil {
+		return fmt.Errorf("http2: %w", err)
+	}
+	return nil
+}
+
+// closeWait bounds Close: releasing idle connections takes each
+// connection's lock, and a transport stuck on one (whatever the cause)
+// must not hold the end of a run, which has its reports to write.
+const closeWait = time.Second
+
+// Close releases idle connections, waiting closeWait at most for the
+// transport; past it the release goes on in the background.
+func (c *Client) Close() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer crash.Recover()
+		c.tr.CloseIdleConnections()
+	}()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
 
 // Config returns the client's configuration with the API key removed.
 func (c *Client) Config() Config {
@@ -425,8 +476,26 @@ func (c *Client) newRequest(rctx context.Context, tr *timing, body []byte) (*htt
 	// Built once (New), read only: neither http.Client nor the transport
 	// writes to a request's headers without copying them first.
 	hreq.Header = c.header
+	hreq.GetBody = func() (io.ReadCloser, error) {
+		if tr.answered() {
+			// A redirect, which noRedirect then refuses: its answer is
+			// the result.
+			return io.NopCloser(bytes.NewReader(body)), nil
+		}
+		return nil, errRefused
+	}
 	return hreq, nil
 }
+
+// errRefused is what a request's GetBody answers while no response has
+// come: the transport asks for the body only to send the request again by
+// itself. Over HTTP/2 it does so after a REFUSED_STREAM up to seven
+// times, and after a GOAWAY on a new connection without end, with nothing
+// to show for it (a server answering every request with GOAWAY received
+// 558 POSTs in 18 s for 2 counted). Refused here, the attempt fails with this error, and
+// mayRetry makes the one retry, counted, as on HTTP/1.1. GetBody left nil
+// would refuse too, but with an error known only by its text.
+var errRefused = errors.New("refused unprocessed: an HTTP/2 GOAWAY or REFUSED_STREAM, or a connection lost before the request was written")
 
 // mayRetry reports whether a failed attempt may be sent again: it failed
 // with a connection error on a reused connection before any byte of a
@@ -443,8 +512,19 @@ func (c *Client) newRequest(rctx context.Context, tr *timing, body []byte) (*htt
 // Never for a fresh connection (a server that hangs up on a new
 // connection is failing, and would fail again), a timeout, a cancelled
 // request, or once any response byte came (the server was answering).
+//
+// And for a request the transport wanted to send again by itself
+// (errRefused): HTTP/2 says the server processed none of it, on a reused
+// connection or a new one (a server at its stream limit refuses streams
+// on any). It is sent once more, like the others, on a new connection.
 func mayRetry(ctx, rctx context.Context, tr *timing, err error) bool {
-	if ctx.Err() != nil || rctx.Err() != nil || !tr.lostOnReuse() || classify(ctx, err, false) != Connection {
+	if ctx.Err() != nil || rctx.Err() != nil {
+		return false
+	}
+	if errors.Is(err, errRefused) {
+		return true
+	}
+	if !tr.lostOnReuse() || classify(ctx, err, false) != Connection {
 		return false
 	}
 	return staleConnError(err)

@@ -3,10 +3,13 @@ package probe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -129,6 +132,8 @@ func Detect(ctx context.Context, cfg Config, raw string) (Kind, string, error) {
 func (c *Client) get(ctx context.Context, u string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout+5*time.Second)
 	defer cancel()
+	ctx, bounded := boundAttempts(ctx, getAttempts)
+	defer bounded()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return 0, nil, err
@@ -136,6 +141,9 @@ func (c *Client) get(ctx context.Context, u string) (int, []byte, error) {
 	c.setHeaders(req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errReplayed) {
+			err = fmt.Errorf("GET %s: %w", RedactURL(u), cause)
+		}
 		return 0, nil, fmt.Errorf("%s", c.redact(err.Error()))
 	}
 	defer resp.Body.Close()
@@ -147,6 +155,36 @@ func (c *Client) get(ctx context.Context, u string) (int, []byte, error) {
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	return resp.StatusCode, body, err
+}
+
+// getAttempts is the most times one GET is written: the first and one
+// more, as a POST gets (see mayRetry).
+const getAttempts = 2
+
+// errReplayed ends a request the transport would write more often than
+// boundAttempts allows.
+var errReplayed = errors.New("the server refused it each time it was sent (an HTTP/2 GOAWAY or REFUSED_STREAM)")
+
+// boundAttempts returns ctx ended, with errReplayed as its cause, before
+// the transport can write a request under it more than n times. A GET has
+// no body to refuse (errRefused), so net/http and x/net send it again by
+// themselves after a GOAWAY, with no end: against a server answering
+// every request with GOAWAY, one server-description read opened 1,558
+// connections in 3 s, each with its GET. Every attempt asks for a
+// connection (GetConn) before it writes its headers (WroteHeaders): the
+// one asked for after n were written is refused.
+func boundAttempts(ctx context.Context, n int) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var written atomic.Int64
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn: func(string) {
+			if written.Load() >= int64(n) {
+				cancel(errReplayed)
+			}
+		},
+		WroteHeaders: func() { written.Add(1) },
+	})
+	return ctx, func() { cancel(nil) }
 }
 
 // Models asks the server which models it serves, in its own order: the

@@ -92,8 +92,9 @@ type Result struct {
 	// Proto is the HTTP version used ("HTTP/1.1", "HTTP/2.0").
 	Proto string
 	// Retried is true when the first attempt was lost on a reused
-	// connection before any byte of an answer (the server had closed it)
-	// and the request was sent again on a new connection. The times still
+	// connection before any byte of an answer (the server had closed it),
+	// or refused unprocessed (an HTTP/2 GOAWAY or REFUSED_STREAM), and
+	// the request was sent again, once, on a new connection. The times still
 	// run from the first attempt's Start; the connection phases and
 	// ConnReused are the second attempt's. The request succeeded or failed
 	// by the second attempt alone.

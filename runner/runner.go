@@ -445,16 +445,31 @@ func (r *Runner) ServerInfo(ctx context.Context) map[string]json.RawMessage {
 	}
 }
 
+// StopWait bounds Stop's wait for the runner's goroutines. The engine
+// gives up on a request stuck in its transport (load.AbandonGrace), but
+// the scraper and the server-description read call into HTTP transports
+// of their own, which can be stuck past any context too; a run's end must
+// still come, and with it the reports.
+const StopWait = 3 * load.AbandonGrace
+
 // Stop ends the load at once (what is in flight is cancelled), waits for
-// every goroutine the runner started, closes the requests log and stops
-// the exporter and the embedded sim. It may be called more than once; the
-// first call's error (the requests log's) is returned every time.
+// every goroutine the runner started (StopWait at most), closes the
+// requests log and stops the exporter and the embedded sim. It may be
+// called more than once; the first call's error (the requests log's) is
+// returned every time.
 func (r *Runner) Stop() error {
 	r.stopOnce.Do(func() {
 		if r.cancel != nil {
 			r.cancel()
 		}
-		r.wg.Wait()
+		if !waitFor(&r.wg, StopWait) {
+			fmt.Fprintf(r.cfg.Notes, "infertop: stopped after %v without waiting longer for a call stuck in an HTTP transport\n", StopWait)
+		}
+		if r.eng != nil {
+			if n := r.eng.Abandoned(); n > 0 {
+				fmt.Fprintf(r.cfg.Notes, "infertop: %d requests stuck in the HTTP transport were given up on (counted incomplete)\n", n)
+			}
+		}
 		if r.reqLog != nil {
 			r.stopErr = r.reqLog.Close()
 		}
@@ -465,4 +480,23 @@ func (r *Runner) Stop() error {
 		r.stopSim()
 	})
 	return r.stopErr
+}
+
+// waitFor waits for wg, d at most; false when d passed first (the waiting
+// goroutine is then left to end with wg).
+func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		defer crash.Recover()
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }

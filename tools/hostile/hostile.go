@@ -1,7 +1,8 @@
 // Package hostile is a set of deliberately hostile inference endpoints
 // for tests: each answers like an OpenAI-compatible server but puts
 // terminal escapes, bidi overrides or lies where a server's text or counts
-// go. They serve 127.0.0.1 only (httptest) and are bounded in time.
+// go, or (StartH2) misbehaves at the HTTP/2 frame level. They serve
+// 127.0.0.1 only (httptest) and are bounded in time.
 package hostile
 
 import (
