@@ -5,10 +5,19 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/infertop/infertop/probe"
 )
+
+// virtual runs f in a synctest bubble, as a subtest's function: its clock
+// is virtual, advancing only when every goroutine of the bubble waits (on
+// a timer, a channel, a sleep), so an engine with a request function that
+// keeps to the bubble runs its seconds at once and to the nanosecond.
+func virtual(f func(*testing.T)) func(*testing.T) {
+	return func(t *testing.T) { synctest.Test(t, f) }
+}
 
 // startFake runs an engine with cfg until the test ends.
 func startFake(t *testing.T, cfg Config) *Engine {
