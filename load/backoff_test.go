@@ -36,7 +36,13 @@ func startFake(t *testing.T, cfg Config) *Engine {
 	return e
 }
 
-func TestBackoffOnFailures(t *testing.T) {
+// TestBackoffOnFailures: workers failing every request back off (fewer
+// than 50 requests a second from four), and are back at full speed within
+// the longest back-off once the endpoint recovers. The seconds are a
+// synctest bubble's virtual time.
+func TestBackoffOnFailures(t *testing.T) { synctest.Test(t, testBackoffOnFailures) }
+
+func testBackoffOnFailures(t *testing.T) {
 	var calls atomic.Int64
 	var succeed atomic.Bool
 	do := func(ctx context.Context, _ probe.Request) probe.Result {
@@ -69,7 +75,11 @@ func TestBackoffOnFailures(t *testing.T) {
 	waitFor(t, e, time.Second, "no back-off", func(s Snapshot) bool { return s.BackingOff == 0 })
 }
 
-func TestBackoffHonoursRetryAfter(t *testing.T) {
+// TestBackoffHonoursRetryAfter: a 429 asking for 300 ms gets 300 ms, in a
+// synctest bubble's virtual time.
+func TestBackoffHonoursRetryAfter(t *testing.T) { synctest.Test(t, testBackoffHonoursRetryAfter) }
+
+func testBackoffHonoursRetryAfter(t *testing.T) {
 	var mu sync.Mutex
 	var at []time.Time
 	do := func(ctx context.Context, _ probe.Request) probe.Result {

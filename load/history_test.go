@@ -3,38 +3,61 @@ package load
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/probe"
 )
 
 // The whole-run record agrees with the totals: every completion and output
 // token in some second, and the run's encoded TTFT histogram decodes to
-// the run's count; it stays readable after Run is over.
-func TestHistory(t *testing.T) {
-	p, _ := sim.Preset("default")
-	r := startRig(t, p, Knobs{Concurrency: 4, PromptTokens: 64, OutputTokens: 8})
-	waitFor(t, r.eng, 20*time.Second, "2 s and requests", func(s Snapshot) bool { return s.Elapsed > 2200*time.Millisecond && s.TotalCompleted > 10 })
-	r.eng.Update(func(k *Knobs) { k.Concurrency = 2 }) // a second phase
+// the run's count; it stays readable after Run is over. Its seconds are a
+// synctest bubble's virtual time: the requests are streams of 8 tokens in
+// 40 ms (TTFT 10 ms), stamped on the bubble's clock.
+func TestHistory(t *testing.T) { synctest.Test(t, testHistory) }
+
+func testHistory(t *testing.T) {
+	do := func(ctx context.Context, _ probe.Request) probe.Result {
+		start := time.Now()
+		tm := time.NewTimer(40 * time.Millisecond)
+		defer tm.Stop()
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			return probe.Result{Class: probe.Canceled}
+		}
+		return streamResult(start, 10*time.Millisecond, 40*time.Millisecond, 8, 8)
+	}
+	eng, err := New(Config{Do: do, Knobs: Knobs{Concurrency: 4, PromptTokens: 64, OutputTokens: 8}, Tick: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); eng.Run(ctx) }()
+	stop := func() { cancel(); <-ran } // twice is fine
+	defer stop()
+	waitFor(t, eng, 20*time.Second, "2 s and requests", func(s Snapshot) bool { return s.Elapsed > 2200*time.Millisecond && s.TotalCompleted > 10 })
+	eng.Update(func(k *Knobs) { k.Concurrency = 2 }) // a second phase
 	time.Sleep(1200 * time.Millisecond)
-	r.eng.SetPaused(true)
-	waitFor(t, r.eng, 10*time.Second, "drain", func(s Snapshot) bool { return s.InFlight == 0 })
+	eng.SetPaused(true)
+	waitFor(t, eng, 10*time.Second, "drain", func(s Snapshot) bool { return s.InFlight == 0 })
 	time.Sleep(1100 * time.Millisecond) // the last second sealed
-	live, err := r.eng.History(context.Background())
+	live, err := eng.History(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(live.Seconds) < 3 {
 		t.Fatalf("%d seconds", len(live.Seconds))
 	}
-	r.stop()
-	h, err := r.eng.History(context.Background())
+	stop()
+	h, err := eng.History(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := r.eng.Latest()
+	s := eng.Latest()
 	var done, out int64
 	for i, sec := range h.Seconds {
 		if sec.Sec != int64(i) {

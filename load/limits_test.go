@@ -26,11 +26,13 @@ func fakeDo(d time.Duration) func(context.Context, probe.Request) probe.Result {
 	}
 }
 
-// runFor runs an engine with cfg until its run is done, or fails after
-// within.
+// runFor runs an engine with cfg (a tick of 20 ms unless it has one) until
+// its run is done, or fails after within.
 func runFor(t *testing.T, cfg Config, within time.Duration) Snapshot {
 	t.Helper()
-	cfg.Tick = 20 * time.Millisecond
+	if cfg.Tick == 0 {
+		cfg.Tick = 20 * time.Millisecond
+	}
 	e, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -42,15 +44,17 @@ func runFor(t *testing.T, cfg Config, within time.Duration) Snapshot {
 	return waitFor(t, e, within, "done", func(s Snapshot) bool { return s.Done })
 }
 
+// TestLimitsEndTheRun: each limit ends the run, and what was in flight is
+// counted; in synctest bubbles, so that the durations are virtual time.
 func TestLimitsEndTheRun(t *testing.T) {
 	k := Knobs{Concurrency: 4, PromptTokens: 8, OutputTokens: 4}
-	t.Run("requests", func(t *testing.T) {
+	t.Run("requests", virtual(func(t *testing.T) {
 		s := runFor(t, Config{Do: fakeDo(5 * time.Millisecond), Knobs: k, MaxRequests: 40}, 10*time.Second)
 		if s.DoneWhy != EndRequests || s.TotalCompleted != 40 || s.Incomplete != 0 || s.InFlight != 0 {
 			t.Fatalf("why %q, completed %d, incomplete %d, in flight %d; want %q, 40, 0, 0", s.DoneWhy, s.TotalCompleted, s.Incomplete, s.InFlight, EndRequests)
 		}
-	})
-	t.Run("duration stops the clock", func(t *testing.T) {
+	}))
+	t.Run("duration stops the clock", virtual(func(t *testing.T) {
 		cfg := Config{Do: fakeDo(5 * time.Millisecond), Knobs: k, Duration: 300 * time.Millisecond}
 		e, err := New(cfg)
 		if err != nil {
@@ -70,8 +74,8 @@ func TestLimitsEndTheRun(t *testing.T) {
 		if later.Elapsed != s.Elapsed || later.TotalCompleted != s.TotalCompleted || later.Run.Duration != s.Run.Duration {
 			t.Fatalf("after done: elapsed %v completed %d span %v; at done %v %d %v", later.Elapsed, later.TotalCompleted, later.Run.Duration, s.Elapsed, s.TotalCompleted, s.Run.Duration)
 		}
-	})
-	t.Run("drain runs out", func(t *testing.T) {
+	}))
+	t.Run("drain runs out", virtual(func(t *testing.T) {
 		s := runFor(t, Config{Do: fakeDo(-1), Knobs: k, Duration: 100 * time.Millisecond, Drain: 100 * time.Millisecond}, 10*time.Second)
 		if s.Incomplete != 4 || s.TotalCompleted+s.TotalFailed != 0 || s.InFlight != 0 {
 			t.Fatalf("incomplete %d, finished %d, in flight %d; want 4, 0, 0", s.Incomplete, s.TotalCompleted+s.TotalFailed, s.InFlight)
@@ -79,30 +83,30 @@ func TestLimitsEndTheRun(t *testing.T) {
 		if s.Run.Incomplete != 4 || s.Run.Sent() != 4 || s.Run.Pending != 0 {
 			t.Fatalf("run: incomplete %d, sent %d, pending %d", s.Run.Incomplete, s.Run.Sent(), s.Run.Pending)
 		}
-	})
-	t.Run("open loop", func(t *testing.T) {
+	}))
+	t.Run("open loop", virtual(func(t *testing.T) {
 		ok := k
 		ok.Mode, ok.Rate = OpenLoop, 200
 		s := runFor(t, Config{Do: fakeDo(5 * time.Millisecond), Knobs: ok, MaxRequests: 30}, 10*time.Second)
 		if s.TotalCompleted != 30 || s.DoneWhy != EndRequests || s.Scheduled != 30 || s.Run.Sent() != 30 {
 			t.Fatalf("completed %d why %q scheduled %d sent %d", s.TotalCompleted, s.DoneWhy, s.Scheduled, s.Run.Sent())
 		}
-	})
-	t.Run("backlog dropped at the end", func(t *testing.T) {
+	}))
+	t.Run("backlog dropped at the end", virtual(func(t *testing.T) {
 		ok := k
 		ok.Mode, ok.Rate = OpenLoop, 400
 		s := runFor(t, Config{Do: fakeDo(50 * time.Millisecond), Knobs: ok, MaxInFlight: 2, Duration: 300 * time.Millisecond}, 10*time.Second)
 		if s.Scheduled <= s.Run.Sent() || s.Run.Sent() != s.Run.Completed+s.Run.Failed+s.Run.Incomplete {
 			t.Fatalf("scheduled %d, sent %d = %d + %d + %d", s.Scheduled, s.Run.Sent(), s.Run.Completed, s.Run.Failed, s.Run.Incomplete)
 		}
-	})
-	t.Run("stages", func(t *testing.T) {
+	}))
+	t.Run("stages", virtual(func(t *testing.T) {
 		st := []Stage{{Concurrency: 2, Duration: 100 * time.Millisecond}, {Concurrency: 3, Duration: 100 * time.Millisecond}}
 		s := runFor(t, Config{Do: fakeDo(5 * time.Millisecond), Knobs: k, Stages: st, EndAfterStages: true}, 10*time.Second)
 		if s.DoneWhy != EndStages || len(s.Phases) != 2 {
 			t.Fatalf("why %q, %d phases", s.DoneWhy, len(s.Phases))
 		}
-	})
+	}))
 }
 
 func TestDefaultMaxInFlight(t *testing.T) {

@@ -7,7 +7,8 @@ import (
 
 // TestOldestInFlight: against an endpoint that never answers, the age of
 // the oldest request in flight grows with the run's time, in both loops,
-// and is zero once nothing is in flight.
+// and is zero once nothing is in flight. The run's time is a synctest
+// bubble's virtual time.
 func TestOldestInFlight(t *testing.T) {
 	closed := Knobs{Concurrency: 3, PromptTokens: 8, OutputTokens: 4}
 	open := closed
@@ -16,7 +17,7 @@ func TestOldestInFlight(t *testing.T) {
 		name  string
 		knobs Knobs
 	}{{"closed loop", closed}, {"open loop", open}} {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(tt.name, virtual(func(t *testing.T) {
 			e := startFake(t, Config{Do: fakeDo(-1), Knobs: tt.knobs, Duration: 600 * time.Millisecond, Drain: 100 * time.Millisecond})
 			a := waitFor(t, e, 2*time.Second, "a request in flight for 100 ms", func(s Snapshot) bool { return s.OldestInFlight >= 100*time.Millisecond })
 			// Every request hangs, so the oldest is the first: as old as the run.
@@ -31,6 +32,6 @@ func TestOldestInFlight(t *testing.T) {
 			if s.OldestInFlight != 0 || s.InFlight != 0 || s.Incomplete == 0 {
 				t.Fatalf("done: oldest %v, in flight %d, incomplete %d", s.OldestInFlight, s.InFlight, s.Incomplete)
 			}
-		})
+		}))
 	}
 }

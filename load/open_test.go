@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/infertop/infertop/probe"
@@ -193,8 +194,11 @@ func TestOpenLoopRate(t *testing.T) {
 
 // TestOpenLoopStall: with MaxInFlight reached, a server that stalls for a
 // second shows the stall in the intended-time latency of the arrivals that
-// waited in the backlog, and not in their actual-send latency.
-func TestOpenLoopStall(t *testing.T) {
+// waited in the backlog, and not in their actual-send latency. The
+// seconds are a synctest bubble's virtual time.
+func TestOpenLoopStall(t *testing.T) { synctest.Test(t, testOpenLoopStall) }
+
+func testOpenLoopStall(t *testing.T) {
 	var stallFrom time.Time
 	var smu sync.Mutex
 	do := func(ctx context.Context, _ probe.Request) probe.Result {

@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/infertop/infertop/probe"
@@ -51,7 +52,12 @@ func TestWarmup(t *testing.T) {
 	}
 }
 
-func TestStages(t *testing.T) {
+// TestStages: a walk of three stages makes three phases, each with its
+// stage's knobs and requests; its 900 ms are a synctest bubble's virtual
+// time.
+func TestStages(t *testing.T) { synctest.Test(t, testStages) }
+
+func testStages(t *testing.T) {
 	stages, err := ParseStages("concurrency=2,duration=300ms; concurrency=4,prompt=8,duration=300ms;rate=50,duration=300ms")
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/infertop/infertop/probe"
@@ -24,7 +25,10 @@ func streamResult(start time.Time, ttft, last time.Duration, messages, tokens in
 // half of them one token a message and half in batches the server counts
 // apart from the messages. The tokens land in the seconds they arrived in:
 // no empty second while the streams flow, and the series sums to the total.
-func TestTokensByArrival(t *testing.T) {
+// The 6 s are a synctest bubble's virtual time.
+func TestTokensByArrival(t *testing.T) { synctest.Test(t, testTokensByArrival) }
+
+func testTokensByArrival(t *testing.T) {
 	var n atomic.Int64
 	do := func(ctx context.Context, _ probe.Request) probe.Result {
 		start := time.Now()
@@ -43,7 +47,8 @@ func TestTokensByArrival(t *testing.T) {
 		}
 		return streamResult(start, 100*time.Millisecond, 2800*time.Millisecond, 40, 130)
 	}
-	s := runFor(t, Config{Do: do, Knobs: Knobs{Concurrency: 8, PromptTokens: 8, OutputTokens: 128}, MaxRequests: 16}, 20*time.Second)
+	// The default tick: snapshots, not the streams, cost real time here.
+	s := runFor(t, Config{Do: do, Knobs: Knobs{Concurrency: 8, PromptTokens: 8, OutputTokens: 128}, MaxRequests: 16, Tick: DefaultTick}, 20*time.Second)
 	if s.TotalCompleted != 16 || s.TotalOutTokens != 8*128+8*130 {
 		t.Fatalf("%d completed, %d tokens", s.TotalCompleted, s.TotalOutTokens)
 	}
