@@ -149,22 +149,27 @@ func TestEngineMatchesSim(t *testing.T) {
 }
 
 func TestConcurrencyFollows(t *testing.T) {
+	// The deadlines are for a busy machine: each wait ends at its event.
 	p, _ := sim.Preset("default")
 	r := startRig(t, p, Knobs{Concurrency: 4, PromptTokens: 16, OutputTokens: 64})
-	waitFor(t, r.eng, 2*time.Second, "4 in flight", func(s Snapshot) bool { return s.InFlight == 4 })
+	waitFor(t, r.eng, 10*time.Second, "4 in flight", func(s Snapshot) bool { return s.InFlight == 4 })
 	r.eng.SetConcurrency(12)
-	waitFor(t, r.eng, time.Second, "12 in flight", func(s Snapshot) bool { return s.InFlight == 12 && s.Knobs.Concurrency == 12 })
+	waitFor(t, r.eng, 10*time.Second, "12 in flight", func(s Snapshot) bool { return s.InFlight == 12 && s.Knobs.Concurrency == 12 })
 	r.eng.Update(func(k *Knobs) { k.Concurrency /= 6 })
-	waitFor(t, r.eng, 2*time.Second, "2 in flight", func(s Snapshot) bool { return s.InFlight == 2 })
+	waitFor(t, r.eng, 10*time.Second, "2 in flight", func(s Snapshot) bool { return s.InFlight == 2 })
 	r.eng.SetPaused(true)
-	waitFor(t, r.eng, 2*time.Second, "paused", func(s Snapshot) bool { return s.InFlight == 0 && s.Knobs.Paused })
-	n := r.eng.Latest().TotalCompleted
-	time.Sleep(200 * time.Millisecond)
-	if got := r.eng.Latest().TotalCompleted; got != n {
-		t.Fatalf("completed %d → %d while paused", n, got)
+	// Nothing in flight and nothing pending: a request leaves InFlight
+	// before the aggregator counts it, so InFlight alone left one to be
+	// counted after this snapshot (completed 12 → 13 "while paused").
+	p0 := waitFor(t, r.eng, 10*time.Second, "paused", func(s Snapshot) bool {
+		return s.InFlight == 0 && s.Run.Pending == 0 && s.Knobs.Paused
+	})
+	// Four more ticks (snapshots, 200 ms) start nothing.
+	if s := waitFor(t, r.eng, 10*time.Second, "four more snapshots", func(s Snapshot) bool { return s.Seq >= p0.Seq+4 }); s.TotalCompleted != p0.TotalCompleted || s.Run.Sent() != p0.Run.Sent() {
+		t.Fatalf("completed %d → %d, sent %d → %d while paused", p0.TotalCompleted, s.TotalCompleted, p0.Run.Sent(), s.Run.Sent())
 	}
 	r.eng.SetPaused(false)
-	waitFor(t, r.eng, time.Second, "resumed", func(s Snapshot) bool { return s.InFlight == 2 })
+	waitFor(t, r.eng, 10*time.Second, "resumed", func(s Snapshot) bool { return s.InFlight == 2 })
 }
 
 func TestPhasesFollowKnobs(t *testing.T) {
@@ -211,8 +216,9 @@ func TestSubscribers(t *testing.T) {
 			t.Fatal("cancelled subscription still open")
 		}
 	}
-	// b was never read: it holds exactly the newest snapshot.
-	time.Sleep(200 * time.Millisecond)
+	// b was never read: it holds exactly the newest snapshot, after four
+	// more were published.
+	waitFor(t, r.eng, 10*time.Second, "four more snapshots", func(s Snapshot) bool { return s.Seq >= last+4 })
 	s := <-b
 	if s.Seq < r.eng.Latest().Seq-1 {
 		t.Fatalf("stale snapshot %d, latest %d", s.Seq, r.eng.Latest().Seq)
@@ -280,10 +286,11 @@ func TestMaxRequestsGoodputAndRecords(t *testing.T) {
 		c.Goodput = Goodput{TTFT: time.Hour, E2E: time.Hour}
 		c.OnResult = func(rec Record) { records = append(records, rec) } // the aggregator's goroutine only
 	})
-	s := waitFor(t, r.eng, 10*time.Second, "30 requests", func(s Snapshot) bool { return s.TotalCompleted == 30 && s.InFlight == 0 })
-	time.Sleep(150 * time.Millisecond)
-	if s = r.eng.Latest(); s.TotalCompleted != 30 {
-		t.Fatalf("%d requests with a limit of 30", s.TotalCompleted)
+	// Done: the limit reached and every request started counted, so no
+	// more can come.
+	s := waitFor(t, r.eng, 10*time.Second, "the end of the run", func(s Snapshot) bool { return s.Done })
+	if s.TotalCompleted != 30 || s.DoneWhy != EndRequests {
+		t.Fatalf("%d requests with a limit of 30 (%s)", s.TotalCompleted, s.DoneWhy)
 	}
 	if s.Run.Completed != 30 || s.Run.Good != 30 || s.Run.Latency[E2E].Count != 30 || s.Run.GoodPerSec <= 0 {
 		t.Fatalf("run %+v", s.Run)

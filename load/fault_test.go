@@ -15,7 +15,9 @@ func faultRun(t *testing.T, f sim.Faults, timeout time.Duration, n int64) Snapsh
 	t.Helper()
 	p, _ := sim.Preset("fast")
 	p.Faults = f
-	r := startRigTimeout(t, p, Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 20}, timeout, func(c *Config) {
+	// All n at once: none waits out another's fault (a 429's Retry-After
+	// is a second, a stall is its pause).
+	r := startRigTimeout(t, p, Knobs{Concurrency: int(n), PromptTokens: 8, OutputTokens: 20}, timeout, func(c *Config) {
 		c.MaxRequests, c.Tick = n, 20*time.Millisecond
 	})
 	s := waitFor(t, r.eng, 20*time.Second, "every request", func(s Snapshot) bool { return s.TotalCompleted+s.TotalFailed >= n })
