@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
@@ -291,15 +292,17 @@ func TestManySessionsOneDropped(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// New frames keep coming to every other session (one a second).
+	// New frames keep coming to every other session (one a second): each
+	// gets one within the deadline (was: 2.5 s waited out, then looked).
 	before := make([]int, len(sessions))
 	for i, s := range sessions {
 		before[i] = len(s.out.String())
 	}
-	time.Sleep(2500 * time.Millisecond)
 	for i, s := range sessions {
-		if i != 7 && len(s.out.String()) == before[i] {
-			t.Fatalf("session %d stopped receiving frames", i)
+		for deadline := time.Now().Add(10 * time.Second); i != 7 && len(s.out.String()) == before[i]; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("session %d stopped receiving frames", i)
+			}
 		}
 	}
 	if s := r.eng.Latest(); s.InFlight == 0 || s.TotalCompleted == 0 {
@@ -413,7 +416,13 @@ func TestWindowClamped(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitFor(t, "Latency")
-	time.Sleep(300 * time.Millisecond) // a few frames
+	// A whole frame: each starts at the cursor's home, so the first is
+	// whole once the second begins.
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(s.out.String(), "\x1b[H") < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no whole frame in %d bytes", len(s.out.String()))
+		}
+	}
 	if c, rows := frameSize(s.out.String()); c != MaxColumns || rows != MaxRows {
 		t.Fatalf("a 10000×10000 PTY drew %d×%d, want %d×%d", c, rows, MaxColumns, MaxRows)
 	}
@@ -435,20 +444,40 @@ func TestWindowClamped(t *testing.T) {
 	if err := s.sess.WindowChange(40, 120); err != nil { // and a small one is kept as it is
 		t.Fatal(err)
 	}
-	// Frames drawn before the change may still be on their way: read
-	// what came after it had time to land, at its full size.
+	// Frames drawn before the change may still be on their way: wait for
+	// the repaint (a whole frame with the latency panel) at 120×40, and
+	// every whole frame after it no larger.
+	n = len(s.out.String())
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		time.Sleep(300 * time.Millisecond)
-		n = len(s.out.String())
-		time.Sleep(300 * time.Millisecond)
-		if c, rows := frameSize(s.out.String()[n:]); c > 0 && c <= 120 && rows <= 40 {
+		if c, rows, ok := smallSince(s.out.String()[n:], 120, 40); ok {
 			break
-		}
-		if time.Now().After(deadline) {
-			c, rows := frameSize(s.out.String()[n:])
+		} else if time.Now().After(deadline) {
 			t.Fatalf("a 120×40 window drew %d×%d", c, rows)
 		}
 	}
+}
+
+// smallSince looks at the whole frames of out (each from one cursor-home
+// to the next) for a repaint (one with the latency panel) within
+// cols×rows, followed only by frames within it; it returns the size of
+// the last frame that was not, when there is no such repaint.
+func smallSince(out string, cols, rows int) (c, r int, ok bool) {
+	parts := strings.Split(out, "\x1b[H")
+	if len(parts) < 3 {
+		return 0, 0, false
+	}
+	repainted := false
+	for _, f := range parts[1 : len(parts)-1] { // the whole frames
+		fc, fr := frameSize(f)
+		if fc > cols || fr > rows {
+			c, r, repainted = fc, fr, false
+			continue
+		}
+		if strings.Contains(ansi.Strip(f), "Latency") {
+			repainted = true
+		}
+	}
+	return c, r, repainted
 }
 
 // banner opens a TCP connection from the address local that sends the
@@ -550,7 +579,10 @@ func TestHostKeyModeWarned(t *testing.T) {
 
 // TestLogBounded: past LogLinesPerSecond in a second the lines are counted,
 // and the count is written when the second is over, with nothing after.
-func TestLogBounded(t *testing.T) {
+// The second is a synctest bubble's virtual time.
+func TestLogBounded(t *testing.T) { synctest.Test(t, testLogBounded) }
+
+func testLogBounded(t *testing.T) {
 	var log syncBuffer
 	s := &Server{cfg: Config{Log: &log}}
 	for i := range 3 * LogLinesPerSecond {
