@@ -86,21 +86,20 @@ func heapWatch(fn func()) (peak, after uint64) {
 	return grew(top.Load()), grew(ms.HeapAlloc)
 }
 
-// hammerTwo sends requests from two workers for about d, every one of which
+// hammerTwo sends n requests from each of two workers, every one of which
 // must end within perRequest; it returns every result.
-func hammerTwo(t *testing.T, c *Client, req Request, d, perRequest time.Duration) []Result {
+func hammerTwo(t *testing.T, c *Client, req Request, n int, perRequest time.Duration) []Result {
 	t.Helper()
 	var (
 		mu  sync.Mutex
 		all []Result
 		wg  sync.WaitGroup
 	)
-	end := time.Now().Add(d)
 	for range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for time.Now().Before(end) {
+			for range n {
 				t0 := time.Now()
 				res := c.Do(context.Background(), req)
 				if took := time.Since(t0); took > perRequest {
@@ -131,16 +130,20 @@ func TestHostileStreamsBounded(t *testing.T) {
 		api                     Kind
 		maxTokens               int
 		want                    string // in Err
+		// each is the requests each of the two workers sends: two (the
+		// second on a pooled state the first gave back), one where one
+		// stream alone takes seconds under -race (2 M lines to the cap).
+		each int
 	}{
 		// One event made of endless data lines and no blank line: each
 		// line is short, so only the event cap can stop it.
-		{"endless data lines", "text/event-stream", "", "data: x\n", OpenAIChat, 256, "cap on one event's data"},
+		{"endless data lines", "text/event-stream", "", "data: x\n", OpenAIChat, 256, "cap on one event's data", 1},
 		// One line that never ends.
-		{"endless line", "text/event-stream", "data: ", "xxxxxxxx", OpenAIChat, 256, "cap on one line"},
+		{"endless line", "text/event-stream", "data: ", "xxxxxxxx", OpenAIChat, 256, "cap on one line", 2},
 		// Endless well-formed content events and never [DONE]: each takes
 		// a slot of Result.Chunks, so only the message cap stops it.
-		{"endless tiny events", "text/event-stream", "", "data: " + chunk + "\n\n", OpenAIChat, 4096, "cap on one request's messages, 4×max_tokens 4096 + 64"},
-		{"endless ndjson lines", "application/x-ndjson", "", `{"message":{"content":"x"},"done":false}` + "\n", Ollama, 4096, "cap on one request's messages"},
+		{"endless tiny events", "text/event-stream", "", "data: " + chunk + "\n\n", OpenAIChat, 4096, "cap on one request's messages, 4×max_tokens 4096 + 64", 2},
+		{"endless ndjson lines", "application/x-ndjson", "", `{"message":{"content":"x"},"done":false}` + "\n", Ollama, 4096, "cap on one request's messages", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,7 +155,9 @@ func TestHostileStreamsBounded(t *testing.T) {
 			defer c.Close()
 			var results []Result
 			peak, after := heapWatch(func() {
-				results = hammerTwo(t, c, Request{Prompt: "x", MaxTokens: tt.maxTokens}, 2*time.Second, 30*time.Second) // bounded, not fast: 16 MiB of tiny lines under -race on a busy machine took 10.8 s
+				// A count, not a time: it was 2 s of requests, 2 to 62 of
+				// them (2 where one stream alone took 4 s).
+				results = hammerTwo(t, c, Request{Prompt: "x", MaxTokens: tt.maxTokens}, tt.each, 30*time.Second) // bounded, not fast: 16 MiB of tiny lines under -race on a busy machine took 10.8 s
 			})
 			c.Close()
 			for _, res := range results {
