@@ -80,6 +80,10 @@ type Config struct {
 	// backend that served it, from a response header or a field of its
 	// messages.
 	SplitBy SplitBy
+	// DrainWait bounds the wait for what a server sends after its answer
+	// (default DefaultDrainWait); a test of a server that holds the
+	// stream open sets it short instead of waiting a second.
+	DrainWait time.Duration
 }
 
 // Request is what varies from one request to the next: a prompt, or a
@@ -151,6 +155,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.DrainWait == 0 {
+		cfg.DrainWait = DefaultDrainWait
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
@@ -433,7 +440,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		res.E2E = time.Since(res.Start)
 		res.Class, res.Err = HTTP3xx, c.redirectErr(resp)
-		drain(resp.Body, cancel)
+		c.drain(resp.Body, cancel)
 		return res
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -442,7 +449,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		res.Class = statusClass(resp.StatusCode)
 		res.Err = c.redact(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorText(excerpt)))
 		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
-		drain(resp.Body, cancel)
+		c.drain(resp.Body, cancel)
 		return res
 	}
 	fr := c.proto.framing()
@@ -462,7 +469,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		c.finishTokens(&res, req, u)
 	}
 	if res.Class == OK {
-		drain(resp.Body, cancel)
+		c.drain(resp.Body, cancel)
 	}
 	return res
 }
@@ -543,22 +550,19 @@ func staleConnError(err error) bool {
 	return strings.Contains(err.Error(), "server closed idle connection")
 }
 
-// drainWait and drainMax bound drain: a server that keeps a stream open
-// after its answer, or sends more than a little after it, loses the
+// drainMax and Config.DrainWait bound drain: a server that keeps a stream
+// open after its answer, or sends more than a little after it, loses the
 // connection instead of holding a worker.
-const (
-	drainWait = time.Second
-	drainMax  = 64 << 10
-)
+const drainMax = 64 << 10
 
 // drain reads what is left of a response after its answer (the chunked
 // encoding's last chunk, usually on its way) so the connection goes back
 // to the pool: closed unread, it would be dropped, and the next request
 // would pay a new TCP (and TLS) handshake inside its TTFT. Against the sim
 // a third of the connections were being dropped that way. cancel ends the
-// request's context, which stops a read that waits past drainWait.
-func drain(body io.Reader, cancel context.CancelFunc) {
-	t := time.AfterFunc(drainWait, cancel)
+// request's context, which stops a read that waits past the drain wait.
+func (c *Client) drain(body io.Reader, cancel context.CancelFunc) {
+	t := time.AfterFunc(c.cfg.DrainWait, cancel)
 	io.Copy(io.Discard, io.LimitReader(body, drainMax))
 	t.Stop()
 }

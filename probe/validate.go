@@ -28,6 +28,7 @@ const (
 	SettingTTFT           = "TTFT mode"             // Config.TTFT
 	SettingTimeout        = "request timeout"       // Config.Timeout
 	SettingConnectTimeout = "connect timeout"       // Config.ConnectTimeout
+	SettingDrainWait      = "drain wait"            // Config.DrainWait
 	SettingMaxConns       = "connection pool"       // Config.MaxConns
 	SettingCACert         = "CA certificates"       // Config.CACert
 	SettingMaxTokensField = "output-limit field"    // Config.Body.MaxTokensField
@@ -42,9 +43,10 @@ var ErrUndetected = errors.New("cannot tell which API the server speaks")
 
 // Validate reports the first setting of c the client cannot use, as a
 // *SettingError. Zero keeps meaning the default (DefaultTimeout,
-// DefaultConnectTimeout, max_tokens, openai-chat, ...); a negative time or
-// a value the protocols do not know is refused rather than replaced. The
-// URL is New's to check: a caller may validate before it has one.
+// DefaultConnectTimeout, DefaultDrainWait, max_tokens, openai-chat, ...);
+// a negative time or a value the protocols do not know is refused rather
+// than replaced. The URL is New's to check: a caller may validate before
+// it has one.
 func (c Config) Validate() error {
 	switch {
 	case c.API != "" && !slices.Contains(Kinds(), c.API):
@@ -55,6 +57,8 @@ func (c Config) Validate() error {
 		return &SettingError{SettingTimeout, fmt.Errorf("%v is negative", c.Timeout)}
 	case c.ConnectTimeout < 0:
 		return &SettingError{SettingConnectTimeout, fmt.Errorf("%v is negative", c.ConnectTimeout)}
+	case c.DrainWait < 0:
+		return &SettingError{SettingDrainWait, fmt.Errorf("%v is negative", c.DrainWait)}
 	case c.MaxConns < 0:
 		return &SettingError{SettingMaxConns, fmt.Errorf("%d connections is negative", c.MaxConns)}
 	}

@@ -21,6 +21,7 @@ func TestValidate(t *testing.T) {
 		{"unknown TTFT mode", Config{TTFT: 9}, SettingTTFT, "9 is neither"},
 		{"negative timeout", Config{Timeout: -time.Second}, SettingTimeout, "-1s is negative"},
 		{"negative connect timeout", Config{ConnectTimeout: -time.Second}, SettingConnectTimeout, "-1s is negative"},
+		{"negative drain wait", Config{DrainWait: -time.Second}, SettingDrainWait, "-1s is negative"},
 		{"negative pool", Config{MaxConns: -1}, SettingMaxConns, "-1 connections is negative"},
 		{"odd output-limit field", Config{Body: BodyOptions{MaxTokensField: "n"}}, SettingMaxTokensField, `"n" is neither max_tokens nor max_completion_tokens`},
 		{"odd stream", Config{API: Generic, Generic: GenericOptions{Stream: "xml"}}, SettingStreamFormat, `"xml" is not none, sse or ndjson`},
