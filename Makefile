@@ -1,7 +1,10 @@
 # The test suite: everything with the race detector, one package at a time
 # (the timing tests of load and sim share two cores badly), then the
 # client-versus-server accuracy test again without it, against its 2 ms / 5 %
-# bounds (the race detector's slowdown of both HTTP stacks is larger).
+# bounds (the race detector's slowdown of both HTTP stacks is larger), and
+# the bench's memory test (the detector's shadow memory would be most of
+# the resident memory it judges), one after the other so that neither
+# disturbs the other.
 # -p 1 serializes the builds too, so a first pass that runs no test builds
 # everything on every core. go test runs vet's high-confidence checks
 # itself; the full vet is in lint (a separate vet compiles every dependency
@@ -14,7 +17,7 @@
 test:
 	go test -race -count=1 -run '^$$' ./... >/dev/null
 	go test -race -count=1 -p 1 ./...
-	go test -count=1 -run 'TestEngineMatchesSim' ./load
+	go test -count=1 -p 1 -run 'TestEngineMatchesSim|TestMemoryFlat' ./load ./tools/bench
 	go test -count=1 -run 'FalsePositives' ./compare
 
 # The endurance test in a stage of its own (.ci/run runs it after make

@@ -1,0 +1,6 @@
+//go:build !race
+
+package main
+
+// raceDetector is true in a -race build.
+const raceDetector = false
