@@ -131,42 +131,47 @@ func TestCompareFits(t *testing.T) {
 		return b, c
 	}
 	closed := func() (load.Snapshot, load.Snapshot) { return fixedSnapshot(), canarySnapshot() }
+	// A subtest a size and loop, in parallel: the 30 views are pure CPU
+	// (3 s under -race one after another), and independent.
 	for _, size := range [][2]int{{80, 24}, {100, 30}, {120, 40}, {160, 48}, {240, 70}} {
 		for name, snaps := range map[string]func() (load.Snapshot, load.Snapshot){"closed": closed, "open": open} {
-			for _, v := range []struct {
-				cmp  compare.Comparison
-				ok   bool
-				want string
-			}{
-				{fixedComparison(), false, "comparing"},
-				{fixedComparison(), true, "canary slower: TTFT p99 +38%"},
-				{thinComparison(), true, "no difference found yet (not enough data"}, // the longest line: two at 80 columns
-			} {
-				judged := v.ok
-				b, c := snaps()
-				m := newCompareModel(t, v.cmp, v.ok)
-				m = press[tea.Msg](m, tea.WindowSizeMsg{Width: size[0], Height: size[1]}, SnapshotMsg(b), CanarySnapshotMsg(c))
-				view := m.View()
-				checkSize(t, view, size[0], size[1])
-				lines := strings.Split(view, "\n")
-				if !strings.HasPrefix(lines[2], v.want) {
-					t.Errorf("%v %s judged %v: line 3 is %q, want the verdict %q", size, name, judged, lines[2], v.want)
-				}
-				for _, l := range lines[2:4] {
-					if strings.HasSuffix(strings.TrimSpace(l), "…") {
-						t.Errorf("%v %s: the verdict is cut: %q", size, name, l)
+			t.Run(fmt.Sprintf("%dx%d %s", size[0], size[1], name), func(t *testing.T) {
+				t.Parallel()
+				for _, v := range []struct {
+					cmp  compare.Comparison
+					ok   bool
+					want string
+				}{
+					{fixedComparison(), false, "comparing"},
+					{fixedComparison(), true, "canary slower: TTFT p99 +38%"},
+					{thinComparison(), true, "no difference found yet (not enough data"}, // the longest line: two at 80 columns
+				} {
+					judged := v.ok
+					b, c := snaps()
+					m := newCompareModel(t, v.cmp, v.ok)
+					m = press[tea.Msg](m, tea.WindowSizeMsg{Width: size[0], Height: size[1]}, SnapshotMsg(b), CanarySnapshotMsg(c))
+					view := m.View()
+					checkSize(t, view, size[0], size[1])
+					lines := strings.Split(view, "\n")
+					if !strings.HasPrefix(lines[2], v.want) {
+						t.Errorf("%v %s judged %v: line 3 is %q, want the verdict %q", size, name, judged, lines[2], v.want)
+					}
+					for _, l := range lines[2:4] {
+						if strings.HasSuffix(strings.TrimSpace(l), "…") {
+							t.Errorf("%v %s: the verdict is cut: %q", size, name, l)
+						}
+					}
+					for _, w := range []string{"Δ", "canary", "Latency", "Throughput", "Errors", "In flight"} {
+						if !strings.Contains(view, w) {
+							t.Errorf("%v %s judged %v: no %q on screen:\n%s", size, name, judged, w, view)
+						}
+					}
+					// The tail's difference and both sides of it, always.
+					if d := relDelta(float64(b.Latency[load.TTFT].P99), float64(c.Latency[load.TTFT].P99)); name == "closed" && !strings.Contains(view, d) {
+						t.Errorf("%v: no TTFT p99 difference %s:\n%s", size, d, view)
 					}
 				}
-				for _, w := range []string{"Δ", "canary", "Latency", "Throughput", "Errors", "In flight"} {
-					if !strings.Contains(view, w) {
-						t.Errorf("%v %s judged %v: no %q on screen:\n%s", size, name, judged, w, view)
-					}
-				}
-				// The tail's difference and both sides of it, always.
-				if d := relDelta(float64(b.Latency[load.TTFT].P99), float64(c.Latency[load.TTFT].P99)); name == "closed" && !strings.Contains(view, d) {
-					t.Errorf("%v: no TTFT p99 difference %s:\n%s", size, d, view)
-				}
-			}
+			})
 		}
 	}
 }

@@ -126,51 +126,56 @@ func TestSplitGolden(t *testing.T) {
 // the load's own panels.
 func TestSplitFits(t *testing.T) {
 	none := compare.Grouping{By: "header:X-Backend", Ungrouped: 40}
+	// A subtest a size and loop, in parallel: the 100 views are pure CPU
+	// (9 s under -race one after another), and independent.
 	for _, size := range [][2]int{{80, 24}, {100, 30}, {120, 40}, {160, 48}, {240, 70}} {
 		for _, snap := range []load.Snapshot{fixedSnapshot(), openSnapshot()} {
-			for _, server := range []*telemetry.View{nil, serverView()} {
-				for _, v := range []struct {
-					name   string
-					g      compare.Grouping
-					ok     bool
-					want   string   // line 3's start
-					groups []string // on screen, a row each
-				}{
-					{"first", fixedGrouping(), false, "splitting by the backend: the first verdict comes within a second", nil},
-					{"none", none, true, "no group seen yet (40 requests without the header X-Backend)", nil},
-					{"waiting", waitingGrouping(), true, "waiting for the baseline group 1 (old)", []string{" 1 old (baseline) ", " 2 new "}},
-					{"two", twoGroups(), true, "group 2 (new) slower: TTFT p99 +38%", []string{" 1 old (baseline) ", " 2 new "}},
-					{"five", fixedGrouping(), true, "group 2 (new) slower: TTFT p99 +38%", []string{" 1 old (b", " 2 new ", ` 3 fp_3c9a\x1b]0`, "   other groups "}},
-				} {
-					m := newSplitModel(t, v.g, v.ok, server)
-					m = press[tea.Msg](m, tea.WindowSizeMsg{Width: size[0], Height: size[1]}, SnapshotMsg(snap))
-					view := m.View()
-					what := fmt.Sprintf("%v %s server %v", size, v.name, server != nil)
-					checkSize(t, view, size[0], size[1])
-					lines := strings.Split(view, "\n")
-					if !strings.HasPrefix(lines[2], v.want) {
-						t.Errorf("%s: line 3 is %q, want the verdict %q", what, lines[2], v.want)
-					}
-					if strings.Contains(view, "\x1b") {
-						t.Errorf("%s: an escape reached the screen", what)
-					}
-					for _, g := range v.groups {
-						if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, g) }) {
-							t.Errorf("%s: no row %q:\n%s", what, g, view)
+			t.Run(fmt.Sprintf("%dx%d %s", size[0], size[1], snap.Knobs.Mode), func(t *testing.T) {
+				t.Parallel()
+				for _, server := range []*telemetry.View{nil, serverView()} {
+					for _, v := range []struct {
+						name   string
+						g      compare.Grouping
+						ok     bool
+						want   string   // line 3's start
+						groups []string // on screen, a row each
+					}{
+						{"first", fixedGrouping(), false, "splitting by the backend: the first verdict comes within a second", nil},
+						{"none", none, true, "no group seen yet (40 requests without the header X-Backend)", nil},
+						{"waiting", waitingGrouping(), true, "waiting for the baseline group 1 (old)", []string{" 1 old (baseline) ", " 2 new "}},
+						{"two", twoGroups(), true, "group 2 (new) slower: TTFT p99 +38%", []string{" 1 old (baseline) ", " 2 new "}},
+						{"five", fixedGrouping(), true, "group 2 (new) slower: TTFT p99 +38%", []string{" 1 old (b", " 2 new ", ` 3 fp_3c9a\x1b]0`, "   other groups "}},
+					} {
+						m := newSplitModel(t, v.g, v.ok, server)
+						m = press[tea.Msg](m, tea.WindowSizeMsg{Width: size[0], Height: size[1]}, SnapshotMsg(snap))
+						view := m.View()
+						what := fmt.Sprintf("%v %s server %v", size, v.name, server != nil)
+						checkSize(t, view, size[0], size[1])
+						lines := strings.Split(view, "\n")
+						if !strings.HasPrefix(lines[2], v.want) {
+							t.Errorf("%s: line 3 is %q, want the verdict %q", what, lines[2], v.want)
 						}
-					}
-					if v.name == "two" || v.name == "five" {
-						if !strings.Contains(view, "+38%") {
-							t.Errorf("%s: no TTFT p99 difference:\n%s", what, view)
+						if strings.Contains(view, "\x1b") {
+							t.Errorf("%s: an escape reached the screen", what)
 						}
-					}
-					for _, w := range []string{"Groups", "Latency", "Throughput", "Errors", "In flight"} {
-						if !strings.Contains(view, w) {
-							t.Errorf("%s: no %q on screen:\n%s", what, w, view)
+						for _, g := range v.groups {
+							if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, g) }) {
+								t.Errorf("%s: no row %q:\n%s", what, g, view)
+							}
+						}
+						if v.name == "two" || v.name == "five" {
+							if !strings.Contains(view, "+38%") {
+								t.Errorf("%s: no TTFT p99 difference:\n%s", what, view)
+							}
+						}
+						for _, w := range []string{"Groups", "Latency", "Throughput", "Errors", "In flight"} {
+							if !strings.Contains(view, w) {
+								t.Errorf("%s: no %q on screen:\n%s", what, w, view)
+							}
 						}
 					}
 				}
-			}
+			})
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -474,8 +475,12 @@ func TestLimitsInHeader(t *testing.T) {
 
 // TestDoneClockStops: once the run is done the clock is the snapshot's,
 // whatever the time and however often the screen is drawn again; and the
-// engine stopping after that does not hide why the run ended.
-func TestDoneClockStops(t *testing.T) {
+// engine stopping after that does not hide why the run ended. The second
+// that passes is a synctest bubble's: the wall clock the model would read
+// moves by it all the same.
+func TestDoneClockStops(t *testing.T) { synctest.Test(t, testDoneClockStops) }
+
+func testDoneClockStops(t *testing.T) {
 	s := fixedSnapshot()
 	s.Done, s.DoneWhy = true, load.EndRequests
 	m := newTestModel(t, nil)
