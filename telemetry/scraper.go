@@ -29,7 +29,14 @@ type Config struct {
 	Every time.Duration
 	// Headers go with every scrape (an API key, a proxy's header).
 	Headers http.Header
+	// Client sends the scrapes (nil: one of DefaultScrapeTimeout). A test
+	// passes one that answers in-process, so that the scraper can run in
+	// a synctest bubble, whose clock waits for no network.
+	Client *http.Client
 }
+
+// DefaultScrapeTimeout bounds one scrape when Config.Client is nil.
+const DefaultScrapeTimeout = 3 * time.Second
 
 // source is one scraped target's state.
 type source struct {
@@ -72,7 +79,10 @@ func NewScraper(cfg Config) *Scraper {
 	if cfg.Every <= 0 {
 		cfg.Every = DefaultEvery
 	}
-	s := &Scraper{cfg: cfg, client: &http.Client{Timeout: 3 * time.Second}}
+	s := &Scraper{cfg: cfg, client: cfg.Client}
+	if s.client == nil {
+		s.client = &http.Client{Timeout: DefaultScrapeTimeout}
+	}
 	if cfg.GPULocal {
 		s.gpuFrom = "nvidia-smi"
 	} else if cfg.GPUURL != "" {

@@ -8,15 +8,36 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
-func TestScraper(t *testing.T) {
+// inProcess is a client whose requests h answers in-process: no socket,
+// so a synctest bubble's clock can advance while the scraper runs.
+func inProcess(h http.Handler) *http.Client {
+	return &http.Client{Transport: roundTrip(func(req *http.Request) (*http.Response, error) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Result(), nil
+	})}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestScraper: a server's page and a DCGM exporter's read every 100 ms;
+// then both fail, and the view goes stale while the scraper backs off.
+// Its seconds are a synctest bubble's virtual time, the targets answered
+// in-process.
+func TestScraper(t *testing.T) { synctest.Test(t, testScraper) }
+
+func testScraper(t *testing.T) {
 	page, _ := os.ReadFile("testdata/sglang.txt")
 	var fail atomic.Bool
 	var hits atomic.Int64
 	var mj atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		if fail.Load() {
 			http.Error(w, "down", http.StatusServiceUnavailable)
@@ -28,9 +49,8 @@ func TestScraper(t *testing.T) {
 			return
 		}
 		w.Write(page)
-	}))
-	defer srv.Close()
-	s := NewScraper(Config{ServerURL: srv.URL + "/metrics", GPUURL: srv.URL + "/dcgm", Every: 100 * time.Millisecond})
+	})
+	s := NewScraper(Config{ServerURL: "http://endpoint/metrics", GPUURL: "http://endpoint/dcgm", Every: 100 * time.Millisecond, Client: inProcess(h)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
@@ -75,10 +95,13 @@ func TestScraper(t *testing.T) {
 	}
 }
 
-func TestQuietServerDropped(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	defer srv.Close()
-	s := NewScraper(Config{ServerURL: srv.URL + "/metrics", Quiet: true, Every: 50 * time.Millisecond})
+// TestQuietServerDropped: a guessed /metrics that answers 404 shows
+// nothing, however many scrapes pass (six, in a synctest bubble's
+// virtual 300 ms).
+func TestQuietServerDropped(t *testing.T) { synctest.Test(t, testQuietServerDropped) }
+
+func testQuietServerDropped(t *testing.T) {
+	s := NewScraper(Config{ServerURL: "http://endpoint/metrics", Quiet: true, Every: 50 * time.Millisecond, Client: inProcess(http.NotFoundHandler())})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
