@@ -53,6 +53,7 @@ const (
 	SettingRequestsLog = "requests log"    // the requests log cannot be written
 	SettingScrapeEvery = "scrape interval" // Telemetry.Every is too short
 	SettingGPUs        = "GPU metrics"     // the GPUs are to be read two ways at once
+	SettingInfoTimeout = "info timeout"    // InfoTimeout is negative
 )
 
 // ErrNoModels is the error of a server that lists no models.
@@ -95,6 +96,10 @@ type Config struct {
 	// Exporter, if set, is fed instead of one served at MetricsAddr: the
 	// caller serves it (a comparison serves both sides on one address).
 	Exporter *exporter.Exporter
+	// InfoTimeout bounds the read of the server's description (0:
+	// InfoTimeout, the constant); a test of a server that never answers
+	// sets it short instead of waiting it out.
+	InfoTimeout time.Duration
 }
 
 // Telemetry says where the server's and the GPUs' metrics come from.
@@ -138,7 +143,7 @@ type Runner struct {
 	stopErr  error
 
 	// The server's description, read once in the background at the start
-	// (bounded by InfoTimeout), so that neither the run nor a save waits
+	// (bounded by Config.InfoTimeout), so that neither the run nor a save waits
 	// on a slow /v1/models: infoDone is closed once info is set.
 	info     map[string]json.RawMessage
 	infoDone chan struct{}
@@ -148,7 +153,7 @@ type Runner struct {
 const StartTimeout = 15 * time.Second
 
 // InfoTimeout bounds the read of the server's description (model list,
-// version) for the reports.
+// version) for the reports, unless Config.InfoTimeout says otherwise.
 const InfoTimeout = 3 * time.Second
 
 // go runs f in a goroutine the runner owns, under the crash guard.
@@ -172,6 +177,9 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	}
 	if cfg.Notes == nil {
 		cfg.Notes = io.Discard
+	}
+	if cfg.InfoTimeout == 0 {
+		cfg.InfoTimeout = InfoTimeout
 	}
 	r := &Runner{cfg: cfg, rawURL: cfg.URL, stopSim: func() {}, stopX: func() {}, infoDone: make(chan struct{})}
 	defer func() {
@@ -227,7 +235,7 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	r.spawn(func() { r.eng.Run(engCtx) })
 	r.spawn(func() {
 		defer close(r.infoDone)
-		ictx, cancel := context.WithTimeout(engCtx, InfoTimeout)
+		ictx, cancel := context.WithTimeout(engCtx, r.cfg.InfoTimeout)
 		defer cancel()
 		r.info = r.client.ServerInfo(ictx, r.rawURL)
 	})

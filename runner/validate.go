@@ -51,6 +51,8 @@ func (c Config) Validate() error {
 		return &SettingError{SettingScrapeEvery, fmt.Errorf("%v is under the least, %v", t.Every, MinScrapeEvery)}
 	case t.GPULocal && t.GPUMetrics != "":
 		return &SettingError{SettingGPUs, errors.New("read this machine's GPUs or a DCGM exporter's, not both")}
+	case c.InfoTimeout < 0:
+		return &SettingError{SettingInfoTimeout, fmt.Errorf("%v is negative", c.InfoTimeout)}
 	}
 	return nil
 }

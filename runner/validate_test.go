@@ -39,6 +39,7 @@ func TestValidate(t *testing.T) {
 		{"no slots", func(c *Config) { c.Sim.Slots = 0 }, is(&se, func() string { return se.Param }, sim.ParamSlots)},
 		{"scrape too fast", func(c *Config) { c.Telemetry.Every = time.Millisecond }, is(&re, func() string { return re.Setting }, SettingScrapeEvery)},
 		{"negative scrape", func(c *Config) { c.Telemetry.Every = -time.Second }, is(&re, func() string { return re.Setting }, SettingScrapeEvery)},
+		{"negative info timeout", func(c *Config) { c.InfoTimeout = -time.Second }, is(&re, func() string { return re.Setting }, SettingInfoTimeout)},
 		{"GPUs two ways", func(c *Config) { c.Telemetry.GPULocal, c.Telemetry.GPUMetrics = true, "http://127.0.0.1:1/metrics" }, is(&re, func() string { return re.Setting }, SettingGPUs)},
 	}
 	for _, tt := range tests {
