@@ -271,21 +271,28 @@ func TestManySessionsOneDropped(t *testing.T) {
 	dir := t.TempDir()
 	key, _ := newKey(t)
 	// One frame a second: twenty sessions drawing at 4 Hz under the race
-	// detector would take both cores.
-	r := startServer(t, Config{HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true, MaxSessions: 32}, time.Second)
-	var sessions []*session
-	for range 20 {
-		s, err := dial(t, r.addr, key, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sessions = append(sessions, s)
+	// detector would take both cores. The bounds on unauthenticated
+	// connections are raised: all twenty are in their handshakes at once.
+	r := startServer(t, Config{HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true, MaxSessions: 32,
+		MaxUnauthenticated: 32, MaxUnauthenticatedPerIP: 32}, time.Second)
+	// Dialled at once: one after another, each handshake's round trips
+	// waited on the scheduler in turn (0.5 s quiet, 64 s at a load of 9).
+	// 80×24, the smallest dashboard: twenty of them draw every second.
+	sessions := make([]*session, 20)
+	errs := make([]error, len(sessions))
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Go(func() { sessions[i], errs[i] = dialSize(t, r.addr, key, nil, 24, 80) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 	for _, s := range sessions {
 		s.waitFor(t, "Latency")
 	}
 	sessions[7].conn.Close() // dropped abruptly, no goodbye
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for r.srv.Active() != 19 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d sessions active after one dropped", r.srv.Active())
