@@ -175,9 +175,9 @@ func TestConcurrencyFollows(t *testing.T) {
 func TestPhasesFollowKnobs(t *testing.T) {
 	p, _ := sim.Preset("default")
 	r := startRig(t, p, Knobs{Concurrency: 2, PromptTokens: 16, OutputTokens: 8}, func(c *Config) { c.NoCalibrate = true })
-	waitFor(t, r.eng, 5*time.Second, "first requests", func(s Snapshot) bool { return s.TotalCompleted >= 4 })
+	waitFor(t, r.eng, 10*time.Second, "first requests", func(s Snapshot) bool { return s.TotalCompleted >= 4 })
 	r.eng.Update(func(k *Knobs) { k.PromptTokens *= 2 })
-	s := waitFor(t, r.eng, 5*time.Second, "second phase", func(s Snapshot) bool {
+	s := waitFor(t, r.eng, 10*time.Second, "second phase", func(s Snapshot) bool {
 		return len(s.Phases) == 2 && s.Phases[1].Completed >= 4 && s.Phases[0].End > 0
 	})
 	if s.Phases[0].Knobs.PromptTokens != 16 || s.Phases[1].Knobs.PromptTokens != 32 || !s.Phases[1].Current {
@@ -189,7 +189,7 @@ func TestPhasesFollowKnobs(t *testing.T) {
 		t.Errorf("phase 2 prompt tokens %d per request, want %d to %d", got, 32+7, 2*32+7)
 	}
 	r.eng.Reset()
-	s = waitFor(t, r.eng, time.Second, "reset", func(s Snapshot) bool { return len(s.Phases) == 1 && s.Phases[0].ID == 3 })
+	s = waitFor(t, r.eng, 10*time.Second, "reset", func(s Snapshot) bool { return len(s.Phases) == 1 && s.Phases[0].ID == 3 })
 	if s.TotalCompleted > 2 {
 		t.Errorf("%d completed right after reset", s.TotalCompleted)
 	}
@@ -245,7 +245,7 @@ func TestDeadEndpoint(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); eng.Run(ctx) }()
-	s := waitFor(t, eng, 2*time.Second, "errors", func(s Snapshot) bool { return s.TotalFailed >= 20 })
+	s := waitFor(t, eng, 10*time.Second, "errors", func(s Snapshot) bool { return s.TotalFailed >= 20 })
 	if s.TotalByClass[probe.Connection] != s.TotalFailed || s.ErrorRate != 1 || s.LastError == "" {
 		t.Fatalf("classes %v rate %v last %q", s.TotalByClass, s.ErrorRate, s.LastError)
 	}
@@ -364,7 +364,7 @@ func TestSameSeedSameRequests(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); eng.Run(ctx) }()
-		waitFor(t, eng, 5*time.Second, "30 requests", func(s Snapshot) bool { return s.TotalCompleted == 30 })
+		waitFor(t, eng, 10*time.Second, "30 requests", func(s Snapshot) bool { return s.TotalCompleted == 30 })
 		cancel()
 		<-done
 		return reqs

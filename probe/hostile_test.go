@@ -19,9 +19,10 @@ import (
 // Hostile endpoints: servers that send what no honest one would, each met
 // at one boundary of the client. Every server listens on 127.0.0.1 only
 // (httptest) and every stream stops when its client goes, or after
-// hostileMax at the latest.
+// hostileMax at the latest (past the clients' timeout, so that a slow
+// client meets its cap, not the server's end).
 
-const hostileMax = 30 * time.Second
+const hostileMax = 90 * time.Second
 
 // endlessServer answers 200 with ctype and then writes unit over and over,
 // in batches, until the client hangs up or hostileMax passes.
@@ -148,7 +149,9 @@ func TestHostileStreamsBounded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := endlessServer(t, tt.ctype, tt.head, tt.unit)
-			c, err := New(Config{URL: srv.URL + "/v1/chat/completions", Model: "m", API: tt.api, Timeout: 20 * time.Second})
+			// Bounded, not fast: 16 MiB of tiny lines took 10.8 s under
+			// -race on a busy machine, and more than 20 s at a load of 14.
+			c, err := New(Config{URL: srv.URL + "/v1/chat/completions", Model: "m", API: tt.api, Timeout: 60 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +160,7 @@ func TestHostileStreamsBounded(t *testing.T) {
 			peak, after := heapWatch(func() {
 				// A count, not a time: it was 2 s of requests, 2 to 62 of
 				// them (2 where one stream alone took 4 s).
-				results = hammerTwo(t, c, Request{Prompt: "x", MaxTokens: tt.maxTokens}, tt.each, 30*time.Second) // bounded, not fast: 16 MiB of tiny lines under -race on a busy machine took 10.8 s
+				results = hammerTwo(t, c, Request{Prompt: "x", MaxTokens: tt.maxTokens}, tt.each, 60*time.Second)
 			})
 			c.Close()
 			for _, res := range results {
