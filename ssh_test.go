@@ -169,7 +169,8 @@ func (srv *sshServer) interrupt(t *testing.T, client *gossh.Client, sess *gossh.
 	case <-time.After(10 * time.Second):
 		t.Fatalf("infertop ssh still running 10 s after SIGINT\n%s", srv.stderr.String())
 	}
-	// Under -race a second of this is the race runtime's own wait at exit.
+	// Under -race a tenth of a second of this is the race runtime's own
+	// wait at exit (GORACE's atexit_sleep_ms, set by TestMain).
 	t.Logf("infertop ssh exited %v after SIGINT", time.Since(stopped).Round(time.Millisecond))
 }
 

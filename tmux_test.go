@@ -19,6 +19,14 @@ func TestMain(m *testing.M) {
 		injectStuck(a, os.Getenv("INFERTOP_TEST_STUCK"))
 		os.Exit(a.run(os.Args[1:]))
 	}
+	// The tests run this binary as infertop (in tmux, as `infertop ssh`),
+	// and a -race build sleeps a second at each clean exit by default
+	// (GORACE's atexit_sleep_ms, for other threads' reports to finish):
+	// a second of every such test spent waiting. A tenth of one is plenty
+	// for a report to be written; a GORACE of the caller's own that sets
+	// it comes after, so it wins. Every child inherits this environment
+	// (tmux's servers are started from this process).
+	os.Setenv("GORACE", strings.TrimSpace("atexit_sleep_ms=100 "+os.Getenv("GORACE")))
 	os.Exit(m.Run())
 }
 
