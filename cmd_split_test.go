@@ -25,7 +25,15 @@ import (
 // rollingServer is one URL served by two backends in turn, as a rolling
 // update's old and new pods behind a balancer: each answer names its
 // backend in X-Backend and in system_fingerprint; the new one takes slow
-// times as long (a sleep before and between its chunks).
+// times as long (a sleep before and between its chunks). Its step is
+// 5 ms, and the tests' new backend three times as slow: a busy machine's
+// scheduling delays add to both backends alike and shrink the ratio
+// between them, and its seconds differ, which widens the intervals over
+// a few of them. At a 2 ms step a backend 30 % slower measured +20 %
+// (+8 %…+48 %) at load average 10, not past a +10 % gate with
+// confidence; at 10 ms the ratio held but too few requests came back in
+// 4 s to judge it; twice as slow at 5 ms measured +65 % (+4.5 %…+112 %)
+// at load average 15.
 func rollingServer(t *testing.T, slow float64) *httptest.Server {
 	t.Helper()
 	var n atomic.Int64
@@ -41,7 +49,7 @@ func rollingServer(t *testing.T, slow float64) *httptest.Server {
 		if i := n.Add(1); i > 16 && i%2 == 0 {
 			name, fp, f = "new", "fp_new", slow
 		}
-		step := time.Duration(float64(2*time.Millisecond) * f)
+		step := time.Duration(float64(5*time.Millisecond) * f)
 		w.Header().Set("X-Backend", name)
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
@@ -59,7 +67,7 @@ func rollingServer(t *testing.T, slow float64) *httptest.Server {
 }
 
 // TestRunSplit: the exit codes of a split: 2 for usage errors; 1 when the
-// newer group (30 % slower) breaches e2el_p50<+10% with confidence, by
+// newer group (three times as slow) breaches e2el_p50<+10% with confidence, by
 // header and by field; 0 when both groups are alike. The minimum seconds
 // are lowered (the hidden --compare-min-seconds) so each run takes 4 s.
 func TestRunSplit(t *testing.T) {
@@ -87,12 +95,13 @@ func TestRunSplit(t *testing.T) {
 		code     int
 		failFast bool
 	}{
-		{"header", "header:X-Backend", 1.3, 1, false},
-		{"field", "field:system_fingerprint", 1.3, 1, false},
+		{"header", "header:X-Backend", 3, 1, false},
+		{"field", "field:system_fingerprint", 3, 1, false},
 		{"alike", "header:x-backend", 1, 0, false},
 		// --fail-fast ends the run at the gate's first live breach, long
-		// before its 20 s.
-		{"fail fast", "header:X-Backend", 1.3, 1, true},
+		// before its 60 s (in about 5 s idle, 9 s at load average 10;
+		// past 30 s it failed).
+		{"fail fast", "header:X-Backend", 3, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -104,7 +113,7 @@ func TestRunSplit(t *testing.T) {
 				"--duration", "4s", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "4", "--split-by", tc.by,
 				"--regression", "e2el_p50<+10%", "--compare-min-seconds", "3", "--json", jsonPath}
 			if tc.failFast {
-				args = append(args, "--fail-fast", "--duration", "20s")
+				args = append(args, "--fail-fast", "--duration", "60s")
 			}
 			code := run(args, &out, &errb)
 			took := time.Since(start)
@@ -112,7 +121,7 @@ func TestRunSplit(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, out.String(), errb.String())
 			}
-			if tc.failFast && (!strings.Contains(errb.String(), "run ended: a newer group regressed (--fail-fast)") || took > 12*time.Second) {
+			if tc.failFast && (!strings.Contains(errb.String(), "run ended: a newer group regressed (--fail-fast)") || took > 30*time.Second) {
 				t.Errorf("--fail-fast: ended after %v:\n%s", took.Round(time.Millisecond), errb.String())
 			}
 			want := []string{"Split by " + tc.by[:strings.Index(tc.by, ":")], "baseline: group 1 (", "Comparison · group 1 ("}
@@ -157,11 +166,11 @@ func TestRunSplitNoGroup(t *testing.T) {
 
 // TestRunSplitBaselineGroup: --baseline-group new makes the new backend
 // the baseline although the old one answered first (its first 16
-// requests): the old group is then the newer one, 30 % faster, so
+// requests): the old group is then the newer one, three times as fast, so
 // e2el_p50<+10% holds and the JSON names the baseline as named.
 func TestRunSplitBaselineGroup(t *testing.T) {
 	t.Parallel()
-	srv := rollingServer(t, 1.3)
+	srv := rollingServer(t, 3)
 	jsonPath := filepath.Join(t.TempDir(), "run.json")
 	var out, errb bytes.Buffer
 	code := run([]string{"run", "--url", srv.URL + "/v1", "--api", "openai-chat", "--model", "m", "--server-metrics", "off",
@@ -234,7 +243,9 @@ func TestSaveSplit(t *testing.T) {
 // times slower, from the second second on so the stable pod answers
 // first) is split out by its header and by its system_fingerprint, and
 // found slower: the sim's marks read end to end by the probe and the
-// split.
+// split. The fast preset's steps are given a cost (5 ms): at none, a
+// busy machine's scheduling delays were most of each request and the
+// canary's E2E p50 was not judged slower at load average 10.
 func TestRunSplitSimCanary(t *testing.T) {
 	for _, tc := range []struct{ by, stable, canary string }{
 		{"header:X-Infertop-Backend", "stable", "canary"},
@@ -244,7 +255,7 @@ func TestRunSplitSimCanary(t *testing.T) {
 			t.Parallel()
 			jsonPath := filepath.Join(t.TempDir(), "run.json")
 			var out, errb bytes.Buffer
-			code := run([]string{"run", "--sim-preset", "fast", "--sim-canary", "0.5:3:0:1s", "--split-by", tc.by,
+			code := run([]string{"run", "--sim-preset", "fast", "--sim-step-base", "5ms", "--sim-canary", "0.5:3:0:1s", "--split-by", tc.by,
 				"--duration", "5s", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "8",
 				"--regression", "e2el_p50<+10%", "--compare-min-seconds", "3", "--json", jsonPath}, &out, &errb)
 			if code != 1 {

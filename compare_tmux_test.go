@@ -66,13 +66,13 @@ func TestCompareDashboardInTmux(t *testing.T) {
 
 // TestSplitDashboardInTmux runs `infertop --split-by` as a person would,
 // in a terminal of 80x24, against one URL alternating two backends by
-// X-Backend, the new one 30 % slower (rollingServer): the verdict line
+// X-Backend, the new one three times as slow (rollingServer): the verdict line
 // names the new group, the groups panel has a row for each (the old one
 // the baseline, which answered first), s saves the report with the
 // groups' comparison, and q prints the groups' tables.
 func TestSplitDashboardInTmux(t *testing.T) {
 	self := selfForTmux(t)
-	srv := rollingServer(t, 1.3)
+	srv := rollingServer(t, 3)
 	dir := t.TempDir()
 	term := tmuxterm.New(t, fmt.Sprintf("infertop-split-%d", os.Getpid()), 80, 24,
 		fmt.Sprintf("env INFERTOP_TEST_MAIN=1 TERM=xterm-256color %q --tick 100ms --url %s/v1 --api openai-chat --model m --server-metrics off -c 8 --prompt-tokens 8 --output-tokens 4 --split-by header:X-Backend --compare-min-seconds 3 --report-dir %q; echo EXITED $?; sleep 30",

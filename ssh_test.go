@@ -208,11 +208,11 @@ func TestSSHCompare(t *testing.T) {
 }
 
 // TestSSHSplit runs `infertop ssh --split-by` against one URL alternating
-// two backends (rollingServer, the new one 30 % slower): a session sees
+// two backends (rollingServer, the new one three times as slow): a session sees
 // the groups' panel, a row for each, and at SIGINT the groups' tables are
 // printed on stdout.
 func TestSSHSplit(t *testing.T) {
-	backends := rollingServer(t, 1.3)
+	backends := rollingServer(t, 3)
 	srv := startSSH(t, regexp.MustCompile(`serving \S+, its answers split by header:X-Backend on (127\.0\.0\.1:\d+)`),
 		"--url", backends.URL+"/v1", "--api", "openai-chat", "--model", "m", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "4",
 		"--split-by", "header:X-Backend", "--compare-min-seconds", "3")
