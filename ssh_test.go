@@ -181,13 +181,16 @@ func (srv *sshServer) interrupt(t *testing.T, client *gossh.Client, sess *gossh.
 // sides, and at SIGINT the session reads that the server stopped and the
 // comparison's table is printed on stdout, exit 0.
 func TestSSHCompare(t *testing.T) {
+	// Both sims with a 5 ms step: at the fast preset's no cost the two
+	// loads take every core (TestCompareDashboardInTmux).
 	p, err := sim.Preset("fast")
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.StepBase = 5 * time.Millisecond
 	canary := simtest.Start(t, p)
 	srv := startSSH(t, regexp.MustCompile(`serving \S+ against the canary \S+ on (127\.0\.0\.1:\d+)`),
-		"--sim-preset", "fast", "--compare", canary.URL)
+		"--sim-preset", "fast", "--sim-step-base", "5ms", "--compare", canary.URL)
 	client, sess, keys, out := sshTerminal(t, srv.addr, srv.signer, 100, 30)
 	// The verdict line, from the comparison's first computation on.
 	s := waitText(t, "a verdict line", out, regexp.MustCompile(`canary (slower|faster|failing)|no difference found yet`))
