@@ -40,12 +40,17 @@ var fastSearch = []string{"--sim-preset", "small", "--prompt-tokens", "64", "--o
 
 // TestRunFindMax: a search's summary (the curve, the knee marked), its
 // JSON (to the schema, infertop.capacity), its CSV (a row per step) and
-// its exit codes: 0 found, 1 not even the lowest held, 2 usage.
+// its exit codes: 0 found, 1 not even the lowest held, 2 usage. Its
+// resolution is coarse (50 %): the small sim's knee lies between 8 and
+// 16 (its 8 slots), so the search doubles 4, 8, 16 and bisects once (12),
+// where the default 5 % walks two steps more to 9 and 10. Serial: its
+// objective is a latency, which a parallel test's load would move.
 func TestRunFindMax(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, csvPath := dir+"/r.json", dir+"/r.csv"
 	var out, errb bytes.Buffer
-	args := append([]string{"run", "--find-max", "ttft_p99<=150ms", "--find-max", "error_rate<1%", "--from", "4", "--to", "32", "--json", jsonPath, "--csv", csvPath}, fastSearch...)
+	args := append([]string{"run", "--find-max", "ttft_p99<=150ms", "--find-max", "error_rate<1%", "--from", "4", "--to", "32",
+		"--resolution", "50%", "--json", jsonPath, "--csv", csvPath}, fastSearch...)
 	code := run(args, &out, &errb)
 	t.Logf("%s\n%s", errb.String(), out.String())
 	if code != 0 {
@@ -96,6 +101,7 @@ func TestRunFindMax(t *testing.T) {
 // TestRunMatrix: a matrix without --find-max measures every cell at the
 // load given; the JSON carries every cell.
 func TestRunMatrix(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	code := run(append([]string{"run", "--matrix", "prompt=16,64;output=4", "-c", "4", "--json", dir + "/m.json"}, fastSearch...), &out, &errb)

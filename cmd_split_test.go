@@ -194,6 +194,7 @@ func TestRunSplitBaselineGroup(t *testing.T) {
 // does for the run so far: the load's reports, infertop.compare holding
 // the groups, and the groups' tables beside them.
 func TestSaveSplit(t *testing.T) {
+	t.Parallel()
 	srv := rollingServer(t, 1)
 	by, err := probe.ParseSplitBy("header:X-Backend")
 	if err != nil {

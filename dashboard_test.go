@@ -25,7 +25,8 @@ import (
 
 // TestSaveWhileServerHangs: the s key waits on the server's description
 // (its /v1/models hangs) in a command, so the dashboard still answers a
-// knob key at once, and the save ends when its time is up.
+// knob key at once, and the save ends when its time is up. Serial: it
+// times a key (100 ms), which a parallel test's load would stretch.
 func TestSaveWhileServerHangs(t *testing.T) {
 	p, _ := sim.Preset("fast")
 	backend := simtest.Start(t, p)

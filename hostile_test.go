@@ -15,6 +15,7 @@ import (
 // bodies, stream errors and model names reaches neither the summary nor
 // stderr raw, and the JSON keeps it exactly, escaped.
 func TestHostileTextStaysOut(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []hostile.Kind{hostile.ErrorBody, hostile.StreamError, hostile.ModelName} {
 		t.Run(string(kind), func(t *testing.T) {
 			url := hostile.Start(t, kind)

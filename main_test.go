@@ -99,6 +99,7 @@ func TestCommandLine(t *testing.T) {
 // outputs: the exit code, the summary, the JSON (to its schema), the CSV and
 // the requests log.
 func TestRunHeadless(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	jsonPath, csvPath, logPath := dir+"/r.json", dir+"/r.csv", dir+"/r.jsonl"
 	var out, errb bytes.Buffer
@@ -153,10 +154,11 @@ func TestRunHeadless(t *testing.T) {
 // TestRunStagesAndWarmup: a headless walk ends with its last stage, each
 // stage a phase, and the warm-up stays out of the run's figures.
 func TestRunStagesAndWarmup(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	path := t.TempDir() + "/r.json"
 	code := run([]string{"run", "--stages", "concurrency=2,duration=600ms;concurrency=4,duration=600ms", "--warmup", "4",
-		"--prompt-tokens", "8", "--output-tokens", "4", "--sim-preset", "fast", "--json", path}, &out, &errb)
+		"--prompt-tokens", "8", "--output-tokens", "4", "--sim-preset", "fast", "--sim-step-base", "5ms", "--json", path}, &out, &errb)
 	if code != 0 || !strings.Contains(errb.String(), "the last stage ended") {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -188,6 +190,7 @@ func TestRunStagesAndWarmup(t *testing.T) {
 // TestRunEnergy: against the embedded sim's simulated GPUs the result has
 // vLLM's energy keys, per phase too, and an energy objective is checked.
 func TestRunEnergy(t *testing.T) {
+	t.Parallel()
 	path := t.TempDir() + "/r.json"
 	var out, errb bytes.Buffer
 	code := run([]string{"run", "--duration", "2500ms", "-c", "4", "--prompt-tokens", "16", "--output-tokens", "16",
@@ -217,6 +220,7 @@ func TestRunEnergy(t *testing.T) {
 // them (sent = completed + failed + incomplete), no SLO passes, and a run
 // where nothing completed is a failed run: exit 2, saying why.
 func TestRunHungServer(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -252,6 +256,7 @@ func TestRunHungServer(t *testing.T) {
 // cancelled at once, not after the default drain, and counted incomplete
 // (nothing completed: a failed run, exit 2).
 func TestRunNoDrain(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -276,6 +281,7 @@ func TestRunNoDrain(t *testing.T) {
 // TestRunEveryRequestFails: a run in which every request failed exits 2
 // with the most frequent message, and the summary lists it.
 func TestRunEveryRequestFails(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	code := run([]string{"run", "--model", "nosuchmodel", "--requests", "6", "-c", "2", "--sim-preset", "fast"}, &out, &errb)
 	if code != 2 || !strings.Contains(errb.String(), "every request failed: 6 sent, 6 failed; the most frequent reason (6 of them): 4xx: HTTP 404") || !strings.Contains(errb.String(), "nosuchmodel") {
@@ -289,6 +295,7 @@ func TestRunEveryRequestFails(t *testing.T) {
 // TestSecretsStayOut: credentials in the URL and header values reach
 // neither the JSON's settings nor the summary.
 func TestSecretsStayOut(t *testing.T) {
+	t.Parallel()
 	p, _ := sim.Preset("fast")
 	srv := simtest.Start(t, p)
 	u := strings.Replace(srv.URL, "http://", "http://user:pa55word@", 1) + "?api_key=sekrit1"

@@ -18,6 +18,7 @@ import (
 // the second stops it at once, long before the drain's minute; the
 // report is written and counts the requests cut as incomplete.
 func TestTwoSignals(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var n atomic.Int64
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
