@@ -53,10 +53,12 @@ func TestRunCompare(t *testing.T) {
 	// --fail-fast ends both runs at the first live breach of a gate, long
 	// before the 60 s (the seconds a statistic needs lowered to 3): in
 	// about 4 s on an idle machine, 10 s at load average 10; past 30 s
-	// it failed.
+	// it failed. Concurrency 8 and 4 output tokens: the fast preset
+	// batches without cost, and the canary's 30 TPOT samples come in
+	// about a second.
 	start := time.Now()
-	code := run([]string{"run", "--url", b.URL, "--compare", c.URL, "--duration", "60s", "-c", "4", "--prompt-tokens", "16",
-		"--output-tokens", "8", "--server-metrics", "off", "--regression", "tpot_p50<+10%", "--regression", "error_rate<+0.5pp",
+	code := run([]string{"run", "--url", b.URL, "--compare", c.URL, "--duration", "60s", "-c", "8", "--prompt-tokens", "16",
+		"--output-tokens", "4", "--server-metrics", "off", "--regression", "tpot_p50<+10%", "--regression", "error_rate<+0.5pp",
 		"--fail-fast", "--compare-min-seconds", "3"}, &out, &errb)
 	took := time.Since(start)
 	if code != 1 {
