@@ -244,9 +244,11 @@ func TestSaveSplit(t *testing.T) {
 // times slower, from the second second on so the stable pod answers
 // first) is split out by its header and by its system_fingerprint, and
 // found slower: the sim's marks read end to end by the probe and the
-// split. The fast preset's steps are given a cost (5 ms): at none, a
-// busy machine's scheduling delays were most of each request and the
-// canary's E2E p50 was not judged slower at load average 10.
+// split. The fast preset's steps are given a cost (10 ms, 4 tokens an
+// answer): at none, a busy machine's scheduling delays were most of each
+// request and the canary's E2E p50 was not judged slower at load average
+// 10; at 5 ms and 8 tokens a step took 47 ms at load 12 with two CPU
+// hogs beside, the canary measured +11 % (-14 %…+87 %).
 func TestRunSplitSimCanary(t *testing.T) {
 	for _, tc := range []struct{ by, stable, canary string }{
 		{"header:X-Infertop-Backend", "stable", "canary"},
@@ -256,8 +258,8 @@ func TestRunSplitSimCanary(t *testing.T) {
 			t.Parallel()
 			jsonPath := filepath.Join(t.TempDir(), "run.json")
 			var out, errb bytes.Buffer
-			code := run([]string{"run", "--sim-preset", "fast", "--sim-step-base", "5ms", "--sim-canary", "0.5:3:0:1s", "--split-by", tc.by,
-				"--duration", "5s", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "8",
+			code := run([]string{"run", "--sim-preset", "fast", "--sim-step-base", "10ms", "--sim-canary", "0.5:3:0:1s", "--split-by", tc.by,
+				"--duration", "5s", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "4",
 				"--regression", "e2el_p50<+10%", "--compare-min-seconds", "3", "--json", jsonPath}, &out, &errb)
 			if code != 1 {
 				t.Fatalf("exit %d, want 1\n%s\n%s", code, out.String(), errb.String())
