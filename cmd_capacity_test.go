@@ -40,10 +40,11 @@ var fastSearch = []string{"--sim-preset", "small", "--prompt-tokens", "64", "--o
 
 // TestRunFindMax: a search's summary (the curve, the knee marked), its
 // JSON (to the schema, infertop.capacity), its CSV (a row per step) and
-// its exit codes: 0 found, 1 not even the lowest held, 2 usage. Its
-// resolution is coarse (50 %): the small sim's knee lies between 8 and
-// 16 (its 8 slots), so the search doubles 4, 8, 16 and bisects once (12),
-// where the default 5 % walks two steps more to 9 and 10. Serial: its
+// its exit code when found, 0 (TestRunFindMaxNoneHeld has 1, not even
+// the lowest held; TestRunFindMaxUsage 2, usage). Its resolution is
+// coarse (50 %): the small sim's knee lies between 8 and 16 (its 8
+// slots), so the search doubles 4, 8, 16 and bisects once (12), where
+// the default 5 % walks two steps more to 9 and 10. Serial: its
 // objective is a latency, which a parallel test's load would move.
 func TestRunFindMax(t *testing.T) {
 	dir := t.TempDir()
@@ -88,11 +89,15 @@ func TestRunFindMax(t *testing.T) {
 	if n := strings.Count(string(csvBytes), "\n"); n != len(c.Steps)+1 {
 		t.Errorf("%d CSV lines for %d steps:\n%s", n, len(c.Steps), csvBytes)
 	}
+}
 
-	// Not even the lowest load holds: exit 1.
-	out.Reset()
-	errb.Reset()
-	code = run(append([]string{"run", "--find-max", "ttft_p99<=1us", "--from", "2"}, fastSearch...), &out, &errb)
+// TestRunFindMaxNoneHeld: a search in which not even the lowest load
+// holds exits 1, saying so. Parallel: no load can hold 1 µs, however
+// busy the machine.
+func TestRunFindMaxNoneHeld(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	code := run(append([]string{"run", "--find-max", "ttft_p99<=1us", "--from", "2"}, fastSearch...), &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "no load held") {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
