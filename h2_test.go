@@ -38,6 +38,9 @@ func injectStuck(a *app, on string) {
 
 // selfRun is one run of the test binary as infertop, in a process of its
 // own: a run that hangs is killed there, and leaves nothing behind here.
+// The tests of such runs are parallel: each has its own process, server,
+// port and temp dir, and holds counts, not times (its caps are 20 s past
+// what the run may take).
 type selfRun struct {
 	cmd            *exec.Cmd
 	stdout, stderr lockedBuffer
@@ -128,6 +131,7 @@ func readCounts(t *testing.T, path string) runCounts {
 // run, for good (past its drain, two SIGINTs and a SIGTERM). The run ends
 // on time now, its report written, every POST the server got counted.
 func TestHostileH2WindowOverflowEnds(t *testing.T) {
+	t.Parallel()
 	s := hostile.StartH2(t, hostile.WindowOverflow)
 	path := filepath.Join(t.TempDir(), "r.json")
 	r := startSelf(t, nil, "run", "--url", s.URL, "--insecure", "--api", "openai-chat", "--model", "m",
@@ -150,6 +154,7 @@ func TestHostileH2WindowOverflowEnds(t *testing.T) {
 // transport's own fault) end the run at its duration and drain, plus the
 // engine's grace, with its report: each counted incomplete.
 func TestHostileH2StuckTransportEnds(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "r.json")
 	r := startSelf(t, []string{"INFERTOP_TEST_STUCK=1"}, "run", "--sim-preset", "fast", "--duration", "1s", "--drain", "1s",
 		"-c", "2", "--server-metrics", "off", "--json", path)
@@ -168,6 +173,7 @@ func TestHostileH2StuckTransportEnds(t *testing.T) {
 // drain, a second SIGINT ends the run within the engine's grace, its
 // report written.
 func TestHostileH2StuckTransportTwoSignals(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "r.json")
 	r := startSelf(t, []string{"INFERTOP_TEST_STUCK=1"}, "run", "--sim-preset", "fast", "--drain", "10m",
 		"-c", "2", "--server-metrics", "off", "--json", path)
@@ -188,6 +194,7 @@ func TestHostileH2StuckTransportTwoSignals(t *testing.T) {
 // in the report (sent + retried), each request retried once at most;
 // net/http had sent 558 POSTs in 18 s for a report of 2 sent, 0 retried.
 func TestHostileH2RefusedCounted(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []hostile.H2Kind{hostile.GoAway, hostile.RefusedStream} {
 		t.Run(string(kind), func(t *testing.T) {
 			s := hostile.StartH2(t, kind)
