@@ -66,7 +66,7 @@ func (cf *compareFlags) splitConfig(cfg runner.Config) (session.SplitConfig, err
 	}
 	by, err := probe.ParseSplitBy(cf.splitBy)
 	if err != nil {
-		return session.SplitConfig{}, usageError{err}
+		return session.SplitConfig{}, usagef("--split-by: %v", err)
 	}
 	o, err := cf.options()
 	if err != nil {

@@ -23,6 +23,7 @@ const tuiSynopsis = `Usage: infertop [flags]          the live dashboard
        infertop run [flags]      the same load, headless, with reports and SLO gates (infertop run --help)
        infertop ssh [flags]      the dashboard served over SSH, one load for every session (infertop ssh --help)
        infertop sim [flags]      the simulated endpoint alone (infertop sim --help)
+       infertop report RUN.json  a run's JSON result drawn as one HTML page (infertop report --help)
 
 Puts load (a closed loop, or an open loop with --rate) on an inference endpoint (OpenAI chat or completions,
 Ollama, TGI, or any JSON API) and shows latency percentiles, TTFT, throughput,

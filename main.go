@@ -12,10 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -105,6 +107,10 @@ func (a *app) run(args []string) int {
 	if len(args) > 0 {
 		if c, ok := a.commands()[args[0]]; ok {
 			cmd, args = c, args[1:]
+		} else if args[0] == "help" {
+			cmd, args = a.runTUI, []string{"--help"}
+		} else if !strings.HasPrefix(args[0], "-") {
+			cmd = func([]string) error { return a.unknownCommand(args[0]) }
 		}
 	}
 	err := cmd(args)
@@ -122,6 +128,43 @@ func (a *app) run(args []string) int {
 		fmt.Fprintf(a.stderr, "infertop: %v\n", err)
 		return 1
 	}
+}
+
+// unknownCommand is a first word that names no command: a typo of one
+// (the one it is nearest to, by edits), or a stray argument.
+func (a *app) unknownCommand(word string) error {
+	names := slices.Sorted(maps.Keys(a.commands()))
+	best, bestD := "", 3 // a typo is at most two edits away
+	for _, n := range names {
+		if d := editDistance(word, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best != "" {
+		return usagef("unknown command %q: did you mean %q? (commands: %s; infertop --help)", word, best, strings.Join(names, ", "))
+	}
+	return usagef("unknown command %q (commands: %s, or flags for the dashboard; infertop --help)", word, strings.Join(names, ", "))
+}
+
+// editDistance is the Levenshtein distance of a and b (short words).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // env reads the environment variable k.

@@ -50,7 +50,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"--extra-body", "[1]"}, 2, "", "must be a JSON object"},
 		{[]string{"--max-tokens-field", "n"}, 2, "", `--max-tokens-field: "n" is neither max_tokens nor max_completion_tokens`},
 		{[]string{"--ttft", "soon"}, 2, "", `--ttft: unknown TTFT mode "soon" (want first-output or first-chunk)`},
-		{[]string{"extra"}, 2, "", "unexpected argument"},
+		{[]string{"extra"}, 2, "", `unknown command "extra"`},
 		{[]string{"--url", "http://127.0.0.1:9/v1"}, 2, "", "needs a terminal"},
 		{[]string{"sim", "--preset", "huge"}, 2, "", `--preset: unknown sim preset "huge"`},
 		{[]string{"sim", "--slots", "0"}, 2, "", "infertop: --slots: 0 is under the least, 1\n"},
@@ -80,7 +80,10 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"ssh", "--compare", "http://127.0.0.1:9/v1", "--split-by", "header:X-Backend"}, 2, "", "--split-by does not work with --compare"},
 		{[]string{"ssh", "--baseline-group", "old"}, 2, "", "--baseline-group needs --split-by"},
 		{[]string{"ssh", "--compare-model", "m"}, 2, "", "--compare-model and --regression need --compare URL"},
-		{[]string{"ssh", "--split-by", "cookie:x"}, 2, "", "split"},
+		{[]string{"ssh", "--split-by", "cookie:x"}, 2, "", "--split-by: "},
+		{[]string{"rnu", "--duration", "1s"}, 2, "", `unknown command "rnu": did you mean "run"?`},
+		{[]string{"bogus"}, 2, "", `unknown command "bogus" (commands: report, run, sim, ssh`},
+		{[]string{"help"}, 0, "infertop report RUN.json", ""},
 		{[]string{"ssh", "--regression", "ttft_p99<+10%"}, 2, "", "unknown flag: --regression"},
 	}
 	for _, tt := range tests {
