@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -242,6 +243,15 @@ func secretsOf(cfg Config) []string {
 		}
 	}
 	add(cfg.APIKey)
+	// A URL's user and password go out as Basic auth (net/http sends them
+	// so): a 401 that echoes the header, or the password, must not carry
+	// them into a report.
+	if u, err := url.Parse(cfg.URL); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			add(pw)
+			add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pw)))
+		}
+	}
 	for _, vs := range cfg.Header {
 		for _, v := range vs {
 			add(v)
@@ -913,10 +923,22 @@ func RedactURL(raw string) string {
 	q := u.Query()
 	for k := range q {
 		lk := strings.ToLower(k)
-		if strings.Contains(lk, "key") || strings.Contains(lk, "token") || strings.Contains(lk, "secret") {
+		if secretQueryKey(lk) {
 			q.Set(k, "REDACTED")
 		}
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// secretQueryKey says whether a query parameter (lower case) may hold a
+// credential: keys, tokens, secrets, passwords, signatures (presigned
+// URLs: X-Amz-Signature, sig), credentials and auth of any kind.
+func secretQueryKey(k string) bool {
+	for _, w := range []string{"key", "token", "secret", "pass", "sig", "auth", "cred", "session"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
 }

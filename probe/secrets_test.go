@@ -1,0 +1,39 @@
+package probe
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+// TestURLPasswordRedacted: a URL's password goes out as Basic auth; a
+// body that echoes the header, its base64 alone or the password never
+// carries them out of the client.
+func TestURLPasswordRedacted(t *testing.T) {
+	secrets := secretsOf(Config{URL: "http://alice:hunter22@host:8000/v1"})
+	b64 := base64.StdEncoding.EncodeToString([]byte("alice:hunter22"))
+	for _, echo := range []string{"Authorization: Basic " + b64, "bad credentials " + b64, "password hunter22 refused"} {
+		got := Redact(echo, 0, secrets...)
+		if strings.Contains(got, "hunter22") || strings.Contains(got, b64) {
+			t.Errorf("%q came out as %q", echo, got)
+		}
+	}
+	if got := Redact("got Basic dXNlcjpwYXNz back", 0); strings.Contains(got, "dXNlcjpwYXNz") {
+		t.Errorf("a Basic credential not known in advance: %q", got)
+	}
+}
+
+// TestRedactURLQuery: every query parameter that may hold a credential
+// is redacted (presigned URLs' signatures too); the rest stay.
+func TestRedactURLQuery(t *testing.T) {
+	raw := "https://u:p@host/metrics?password=a1&sig=b2&X-Amz-Signature=c3&X-Amz-Credential=d4&auth=e5&api_key=f6&job=vllm"
+	got := RedactURL(raw)
+	for _, leak := range []string{"a1", "b2", "c3", "d4", "e5", "f6", "u:p"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("%q is in %q", leak, got)
+		}
+	}
+	if !strings.Contains(got, "job=vllm") {
+		t.Errorf("an ordinary parameter was lost: %q", got)
+	}
+}
