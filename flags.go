@@ -271,6 +271,8 @@ func (f *loadFlags) setting(fl *pflag.Flag) string {
 	switch fl.Name {
 	case "url", "server-metrics", "gpu-metrics":
 		return probe.RedactURL(fl.Value.String())
+	case "extra-body", "body-template": // a body may carry a key ({"api_key": ...})
+		return probe.Redact(fl.Value.String(), 0)
 	case "header":
 		var names []string
 		for _, h := range f.headers {

@@ -305,12 +305,12 @@ func TestSecretsStayOut(t *testing.T) {
 	path := t.TempDir() + "/r.json"
 	var out, errb bytes.Buffer
 	code := run([]string{"run", "--url", u, "--api", "openai-chat", "-H", "X-Secret: hunter22", "--requests", "4", "-c", "2",
-		"--prompt-tokens", "8", "--output-tokens", "4", "--json", path}, &out, &errb)
+		"--prompt-tokens", "8", "--output-tokens", "4", "--extra-body", `{"api_key": "xk3yz9"}`, "--json", path}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
 	}
 	b, _ := os.ReadFile(path)
-	for _, secret := range []string{"pa55word", "sekrit1", "hunter22"} {
+	for _, secret := range []string{"pa55word", "sekrit1", "hunter22", "xk3yz9"} {
 		for where, text := range map[string]string{"JSON": string(b), "summary": out.String(), "stderr": errb.String()} {
 			if strings.Contains(text, secret) {
 				t.Errorf("the %s holds %q", where, secret)
