@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -29,16 +28,9 @@ func (a *app) runReport(args []string) error {
 	if len(paths) < 1 || len(paths) > 2 {
 		return usagef("report: give one or two JSON results, not %d", len(paths))
 	}
-	var runs []htmlreport.Run
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return usagef("report: %v", err)
-		}
-		runs = append(runs, htmlreport.Run{Name: strings.TrimSuffix(filepath.Base(p), ".json"), JSON: b})
-	}
-	if len(runs) == 2 && runs[0].Name == runs[1].Name { // two runs.json from two directories
-		runs[0].Name, runs[1].Name = paths[0], paths[1]
+	runs, err := htmlreport.ReadRuns(paths)
+	if err != nil {
+		return usagef("report: %v", err)
 	}
 	var b bytes.Buffer
 	if err := htmlreport.Write(&b, runs); err != nil {

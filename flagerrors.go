@@ -87,7 +87,12 @@ func settingOf(err error) (setting, error, bool) {
 // it is.
 func flagError(err error) error {
 	s, why, ok := settingOf(err)
+	var ue *runner.UnmeasurableError
 	switch {
+	case errors.As(err, &ue) && errors.Is(ue.Why, runner.ErrNotStreamed):
+		return usagef("--slo %s: with --no-stream there are no stream messages to time; drop one of them", ue.Expr)
+	case errors.As(err, &ue):
+		return usagef("--slo %s: %v; pass --gpu local or --gpu-metrics URL (the embedded sim: --sim-gpus N)", ue.Expr, ue.Why)
 	case errors.Is(err, probe.ErrUndetected):
 		return usagef("%v; pass --api", err)
 	case !ok:

@@ -223,9 +223,6 @@ func (f *loadFlags) config() (runner.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, f.flagError(err)
 	}
-	if err := measurable(&cfg); err != nil {
-		return cfg, err
-	}
 	cfg.Version, cfg.Settings = versionString(), map[string]string{}
 	f.fs.Visit(func(fl *pflag.Flag) { cfg.Settings[fl.Name] = f.setting(fl) })
 	return cfg, nil
@@ -286,21 +283,6 @@ func (f *loadFlags) setting(fl *pflag.Flag) string {
 		return strings.Join(names, "; ")
 	}
 	return fl.Value.String()
-}
-
-// measurable refuses an objective the configuration cannot measure: one
-// that could never be judged must not wait for the end of a run to say so.
-func measurable(cfg *runner.Config) error {
-	gpus := cfg.Telemetry.GPULocal || cfg.Telemetry.GPUMetrics != "" || cfg.URL == "" && cfg.Sim.GPUs > 0
-	for _, o := range cfg.Objectives {
-		switch {
-		case o.NeedsStream() && cfg.Probe.NoStream:
-			return usagef("--slo %s: with --no-stream there are no stream messages to time; drop one of them", o.Expr)
-		case o.NeedsEnergy() && !gpus:
-			return usagef("--slo %s: no GPU is read; pass --gpu local or --gpu-metrics URL (the embedded sim: --sim-gpus N)", o.Expr)
-		}
-	}
-	return nil
 }
 
 // request completes the client's configuration from the flags that need

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/pflag"
 
@@ -136,7 +137,7 @@ func (a *app) unknownCommand(word string) error {
 	names := slices.Sorted(maps.Keys(a.commands()))
 	best, bestD := "", 3 // a typo is at most two edits away
 	for _, n := range names {
-		if d := editDistance(word, n); d < bestD {
+		if d := levenshtein.ComputeDistance(word, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
@@ -144,27 +145,6 @@ func (a *app) unknownCommand(word string) error {
 		return usagef("unknown command %q: did you mean %q? (commands: %s; infertop --help)", word, best, strings.Join(names, ", "))
 	}
 	return usagef("unknown command %q (commands: %s, or flags for the dashboard; infertop --help)", word, strings.Join(names, ", "))
-}
-
-// editDistance is the Levenshtein distance of a and b (short words).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // env reads the environment variable k.

@@ -54,6 +54,38 @@ func (c Config) Validate() error {
 	case c.InfoTimeout < 0:
 		return &SettingError{SettingInfoTimeout, fmt.Errorf("%v is negative", c.InfoTimeout)}
 	}
+	return c.measurable()
+}
+
+// ErrNotStreamed and ErrNoGPU are the objectives a configuration cannot
+// measure: one that could never be judged must not wait for the end of a
+// run to say so.
+var (
+	ErrNotStreamed = errors.New("the answers are not streamed: there are no stream messages to time")
+	ErrNoGPU       = errors.New("no GPU is read")
+)
+
+// UnmeasurableError is an objective (Expr) the configuration cannot
+// measure, and why: ErrNotStreamed or ErrNoGPU.
+type UnmeasurableError struct {
+	Expr string
+	Why  error
+}
+
+func (e *UnmeasurableError) Error() string { return e.Expr + ": " + e.Why.Error() }
+func (e *UnmeasurableError) Unwrap() error { return e.Why }
+
+// measurable refuses an objective the configuration cannot measure.
+func (c Config) measurable() error {
+	gpus := c.Telemetry.GPULocal || c.Telemetry.GPUMetrics != "" || c.URL == "" && c.Sim.GPUs > 0
+	for _, o := range c.Objectives {
+		switch {
+		case o.NeedsStream() && c.Probe.NoStream:
+			return &UnmeasurableError{o.Expr, ErrNotStreamed}
+		case o.NeedsEnergy() && !gpus:
+			return &UnmeasurableError{o.Expr, ErrNoGPU}
+		}
+	}
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/slo"
 )
 
 // TestValidate: a configuration that cannot be right is refused before
@@ -66,4 +67,34 @@ func TestValidate(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestUnmeasurable: an objective the configuration cannot measure is
+// refused at the start, typed: a stream objective without streaming, an
+// energy one with no GPU read.
+func TestUnmeasurable(t *testing.T) {
+	for _, c := range []struct {
+		cfg Config
+		why error
+	}{
+		{Config{URL: "http://127.0.0.1:9/v1", Probe: probe.Config{NoStream: true}, Objectives: mustObjectives(t, "ttft_p99<=1s")}, ErrNotStreamed},
+		{Config{URL: "http://127.0.0.1:9/v1", Objectives: mustObjectives(t, "energy_per_token<=1J")}, ErrNoGPU},
+	} {
+		var ue *UnmeasurableError
+		if err := c.cfg.measurable(); !errors.As(err, &ue) || !errors.Is(err, c.why) || ue.Expr != c.cfg.Objectives[0].Expr {
+			t.Errorf("%+v: %v, want %v", c.cfg.Objectives, err, c.why)
+		}
+	}
+	if err := (Config{Objectives: mustObjectives(t, "ttft_p99<=1s")}).measurable(); err != nil {
+		t.Errorf("a streamed objective: %v", err)
+	}
+}
+
+func mustObjectives(t *testing.T, exprs ...string) []slo.Objective {
+	t.Helper()
+	objs, err := slo.ParseAll(exprs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
 }

@@ -20,6 +20,8 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -442,4 +444,22 @@ func percentileCurve(enc string) (xs, ys []float64) {
 	}
 	xs, ys = append(xs, top), append(ys, float64(h.Max())/1000)
 	return xs, ys
+}
+
+// ReadRuns reads the results at paths (one or two) as the runs Write
+// draws, each named by its file (two of one name, from two directories,
+// by their paths).
+func ReadRuns(paths []string) ([]Run, error) {
+	var runs []Run
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("html report: %w", err)
+		}
+		runs = append(runs, Run{Name: strings.TrimSuffix(filepath.Base(p), ".json"), JSON: b})
+	}
+	if len(runs) == 2 && runs[0].Name == runs[1].Name {
+		runs[0].Name, runs[1].Name = paths[0], paths[1]
+	}
+	return runs, nil
 }
