@@ -62,8 +62,6 @@ func (c *capacityFlags) plan(fs *pflag.FlagSet, f *loadFlags, rf *runFlags, cfg 
 		return nil, usagef("--duration and --requests do not go with --find-max or --matrix: the search ends the run")
 	case f.warmup != "":
 		return nil, usagef("--warmup does not go with --find-max or --matrix: each step has its own (--step-warmup)")
-	case c.minRequests < 1 || c.minTime <= 0 || c.maxTime < c.minTime || c.warmup < 0:
-		return nil, usagef("--step-min-requests and --step-min-time must be positive, --step-max-time at least --step-min-time")
 	}
 	objs, err := slo.ParseAll(c.findMax)
 	if err != nil {
@@ -99,6 +97,9 @@ func (c *capacityFlags) plan(fs *pflag.FlagSet, f *loadFlags, rf *runFlags, cfg 
 // search is the search the flags describe, for objs, starting from the
 // knobs k (an open loop searches the rate unless --over says otherwise).
 func (c *capacityFlags) search(objs []slo.Objective, k load.Knobs) (capacity.Search, error) {
+	if c.minRequests < 1 || c.minTime <= 0 || c.maxTime < c.minTime || c.warmup < 0 {
+		return capacity.Search{}, usagef("--step-min-requests and --step-min-time must be positive, --step-max-time at least --step-min-time")
+	}
 	over := capacity.Concurrency
 	if k.Rate > 0 {
 		over = capacity.Rate
@@ -140,9 +141,6 @@ func (c *capacityFlags) dashboardSearch(fs *pflag.FlagSet, f *loadFlags, cfg *ru
 			return capacity.Search{}, err
 		}
 		return p.Search, nil
-	}
-	if c.minRequests < 1 || c.minTime <= 0 || c.maxTime < c.minTime || c.warmup < 0 {
-		return capacity.Search{}, usagef("--step-min-requests and --step-min-time must be positive, --step-max-time at least --step-min-time")
 	}
 	return c.search(nil, cfg.Load.Knobs)
 }

@@ -402,17 +402,26 @@ func (p *Pair) Save(ctx context.Context, s load.Snapshot, dir string) (string, e
 	if _, err := runner.SaveAs(reps[1], CanaryPath(base)); err != nil {
 		return "", fmt.Errorf("the canary's: %w", err)
 	}
-	if _, err := runner.SaveAs(reps[0], base); err != nil {
-		return "", err
+	table := func(w io.Writer) error {
+		return cmp.WriteTable(w, sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL))
 	}
-	var t bytes.Buffer
-	if err := cmp.WriteTable(&t, sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL)); err != nil {
-		return "", fmt.Errorf("the comparison: %w", err)
-	}
-	if err := runner.ReplaceFile(base+".compare.txt", t.Bytes()); err != nil {
+	if err := saveWithTable(reps[0], base, table); err != nil {
 		return "", err
 	}
 	return base + "{,.canary}.{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
+}
+
+// saveWithTable writes rep's reports at base (base.json, .csv, .txt,
+// .html) and the comparison's table beside them (base.compare.txt).
+func saveWithTable(rep *report.Report, base string, table func(io.Writer) error) error {
+	if _, err := runner.SaveAs(rep, base); err != nil {
+		return err
+	}
+	var t bytes.Buffer
+	if err := table(&t); err != nil {
+		return fmt.Errorf("the comparison: %w", err)
+	}
+	return runner.ReplaceFile(base+".compare.txt", t.Bytes())
 }
 
 // View: the live comparison and the canary's snapshots; no capacity

@@ -1,10 +1,8 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"path/filepath"
 	"sync"
@@ -208,14 +206,7 @@ func (s *Split) Save(ctx context.Context, snap load.Snapshot, dir string) (strin
 	rep := s.run.Report(ctx, snap)
 	rep.Compare = splitCompare(grp)
 	base := s.run.SaveBase(dir)
-	if _, err := runner.SaveAs(rep, base); err != nil {
-		return "", err
-	}
-	var t bytes.Buffer
-	if err := grp.WriteTable(&t); err != nil {
-		return "", fmt.Errorf("the groups: %w", err)
-	}
-	if err := runner.ReplaceFile(base+".compare.txt", t.Bytes()); err != nil {
+	if err := saveWithTable(rep, base, grp.WriteTable); err != nil {
 		return "", err
 	}
 	return base + ".{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
