@@ -374,6 +374,11 @@ func messagesTokens(raw json.RawMessage, list bool) (int, error) {
 		}
 		return n, nil
 	}
+	return messageTokens(raw)
+}
+
+// messageTokens counts one message's content: a string or a list of parts.
+func messageTokens(raw json.RawMessage) (int, error) {
 	var m struct {
 		Content json.RawMessage `json:"content"`
 	}

@@ -363,17 +363,11 @@ func textPromptTokens(kind apiKind, req *genRequest) (int, error) {
 		}
 		n := 0
 		for _, raw := range req.Messages {
-			var m struct {
-				Content json.RawMessage `json:"content"`
-			}
-			if err := json.Unmarshal(raw, &m); err != nil {
-				return 0, fmt.Errorf("bad message: %w", err)
-			}
-			text, err := contentText(m.Content)
+			k, err := messageTokens(raw)
 			if err != nil {
 				return 0, err
 			}
-			n += CountTokens(text)
+			n += k
 		}
 		return n, nil
 	case kindCompletions:
