@@ -64,7 +64,7 @@ var (
 	// ErrEmbeddings: an embeddings API answers whole, with no tokens to
 	// time; E2E, requests, inputs and input tokens are what it has.
 	ErrEmbeddings = errors.New("an embeddings API streams nothing: only E2E, requests, inputs and input tokens are measured")
-	ErrNoGPU       = errors.New("no GPU is read")
+	ErrNoGPU      = errors.New("no GPU is read")
 )
 
 // UnmeasurableError is an objective (Expr) the configuration cannot
