@@ -27,6 +27,9 @@ type outcome struct {
 type counts struct {
 	completed, failed, good, outTok, inTok, retried int64
 	byClass                                         [probe.NumClasses]int64
+	// reasonTok and inputs are the phase's reasoning tokens and inputs
+	// embedded (kept per phase; the seconds leave them at zero).
+	reasonTok, inputs int64
 }
 
 // secSlot is one second of the run, sealed.
@@ -75,6 +78,7 @@ func (p *phaseAcc) addOnly(r *probe.Result, good bool, prompt int, intended time
 	}
 	p.outTok += int64(r.OutputTokens)
 	p.inTok += int64(in)
+	p.addKinds(r)
 	eachMetric(r, intended, func(m Metric, d time.Duration) {
 		if p.hist[m] != nil {
 			v, _ := us(d)
@@ -82,6 +86,12 @@ func (p *phaseAcc) addOnly(r *probe.Result, good bool, prompt int, intended time
 			p.mom[m].add(v)
 		}
 	})
+}
+
+// addKinds counts a successful result's reasoning tokens and inputs.
+func (c *counts) addKinds(r *probe.Result) {
+	c.reasonTok += int64(r.ReasoningTokens)
+	c.inputs += int64(r.Inputs)
 }
 
 // eachMetric calls rec with every latency a successful result yields:
@@ -94,6 +104,9 @@ func eachMetric(r *probe.Result, intended time.Time, rec func(Metric, time.Durat
 	}
 	if tpot, ok := r.TPOT(); ok {
 		rec(TPOT, tpot)
+	}
+	if r.HasTTFO {
+		rec(TTFO, r.TTFO)
 	}
 	rec(E2E, r.E2E)
 	if r.TTFB > 0 {
@@ -289,7 +302,7 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 	if r.InputEstimated {
 		in = o.prompt
 	} else if a.cal != nil {
-		a.cal.observe(o.words, r.InputTokens)
+		a.cal.observe(o.words, r.InputTokens/max(r.Inputs, 1)) // an embeddings batch: per input
 	}
 	c.completed++
 	a.spreadTokens(r)
@@ -299,7 +312,9 @@ func (a *aggregator) add(o outcome, now time.Duration) {
 	a.totalOut += int64(r.OutputTokens)
 	run.outTok += int64(r.OutputTokens)
 	run.inTok += int64(in)
+	run.addKinds(r)
 	if ph != nil {
+		ph.addKinds(r)
 		ph.completed++
 		ph.outTok += int64(r.OutputTokens)
 		ph.inTok += int64(in)
@@ -608,7 +623,7 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 	ph := Phase{
 		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current, Warmup: p.info.warmup,
 		Completed: p.completed, Failed: p.failed, Good: p.good, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
-		Retried: p.retried, Incomplete: p.info.incomplete.Load(), Pending: p.info.outstanding.Load(),
+		ReasoningTokens: p.reasonTok, Inputs: p.inputs, Retried: p.retried, Incomplete: p.info.incomplete.Load(), Pending: p.info.outstanding.Load(),
 	}
 	if !current {
 		ph.End = p.end
