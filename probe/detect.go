@@ -120,7 +120,7 @@ func Detect(ctx context.Context, cfg Config, raw string) (Kind, string, error) {
 		kind     Kind
 		why      string
 	}{
-		{base + "/models", "data", OpenAIChat, "GET /v1/models answered with a model list"},
+		{base + "/models", "data", OpenAIChat, "GET /v1/models answered with a model list; chat completions assumed, as it cannot tell: --api openai-responses, anthropic or openai-embeddings for the others"},
 		{strings.TrimRight(root.String(), "/") + "/api/tags", "models", Ollama, "GET /api/tags answered (Ollama)"},
 		{strings.TrimRight(root.String(), "/") + "/info", "model_id", TGI, "GET /info answered with a model_id (TGI)"},
 	}
