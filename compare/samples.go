@@ -234,6 +234,9 @@ func (sd *sideSamples) record(rec load.Record, sec int32) {
 			rec.ITLs(func(d time.Duration) { add(load.ITL, d) })
 		}
 	}
+	if rec.HasTTFO {
+		add(load.TTFO, rec.TTFO+rec.Queue)
+	}
 	if tpot, ok := rec.TPOT(); ok {
 		add(load.TPOT, tpot)
 	}
