@@ -218,21 +218,23 @@ func (sd *sideSamples) record(rec load.Record, sec int32) {
 		fail = 1
 	}
 	sd.errs.add(sample{sec, fail})
-	if !rec.OK() {
-		return
-	}
 	add := func(m load.Metric, d time.Duration) {
 		if r := sd.lat[m]; r != nil {
 			r.add(sample{sec, float64(d) / 1e6})
 		}
 	}
 	// Latency from the intended send time: the open loop's queue counts,
-	// as it does for the person waiting (zero in the closed loop).
+	// as it does for the person waiting (zero in the closed loop). A TTFT
+	// and the gaps after it stay when the request then failed: they were
+	// measured, and the live window keeps them too.
 	if rec.HasTTFT {
 		add(load.TTFT, rec.TTFT+rec.Queue)
 		if sd.lat[load.ITL] != nil {
 			rec.ITLs(func(d time.Duration) { add(load.ITL, d) })
 		}
+	}
+	if !rec.OK() {
+		return
 	}
 	if tpot, ok := rec.TPOT(); ok {
 		add(load.TPOT, tpot)

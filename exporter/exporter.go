@@ -85,6 +85,10 @@ type Exporter struct {
 	groupTTFT, groupTPOT, groupE2E *prometheus.HistogramVec
 	groupMu                        sync.Mutex
 	groupNames                     map[string]string // the group's value → its label
+	// tokOwed is the output tokens a correction downwards took back that
+	// the counter has not yet paid (see Progress), behind tokMu.
+	tokMu   sync.Mutex
+	tokOwed int64
 }
 
 // New builds an exporter for the given objectives.
@@ -115,12 +119,13 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 	x.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "infertop_requests_total",
 		Help: "Requests finished, by class (ok or the error class)."}, []string{"class"})
 	x.good = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_good_requests_total", Help: "Requests that met every goodput limit."})
-	x.ttft = hist("infertop_ttft_seconds", "Time to the first output-bearing message.", ttftBuckets())
+	x.ttft = hist("infertop_ttft_seconds", "Time to the first output-bearing message, observed as it arrives.", ttftBuckets())
 	x.tpot = hist("infertop_tpot_seconds", "Time per output token after the first, per request.", tokBuckets())
-	x.itl = hist("infertop_itl_seconds", "Gaps between output-bearing messages.", tokBuckets())
+	x.itl = hist("infertop_itl_seconds", "Gaps between output-bearing messages, observed as they arrive.", tokBuckets())
 	x.e2e = hist("infertop_e2e_seconds", "Time to the last output-bearing message.", e2eBuckets())
 	x.ttfb = hist("infertop_ttfb_seconds", "Time to the response headers.", ttftBuckets())
-	x.outTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_output_tokens_total", Help: "Output tokens received."})
+	x.outTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_output_tokens_total",
+		Help: "Output tokens received, counted as they arrive (a token a message, corrected by the server's usage at the end of a request), those of requests that then failed included."})
 	x.inTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_input_tokens_total", Help: "Prompt tokens sent, as the server counted them."})
 	x.inflight = gauge("infertop_in_flight_requests", "Requests sent and not yet finished.")
 	x.conc = gauge("infertop_concurrency_target", "The concurrency knob.")
@@ -173,22 +178,49 @@ func (x *Exporter) Observe(r load.Record) {
 	if r.Good {
 		x.good.Inc()
 	}
-	x.outTok.Add(float64(r.OutputTokens))
 	in := r.InputTokens
 	if r.InputEstimated {
 		in = r.PromptTokens
 	}
 	x.inTok.Add(float64(in))
-	if r.HasTTFT {
-		x.ttft.Observe(r.TTFT.Seconds())
-		r.ITLs(func(d time.Duration) { x.itl.Observe(d.Seconds()) })
-	}
 	if tpot, ok := r.TPOT(); ok {
 		x.tpot.Observe(tpot.Seconds())
 	}
 	x.e2e.Observe(r.E2E.Seconds())
 	if r.TTFB > 0 {
 		x.ttfb.Observe(r.TTFB.Seconds())
+	}
+}
+
+// Progress records what the streams showed as it arrived
+// (load.Config.OnProgress): a first token in infertop_ttft_seconds, the
+// gaps in infertop_itl_seconds, the tokens in infertop_output_tokens_total,
+// within a tick of their arrival, for every request, the warm-up's and
+// those that then fail included (they were measured, and delivered).
+//
+// The tokens are counted a token a message as messages come, and a
+// completed request's usage corrects them at its end. A counter only goes
+// up, so a correction downwards (a server counting fewer tokens than it
+// sent messages) is held back and paid out of the next tokens that come:
+// the counter stands still a moment and then runs exact again. Holding
+// the live count back until usage arrives instead would bring back the
+// very lag this counter is live to avoid.
+func (x *Exporter) Progress(p load.Progress) {
+	if p.HasTTFT {
+		x.ttft.Observe(p.TTFT.Seconds())
+	}
+	for _, d := range p.ITLs {
+		x.itl.Observe(d.Seconds())
+	}
+	if p.Tokens == 0 {
+		return
+	}
+	x.tokMu.Lock()
+	n := p.Tokens - x.tokOwed
+	x.tokOwed = max(-n, 0)
+	x.tokMu.Unlock()
+	if n > 0 {
+		x.outTok.Add(float64(n))
 	}
 }
 

@@ -74,6 +74,8 @@ type PhaseJSON struct {
 	ErrorsByClass        map[string]int64    `json:"errors_by_class"`
 	InputTokens          int64               `json:"total_input_tokens"`
 	OutputTokens         int64               `json:"total_output_tokens"`
+	DeliveredTokens      int64               `json:"delivered_output_tokens"`
+	FailedOutputTokens   int64               `json:"failed_output_tokens"`
 	RequestThroughput    float64             `json:"request_throughput"`
 	RequestGoodput       float64             `json:"request_goodput"`
 	OutputThroughput     float64             `json:"output_throughput"`
@@ -87,7 +89,7 @@ func phaseJSON(p load.Phase) PhaseJSON {
 		ID: p.ID, Warmup: p.Warmup, Knobs: knobs(p.Knobs), StartS: p.Start.Seconds(), DurationS: p.Duration.Seconds(),
 		Sent: p.Sent(), Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Retried: p.Retried,
 		Good: p.Good, ErrorsByClass: classCounts(p.ByClass),
-		InputTokens: p.InTokens, OutputTokens: p.OutTokens, RequestThroughput: p.ReqPerSec, RequestGoodput: p.GoodPerSec,
+		InputTokens: p.InTokens, OutputTokens: p.OutTokens, DeliveredTokens: p.DeliveredTokens, FailedOutputTokens: p.FailedOutTokens, RequestThroughput: p.ReqPerSec, RequestGoodput: p.GoodPerSec,
 		OutputThroughput: p.OutTokPerSec, InputThroughput: p.InTokPerSec, TotalTokenThroughput: p.OutTokPerSec + p.InTokPerSec,
 		Latency: map[string]DistJSON{},
 	}

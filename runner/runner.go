@@ -220,6 +220,15 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	}
 	lc.Do, lc.Target = do, r.target
 	lc.OnResult = r.chain(lc.OnResult)
+	if r.x != nil {
+		next := lc.OnProgress
+		lc.OnProgress = func(p load.Progress) {
+			r.x.Progress(p)
+			if next != nil {
+				next(p)
+			}
+		}
+	}
 	if r.eng, err = load.New(lc); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}

@@ -32,6 +32,7 @@ type Server struct {
 	clocks  sync.Map // net.Conn → *atomic.Pointer[time.Time]
 	power   power
 	created int64
+	sent    atomic.Pointer[sentRecord] // see RecordTokens
 }
 
 // New builds a server; it does nothing until Run or Serve.
@@ -526,7 +527,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 			streamBufs.Put(pb)
 		}
 	}()
-	sent := 0
+	sent, flushed := 0, 0
 	for {
 		if !g.wait(r) {
 			return
@@ -591,6 +592,8 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		}
 		now := time.Now()
+		g.s.countSent(now, sent-flushed)
+		flushed = sent
 		if n > 0 {
 			if g.rec.FirstToken.IsZero() {
 				g.rec.FirstToken = now
