@@ -1,11 +1,14 @@
 package load
 
 import (
+	"context"
 	"math"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sim"
 )
 
@@ -87,4 +90,73 @@ func TestLiveMatchesSim(t *testing.T) {
 		}
 	}
 	t.Logf("tokens by second: counted %v, the sim's %v", last.Series, sent)
+}
+
+// TestStreamsWaitingGeneratingStalled: one request that waits 1 s for its
+// first message and one that streams a message every 10 ms for 200 ms and
+// then goes silent; the snapshots tell them apart, with the oldest of
+// each, and call the silent one stalled once it has been silent past
+// StallAfter of its own pace (2 s here), not before. A failure after that
+// keeps the TTFT and the delivered tokens. Virtual time (synctest).
+func TestStreamsWaitingGeneratingStalled(t *testing.T) { synctest.Test(t, testStreams) }
+
+func testStreams(t *testing.T) {
+	var n atomic.Int64
+	do := func(ctx context.Context, req probe.Request) probe.Result {
+		start := time.Now()
+		req.Live.Begin(start)
+		wait := func(d time.Duration) bool {
+			tm := time.NewTimer(d)
+			defer tm.Stop()
+			select {
+			case <-tm.C:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		if n.Add(1) == 1 { // waits for its first token
+			if !wait(time.Second) {
+				return probe.Result{Start: start, Class: probe.Canceled}
+			}
+			req.Live.Add(start, time.Since(start), true)
+			wait(time.Hour)
+			return probe.Result{Start: start, Class: probe.Canceled}
+		}
+		for range 20 {
+			if !wait(10 * time.Millisecond) {
+				return probe.Result{Start: start, Class: probe.Canceled}
+			}
+			req.Live.Add(start, time.Since(start), true)
+		}
+		if !wait(5 * time.Second) {
+			return probe.Result{Start: start, Class: probe.Canceled}
+		}
+		return probe.Result{Start: start, HasTTFT: true, TTFT: 10 * time.Millisecond, E2E: 5200 * time.Millisecond,
+			Class: probe.StreamCut, Err: "stream ended before the answer was complete", Messages: 20}
+	}
+	e := startFake(t, Config{Do: do, Knobs: Knobs{Concurrency: 2, PromptTokens: 4, OutputTokens: 64}, Tick: 50 * time.Millisecond, MaxRequests: 2})
+	at := func(d time.Duration) Snapshot {
+		time.Sleep(d - e.Latest().Elapsed)
+		synctest.Wait()
+		return e.Latest()
+	}
+	s := at(500 * time.Millisecond)
+	if st := s.Streams; st.Waiting != 1 || st.Generating != 1 || st.Stalled != 0 || st.OldestWaiting < 400*time.Millisecond {
+		t.Errorf("at %v: %+v", s.Elapsed, st)
+	}
+	if s.Latency[TTFT].Count != 1 || s.Latency[ITL].Count != 19 || s.Run.DeliveredTokens != 20 {
+		t.Errorf("at %v: %d TTFTs, %d gaps, %d tokens", s.Elapsed, s.Latency[TTFT].Count, s.Latency[ITL].Count, s.Run.DeliveredTokens)
+	}
+	if s = at(2100 * time.Millisecond); s.Streams.Stalled != 0 || s.Streams.Generating != 2 {
+		t.Errorf("at %v, 1.9 s silent: %+v", s.Elapsed, s.Streams)
+	}
+	if s = at(2400 * time.Millisecond); s.Streams.Stalled != 1 || s.Streams.LongestStall < 2*time.Second {
+		t.Errorf("at %v, 2.2 s silent: %+v", s.Elapsed, s.Streams)
+	}
+	s = at(5500 * time.Millisecond) // the silent one failed
+	if s.TotalFailed != 1 || s.Latency[TTFT].Count != 2 || s.Run.FailedOutTokens != 20 || s.Run.DeliveredTokens != 21 || s.Run.OutTokens != 0 {
+		t.Errorf("after the failure: %d failed, %d TTFTs, %d failed tokens of %d delivered, %d completed's", s.TotalFailed, s.Latency[TTFT].Count,
+			s.Run.FailedOutTokens, s.Run.DeliveredTokens, s.Run.OutTokens)
+	}
 }
