@@ -46,6 +46,12 @@ import (
 // size, so a cap bounds the memory of a crafted file as well.
 const MaxResultBytes = 128 << 20
 
+// MaxResultValues is the most values a result may hold. Decoding costs
+// about 20 bytes a value however densely they are written ("0," is two
+// bytes), so the bytes alone do not bound the memory; a day-long
+// comparison (both sides' seconds and readings) holds about 4 M.
+const MaxResultValues = 8 << 20
+
 // Run is one run's JSON result and the name to show it under.
 type Run struct {
 	Name string
@@ -76,6 +82,9 @@ func decode(r Run, limit int) (*result, error) {
 	if len(r.JSON) > limit {
 		return nil, fmt.Errorf("html report: %s: %d MB, %w (%d MB)", r.Name, len(r.JSON)>>20, errTooLarge, limit>>20)
 	}
+	if n := countValues(r.JSON); n > MaxResultValues {
+		return nil, fmt.Errorf("html report: %s: %d values, %w (%d)", r.Name, n, errTooLarge, MaxResultValues)
+	}
 	var res result
 	if err := json.Unmarshal(r.JSON, &res); err != nil {
 		return nil, fmt.Errorf("html report: %s: %w", r.Name, err)
@@ -84,6 +93,26 @@ func decode(r Run, limit int) (*result, error) {
 		return nil, fmt.Errorf("html report: %s is not an infertop result (no infertop.manifest)", r.Name)
 	}
 	return &res, nil
+}
+
+// countValues counts the values of a JSON document by its separators
+// (the commas outside strings): what decoding it will cost, read in one
+// pass that allocates nothing.
+func countValues(b []byte) int {
+	n, in, esc := 1, false, false
+	for _, c := range b {
+		switch {
+		case esc:
+			esc = false
+		case in:
+			esc, in = c == '\\', c != '"'
+		case c == '"':
+			in = true
+		case c == ',':
+			n++
+		}
+	}
+	return n
 }
 
 // Write draws one run, or two on the same axes. A comparison's result
@@ -244,6 +273,9 @@ func readLimited(path string, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("html report: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > int64(limit) {
+		return nil, fmt.Errorf("html report: %s: %d MB, %w (the most read is %d MB)", path, st.Size()>>20, errTooLarge, limit>>20)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, fmt.Errorf("html report: %s: %w", path, err)
