@@ -4,22 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-// allocated returns the bytes the process allocated while fn ran (all of
-// its goroutines: the test's servers write from buffers built before).
-func allocated(fn func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	fn()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
+	"github.com/infertop/infertop/tools/hostile"
+)
 
 // numbers is a JSON message whose "usage" is n zeros: cheap to send,
 // dear to parse (one value each).
@@ -74,7 +65,7 @@ func TestOneMessageBounded(t *testing.T) {
 			}
 			defer c.Close()
 			var res Result
-			got := allocated(func() { res = c.Do(context.Background(), Request{Prompt: "x", MaxTokens: 16}) })
+			got := hostile.Allocated(func() { res = c.Do(context.Background(), Request{Prompt: "x", MaxTokens: 16}) })
 			t.Logf("%d-byte message: %d MiB allocated, %v: %s", len(body), got>>20, res.Class, res.Err)
 			if tt.want == "" {
 				if res.Class != OK {
@@ -106,7 +97,7 @@ func TestEndlessStreamsAddUp(t *testing.T) {
 	defer c.Close()
 	const streams = 64
 	results := make([]Result, streams)
-	got := allocated(func() {
+	got := hostile.Allocated(func() {
 		var wg sync.WaitGroup
 		for i := range streams {
 			wg.Add(1)

@@ -3,15 +3,18 @@ package telemetry
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os/exec"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/probe"
 )
 
 // Config says where to read from. Empty URLs and GPULocal false turn a
@@ -79,10 +82,16 @@ func NewScraper(cfg Config) *Scraper {
 	if cfg.Every <= 0 {
 		cfg.Every = DefaultEvery
 	}
-	s := &Scraper{cfg: cfg, client: cfg.Client}
-	if s.client == nil {
+	s := &Scraper{cfg: cfg}
+	if cfg.Client != nil {
+		c := *cfg.Client // a copy: the caller's client is theirs
+		s.client = &c
+	} else {
 		s.client = &http.Client{Timeout: DefaultScrapeTimeout}
 	}
+	// A redirect is not followed, as the load client follows none: the
+	// scrape carries the same headers (an API key) to wherever it points.
+	s.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	if cfg.GPULocal {
 		s.gpuFrom = "nvidia-smi"
 	} else if cfg.GPUURL != "" {
@@ -140,15 +149,18 @@ func (s *Scraper) scrape(ctx context.Context, now time.Time, src *source, url st
 		src.dropped = true // a guessed /metrics that is not there: quietly nothing
 		return
 	}
-	src.err = err.Error()
+	src.err = probe.Redact(err.Error(), 300) // shown: no credentials, one line
 	src.backoff = min(max(2*src.backoff, s.cfg.Every), 30*time.Second)
 	src.next = now.Add(src.backoff)
 }
 
+// get scrapes url. Its errors never carry the URL's credentials (a
+// user name, ?token=): they are shown on the dashboard and to every SSH
+// watcher.
 func (s *Scraper) get(ctx context.Context, url string, read func(io.Reader) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("scrape: %w", redactURLError(err))
 	}
 	for k, vs := range s.cfg.Headers {
 		for _, v := range vs {
@@ -157,14 +169,37 @@ func (s *Scraper) get(ctx context.Context, url string, read func(io.Reader) erro
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("scrape: %w", err)
+		return fmt.Errorf("scrape: %w", redactURLError(err))
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return fmt.Errorf("scrape: HTTP %d: redirected to %s; infertop does not follow redirects", resp.StatusCode, probe.RedactURL(resp.Header.Get("Location")))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("scrape: HTTP %d", resp.StatusCode)
 	}
-	return read(io.LimitReader(resp.Body, 16<<20))
+	return read(io.LimitReader(resp.Body, maxPageBytes))
 }
+
+// redactURLError takes the credentials out of the URL a *url.Error
+// names, and any that look like one out of its cause's text.
+func redactURLError(err error) error {
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		ue.URL = probe.RedactURL(ue.URL)
+		if ue.Err != nil {
+			ue.Err = redacted{ue.Err}
+		}
+	}
+	return err
+}
+
+// redacted is an error whose text is redacted (probe.Redact); it still
+// unwraps to the error it redacts.
+type redacted struct{ err error }
+
+func (r redacted) Error() string { return probe.Redact(r.err.Error(), 0) }
+func (r redacted) Unwrap() error { return r.err }
 
 func (s *Scraper) readServer(r io.Reader, at time.Time) error {
 	srv, ok, err := ParseServer(r)
