@@ -1,6 +1,9 @@
 package probe
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // Bounds on the work of one message. A hostile server can make one
 // message cost far more than its bytes: the full JSON parser builds one
@@ -43,6 +46,23 @@ func (o *openaiProto) limits() limits  { return limits{whole: openaiWhole, value
 func (o *ollamaProto) limits() limits  { return limits{whole: ollamaWhole, values: ollamaValues} }
 func (t *tgiProto) limits() limits     { return limits{whole: tgiWhole, values: tgiValues} }
 func (g *genericProto) limits() limits { return limits{whole: genericWhole, values: genericValues} }
+
+// maxIDBytes bounds a response's id as kept (Result.ID, the requests
+// log): real ids are 30 to 70 bytes ("chatcmpl-" and a UUID), and an 8 MB
+// one made a 159 MB log of 19 requests.
+const maxIDBytes = 128
+
+// capID cuts id to maxIDBytes, at the start of a character.
+func capID(id []byte) []byte {
+	if len(id) <= maxIDBytes {
+		return id
+	}
+	cut := maxIDBytes
+	for cut > 0 && !utf8.RuneStart(id[cut]) {
+		cut--
+	}
+	return id[:cut]
+}
 
 // checkValues returns an error when data, one message, holds more than
 // limit JSON values. It counts, outside strings, the commas and the

@@ -249,7 +249,7 @@ func (o *openaiProto) parseFull(p *fastjson.Parser, data []byte) (chunkInfo, err
 			errObject = errObject || string(x.GetStringBytes()) == "error"
 		case "id":
 			if len(info.id) == 0 {
-				info.id = x.GetStringBytes()
+				info.id = capID(x.GetStringBytes())
 			}
 		case "choices":
 			choices, _ := x.Array()
