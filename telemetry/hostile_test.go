@@ -211,3 +211,18 @@ func TestScrapeErrorsRedacted(t *testing.T) {
 		t.Logf("shown: %s", msg)
 	}
 }
+
+// TestScrapeTransportHTTP2: the default scraper speaks HTTP/2 through
+// golang.org/x/net/http2, as the load client does (the copy bundled in
+// net/http hangs for good on a hostile WINDOW_UPDATE), and follows no
+// redirect.
+func TestScrapeTransportHTTP2(t *testing.T) {
+	s := NewScraper(Config{ServerURL: "http://127.0.0.1:1/metrics"})
+	tr, ok := s.client.Transport.(*http.Transport)
+	if !ok || tr.TLSNextProto["h2"] == nil {
+		t.Fatalf("transport %T: no h2 of x/net", s.client.Transport)
+	}
+	if s.client.CheckRedirect == nil {
+		t.Fatal("redirects followed")
+	}
+}

@@ -3,9 +3,11 @@ package telemetry
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	neturl "net/url"
 	"os/exec"
@@ -87,7 +89,7 @@ func NewScraper(cfg Config) *Scraper {
 		c := *cfg.Client // a copy: the caller's client is theirs
 		s.client = &c
 	} else {
-		s.client = &http.Client{Timeout: DefaultScrapeTimeout}
+		s.client = &http.Client{Timeout: DefaultScrapeTimeout, Transport: scrapeTransport()}
 	}
 	// A redirect is not followed, as the load client follows none: the
 	// scrape carries the same headers (an API key) to wherever it points.
@@ -98,6 +100,27 @@ func NewScraper(cfg Config) *Scraper {
 		s.gpuFrom = "DCGM"
 	}
 	return s
+}
+
+// scrapeTransport is the default client's transport: net/http's default
+// settings (a new transport, not a clone of http.DefaultTransport, which
+// may carry the bundled HTTP/2 once used), HTTP/2 through
+// golang.org/x/net/http2 as the load client speaks it
+// (probe.ConfigureHTTP2), or HTTP/1.1 alone should that fail.
+func scrapeTransport() *http.Transport {
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: DefaultScrapeTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost:   2, // one per source
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   DefaultScrapeTimeout,
+		ExpectContinueTimeout: time.Second,
+	}
+	if probe.ConfigureHTTP2(t) != nil {
+		return &http.Transport{Proxy: t.Proxy, DialContext: t.DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: t.IdleConnTimeout,
+			TLSHandshakeTimeout: t.TLSHandshakeTimeout, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}} // HTTP/1.1 only
+	}
+	return t
 }
 
 // Run scrapes until ctx ends. nvidia-smi, when asked for, runs as one child
@@ -121,6 +144,7 @@ func (s *Scraper) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
+			s.client.CloseIdleConnections()
 			return
 		case <-t.C:
 		}
