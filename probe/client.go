@@ -750,10 +750,15 @@ func capRule(maxTokens int) string {
 // readWhole reads a non-streamed JSON answer: no TTFT can be observed, and
 // none is reported (never E2E in its place). It returns the server's usage.
 func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) *usage {
-	data, err := io.ReadAll(io.LimitReader(body, MaxLineBytes))
+	whole := c.proto.limits().whole
+	data, err := io.ReadAll(io.LimitReader(body, int64(whole)+1))
 	res.E2E = time.Since(res.Start)
 	if err != nil {
 		res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
+		return nil
+	}
+	if len(data) > whole {
+		res.Class, res.Err = Malformed, wholeTooLarge(whole).Error()
 		return nil
 	}
 	st := getStreamState(nil) // for its parser

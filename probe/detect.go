@@ -231,17 +231,34 @@ func (c *Client) Models(ctx context.Context, raw string) ([]string, error) {
 		return nil, fmt.Errorf("list models: not a model list: %w", err)
 	}
 	var ids []string
+	refused := 0
+	add := func(id string) {
+		switch {
+		case id == "":
+		case len(id) > MaxModelBytes:
+			refused++
+		default:
+			ids = append(ids, id)
+		}
+	}
 	for _, m := range doc.Data {
-		ids = append(ids, m.ID)
+		add(m.ID)
 	}
 	for _, m := range doc.Models {
-		ids = append(ids, firstNonEmpty(m.Name, m.Model))
+		add(firstNonEmpty(m.Name, m.Model))
 	}
-	if doc.ModelID != "" {
-		ids = append(ids, doc.ModelID)
+	add(doc.ModelID)
+	if len(ids) == 0 && refused > 0 {
+		return nil, fmt.Errorf("list models: GET %s: every model id listed (%d) is longer than %d bytes; pass --model", RedactURL(target), refused, MaxModelBytes)
 	}
 	return ids, nil
 }
+
+// MaxModelBytes is the longest model id taken from a server's list: real
+// ones are a name or a path (tens of bytes, a few hundred at most), and
+// the id goes into every request body and every summary (a 3 MB id made a
+// 3 MB summary line and 3 MB requests).
+const MaxModelBytes = 1024
 
 func firstNonEmpty(a, b string) string {
 	if a != "" {

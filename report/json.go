@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // Percentiles written for every latency, as vLLM's --metric-percentiles
@@ -189,10 +191,17 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		inf.Capacity = capacityJSON(r.Capacity)
 	}
 	top["infertop"] = inf
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // read by people too: <redacted>, not \u003c
 	if err := enc.Encode(top); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	// A server's text (an error, a model name, a group) may hold C1
+	// controls and bidi overrides, which encoding/json leaves raw: as
+	// \u escapes the file is safe to cat and decodes the same.
+	if _, err := w.Write(sanitize.JSON(buf.Bytes())); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil

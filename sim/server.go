@@ -580,7 +580,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 				buf = append(buf, "data: {\"choices\":[{\"delta\":{\"content\":\"oops\"}\n\n"...)
 			case 6:
 				buf = append(buf, "data: {\"pad\":\""...)
-				buf = append(buf, strings.Repeat("x", 17<<20)...)
+				buf = append(buf, strings.Repeat("x", 2<<20)...)
 				buf = append(buf, "\"}\n\n"...)
 			}
 		}
