@@ -270,6 +270,10 @@ type ServerView struct {
 	HasTTFT                    bool
 	ITLP50, ITLP99             float64 // the server\'s inter-token latency, seconds
 	HasITL                     bool
+	// TTFTBuckets and ITLBuckets are the buckets the p50 and the p99 lie
+	// in: what the histogram knows of them, where the figures above are
+	// points interpolated inside.
+	TTFTBuckets, ITLBuckets [2]Bucket
 	Age                        time.Duration
 	Stale                      bool
 	Err                        string
@@ -318,13 +322,13 @@ func (s *Scraper) View(window time.Duration) View {
 		if first.At.Before(last.At) {
 			prevTTFT, prevITL = first.S.TTFT, first.S.ITL
 		}
-		if p50, ok := Quantile(last.S.TTFT, prevTTFT, 0.5); ok {
-			sv.TTFTP50, sv.HasTTFT = p50, true
-			sv.TTFTP99, _ = Quantile(last.S.TTFT, prevTTFT, 0.99)
+		if p50, b, ok := quantile(last.S.TTFT, prevTTFT, 0.5); ok {
+			sv.TTFTP50, sv.TTFTBuckets[0], sv.HasTTFT = p50, b, true
+			sv.TTFTP99, sv.TTFTBuckets[1], _ = quantile(last.S.TTFT, prevTTFT, 0.99)
 		}
-		if p50, ok := Quantile(last.S.ITL, prevITL, 0.5); ok {
-			sv.ITLP50, sv.HasITL = p50, true
-			sv.ITLP99, _ = Quantile(last.S.ITL, prevITL, 0.99)
+		if p50, b, ok := quantile(last.S.ITL, prevITL, 0.5); ok {
+			sv.ITLP50, sv.ITLBuckets[0], sv.HasITL = p50, b, true
+			sv.ITLP99, sv.ITLBuckets[1], _ = quantile(last.S.ITL, prevITL, 0.99)
 		}
 		v.Server = sv
 	} else if s.srv.err != "" && !s.srv.dropped {
