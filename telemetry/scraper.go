@@ -270,13 +270,14 @@ type ServerView struct {
 	HasTTFT                    bool
 	ITLP50, ITLP99             float64 // the server\'s inter-token latency, seconds
 	HasITL                     bool
+	Age                        time.Duration
+	Stale                      bool
+	Err                        string
+
 	// TTFTBuckets and ITLBuckets are the buckets the p50 and the p99 lie
 	// in: what the histogram knows of them, where the figures above are
 	// points interpolated inside.
 	TTFTBuckets, ITLBuckets [2]Bucket
-	Age                        time.Duration
-	Stale                      bool
-	Err                        string
 }
 
 // GPUView is the GPUs' side over the window.
