@@ -109,6 +109,10 @@ type Config struct {
 	// Strict makes a doubt about the setup an error instead of a note: a
 	// model given that the server does not list.
 	Strict bool
+	// HoldMetrics keeps infertop's own metrics served past Stop, with the
+	// final counts, until Release: a Prometheus scraping every 15 s would
+	// otherwise never read the last requests of a run.
+	HoldMetrics bool
 }
 
 // Telemetry says where the server's and the GPUs' metrics come from.
@@ -150,6 +154,7 @@ type Runner struct {
 	stopSim  func()
 	stopX    func()
 	stopOnce sync.Once
+	xOnce    sync.Once // stopX, from Stop or from Release
 	stopErr  error
 
 	// The server's description, read once in the background at the start
@@ -195,6 +200,7 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	defer func() {
 		if err != nil {
 			r.Stop()
+			r.Release()
 		}
 	}()
 	if r.rawURL == "" {
@@ -520,7 +526,8 @@ const StopWait = 3 * load.AbandonGrace
 
 // Stop ends the load at once (what is in flight is cancelled), waits for
 // every goroutine the runner started (StopWait at most), closes the
-// requests log and stops the exporter and the embedded sim. It may be
+// requests log and stops the exporter (unless Config.HoldMetrics: see
+// Release) and the embedded sim. It may be
 // called more than once; the first call's error (the requests log's) is
 // returned every time.
 func (r *Runner) Stop() error {
@@ -539,7 +546,9 @@ func (r *Runner) Stop() error {
 		if r.reqLog != nil {
 			r.stopErr = r.reqLog.Close()
 		}
-		r.stopX()
+		if !r.cfg.HoldMetrics {
+			r.Release()
+		}
 		if r.client != nil {
 			r.client.Close()
 		}
@@ -547,6 +556,11 @@ func (r *Runner) Stop() error {
 	})
 	return r.stopErr
 }
+
+// Release stops serving infertop's own metrics, which Stop leaves served
+// under Config.HoldMetrics (else Stop has released them). It may be called
+// more than once, and before Stop (the exporter then stops early).
+func (r *Runner) Release() { r.xOnce.Do(r.stopX) }
 
 // waitFor waits for wg, d at most; false when d passed first (the waiting
 // goroutine is then left to end with wg).

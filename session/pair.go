@@ -79,6 +79,7 @@ type Pair struct {
 	wg       sync.WaitGroup
 	stopX    func()
 	stopOnce sync.Once
+	xOnce    sync.Once // stopX, from Stop or from Release
 	stopErr  error
 }
 
@@ -95,6 +96,7 @@ func StartPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	defer func() {
 		if err != nil {
 			p.Stop()
+			p.Release()
 		}
 	}()
 	cfgs := [2]runner.Config{cfg.Baseline, cfg.Baseline}
@@ -269,7 +271,8 @@ func (p *Pair) Finish(why string) {
 }
 
 // Stop stops the live comparison and both runners (see runner.Stop), and
-// the exporter they share; the samples stay for a last Compare. The first
+// the exporter they share (unless the baseline holds it: see Release);
+// the samples stay for a last Compare. The first
 // runner error is returned, every time.
 func (p *Pair) Stop() error {
 	p.stopOnce.Do(func() {
@@ -285,11 +288,18 @@ func (p *Pair) Stop() error {
 				}
 			}
 		}
-		p.stopX()
+		if !p.cfg.Baseline.HoldMetrics {
+			p.Release()
+		}
 		p.stopErr = errors.Join(errs...)
 	})
 	return p.stopErr
 }
+
+// Release stops serving the metrics both sides share, which Stop leaves
+// served under the baseline's runner.Config.HoldMetrics; it may be called
+// more than once.
+func (p *Pair) Release() { p.xOnce.Do(p.stopX) }
 
 // prefixWriter puts prefix before each line a runner's notes write,
 // instead of their own "infertop: ", so the canary's notes say whose they

@@ -159,6 +159,9 @@ func (s *Split) Stop() error {
 	return s.stopErr
 }
 
+// Release stops serving the runner's metrics (see runner.Release).
+func (s *Split) Release() { s.run.Release() }
+
 // What names the load and what splits it.
 func (s *Split) What() string {
 	return sanitize.Text(s.run.Target().URL) + ", its answers split by " + s.cfg.Run.Probe.SplitBy.String()
