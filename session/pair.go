@@ -75,6 +75,9 @@ type Pair struct {
 	// interleave and leave the sides on different settings.
 	knobsMu sync.Mutex
 
+	// settings keeps each knob setting's last live verdict.
+	settings settings
+
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	stopX    func()
@@ -93,6 +96,7 @@ func StartPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	}
 	stats := compare.Stats(cfg.Options.Regressions)
 	p := &Pair{cfg: cfg, stopX: func() {}, samples: compare.NewSamples(stats, cfg.Samples, time.Now())}
+	p.settings.knobs = p.samples.Knobs
 	defer func() {
 		if err != nil {
 			p.Stop()
@@ -205,8 +209,11 @@ func (p *Pair) follow(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c := p.Compare(0)
-			p.live.Store(&c)
+			p.settings.look(func() string {
+				c := p.Compare(0)
+				p.live.Store(&c)
+				return c.Line()
+			})
 		}
 	}
 }
@@ -261,6 +268,7 @@ func (p *Pair) Reset() {
 		r.Engine().Reset()
 	}
 	p.samples.Reset(time.Now())
+	p.settings.v.Reset()
 }
 
 // Finish ends both runs for why (see load.Engine.Finish).
@@ -373,7 +381,7 @@ func (p *Pair) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]
 		c.Err = err
 	}
 	base, canary := sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL)
-	c.Table = func(w io.Writer) error { return cmp.WriteTable(w, base, canary) }
+	c.Table = p.settings.table(func(w io.Writer) error { return cmp.WriteTable(w, base, canary) })
 	return c
 }
 
@@ -412,9 +420,9 @@ func (p *Pair) Save(ctx context.Context, s load.Snapshot, dir string) (string, e
 	if _, err := runner.SaveAs(reps[1], CanaryPath(base)); err != nil {
 		return "", fmt.Errorf("the canary's: %w", err)
 	}
-	table := func(w io.Writer) error {
+	table := p.settings.table(func(w io.Writer) error {
 		return cmp.WriteTable(w, sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL))
-	}
+	})
 	if err := saveWithTable(reps[0], base, table); err != nil {
 		return "", err
 	}
@@ -454,5 +462,6 @@ func CanaryPath(path string) string {
 // LastWord is the comparison's table, the last word.
 func (p *Pair) LastWord(w io.Writer) error {
 	b, c := p.runners[compare.Baseline].Target().URL, p.runners[compare.Canary].Target().URL
-	return p.Compare(2*compare.DefaultResamples).WriteTable(w, sanitize.Text(b), sanitize.Text(c))
+	cmp := p.Compare(2 * compare.DefaultResamples)
+	return p.settings.table(func(w io.Writer) error { return cmp.WriteTable(w, sanitize.Text(b), sanitize.Text(c)) })(w)
 }
