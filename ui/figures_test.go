@@ -54,3 +54,58 @@ func TestServerQuantilesAsBuckets(t *testing.T) {
 		t.Errorf("the interpolated p99 is shown:\n%s", v)
 	}
 }
+
+// TestPhaseTableAllFailed: a phase whose every request failed shows its
+// error rate apart from its tokens per second (on main "0100.0%").
+func TestPhaseTableAllFailed(t *testing.T) {
+	s := fixedSnapshot()
+	s.Phases[2].Completed, s.Phases[2].Failed, s.Phases[2].OutTokPerSec = 0, 40, 0
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(s))
+	v := m.View()
+	if strings.Contains(v, "0100.0%") || !strings.Contains(v, "0  100%") {
+		t.Fatalf("the phase table:\n%s", v)
+	}
+}
+
+// TestFindPromptFits: at 80x24 the f key's input shows its whole example
+// and its keys (on main the example was cut to "t", the keys to "esc c…").
+func TestFindPromptFits(t *testing.T) {
+	m, _ := New(newEngine(t), Options{Renderer: asciiRenderer(), Finder: &fakeFinder{}})
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(fixedSnapshot()), runes("f"))
+	lines := strings.Split(m.View(), "\n")
+	last := lines[len(lines)-1]
+	for _, want := range []string{"ttft_p99<=500ms, error_rate<1%", "enter", "esc"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the footer lacks %q: %q", want, last)
+		}
+	}
+	if strings.Contains(last, "…") {
+		t.Errorf("the footer is cut: %q", last)
+	}
+}
+
+// TestFooterKeysThatAct: the open loop's footer offers the rate's keys,
+// not the concurrency's (which move nothing there), and a watcher's none
+// of the keys on the load, which are locked to it (on main both footers
+// began "↑/k concurrency +1 · ↓/j concurrency −1").
+func TestFooterKeysThatAct(t *testing.T) {
+	footer := func(m Model) string {
+		lines := strings.Split(m.View(), "\n")
+		return lines[len(lines)-1]
+	}
+	m := newTestModel(t, newEngine(t))
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 40}, SnapshotMsg(openSnapshot()))
+	if f := footer(m); strings.Contains(f, "↑/k") || strings.Contains(f, "↓/j") || !strings.Contains(f, "+ rate ×1.25") {
+		t.Errorf("open loop: %q", f)
+	}
+	m = press[tea.Msg](m, SnapshotMsg(fixedSnapshot()))
+	if f := footer(m); !strings.Contains(f, "↑/k concurrency +1") || strings.Contains(f, "rate") {
+		t.Errorf("closed loop: %q", f)
+	}
+	w, _ := New(nil, Options{Renderer: asciiRenderer(), ReadOnly: true})
+	w = press[tea.Msg](w, tea.WindowSizeMsg{Width: 120, Height: 40}, SnapshotMsg(fixedSnapshot()))
+	if f := footer(w); strings.Contains(f, "concurrency") || strings.Contains(f, "pause") || !strings.Contains(f, "? help") {
+		t.Errorf("watcher: %q", f)
+	}
+}
