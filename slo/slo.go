@@ -91,8 +91,11 @@ func Parse(expr string) (Objective, error) {
 			return Objective{}, fmt.Errorf("bad SLO %q: unknown statistic %s", expr, o.Stat)
 		}
 		d, err := time.ParseDuration(m[4] + unit)
-		if err != nil || unit == "" {
+		switch {
+		case unit == "":
 			return Objective{}, fmt.Errorf("bad SLO %q: a latency needs a unit (ms, s)", expr)
+		case err != nil:
+			return Objective{}, fmt.Errorf("bad SLO %q: unknown unit %q (us, ms, s, m)", expr, unit)
 		}
 		o.Value = d.Seconds()
 	case rateMetric(o.Metric):

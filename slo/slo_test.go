@@ -116,3 +116,15 @@ func TestFormatThreeFigures(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownUnit: a latency with a unit no duration has is told so (on
+// main "500xs" read "a latency needs a unit").
+func TestUnknownUnit(t *testing.T) {
+	_, err := Parse("ttft_p99<=500xs")
+	if err == nil || !strings.Contains(err.Error(), `unknown unit "xs"`) {
+		t.Fatalf("%v", err)
+	}
+	if _, err := Parse("ttft_p99<=500"); err == nil || !strings.Contains(err.Error(), "needs a unit") {
+		t.Fatalf("%v", err)
+	}
+}
