@@ -70,6 +70,10 @@ type Config struct {
 	// learning, from the server's reported prompt tokens, how many words
 	// make the asked number of tokens.
 	NoCalibrate bool
+	// MaxContext is the server's context in tokens, prompt and output
+	// together (0: not known): the calibration keeps a prompt asked to
+	// fit inside it from going past it.
+	MaxContext int
 	// PrefixTokens starts every prompt with the same text of about this
 	// many tokens (prefix-cache experiments); the rest stays unique.
 	PrefixTokens int

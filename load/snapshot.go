@@ -72,6 +72,9 @@ type Snapshot struct {
 	// prompts are synthesised and the prompt knob applies).
 	PromptLength, OutputLength Length
 	Dataset                    int
+	// PrefixTokens is the shared prefix every prompt starts with (0:
+	// none); a prompt shorter than it grows to hold it.
+	PrefixTokens int
 	// Window is the rolling window selected; Covered how much of it holds
 	// data (less than Window early in a run, after the warm-up or a
 	// reset): the window's rates are over it.

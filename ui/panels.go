@@ -279,6 +279,9 @@ func (m *Model) phasesPanel(w, h int) string {
 		errs := "0"
 		if n := ph.Completed + ph.Failed; ph.Failed > 0 {
 			errs = pct(float64(ph.Failed) / float64(n))
+			if ph.Completed == 0 { // "100.0%" fills the column and runs into tok/s ("0100.0%")
+				errs = "100%"
+			}
 		}
 		span := ph.End - ph.Start
 		if ph.Current {
