@@ -153,10 +153,13 @@ func (w Warmup) set() bool { return w.Requests > 0 || w.Duration > 0 }
 // it succeeded and met every limit given.
 type Goodput struct {
 	TTFT, TPOT, E2E time.Duration
+	// TTFO limits the time to the answer's first token, after any
+	// reasoning; a request with no answer token fails it.
+	TTFO time.Duration
 }
 
 // Set reports whether any limit is given.
-func (g Goodput) Set() bool { return g.TTFT > 0 || g.TPOT > 0 || g.E2E > 0 }
+func (g Goodput) Set() bool { return g.TTFT > 0 || g.TPOT > 0 || g.E2E > 0 || g.TTFO > 0 }
 
 // good reports whether r met every limit.
 func (g Goodput) good(r *probe.Result) bool {
@@ -164,6 +167,9 @@ func (g Goodput) good(r *probe.Result) bool {
 		return false
 	}
 	if g.TTFT > 0 && (!r.HasTTFT || r.TTFT > g.TTFT) {
+		return false
+	}
+	if g.TTFO > 0 && (!r.HasTTFO || r.TTFO > g.TTFO) {
 		return false
 	}
 	if g.TPOT > 0 {

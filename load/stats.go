@@ -21,6 +21,15 @@ type counts struct {
 	completed, failed, good, outTok, inTok, retried int64
 	delivered, failedTok                            int64
 	byClass                                         [probe.NumClasses]int64
+	// reasonTok and inputs are the phase's reasoning tokens and inputs
+	// embedded (kept per phase; the seconds leave them at zero).
+	reasonTok, inputs int64
+}
+
+// addKinds counts a successful result's reasoning tokens and inputs.
+func (c *counts) addKinds(r *probe.Result) {
+	c.reasonTok += int64(r.ReasoningTokens)
+	c.inputs += int64(r.Inputs)
 }
 
 // secSlot is one second of the run, sealed.
@@ -56,6 +65,9 @@ type phaseAcc struct {
 func completionMetrics(r *probe.Result, intended time.Time, rec func(Metric, time.Duration)) {
 	if tpot, ok := r.TPOT(); ok {
 		rec(TPOT, tpot)
+	}
+	if r.HasTTFO { // known once the request has ended (which message was the answer's first)
+		rec(TTFO, r.TTFO)
 	}
 	rec(E2E, r.E2E)
 	if r.TTFB > 0 {
@@ -268,7 +280,7 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 	if r.InputEstimated {
 		in = f.prompt
 	} else if a.cal != nil && run != nil {
-		a.cal.observe(f.words, r.InputTokens)
+		a.cal.observe(f.words, r.InputTokens/max(r.Inputs, 1)) // an embeddings batch: per input
 	}
 	both(func(p *phaseAcc) {
 		p.completed++
@@ -277,6 +289,7 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 		}
 		p.outTok += int64(r.OutputTokens)
 		p.inTok += int64(in)
+		p.addKinds(r)
 	})
 	a.correctTokens(f, ph, run != nil)
 	if run == nil {
@@ -667,7 +680,7 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 	ph := Phase{
 		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current, Warmup: p.info.warmup,
 		Completed: p.completed, Failed: p.failed, Good: p.good, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
-		DeliveredTokens: p.delivered, FailedOutTokens: p.failedTok,
+		DeliveredTokens: p.delivered, FailedOutTokens: p.failedTok, ReasoningTokens: p.reasonTok, Inputs: p.inputs,
 		Retried: p.retried, Incomplete: p.info.incomplete.Load(), Pending: p.info.outstanding.Load(),
 	}
 	if !current {

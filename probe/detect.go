@@ -28,6 +28,16 @@ func EndpointURL(kind Kind, raw string, stream bool) (string, error) {
 		return endpointURL(raw, "/chat/completions")
 	case OpenAICompletions:
 		return endpointURL(raw, "/completions")
+	case OpenAIResponses:
+		return endpointURL(raw, "/responses")
+	case Anthropic:
+		return endpointURL(raw, "/messages")
+	case OpenAIEmbeddings:
+		return endpointURL(raw, "/embeddings")
+	case OllamaEmbed:
+		if !strings.HasSuffix(p, "/api/embed") {
+			p = trimSuffixes(p, "/api/chat", "/api/generate", "/v1", "/api") + "/api/embed"
+		}
 	case Ollama:
 		if !strings.HasSuffix(p, "/api/chat") && !strings.HasSuffix(p, "/api/generate") {
 			p = trimSuffixes(p, "/v1", "/api") + "/api/chat"
@@ -72,6 +82,8 @@ func KindFromPath(raw string) (kind Kind, reason string, ok bool) {
 		{"/chat/completions", OpenAIChat}, {"/completions", OpenAICompletions},
 		{"/api/chat", Ollama}, {"/api/generate", Ollama},
 		{"/generate_stream", TGI}, {"/generate", TGI}, {"/v1/infer", Generic},
+		{"/responses", OpenAIResponses}, {"/messages", Anthropic},
+		{"/embeddings", OpenAIEmbeddings}, {"/api/embed", OllamaEmbed},
 	} {
 		if strings.HasSuffix(p, r.suffix) {
 			return r.kind, "the URL's path ends in " + r.suffix, true
@@ -218,7 +230,7 @@ func (c *Client) ModelList(ctx context.Context, raw string) ([]ModelInfo, error)
 	r := strings.TrimRight(root.String(), "/")
 	var target string
 	switch c.cfg.API {
-	case Ollama:
+	case Ollama, OllamaEmbed:
 		target = r + "/api/tags"
 	case TGI:
 		target = r + "/info"
@@ -301,7 +313,7 @@ func (c *Client) ServerInfo(ctx context.Context, raw string) map[string]json.Raw
 	r := strings.TrimRight(root.String(), "/")
 	paths := map[string]string{"version": r + "/version"}
 	switch c.cfg.API {
-	case Ollama:
+	case Ollama, OllamaEmbed:
 		paths["models"], paths["version"] = r+"/api/tags", r+"/api/version"
 	case TGI:
 		paths["models"] = r + "/info"

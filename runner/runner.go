@@ -497,6 +497,9 @@ func (r *Runner) Report(ctx context.Context, s load.Snapshot) *report.Report {
 	m.Settings = r.cfg.Settings
 	if g := r.cfg.Load.Goodput; g.Set() {
 		m.Goodput = map[string]float64{"ttft": float64(g.TTFT) / 1e6, "tpot": float64(g.TPOT) / 1e6, "e2el": float64(g.E2E) / 1e6}
+		if g.TTFO > 0 {
+			m.Goodput["ttfo"] = float64(g.TTFO) / 1e6
+		}
 	}
 	m.Start, m.End = r.started, r.started.Add(s.Elapsed)
 	rep := &report.Report{Manifest: m, Final: s, Energy: report.EnergyOf(r.scraper, r.started, s)}
