@@ -101,6 +101,8 @@ func flagError(err error) error {
 		return usageError{err}
 	case s == setting{pkgRunner, runner.SettingModel} && errors.Is(err, runner.ErrNoModels):
 		return usagef("%v; pass --model", why)
+	case s == setting{pkgRunner, runner.SettingModel} && errors.Is(err, runner.ErrModelNotListed):
+		return usagef("--model: %v", why)
 	case s == setting{pkgRunner, runner.SettingModel}:
 		return usagef("%v (is the endpoint up? pass --model to skip this)", why)
 	case s == setting{pkgRunner, runner.SettingAPI}:

@@ -61,6 +61,7 @@ func (f *loadFlags) addEndpoint(fs *pflag.FlagSet) {
 	c, p := &f.cfg, &f.cfg.Probe
 	fs.StringVar(&c.URL, "url", "", "endpoint: a base such as http://host:8000/v1, or a full path (default: the embedded sim)")
 	fs.StringVar(&p.Model, "model", "", "model name (default: the first model the server lists)")
+	fs.BoolVar(&c.Strict, "strict", false, "make a doubt about the setup an error: a --model the server does not list")
 	fs.StringVar(&f.api, "api", "", "API: openai-chat, openai-completions, openai-responses, anthropic, ollama, tgi, generic, openai-embeddings or ollama-embed (default: detected)")
 	fs.BoolVar(&p.NoStream, "no-stream", false, "ask for whole answers (TTFT, ITL and TPOT are then not observable)")
 	fs.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key, sent as a bearer token (--api anthropic: ANTHROPIC_API_KEY, sent as x-api-key)")

@@ -42,6 +42,9 @@ func (a *anthropicProto) endsOnEOF() bool { return false }
 
 func (a *anthropicProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 	var info chunkInfo
+	if err := checkValues(data, a.limits().values); err != nil {
+		return chunkInfo{}, err
+	}
 	v, err := parseObject(&ps.json, data)
 	if err != nil {
 		return info, err

@@ -93,6 +93,9 @@ type Request struct {
 	Prompt    string
 	Messages  []Message
 	MaxTokens int
+	// Live, if set, is told of every timed message as it arrives (see
+	// Live); Do begins it at the request's Start.
+	Live *Live
 }
 
 // Message is one turn of a conversation.
@@ -419,7 +422,12 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 
+	// One allocation for the message times, sized by the answer asked
+	// for, instead of a slice grown by doubling as messages come; kept
+	// from one request to the next.
+	req.Live.Reserve(min(max(req.MaxTokens, 16), 4096))
 	res.Start = time.Now()
+	req.Live.Begin(res.Start)
 	resp, err := c.http.Do(hreq)
 	if err != nil && mayRetry(ctx, rctx, tr, err) {
 		// A new timing: the lost attempt's trace may still be written to
@@ -468,10 +476,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	if fr == frameWhole {
 		u = c.readWhole(ctx, resp.Body, &res)
 	} else {
-		// One allocation for the message times, sized by the answer asked
-		// for, instead of a slice grown by doubling as messages come.
-		res.Chunks = make([]time.Duration, 0, min(max(req.MaxTokens, 16), 4096))
-		u = c.readStream(ctx, resp.Body, fr, &res, req.MaxTokens)
+		u = c.readStream(ctx, resp.Body, fr, &res, req)
 	}
 	if res.Class == OK {
 		c.finish(&res, req, u)
@@ -591,8 +596,8 @@ func (c *Client) redirectErr(resp *http.Response) string {
 // The bound on the messages of one request, and on the output count a
 // server may report for it: OutputCap(max_tokens) is
 // outputCapPerToken×max_tokens + outputCapMargin, or outputCapNoMax when
-// the request set no max_tokens. Every message of a stream takes a slot of
-// Result.Chunks at least, so a server sending endless tiny messages and
+// the request set no max_tokens. Every timed message of a stream takes a
+// slot of the request's Live at least, so a server sending endless tiny messages and
 // never [DONE] grew a request without end (1.6 GB in ten seconds).
 // Four times leaves room for servers that send a message per token of
 // reasoning and of text, or empty keep-alive deltas, or count special
@@ -616,18 +621,20 @@ func OutputCap(maxTokens int) int {
 // NDJSON lines), timing every message that carries output, and returns the
 // server's usage, if it gave one. A stream that sends more than
 // OutputCap(maxTokens) messages ends as Malformed.
-func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res *Result, maxTokens int) *usage {
+func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res *Result, req Request) *usage {
 	st := getStreamState(body)
 	defer st.release()
 	var (
-		p        = &st.parser
-		sse      *SSEReader
-		nd       *NDJSONReader
-		finished bool
-		u        *usage
-		msgs     int
-		msgCap   = OutputCap(maxTokens)
-		field    = c.cfg.SplitBy.Field
+		p         = &st.parser
+		sse       *SSEReader
+		nd        *NDJSONReader
+		finished  bool
+		u         *usage
+		msgs      int
+		maxTokens = req.MaxTokens
+		msgCap    = OutputCap(maxTokens)
+		field     = c.cfg.SplitBy.Field
+		live      = req.Live
 	)
 	if fr == frameSSE {
 		sse = &st.sse
@@ -717,9 +724,8 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		if timed {
 			if !res.HasTTFT {
 				res.HasTTFT, res.TTFT = true, now
-			} else {
-				res.Chunks = append(res.Chunks, now)
 			}
+			live.Add(res.Start, now, info.output)
 			res.E2E = now
 		}
 		if info.finished && nd != nil {
@@ -743,10 +749,15 @@ func capRule(maxTokens int) string {
 // readWhole reads a non-streamed JSON answer: no TTFT can be observed, and
 // none is reported (never E2E in its place). It returns the server's usage.
 func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) *usage {
-	data, err := io.ReadAll(io.LimitReader(body, MaxLineBytes))
+	whole := c.proto.limits().whole
+	data, err := io.ReadAll(io.LimitReader(body, int64(whole)+1))
 	res.E2E = time.Since(res.Start)
 	if err != nil {
 		res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
+		return nil
+	}
+	if len(data) > whole {
+		res.Class, res.Err = Malformed, wholeTooLarge(whole).Error()
 		return nil
 	}
 	st := getStreamState(nil) // for its parser

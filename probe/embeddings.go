@@ -57,6 +57,9 @@ func (e *embedProto) endsOnEOF() bool { return true }
 
 func (e *embedProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 	var info chunkInfo
+	if err := checkValues(data, e.limits().values); err != nil {
+		return chunkInfo{}, err
+	}
 	v, err := parseObject(&ps.json, data)
 	if err != nil {
 		return info, err

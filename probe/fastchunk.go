@@ -23,7 +23,7 @@ func fastChunk(data []byte, memo *chunkMemo) (info chunkInfo, ok bool) {
 		case "id":
 			v, escaped, ok := s.stringOrNull()
 			if len(info.id) == 0 && len(v) > 0 {
-				info.id, idAt = v, s.i-1-len(v)
+				info.id, idAt = capID(v), s.i-1-len(v)
 			}
 			return ok && !escaped
 		case "usage", "error":

@@ -101,6 +101,8 @@ type protocol interface {
 	// endsOnEOF is true when the stream carries no end marker of its own,
 	// so the end of the body is the end of the answer.
 	endsOnEOF() bool
+	// limits are the kind's bounds on one message (limits.go).
+	limits() limits
 }
 
 // chunkInfo is what one message tells the timing code.
@@ -267,6 +269,9 @@ func (o *openaiProto) parse(p *parser, data []byte) (chunkInfo, error) {
 	if info, ok := fastChunk(data, &p.memo); ok {
 		return info, nil
 	}
+	if err := checkValues(data, o.limits().values); err != nil {
+		return info, err
+	}
 	return o.parseFull(&p.json, data)
 }
 
@@ -289,7 +294,7 @@ func (o *openaiProto) parseFull(p *fastjson.Parser, data []byte) (chunkInfo, err
 			errObject = errObject || string(x.GetStringBytes()) == "error"
 		case "id":
 			if len(info.id) == 0 {
-				info.id = x.GetStringBytes()
+				info.id = capID(x.GetStringBytes())
 			}
 		case "choices":
 			choices, _ := x.Array()
@@ -460,6 +465,9 @@ func (o *ollamaProto) endsOnEOF() bool { return false }
 func (o *ollamaProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 	p := &ps.json
 	var info chunkInfo
+	if err := checkValues(data, o.limits().values); err != nil {
+		return info, err
+	}
 	v, err := parseObject(p, data)
 	if err != nil {
 		return info, err
@@ -503,6 +511,9 @@ func (t *tgiProto) endsOnEOF() bool { return false }
 func (t *tgiProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 	p := &ps.json
 	var info chunkInfo
+	if err := checkValues(data, t.limits().values); err != nil {
+		return info, err
+	}
 	v, err := p.ParseBytes(data)
 	if err != nil {
 		return info, fmt.Errorf("malformed message: %w", err)
@@ -578,6 +589,9 @@ func path(p string) []string {
 
 func (g *genericProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 	p := &ps.json
+	if err := checkValues(data, g.limits().values); err != nil {
+		return chunkInfo{}, err
+	}
 	v, info, err := openMessage(p, data)
 	if v == nil {
 		return info, err

@@ -74,6 +74,9 @@ func responsesTextEvent(typ string) (text, reasoning bool) {
 
 func (o *responsesProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 	var info chunkInfo
+	if err := checkValues(data, o.limits().values); err != nil {
+		return chunkInfo{}, err
+	}
 	v, err := parseObject(&ps.json, data)
 	if err != nil {
 		return info, err

@@ -56,9 +56,8 @@ type Result struct {
 	// when no output was seen or the response was not streamed.
 	TTFT    time.Duration
 	HasTTFT bool
-	// Chunks holds the offset of every output-bearing message after the first
-	// (ITL is the gap between successive entries, starting from TTFT).
-	Chunks []time.Duration
+	// The time of every timed message (the ITLs) is not here: Do tells
+	// them to the request's Live as they arrive.
 	// E2E is the time to the last output-bearing message (not the usage chunk,
 	// not [DONE]); for a failed request, the time it failed.
 	E2E time.Duration
@@ -138,19 +137,6 @@ func (r *Result) TPOT() (tpot time.Duration, ok bool) {
 		return 0, false
 	}
 	return (r.E2E - r.TTFT) / time.Duration(r.OutputTokens-1), true
-}
-
-// ITLs calls fn with every inter-token latency of the request: the gaps
-// between successive output-bearing messages after the first.
-func (r *Result) ITLs(fn func(time.Duration)) {
-	if !r.HasTTFT {
-		return
-	}
-	prev := r.TTFT
-	for _, t := range r.Chunks {
-		fn(t - prev)
-		prev = t
-	}
 }
 
 // TokensPerMessage is the output tokens per output-bearing message: above 1

@@ -101,6 +101,10 @@ func TestSplitCaptured(t *testing.T) {
 		wantOK bool
 	}{
 		{SplitBy{Header: "X-Backend"}, "b=pod-a", "pod-a", true},
+		// A backend really named as the overflow group stays apart from it.
+		{SplitBy{Header: "X-Backend"}, "b=other", `"other"`, true},
+		{SplitBy{Header: "X-Backend"}, "b=%22other%22", `""other""`, true},
+		{SplitBy{Header: "X-Backend"}, "b=others", "others", true},
 		{SplitBy{Header: "X-Backend"}, "b=pod-b&fail=1", "pod-b", false},
 		{SplitBy{Header: "X-Other"}, "b=pod-a", "", true},
 		{SplitBy{Field: "system_fingerprint"}, "fp=fp_abc", "fp_abc", true},
@@ -165,10 +169,13 @@ func BenchmarkReadStreamSplit(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			payload := benchStream(b)
 			c, _ := New(Config{URL: "http://127.0.0.1:1/v1/chat/completions", SplitBy: SplitBy{Field: tc.field}})
+			live := &Live{Origin: time.Now()}
+			live.Reserve(256)
 			b.ReportAllocs()
 			for b.Loop() {
-				res := Result{Start: time.Now(), Chunks: make([]time.Duration, 0, 256)}
-				c.readStream(context.Background(), strings.NewReader(payload), frameSSE, &res, 200)
+				res := Result{Start: time.Now()}
+				live.Begin(res.Start)
+				c.readStream(context.Background(), strings.NewReader(payload), frameSSE, &res, Request{MaxTokens: 200, Live: live})
 				if !res.OK() || res.Messages != 200 || (tc.name == "found") != (res.Group != "") {
 					b.Fatalf("%d messages, group %q, %v", res.Messages, res.Group, res.Err)
 				}

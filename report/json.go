@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // Percentiles written for every latency, as vLLM's --metric-percentiles
@@ -85,6 +87,8 @@ type PhaseJSON struct {
 	ErrorsByClass        map[string]int64    `json:"errors_by_class"`
 	InputTokens          int64               `json:"total_input_tokens"`
 	OutputTokens         int64               `json:"total_output_tokens"`
+	DeliveredTokens      int64               `json:"delivered_output_tokens"`
+	FailedOutputTokens   int64               `json:"failed_output_tokens"`
 	ReasoningTokens      int64               `json:"total_reasoning_tokens"`
 	Inputs               int64               `json:"total_inputs"`
 	RequestThroughput    float64             `json:"request_throughput"`
@@ -100,7 +104,7 @@ func phaseJSON(p load.Phase) PhaseJSON {
 		ID: p.ID, Warmup: p.Warmup, Knobs: knobs(p.Knobs), StartS: p.Start.Seconds(), DurationS: p.Duration.Seconds(),
 		Sent: p.Sent(), Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Retried: p.Retried,
 		Good: p.Good, ErrorsByClass: classCounts(p.ByClass),
-		InputTokens: p.InTokens, OutputTokens: p.OutTokens, ReasoningTokens: p.ReasoningTokens, Inputs: p.Inputs, RequestThroughput: p.ReqPerSec, RequestGoodput: p.GoodPerSec,
+		InputTokens: p.InTokens, OutputTokens: p.OutTokens, DeliveredTokens: p.DeliveredTokens, FailedOutputTokens: p.FailedOutTokens, ReasoningTokens: p.ReasoningTokens, Inputs: p.Inputs, RequestThroughput: p.ReqPerSec, RequestGoodput: p.GoodPerSec,
 		OutputThroughput: p.OutTokPerSec, InputThroughput: p.InTokPerSec, TotalTokenThroughput: p.OutTokPerSec + p.InTokPerSec,
 		Latency: map[string]DistJSON{},
 	}
@@ -202,10 +206,17 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		inf.Capacity = capacityJSON(r.Capacity)
 	}
 	top["infertop"] = inf
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // read by people too: <redacted>, not \u003c
 	if err := enc.Encode(top); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	// A server's text (an error, a model name, a group) may hold C1
+	// controls and bidi overrides, which encoding/json leaves raw: as
+	// \u escapes the file is safe to cat and decodes the same.
+	if _, err := w.Write(sanitize.JSON(buf.Bytes())); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil

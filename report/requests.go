@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // FlushEvery is how often the requests log writes what it holds: a run
@@ -169,6 +170,7 @@ func (l *RequestsLog) Write(r load.Record) {
 	}
 	r.ITLs(func(d time.Duration) { line.ITL = append(line.ITL, ms(d)) })
 	b, err := json.Marshal(line)
+	b = sanitize.JSON(b) // the server's text (an error, an id): safe to cat
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for len(l.buf) >= l.bounds.maxPending && l.err == nil && !l.closed {

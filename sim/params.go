@@ -261,8 +261,9 @@ type Faults struct {
 	Stall, StallMid float64
 	// Malformed sends a chunk that is not JSON half way through a stream.
 	Malformed float64
-	// HugeLine sends a data line of 17 MiB (past any sane line limit) half
-	// way through a stream.
+	// HugeLine sends a data line of 2 MiB (past any sane line limit: real
+	// servers' lines are KBs, infertop's cap is 1 MiB) half way through a
+	// stream.
 	HugeLine float64
 	// Trickle writes the whole stream one byte at a time.
 	Trickle float64

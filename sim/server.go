@@ -32,6 +32,7 @@ type Server struct {
 	clocks  sync.Map // net.Conn → *atomic.Pointer[time.Time]
 	power   power
 	created int64
+	sent    atomic.Pointer[sentRecord] // see RecordTokens
 }
 
 // New builds a server; it does nothing until Run or Serve.
@@ -571,7 +572,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 			streamBufs.Put(pb)
 		}
 	}()
-	sent := 0
+	sent, flushed := 0, 0
 	for {
 		if !g.wait(r) {
 			return
@@ -621,7 +622,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 				buf = append(buf, "data: {\"choices\":[{\"delta\":{\"content\":\"oops\"}\n\n"...)
 			case 6:
 				buf = append(buf, "data: {\"pad\":\""...)
-				buf = append(buf, strings.Repeat("x", 17<<20)...)
+				buf = append(buf, strings.Repeat("x", 2<<20)...)
 				buf = append(buf, "\"}\n\n"...)
 			}
 		}
@@ -633,6 +634,8 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		}
 		now := time.Now()
+		g.s.countSent(now, sent-flushed)
+		flushed = sent
 		if n > 0 {
 			if g.rec.FirstToken.IsZero() {
 				g.rec.FirstToken = now

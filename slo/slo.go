@@ -93,8 +93,11 @@ func Parse(expr string) (Objective, error) {
 			return Objective{}, fmt.Errorf("bad SLO %q: unknown statistic %s", expr, o.Stat)
 		}
 		d, err := time.ParseDuration(m[4] + unit)
-		if err != nil || unit == "" {
+		switch {
+		case unit == "":
 			return Objective{}, fmt.Errorf("bad SLO %q: a latency needs a unit (ms, s)", expr)
+		case err != nil:
+			return Objective{}, fmt.Errorf("bad SLO %q: unknown unit %q (us, ms, s, m)", expr, unit)
 		}
 		o.Value = d.Seconds()
 	case rateMetric(o.Metric):
@@ -264,10 +267,14 @@ func CheckAll(objs []Objective, f Figures, scope string) []Verdict {
 	return out
 }
 
-// Format shows a value in the objective's units.
+// Format shows a value in the objective's units: a latency to three
+// figures, as the dashboard shows it (7.59s, never 7.58579s).
 func (o Objective) Format(v float64) string {
 	if _, ok := LatencyMetric(o.Metric); ok {
-		return time.Duration(v * float64(time.Second)).Round(10 * time.Microsecond).String()
+		if d := time.Duration(math.Round(v * float64(time.Second))).Round(time.Microsecond); d > 0 {
+			return load.FormatDuration(d)
+		}
+		return "0s"
 	}
 	if o.Metric == "error_rate" {
 		return strconv.FormatFloat(v*100, 'f', 2, 64) + "%"
