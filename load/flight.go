@@ -28,10 +28,11 @@ type flight struct {
 
 	// The aggregator's: how many of the live messages it has folded, the
 	// output tokens it credited from them, and the run time of the last.
-	taken   int
-	counted int64
-	last    time.Duration
-	first   bool // its first message (the TTFT) has been folded
+	taken    int
+	counted  int64
+	last     time.Duration
+	first    bool // its first message (the TTFT) has been folded
+	answered bool // its first answer message (the TTFO) has been folded
 }
 
 // slot is where one sender (a closed-loop worker, an open-loop sender)
@@ -55,7 +56,7 @@ func (s *slot) take(origin time.Time) *flight {
 
 // release hands a flight the aggregator is done with back to its slot.
 func (f *flight) release() {
-	f.taken, f.counted, f.last, f.first = 0, 0, 0, false
+	f.taken, f.counted, f.last, f.first, f.answered = 0, 0, 0, false, false
 	f.res, f.phase, f.intended = probe.Result{}, nil, time.Time{}
 	f.slot.spare.Store(f)
 }

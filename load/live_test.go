@@ -97,7 +97,9 @@ func TestLiveMatchesSim(t *testing.T) {
 // then goes silent; the snapshots tell them apart, with the oldest of
 // each, and call the silent one stalled once it has been silent past
 // StallAfter of its own pace (2 s here), not before. A failure after that
-// keeps the TTFT and the delivered tokens. Virtual time (synctest).
+// keeps the TTFT and the delivered tokens. The streaming one reasons for
+// five messages before it answers: its TTFO is in the window as it
+// arrives too. Virtual time (synctest).
 func TestStreamsWaitingGeneratingStalled(t *testing.T) { synctest.Test(t, testStreams) }
 
 func testStreams(t *testing.T) {
@@ -119,15 +121,19 @@ func testStreams(t *testing.T) {
 			if !wait(time.Second) {
 				return probe.Result{Start: start, Class: probe.Canceled}
 			}
-			req.Live.Add(start, time.Since(start), true)
+			req.Live.Add(start, time.Since(start), probe.Answer)
 			wait(time.Hour)
 			return probe.Result{Start: start, Class: probe.Canceled}
 		}
-		for range 20 {
+		for i := range 20 {
 			if !wait(10 * time.Millisecond) {
 				return probe.Result{Start: start, Class: probe.Canceled}
 			}
-			req.Live.Add(start, time.Since(start), true)
+			mark := probe.Answer // reasoning first, then the answer
+			if i < 5 {
+				mark = probe.Output
+			}
+			req.Live.Add(start, time.Since(start), mark)
 		}
 		if !wait(5 * time.Second) {
 			return probe.Result{Start: start, Class: probe.Canceled}
@@ -147,6 +153,10 @@ func testStreams(t *testing.T) {
 	}
 	if s.Latency[TTFT].Count != 1 || s.Latency[ITL].Count != 19 || s.Run.DeliveredTokens != 20 {
 		t.Errorf("at %v: %d TTFTs, %d gaps, %d tokens", s.Elapsed, s.Latency[TTFT].Count, s.Latency[ITL].Count, s.Run.DeliveredTokens)
+	}
+	// The answer's first token, after five of reasoning, as it arrived.
+	if d := s.Latency[TTFO]; d.Count != 1 || d.Max < 55*time.Millisecond || d.Max > 65*time.Millisecond || s.Latency[TTFT].Max > 15*time.Millisecond {
+		t.Errorf("at %v: TTFO %+v, TTFT %+v", s.Elapsed, d, s.Latency[TTFT])
 	}
 	if s = at(2100 * time.Millisecond); s.Streams.Stalled != 0 || s.Streams.Generating != 2 {
 		t.Errorf("at %v, 1.9 s silent: %+v", s.Elapsed, s.Streams)

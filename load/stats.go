@@ -66,9 +66,6 @@ func completionMetrics(r *probe.Result, intended time.Time, rec func(Metric, tim
 	if tpot, ok := r.TPOT(); ok {
 		rec(TPOT, tpot)
 	}
-	if r.HasTTFO { // known once the request has ended (which message was the answer's first)
-		rec(TTFO, r.TTFO)
-	}
 	rec(E2E, r.E2E)
 	if r.TTFB > 0 {
 		rec(TTFB, r.TTFB)
@@ -222,6 +219,11 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 		f.first = true
 		a.firstMessage(f, r.TTFT)
 	}
+	if r.HasTTFO && !f.answered { // likewise its TTFO
+		f.answered = true
+		ph, inRun := a.target(f)
+		a.record(TTFO, r.TTFO, ph, inRun)
+	}
 	var ph *phaseAcc
 	end := r.Start.Sub(a.t0) + r.E2E
 	if f.phase.gen == a.gen {
@@ -351,7 +353,7 @@ func (a *aggregator) fold(f *flight) {
 	gaps := a.gaps[:0]
 	var tokens int64
 	for i := f.taken; i < n; i++ {
-		at, output := f.live.At(i)
+		at, mark := f.live.At(i)
 		if !f.first {
 			f.first = true
 			a.firstMessage(f, at-start)
@@ -361,7 +363,11 @@ func (a *aggregator) fold(f *flight) {
 			a.record(ITL, d, ph, inRun)
 		}
 		f.last = at
-		if output {
+		if mark.Answer() && !f.answered {
+			f.answered = true
+			a.record(TTFO, at-start, ph, inRun)
+		}
+		if mark.Output() {
 			tokens++
 			if inRun {
 				a.creditTokens(secOf(at), 1)

@@ -27,7 +27,7 @@ func finished(t0 time.Time, r probe.Result, ph *phaseInfo) *flight {
 			if n > 1 {
 				off += (r.E2E - r.TTFT) * time.Duration(i) / time.Duration(n-1)
 			}
-			f.live.Add(r.Start, off, true)
+			f.live.Add(r.Start, off, probe.Answer)
 		}
 	}
 	return f

@@ -725,7 +725,14 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 			if !res.HasTTFT {
 				res.HasTTFT, res.TTFT = true, now
 			}
-			live.Add(res.Start, now, info.output)
+			mark := Timed
+			if info.output {
+				mark = Answer
+				if info.reasoningOnly() {
+					mark = Output
+				}
+			}
+			live.Add(res.Start, now, mark)
 			res.E2E = now
 		}
 		if info.finished && nd != nil {
