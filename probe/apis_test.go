@@ -289,3 +289,30 @@ func TestAPIPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIEventCap: a Responses or Messages stream that sends events
+// without end, none of them the answer's end, is stopped at the cap on
+// one request's messages, as every stream is, and counted malformed.
+func TestAPIEventCap(t *testing.T) {
+	for kind, event := range map[Kind]string{
+		OpenAIResponses: "event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"response\":{\"id\":\"r\"}}\n\n",
+		Anthropic:       "event: ping\ndata: {\"type\":\"ping\"}\n\n",
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i := 0; i < 10*OutputCap(4) && r.Context().Err() == nil; i++ {
+				io.WriteString(w, event)
+			}
+		}))
+		c, err := New(Config{URL: srv.URL, Model: "m", API: kind, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := c.Do(context.Background(), Request{Prompt: "hi", MaxTokens: 4})
+		c.Close()
+		srv.Close()
+		if res.Class != Malformed || !strings.Contains(res.Err, "more than") {
+			t.Errorf("%s: %v %q", kind, res.Class, res.Err)
+		}
+	}
+}
