@@ -298,7 +298,11 @@ func (f *loadFlags) request(p *probe.Config) error {
 		return usagef("--header %v", err)
 	}
 	env := f.apiKeyEnv
-	if f.api == string(probe.Anthropic) && !f.fs.Changed("api-key-env") {
+	kind := probe.Kind(f.api)
+	if f.api == "" {
+		kind, _, _ = probe.KindFromPath(f.cfg.URL) // a URL ending in /v1/messages
+	}
+	if kind == probe.Anthropic && !f.fs.Changed("api-key-env") {
 		env = "ANTHROPIC_API_KEY"
 	}
 	p.APIKey = os.Getenv(env) // never from a flag's value
