@@ -65,13 +65,16 @@ type Exporter struct {
 	reg                        *prometheus.Registry
 	good                       prometheus.Counter
 	ttft, tpot, itl, e2e, ttfb prometheus.Histogram
-	outTok, inTok              prometheus.Counter
-	conc, prompt               prometheus.Gauge
-	output, paused             prometheus.Gauge
-	sloHeld                    *prometheus.GaugeVec
-	windowQ                    *prometheus.GaugeVec
-	window                     prometheus.Gauge
-	objectives                 []slo.Objective
+	// ttfo is the answer's first token after any reasoning, per
+	// completed request.
+	ttfo           prometheus.Histogram
+	outTok, inTok  prometheus.Counter
+	conc, prompt   prometheus.Gauge
+	output, paused prometheus.Gauge
+	sloHeld        *prometheus.GaugeVec
+	windowQ        *prometheus.GaugeVec
+	window         prometheus.Gauge
+	objectives     []slo.Objective
 	// flow is the sent and incomplete counters and the in-flight gauge,
 	// from the snapshots (a request cancelled before it finished is no
 	// record), set and read together.
@@ -121,6 +124,7 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 	x.itl = hist("infertop_itl_seconds", "Gaps between output-bearing messages, observed as they arrive.", tokBuckets())
 	x.e2e = hist("infertop_e2e_seconds", "Time to the last output-bearing message.", e2eBuckets())
 	x.ttfb = hist("infertop_ttfb_seconds", "Time to the response headers.", ttftBuckets())
+	x.ttfo = hist("infertop_ttfo_seconds", "Time to the answer's first token, after any reasoning (TTFT is the first of either), per completed request.", ttftBuckets())
 	x.outTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_output_tokens_total",
 		Help: "Output tokens received, counted as they arrive (a token a message, corrected by the server's usage at the end of a request), those of requests that then failed included."})
 	x.inTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_input_tokens_total", Help: "Prompt tokens sent, as the server counted them."})
@@ -145,7 +149,7 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 	x.groupTPOT = groupHist("infertop_group_tpot_seconds", "Time per output token after the first, by the group that answered (--split-by).", tokBuckets())
 	x.groupE2E = groupHist("infertop_group_e2e_seconds", "Time to the last output-bearing message, by the group that answered (--split-by).", e2eBuckets())
 	x.groupNames = map[string]string{}
-	reg.MustRegister(x.windowQ, x.window, x.flow, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.outTok, x.inTok,
+	reg.MustRegister(x.windowQ, x.window, x.flow, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.ttfo, x.outTok, x.inTok,
 		x.conc, x.prompt, x.output, x.paused, x.sloHeld, x.groupReq, x.groupTTFT, x.groupTPOT, x.groupE2E)
 	if process {
 		x.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -179,6 +183,9 @@ func (x *Exporter) Observe(r load.Record) {
 	x.e2e.Observe(r.E2E.Seconds())
 	if r.TTFB > 0 {
 		x.ttfb.Observe(r.TTFB.Seconds())
+	}
+	if r.HasTTFO {
+		x.ttfo.Observe(r.TTFO.Seconds())
 	}
 }
 
