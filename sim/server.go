@@ -295,7 +295,14 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", "max_tokens must be at least 1")
 			return
 		}
-		if prompt+maxTokens > s.p.MaxModelLen || prompt+maxTokens > s.p.KVTokens {
+		// An embeddings batch is held to the model's length an input at a
+		// time (on average: the sim keeps no per-input count), and to the
+		// KV budget as a whole, which it must fit to be admitted at all.
+		perSeq := prompt
+		if kind.embeds() {
+			perSeq = prompt / max(inputs, 1)
+		}
+		if perSeq+maxTokens > s.p.MaxModelLen || prompt+maxTokens > s.p.KVTokens {
 			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", fmt.Sprintf(
 				"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion).",
 				min(s.p.MaxModelLen, s.p.KVTokens), prompt+maxTokens, prompt, maxTokens))
