@@ -198,6 +198,11 @@ type pageRun struct {
 // Res is the run's "infertop" object, for the template.
 func (r pageRun) Res() *report.InfertopJSON { return &r.res.Infertop }
 
+// Reasoning says whether the run's model reasoned: its summary then
+// shows TTFO (the answer's first token) and the reasoning tokens beside
+// TTFT.
+func (r pageRun) Reasoning() bool { return r.res.Infertop.Run.ReasoningTokens > 0 }
+
 // Rows are the summary table's rows: every phase, then the run.
 func (r pageRun) Rows() []report.PhaseJSON {
 	return append(append([]report.PhaseJSON(nil), r.res.Infertop.Phases...), r.res.Infertop.Run)
