@@ -214,6 +214,9 @@ func (f *loadFlags) config() (runner.Config, error) {
 	if l.Goodput, err = slo.ParseGoodput(f.goodput); err != nil {
 		return cfg, usagef("--goodput: %v", err)
 	}
+	if g := l.Goodput; cfg.API.Embeds() && (g.TTFT > 0 || g.TPOT > 0 || g.TTFO > 0) {
+		return cfg, usagef("--goodput %s: %v; only an e2el limit applies", f.goodput, runner.ErrEmbeddings)
+	}
 	if err := f.request(p); err != nil {
 		return cfg, err
 	}
