@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"io"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/sim/simtest"
 )
 
 // TestAnthropicKeyEnv: --api anthropic (or a URL ending in /v1/messages)
@@ -48,5 +54,31 @@ func TestEmbeddingsGoodput(t *testing.T) {
 		if _, err := f.config(); (err == nil) != ok {
 			t.Errorf("--goodput %s: %v", args, err)
 		}
+	}
+}
+
+// TestAnthropicSecretsStayOut: an Anthropic key, from ANTHROPIC_API_KEY
+// or -H x-api-key, reaches no report, summary or error, against the sim.
+func TestAnthropicSecretsStayOut(t *testing.T) {
+	p, _ := sim.Preset("fast")
+	srv := simtest.Start(t, p)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-envsecret1")
+	path := t.TempDir() + "/r.json"
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--url", srv.URL, "--api", "anthropic", "-H", "x-api-key: sk-ant-hdrsecret2", "--requests", "4", "-c", "2",
+		"--prompt-tokens", "8", "--output-tokens", "4", "--json", path}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	b, _ := os.ReadFile(path)
+	for _, secret := range []string{"envsecret1", "hdrsecret2"} {
+		for where, text := range map[string]string{"JSON": string(b), "summary": out.String(), "stderr": errb.String()} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s holds %q", where, secret)
+			}
+		}
+	}
+	if !strings.Contains(string(b), `"backend": "anthropic"`) && !strings.Contains(string(b), `"backend":"anthropic"`) {
+		t.Errorf("the JSON does not say the API:\n%.400s", b)
 	}
 }
