@@ -459,6 +459,9 @@ func TestReportRoundTrip(t *testing.T) {
 		p, _ := sim.Preset("fast")
 		srv := simtest.Start(t, p)
 		res, page, _ := rtRun(t, append([]string{"--url", srv.URL, "--server-metrics", "off", "--rate", "30", "--duration", "2s"}, short...))
+		if n := res.Infertop.ArrivalsScheduled; n == 0 || !strings.Contains(page, fmt.Sprintf("Open loop: %d arrivals scheduled", n)) {
+			t.Errorf("no open loop's arrivals (%d in the JSON) on the page", n)
+		}
 		if res.Infertop.Telemetry != nil || strings.Contains(page, `id="server-queue"`) {
 			t.Error("telemetry drawn for a run without it")
 		}

@@ -266,6 +266,9 @@ func split(s *compare.SplitJSON) *splitView {
 		}
 		v.Groups = append(v.Groups, comparison(g.ComparisonJSON, "Comparison · "+base+" · "+l, [2]string{"group 1", col}, l))
 	}
+	if len(v.Groups) == 1 && v.Groups[0].Verdict == v.Verdict {
+		v.Verdict = "" // the one group's line, said above
+	}
 	if u := s.Ungrouped; u.Requests > 0 {
 		v.Ungrouped = fmt.Sprintf("%d requests (%d failed), left out", u.Requests, u.Failed)
 	}
@@ -354,7 +357,7 @@ func search(id string, over capacity.Over, objs []string, s report.SearchJSON) c
 	thr := &chart{ID: "capacity-throughput" + id, Title: "Throughput against " + string(over), YUnit: "per s", XUnit: string(over), Points: true, Marks: marks}
 	thr.Lines = []line{
 		{Name: "output tok/s", X: x, Y: pick(func(s report.StepJSON) float64 { return s.OutTokPerSec }), Color: 0},
-		{Name: "req/s", X: x, Y: pick(func(s report.StepJSON) float64 { return s.ReqPerSec }), Color: 1},
+		{Name: "req/s", X: x, Y: pick(func(s report.StepJSON) float64 { return s.ReqPerSec }), Color: 1, Weight: 2}, // under goodput, often equal
 		{Name: "goodput req/s", X: x, Y: pick(func(s report.StepJSON) float64 { return s.GoodPerSec }), Color: 4},
 	}
 	v.Charts = []*chart{lat, thr}
