@@ -71,7 +71,8 @@ func shellQuote(s string) string {
 	return s
 }
 
-// maxServerText bounds what the page shows of one thing the server said.
+// maxServerText bounds what the page shows of one text the server sent
+// (a model name, an error message, a description).
 const maxServerText = 300
 
 // Server is what the server said of itself, a line per thing: the models
@@ -244,7 +245,7 @@ func groupLabel(index int, name string) string {
 	if index == 0 {
 		return "other groups"
 	}
-	return fmt.Sprintf("group %d (%s)", index, sanitize.Text(name))
+	return fmt.Sprintf("group %d (%s)", index, clip(name))
 }
 
 func split(s *compare.SplitJSON) *splitView {
