@@ -81,6 +81,7 @@ type Samples struct {
 	t0      time.Time
 	setting setting
 	sides   [2]sideSamples
+	epoch   int // clearLocked's calls (see Knobs)
 }
 
 // setting is the knob setting a comparison's samples belong to, and the
@@ -156,6 +157,7 @@ func samePhase(a, b load.Knobs) bool {
 
 // clearLocked forgets every sample.
 func (s *Samples) clearLocked() {
+	s.epoch++
 	for i := range s.sides {
 		s.sides[i].clear()
 	}
@@ -218,21 +220,23 @@ func (sd *sideSamples) record(rec load.Record, sec int32) {
 		fail = 1
 	}
 	sd.errs.add(sample{sec, fail})
-	if !rec.OK() {
-		return
-	}
 	add := func(m load.Metric, d time.Duration) {
 		if r := sd.lat[m]; r != nil {
 			r.add(sample{sec, float64(d) / 1e6})
 		}
 	}
 	// Latency from the intended send time: the open loop's queue counts,
-	// as it does for the person waiting (zero in the closed loop).
+	// as it does for the person waiting (zero in the closed loop). A TTFT
+	// and the gaps after it stay when the request then failed: they were
+	// measured, and the live window keeps them too.
 	if rec.HasTTFT {
 		add(load.TTFT, rec.TTFT+rec.Queue)
 		if sd.lat[load.ITL] != nil {
 			rec.ITLs(func(d time.Duration) { add(load.ITL, d) })
 		}
+	}
+	if !rec.OK() {
+		return
 	}
 	if tpot, ok := rec.TPOT(); ok {
 		add(load.TPOT, tpot)

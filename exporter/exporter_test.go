@@ -19,8 +19,17 @@ import (
 func TestExporter(t *testing.T) {
 	objs, _ := slo.ParseAll([]string{"ttft_p99<=100ms", "error_rate<1%"})
 	x := New(objs)
-	ok := probe.Result{Status: 200, HasTTFT: true, TTFT: 50 * time.Millisecond, Chunks: []time.Duration{60 * time.Millisecond, 70 * time.Millisecond},
+	ok := probe.Result{Status: 200, HasTTFT: true, TTFT: 50 * time.Millisecond,
 		E2E: 70 * time.Millisecond, OutputTokens: 3, InputTokens: 11, TTFB: time.Millisecond}
+	// Two streams as they arrive: a first token, then two gaps and the
+	// tokens of three messages; the second's server counts one token less
+	// than it sent messages, taken back from the tokens that come next.
+	for range 2 {
+		x.Progress(load.Progress{TTFT: ok.TTFT, HasTTFT: true, Tokens: 1})
+		x.Progress(load.Progress{ITLs: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}, Tokens: 2})
+	}
+	x.Progress(load.Progress{Tokens: -1}) // the second's usage: 2 tokens for 3 messages
+	x.Progress(load.Progress{Tokens: 1})  // paid back: the counter stands still
 	x.Observe(load.Record{Result: ok, Good: true})
 	x.Observe(load.Record{Result: ok})
 	x.Observe(load.Record{Result: probe.Result{Class: probe.HTTP429}})
@@ -74,8 +83,7 @@ func TestExporter(t *testing.T) {
 func TestGroupSeries(t *testing.T) {
 	x := New(nil)
 	ok := func(g string, ttft time.Duration) load.Record {
-		return load.Record{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: ttft, E2E: 2 * ttft, OutputTokens: 2,
-			Chunks: []time.Duration{ttft, 2 * ttft}, Group: g}}
+		return load.Record{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: ttft, E2E: 2 * ttft, OutputTokens: 2, Group: g}}
 	}
 	x.Observe(ok("old", 10*time.Millisecond))
 	x.Observe(ok("old", 10*time.Millisecond))

@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/infertop/infertop/crash"
@@ -46,7 +45,7 @@ func (e *Engine) spawnLocked() {
 		return
 	}
 	for len(e.workerSlots) < e.knobs.Concurrency {
-		e.workerSlots = append(e.workerSlots, new(atomic.Int64))
+		e.workerSlots = append(e.workerSlots, e.board.add())
 	}
 	for id := range e.knobs.Concurrency {
 		if !e.alive[id] {
@@ -78,9 +77,9 @@ func (e *Engine) next(id int) (Knobs, *phaseInfo, <-chan struct{}, bool) {
 	return e.knobs, e.phase, e.changed, true
 }
 
-// worker is closed-loop worker id; slot is its in-flight slot, its own
-// while it runs (a worker of the same id starts only after it stopped).
-func (e *Engine) worker(ctx context.Context, id int, slot *atomic.Int64) {
+// worker is closed-loop worker id; slot is where it shows its request in
+// flight, its own while it runs (a worker of the same id starts only after it stopped).
+func (e *Engine) worker(ctx context.Context, id int, slot *slot) {
 	defer e.workers.Done()
 	defer crash.Recover()
 	fails := 0 // failures in a row

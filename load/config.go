@@ -70,6 +70,10 @@ type Config struct {
 	// learning, from the server's reported prompt tokens, how many words
 	// make the asked number of tokens.
 	NoCalibrate bool
+	// MaxContext is the server's context in tokens, prompt and output
+	// together (0: not known): the calibration keeps a prompt asked to
+	// fit inside it from going past it.
+	MaxContext int
 	// PrefixTokens starts every prompt with the same text of about this
 	// many tokens (prefix-cache experiments); the rest stays unique.
 	PrefixTokens int
@@ -98,6 +102,29 @@ type Config struct {
 	// infertop cancelled itself), in order, on the aggregator's goroutine:
 	// it must not block for long.
 	OnResult func(Record)
+	// OnProgress, if set, is told on the aggregator's goroutine what the
+	// streams in flight showed since its last look, request by request,
+	// within a tick of its arrival: first tokens, gaps, tokens. It must
+	// not block for long.
+	OnProgress func(Progress)
+}
+
+// Progress is what one request's stream showed since the aggregator's
+// last look at it, or the correction of its output count at its end.
+type Progress struct {
+	// TTFT is the request's time to its first timed message, when this
+	// look saw it (HasTTFT).
+	TTFT    time.Duration
+	HasTTFT bool
+	// ITLs are the gaps between the messages seen, valid during the call
+	// only.
+	ITLs []time.Duration
+	// Tokens is the output tokens that arrived (a token a message), or at
+	// the end of a completed request the server's correction of those
+	// (its usage count less the messages'), which may be negative.
+	Tokens int64
+	// Warmup is true for a request of the warm-up.
+	Warmup bool
 }
 
 // Warmup is a number of requests or a time (whichever is set).
@@ -126,10 +153,13 @@ func (w Warmup) set() bool { return w.Requests > 0 || w.Duration > 0 }
 // it succeeded and met every limit given.
 type Goodput struct {
 	TTFT, TPOT, E2E time.Duration
+	// TTFO limits the time to the answer's first token, after any
+	// reasoning; a request with no answer token fails it.
+	TTFO time.Duration
 }
 
 // Set reports whether any limit is given.
-func (g Goodput) Set() bool { return g.TTFT > 0 || g.TPOT > 0 || g.E2E > 0 }
+func (g Goodput) Set() bool { return g.TTFT > 0 || g.TPOT > 0 || g.E2E > 0 || g.TTFO > 0 }
 
 // good reports whether r met every limit.
 func (g Goodput) good(r *probe.Result) bool {
@@ -137,6 +167,9 @@ func (g Goodput) good(r *probe.Result) bool {
 		return false
 	}
 	if g.TTFT > 0 && (!r.HasTTFT || r.TTFT > g.TTFT) {
+		return false
+	}
+	if g.TTFO > 0 && (!r.HasTTFO || r.TTFO > g.TTFO) {
 		return false
 	}
 	if g.TPOT > 0 {
@@ -161,4 +194,13 @@ type Record struct {
 	// Good is true when the request met the goodput limits; Warmup when it
 	// belongs to the warm-up.
 	Good, Warmup bool
+
+	// Live holds the request's message times, valid during the OnResult
+	// call that received the record only (the engine reuses it after).
+	Live *probe.Live
 }
+
+// ITLs calls fn with every gap between the request's timed messages, as
+// the requests log writes them; only during the OnResult call that
+// received the record.
+func (r *Record) ITLs(fn func(time.Duration)) { r.Live.ITLs(fn) }

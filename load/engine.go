@@ -67,21 +67,21 @@ type Engine struct {
 	begunAll   atomic.Int64  // requests started, for the warm-up
 	cal        calibrator
 
-	// The start times of the requests in flight, one slot per closed-loop
-	// worker (by id) and per open-loop sender, behind mu; each slot holds
-	// the run time its request started plus one, 0 when idle, written by
-	// its sender alone. A tick scans them for the oldest: a few thousand
-	// loads at most, instead of a lock or a heap on every request.
-	workerSlots []*atomic.Int64
-	senderSlots []*atomic.Int64
-	freeSlots   []*atomic.Int64 // sender slots not in use
+	// The requests in flight, one slot per closed-loop worker (by id) and
+	// per open-loop sender, each on the board the aggregator looks at on
+	// every tick: a few thousand loads at most, instead of a lock or a
+	// channel send on every message. workerSlots and freeSlots (the
+	// open-loop slots not in use) are behind mu.
+	board       board
+	workerSlots []*slot
+	freeSlots   []*slot
 
 	// The open loop's senders and backlog, behind mu.
 	openInFlight int
 	backlog      []arrival
 	backlogHead  int
 	backlogLen   atomic.Int64
-	results      chan outcome
+	results      chan *flight
 	nudge        chan struct{}
 
 	subMu  sync.Mutex
@@ -121,7 +121,7 @@ func New(cfg Config) (*Engine, error) {
 	// open loop's concurrency of 0 into the 1 a closed loop starts at.
 	e := &Engine{
 		cfg: cfg, prompts: NewPromptGen(cfg.Seed, cfg.PrefixTokens), knobs: cfg.Knobs.clamp(), window: cfg.Window,
-		changed: make(chan struct{}), alive: map[int]bool{}, results: make(chan outcome, 4096),
+		changed: make(chan struct{}), alive: map[int]bool{}, results: make(chan *flight, 4096),
 		nudge: make(chan struct{}, 1), subs: map[chan Snapshot]struct{}{}, endingCh: make(chan struct{}),
 	}
 	e.phase = &phaseInfo{id: 1, knobs: e.knobs, warmup: cfg.Warmup.set()}
@@ -243,21 +243,12 @@ func (e *Engine) finishLocked(why string) {
 // Finish called): no new request starts after it.
 func (e *Engine) Ending() <-chan struct{} { return e.endingCh }
 
-// oldestInFlightLocked is the age at run time now of the oldest request in
-// flight (0: none).
-func (e *Engine) oldestInFlightLocked(now time.Duration) time.Duration {
-	var first int64
-	for _, slots := range [2][]*atomic.Int64{e.workerSlots, e.senderSlots} {
-		for _, s := range slots {
-			if v := s.Load(); v > 0 && (first == 0 || v < first) {
-				first = v
-			}
-		}
-	}
-	if first == 0 {
-		return 0
-	}
-	return max(now-time.Duration(first-1), 0)
+// Started is the instant the run's clock counts from (zero before Run):
+// every run time in a snapshot is an offset from it.
+func (e *Engine) Started() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.t0
 }
 
 // Abandoned returns how many requests the engine gave up on because their
@@ -294,7 +285,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer cancelReqs()
 	e.started, e.runCtx, e.t0, e.cancelReqs = true, reqCtx, time.Now(), cancelReqs
 	agg := newAggregator(e.t0, e.window)
-	agg.goodput, agg.onResult = e.cfg.Goodput, e.cfg.OnResult
+	agg.goodput, agg.onResult, agg.onProgress = e.cfg.Goodput, e.cfg.OnResult, e.cfg.OnProgress
+	agg.flying = e.board.flying
 	if !e.cfg.NoCalibrate {
 		agg.cal = &e.cal
 	}
@@ -331,7 +323,6 @@ func (e *Engine) Run(ctx context.Context) error {
 	snap := func() {
 		now := time.Since(e.t0)
 		e.mu.Lock()
-		oldest := e.oldestInFlightLocked(now)
 		e.endWarmupLocked()
 		if e.ending && !e.done && e.unsettled.Load() == 0 {
 			e.done, e.endAt = true, now
@@ -347,8 +338,10 @@ func (e *Engine) Run(ctx context.Context) error {
 			agg.reset(now, gen)
 		}
 		agg.setWindow(win)
+		streams := agg.look(now)
 		s := agg.snapshot(now, cur, int(e.inflight.Load()))
-		s.Backlog, s.BackingOff, s.OldestInFlight = int(e.backlogLen.Load()), int(e.backingOff.Load()), oldest
+		s.Backlog, s.BackingOff, s.Streams = int(e.backlogLen.Load()), int(e.backingOff.Load()), streams
+		s.OldestInFlight = max(streams.OldestWaiting, streams.OldestGenerating)
 		seq++
 		s.Seq, s.Target, s.Knobs = seq, e.cfg.Target, knobs
 		s.Done, s.DoneWhy, s.Scheduled = done, why, e.scheduled.Load()
@@ -363,7 +356,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 		s.Limits = Limits{Duration: e.cfg.Duration, Requests: e.cfg.MaxRequests}
-		s.PromptLength, s.OutputLength = e.cfg.PromptLength, e.cfg.OutputLength
+		s.PromptLength, s.OutputLength, s.PrefixTokens = e.cfg.PromptLength, e.cfg.OutputLength, e.prompts.pwords
 		if e.cfg.Dataset != nil {
 			s.Dataset = e.cfg.Dataset.Len()
 		}
@@ -375,9 +368,10 @@ loop:
 		select {
 		case <-ctx.Done():
 			break loop
-		case o := <-e.results:
-			agg.add(o, time.Since(e.t0))
-			o.phase.outstanding.Add(-1)
+		case f := <-e.results:
+			ph := f.phase
+			agg.add(f, time.Since(e.t0))
+			ph.outstanding.Add(-1)
 			if e.unsettled.Add(-1) == 0 && ending == nil {
 				snap() // the last request of an ending run: done now
 			}
@@ -410,9 +404,10 @@ loop:
 	e.workers.Wait()
 	for drained := false; !drained; { // results sent before the stop still count
 		select {
-		case o := <-e.results:
-			agg.add(o, time.Since(e.t0))
-			o.phase.outstanding.Add(-1)
+		case f := <-e.results:
+			ph := f.phase
+			agg.add(f, time.Since(e.t0))
+			ph.outstanding.Add(-1)
 			e.unsettled.Add(-1)
 		default:
 			drained = true

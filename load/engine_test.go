@@ -261,7 +261,7 @@ func TestDeadEndpoint(t *testing.T) {
 
 func BenchmarkEngineNoop(b *testing.B) {
 	do := func(ctx context.Context, _ probe.Request) probe.Result {
-		return probe.Result{Start: time.Now(), HasTTFT: true, TTFT: time.Millisecond, E2E: 2 * time.Millisecond, OutputTokens: 2, Chunks: []time.Duration{2 * time.Millisecond}}
+		return probe.Result{Start: time.Now(), HasTTFT: true, TTFT: time.Millisecond, E2E: 2 * time.Millisecond, OutputTokens: 2}
 	}
 	eng, _ := New(Config{Do: do, Knobs: Knobs{Concurrency: 8, PromptTokens: 16, OutputTokens: 2}})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -14,16 +14,16 @@ func TestErrorsByFrequency(t *testing.T) {
 	ph := &phaseInfo{id: 1}
 	fail := func(class probe.ErrorClass, status int, msg string, n int) {
 		for range n {
-			a.add(outcome{res: probe.Result{Start: t0, Class: class, Status: status, Err: msg}, phase: ph}, time.Second)
+			a.add(finished(t0, probe.Result{Start: t0, Class: class, Status: status, Err: msg}, ph), time.Second)
 		}
 	}
 	fail(probe.HTTP5xx, 503, "HTTP 503: overloaded", 3)
 	fail(probe.HTTP429, 429, "HTTP 429: slow down", 5)
 	fail(probe.Connection, 0, "connection refused", 1)
 	fail(probe.HTTP5xx, 500, "HTTP 500: boom", 3)
-	a.add(outcome{res: okResult(t0, time.Millisecond, 2*time.Millisecond, 2), phase: ph}, time.Second)
+	a.add(finished(t0, okResult(t0, time.Millisecond, 2*time.Millisecond, 2), ph), time.Second)
 	warm := &phaseInfo{id: 1, warmup: true} // kept out, as from the totals
-	a.add(outcome{res: probe.Result{Start: t0, Class: probe.Timeout, Err: "timeout"}, phase: warm}, time.Second)
+	a.add(finished(t0, probe.Result{Start: t0, Class: probe.Timeout, Err: "timeout"}, warm), time.Second)
 
 	s := a.snapshot(1500*time.Millisecond, ph, 0)
 	want := []ErrorCount{

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/infertop/infertop/crash"
@@ -140,15 +139,14 @@ func (e *Engine) arrive(ctx context.Context, intended time.Time) bool {
 		return true
 	}
 	e.openInFlight++
-	var slot *atomic.Int64
+	var sl *slot
 	if n := len(e.freeSlots); n > 0 {
-		slot, e.freeSlots = e.freeSlots[n-1], e.freeSlots[:n-1]
+		sl, e.freeSlots = e.freeSlots[n-1], e.freeSlots[:n-1]
 	} else {
-		slot = new(atomic.Int64)
-		e.senderSlots = append(e.senderSlots, slot)
+		sl = e.board.add()
 	}
 	e.workers.Add(1)
-	go e.fire(ctx, a, slot)
+	go e.fire(ctx, a, sl)
 	return true
 }
 
@@ -165,9 +163,9 @@ func (e *Engine) maxOpenInFlight() int {
 }
 
 // fire sends arrivals one after another: its own, then any waiting in the
-// backlog, so the number of senders never passes MaxInFlight. slot is its
-// in-flight slot, handed back when it stops.
-func (e *Engine) fire(ctx context.Context, a arrival, slot *atomic.Int64) {
+// backlog, so the number of senders never passes MaxInFlight. slot is
+// where it shows its request in flight, handed back when it stops.
+func (e *Engine) fire(ctx context.Context, a arrival, slot *slot) {
 	defer e.workers.Done()
 	defer crash.Recover()
 	for {

@@ -112,7 +112,7 @@ func TestOpenLoopFollowsSchedule(t *testing.T) {
 	for _, c := range arrivalCases {
 		t.Run(fmt.Sprintf("%s %v", c.a.Kind, c.a.Burstiness), virtual(func(t *testing.T) {
 			do := func(ctx context.Context, _ probe.Request) probe.Result {
-				return probe.Result{Start: time.Now(), HasTTFT: true, TTFT: time.Millisecond, E2E: time.Millisecond, OutputTokens: 2, Chunks: []time.Duration{time.Millisecond}}
+				return probe.Result{Start: time.Now(), HasTTFT: true, TTFT: time.Millisecond, E2E: time.Millisecond, OutputTokens: 2}
 			}
 			var intended, actual []time.Duration // the aggregator's goroutine only, until the stop
 			// A snapshot a virtual second: the snapshots, not the
@@ -216,7 +216,7 @@ func testOpenLoopStall(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		e2e := time.Since(start)
-		return probe.Result{Start: start, HasTTFT: true, TTFT: e2e / 2, E2E: e2e, OutputTokens: 2, Chunks: []time.Duration{e2e}}
+		return probe.Result{Start: start, HasTTFT: true, TTFT: e2e / 2, E2E: e2e, OutputTokens: 2}
 	}
 	var mu sync.Mutex
 	var recs []Record

@@ -16,7 +16,7 @@ func quickDo(ctx context.Context, _ probe.Request) probe.Result {
 	case <-ctx.Done():
 		return probe.Result{Start: start, Class: probe.Canceled}
 	}
-	return probe.Result{Start: start, HasTTFT: true, TTFT: time.Millisecond, E2E: 2 * time.Millisecond, OutputTokens: 2, Chunks: []time.Duration{2 * time.Millisecond}, InputEstimated: true}
+	return probe.Result{Start: start, HasTTFT: true, TTFT: time.Millisecond, E2E: 2 * time.Millisecond, OutputTokens: 2, InputEstimated: true}
 }
 
 func runEngine(t *testing.T, cfg Config) (*Engine, func()) {

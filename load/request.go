@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/infertop/infertop/crash"
@@ -28,9 +27,9 @@ func (e *Engine) admitLocked() bool {
 // send runs one request and hands its result to the aggregator; intended
 // is zero in the closed loop. It reports whether the request succeeded,
 // the wait the server asked for (Retry-After) and whether its result was
-// delivered (false once the engine is stopping). slot is the sender's
-// in-flight slot: it holds the request's start while it is out.
-func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time, slot *atomic.Int64) (succeeded bool, retryAfter time.Duration, delivered bool) {
+// delivered (false once the engine is stopping). sl is the sender's
+// slot: it shows the request's flight while it is out.
+func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time, sl *slot) (succeeded bool, retryAfter time.Duration, delivered bool) {
 	promptLen, outputLen := k.PromptTokens, k.OutputTokens
 	if n := e.reqSeq.Add(1); e.cfg.PromptLength.varies() || e.cfg.OutputLength.varies() {
 		rng := rand.New(rand.NewPCG(e.cfg.Seed^0xa0761d6478bd642f, n))
@@ -47,28 +46,47 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 		}
 	} else {
 		if !e.cfg.NoCalibrate {
-			words = e.cal.words(promptLen)
+			words = e.cal.words(promptLen, e.promptLimit(outputLen))
 		}
 		req.Prompt = e.prompts.Next(words)
+		words = e.prompts.words(words) // what the calibration learns from
+		promptLen = max(promptLen, e.prompts.pwords+1)
 	}
 	req.MaxTokens = outputLen
+	f := sl.take(e.t0)
+	f.phase, f.intended, f.prompt, f.words = ph, intended, promptLen, words
+	req.Live = &f.live
 	e.inflight.Add(1)
 	e.sentAll.Add(1)
-	slot.Store(int64(time.Since(e.t0)) + 1)
+	f.start = time.Since(e.t0)
+	sl.cur.Store(f)
 	res, returned := e.do(ctx, req)
-	slot.Store(0)
+	sl.cur.Store(nil)
 	e.inflight.Add(-1)
+	// A flight not handed to the aggregator is never reused: the
+	// aggregator may have read it, and an abandoned request's goroutine
+	// may still write to it.
 	if !returned || res.Class == probe.Canceled || ctx.Err() != nil {
 		e.dropUnfinished(ph)
 		return false, 0, false
 	}
+	f.res = res
 	select {
-	case e.results <- outcome{res: res, phase: ph, prompt: promptLen, words: words, intended: intended}:
+	case e.results <- f:
 	case <-ctx.Done():
 		e.dropUnfinished(ph)
 		return false, 0, false
 	}
 	return res.OK(), res.RetryAfter, true
+}
+
+// promptLimit is the most prompt tokens a request of outputLen output
+// tokens may have within the server's context (0: not known).
+func (e *Engine) promptLimit(outputLen int) int {
+	if e.cfg.MaxContext <= 0 {
+		return 0
+	}
+	return max(e.cfg.MaxContext-outputLen, 1)
 }
 
 // AbandonGrace is how long a request may go on after its context ended

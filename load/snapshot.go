@@ -23,10 +23,14 @@ const (
 	// intended send time (open loop): the coordinated-omission-safe figures.
 	TTFTIntended
 	E2EIntended
+	// TTFO is the time to the first token of the answer, after any
+	// reasoning (AIPerf's time to first output); TTFT is the first token
+	// of either kind.
+	TTFO
 	NumMetrics
 )
 
-var metricNames = [NumMetrics]string{"TTFT", "TPOT", "ITL", "E2E", "TTFB", "queue", "TTFT*", "E2E*"}
+var metricNames = [NumMetrics]string{"TTFT", "TPOT", "ITL", "E2E", "TTFB", "queue", "TTFT*", "E2E*", "TTFO"}
 
 // String is the metric's display name.
 func (m Metric) String() string { return metricNames[m] }
@@ -63,11 +67,18 @@ type Snapshot struct {
 	// a hung endpoint shows as a growing number, not as silence. In the
 	// open loop it counts from the actual send, not the intended one.
 	OldestInFlight time.Duration
+	// Streams sorts the requests in flight into those waiting for their
+	// first message and those generating, with the oldest of each, and
+	// counts the stalled: generating, and silent past StallAfter.
+	Streams Streams
 	// PromptLength and OutputLength are the length distributions around the
 	// knobs; Dataset is the number of prompts in the dataset in use (0: the
 	// prompts are synthesised and the prompt knob applies).
 	PromptLength, OutputLength Length
 	Dataset                    int
+	// PrefixTokens is the shared prefix every prompt starts with (0:
+	// none); a prompt shorter than it grows to hold it.
+	PrefixTokens int
 	// Window is the rolling window selected; Covered how much of it holds
 	// data (less than Window early in a run, after the warm-up or a
 	// reset): the window's rates are over it.
@@ -76,8 +87,9 @@ type Snapshot struct {
 	Latency [NumMetrics]Dist
 	// Rates over the window, per second. GoodPerSec counts requests that
 	// met every goodput limit. OutTokPerSec counts the tokens that arrived
-	// in the window (see Point.OutTokens): requests still streaming add
-	// theirs when they end, so it runs low while they stream, never high.
+	// in the window (see Point.OutTokens), as they arrived, those of
+	// requests that then failed too (they were delivered). InTokPerSec is
+	// known from the server's usage at the end of a request only.
 	ReqPerSec, OutTokPerSec, InTokPerSec, ErrPerSec, GoodPerSec float64
 	// Completed and Failed are counts in the window; ErrorRate is
 	// Failed/(Completed+Failed); ByClass counts failures by class.
@@ -145,15 +157,15 @@ func (s *Snapshot) Ending() bool { return s.DoneWhy != "" }
 type Point struct {
 	// Sec is the second of the run (0 is the first).
 	Sec int64
-	// Latency percentiles of the requests that finished in this second
-	// (zero when none did).
+	// Latency percentiles of this second (zero when none): TTFTs that
+	// arrived in it, E2Es of the requests that finished in it.
 	TTFTP50, TTFTP99, E2EP50, E2EP95, E2EP99 time.Duration
 	Completed, Failed                        int64
-	// OutTokens are the output tokens that arrived in this second (each
-	// output message in the second it arrived, its share of the server's
-	// count), learnt when their request ended: the newest seconds grow
-	// while their requests still stream. InTokens are counted in the
-	// second their request completed.
+	// OutTokens are the output tokens that arrived in this second: a
+	// token for each output message, in the second it arrived (learnt
+	// within a tick), and a completed request's correction from the
+	// server's usage count in the second it ended. InTokens are counted
+	// in the second their request completed.
 	OutTokens, InTokens int64
 	// InFlight is the most requests in flight seen in this second.
 	InFlight int
@@ -174,9 +186,23 @@ type Phase struct {
 	Failed    int64
 	Good      int64
 	ByClass   [probe.NumClasses]int64
-	OutTokens int64
-	InTokens  int64
-	Latency   [NumMetrics]Dist
+	// OutTokens and InTokens are the completed requests' (vLLM's
+	// definition). DeliveredTokens is every output token that arrived
+	// for the phase's requests, counted as it came (with the server's
+	// correction at a completion), and FailedOutTokens the part of those
+	// whose request then failed: output that was delivered.
+	OutTokens       int64
+	InTokens        int64
+	DeliveredTokens int64
+	FailedOutTokens int64
+	// Latency holds the phase's distributions: a TTFT and ITLs as they
+	// arrived, for every request begun in the phase (a TTFT stays when
+	// its request then fails: it was measured); TPOT, E2E and the rest
+	// at the completion of each.
+	Latency [NumMetrics]Dist
+	// ReasoningTokens is the part of OutTokens spent reasoning; Inputs
+	// the inputs embedded (the embeddings kinds' batches).
+	ReasoningTokens, Inputs int64
 	// Incomplete counts the phase's requests cancelled before they
 	// finished (the drain ran out); Pending those started and not yet
 	// counted; Retried those sent again on a new connection (not
@@ -186,8 +212,11 @@ type Phase struct {
 	// completion of its requests, whichever is later (or now); the rates
 	// are over it. The run's (Snapshot.Run) is the measured time: from
 	// the first send to the last completion, the warm-up left out.
+	// DeliveredPerSec is DeliveredTokens over it: the phase's output rate
+	// as it streams, where OutTokPerSec (vLLM's) waits for completions.
 	Duration                                         time.Duration
 	OutTokPerSec, InTokPerSec, ReqPerSec, GoodPerSec float64
+	DeliveredPerSec                                  float64
 	// Sending is the time requests were being sent in the phase: from
 	// its start to its end, or to the moment the run stopped sending
 	// (the drain is no part of it), or now; SentPerSec is Sent over it.

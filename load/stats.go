@@ -12,21 +12,24 @@ import (
 // window (5 minutes) and the charts.
 const ringSeconds = 300
 
-// outcome is a finished request on its way to the aggregator.
-type outcome struct {
-	res    probe.Result
-	phase  *phaseInfo
-	prompt int // the prompt length asked for, when the server reports none
-	// intended is the open loop's scheduled send time (zero when closed).
-	intended time.Time
-	// words is the prompt's length in the generator's words.
-	words int
-}
-
 // counts are the request and token counters kept per second and per phase.
+// A second's outTok is the output tokens that arrived in it (the live
+// count, see fold); a phase's is its completed requests' (vLLM's
+// definition), its delivered every token that arrived for its requests
+// and failedTok the part of those whose request then failed.
 type counts struct {
 	completed, failed, good, outTok, inTok, retried int64
+	delivered, failedTok                            int64
 	byClass                                         [probe.NumClasses]int64
+	// reasonTok and inputs are the phase's reasoning tokens and inputs
+	// embedded (kept per phase; the seconds leave them at zero).
+	reasonTok, inputs int64
+}
+
+// addKinds counts a successful result's reasoning tokens and inputs.
+func (c *counts) addKinds(r *probe.Result) {
+	c.reasonTok += int64(r.ReasoningTokens)
+	c.inputs += int64(r.Inputs)
 }
 
 // secSlot is one second of the run, sealed.
@@ -55,43 +58,11 @@ type phaseAcc struct {
 	encoded [NumMetrics][]byte
 }
 
-// addOnly folds a result into this phase alone (a warm-up request).
-func (p *phaseAcc) addOnly(r *probe.Result, good bool, prompt int, intended time.Time) {
-	if r.Retried {
-		p.retried++
-	}
-	if !r.OK() {
-		p.failed++
-		p.byClass[r.Class]++
-		return
-	}
-	p.completed++
-	if good {
-		p.good++
-	}
-	in := r.InputTokens
-	if r.InputEstimated {
-		in = prompt
-	}
-	p.outTok += int64(r.OutputTokens)
-	p.inTok += int64(in)
-	eachMetric(r, intended, func(m Metric, d time.Duration) {
-		if p.hist[m] != nil {
-			v, _ := us(d)
-			_ = p.hist[m].RecordValue(v)
-			p.mom[m].add(v)
-		}
-	})
-}
-
-// eachMetric calls rec with every latency a successful result yields:
-// TTFT and its ITLs, TPOT, E2E, TTFB, and in the open loop the queue time
-// and the times from the intended send.
-func eachMetric(r *probe.Result, intended time.Time, rec func(Metric, time.Duration)) {
-	if r.HasTTFT {
-		rec(TTFT, r.TTFT)
-		r.ITLs(func(d time.Duration) { rec(ITL, d) })
-	}
+// completionMetrics calls rec with every latency a successful result
+// yields at its end: TPOT, E2E, TTFB, and in the open loop the queue time
+// and E2E from the intended send. TTFT and the ITLs were taken from its
+// stream as they arrived (see fold).
+func completionMetrics(r *probe.Result, intended time.Time, rec func(Metric, time.Duration)) {
 	if tpot, ok := r.TPOT(); ok {
 		rec(TPOT, tpot)
 	}
@@ -103,17 +74,28 @@ func eachMetric(r *probe.Result, intended time.Time, rec func(Metric, time.Durat
 		queue := max(r.Start.Sub(intended), 0)
 		rec(Queue, queue)
 		rec(E2EIntended, queue+r.E2E)
-		if r.HasTTFT {
-			rec(TTFTIntended, queue+r.TTFT)
-		}
 	}
 }
 
+// aheadSeconds is how many seconds past the current one the aggregator
+// holds tokens for: a message folded a tick after a second ended arrived
+// in the next one at most, unless the engine's loop was held up.
+const aheadSeconds = 4
+
 // aggregator owns every histogram; only the engine's Run goroutine calls it.
 type aggregator struct {
-	cal      *calibrator // nil: no calibration
-	goodput  Goodput
-	onResult func(Record)
+	cal        *calibrator // nil: no calibration
+	goodput    Goodput
+	onResult   func(Record)
+	onProgress func(Progress)
+	// flying calls its argument with every request in flight (the
+	// engine's board); nil in tests that feed finished requests alone.
+	flying func(func(*flight))
+	// ahead holds the tokens of the seconds after the current one, which
+	// messages folded late in a second arrived in.
+	ahead   [aheadSeconds]int64
+	gaps    []time.Duration // fold's scratch
+	medians []time.Duration // look's scratch
 	// run accumulates everything since the start or the last reset;
 	// maxInflight is the most requests seen in flight over it.
 	run         *phaseAcc
@@ -210,6 +192,9 @@ func (a *aggregator) seal() {
 	}
 	a.ring[c.sec%ringSeconds] = *c
 	a.cur = secSlot{sec: c.sec + 1}
+	a.cur.outTok = a.ahead[0]
+	copy(a.ahead[:], a.ahead[1:])
+	a.ahead[aheadSeconds-1] = 0
 }
 
 // inWindow reports whether sealed second sec is inside the rolling window.
@@ -218,151 +203,239 @@ func (a *aggregator) inWindow(s *secSlot) bool {
 	return s.valid && s.sec < a.cur.sec && s.sec > a.cur.sec-w && s.sec >= int64(a.resetAt/time.Second)
 }
 
-func (a *aggregator) add(o outcome, now time.Duration) {
-	a.advance(now)
-	r := &o.res
+// add folds a finished request: what its stream showed since the last
+// look (fold), then what only its end tells: its class, E2E, TPOT and
+// goodput, its input tokens, and the server's correction of the output
+// count. The flight is released after.
+func (a *aggregator) add(f *flight, now time.Duration) {
+	a.catchUp(now)
+	a.fold(f) // its messages since the last look, each in its own second
+	defer f.release()
+	r := &f.res
 	if r.Class == probe.Canceled {
 		return
 	}
+	if r.HasTTFT && !f.first { // a request function that told no Live: its TTFT learnt at its end
+		f.first = true
+		a.firstMessage(f, r.TTFT)
+	}
+	if r.HasTTFO && !f.answered { // likewise its TTFO
+		f.answered = true
+		ph, inRun := a.target(f)
+		a.record(TTFO, r.TTFO, ph, inRun)
+	}
 	var ph *phaseAcc
 	end := r.Start.Sub(a.t0) + r.E2E
-	if o.phase != nil && o.phase.gen == a.gen {
-		ph = a.phase(o.phase)
+	if f.phase.gen == a.gen {
+		ph = a.phase(f.phase)
 		ph.lastEnd = max(ph.lastEnd, end)
 	}
 	good := a.goodput.good(r)
-	if o.phase != nil && o.phase.warmup {
-		if a.onResult != nil {
-			a.onResult(Record{Result: *r, PromptTokens: o.prompt, Good: good, At: r.Start.Sub(a.t0), Phase: o.phase.id, Knobs: o.phase.knobs, Warmup: true})
+	warm := f.phase.warmup
+	if a.onResult != nil {
+		rec := Record{Result: *r, PromptTokens: f.prompt, Good: good, At: r.Start.Sub(a.t0), Phase: f.phase.id, Knobs: f.phase.knobs, Warmup: warm, Live: &f.live}
+		if !f.intended.IsZero() && !warm {
+			rec.Queue = max(r.Start.Sub(f.intended), 0)
 		}
-		if ph != nil {
-			ph.addOnly(r, good, o.prompt, o.intended)
+		a.onResult(rec)
+	}
+	if f.phase.gen != a.gen {
+		// Begun before the last reset: in the log and the exporter, in no
+		// figure since.
+		if r.OK() {
+			a.correctTokens(f, nil, false)
 		}
 		return
 	}
 	run := a.run
-	if a.onResult != nil {
-		rec := Record{Result: *r, PromptTokens: o.prompt, Good: good, At: r.Start.Sub(a.t0)}
-		if !o.intended.IsZero() {
-			rec.Queue = max(r.Start.Sub(o.intended), 0)
-		}
-		if o.phase != nil {
-			rec.Phase, rec.Knobs = o.phase.id, o.phase.knobs
-		}
-		a.onResult(rec)
+	if warm {
+		run = nil // the warm-up's requests are in their phase alone
+	} else {
+		run.lastEnd = max(run.lastEnd, end)
 	}
-	if o.phase != nil && o.phase.gen != a.gen {
-		return // begun before the last reset: in the log and the exporter, in no figure since
-	}
-	run.lastEnd = max(run.lastEnd, end)
-	if r.Retried { // sent again on a new connection: not a failure, but counted
-		run.retried++
+	both := func(fn func(*phaseAcc)) {
+		if run != nil {
+			fn(run)
+		}
 		if ph != nil {
-			ph.retried++
+			fn(ph)
 		}
+	}
+	if r.Retried { // sent again on a new connection: not a failure, but counted
+		both(func(p *phaseAcc) { p.retried++ })
 	}
 	c := &a.cur
 	if !r.OK() {
+		both(func(p *phaseAcc) { p.failed++; p.byClass[r.Class]++; p.failedTok += f.counted })
+		if run == nil {
+			return
+		}
 		c.failed++
 		c.byClass[r.Class]++
-		run.failed++
-		run.byClass[r.Class]++
 		a.totalFailed++
 		a.totalClass[r.Class]++
 		a.lastErr, a.lastErrAt = r.Class.String()+": "+r.Err, now
 		a.errors.add(r)
-		if ph != nil {
-			ph.failed++
-			ph.byClass[r.Class]++
+		return
+	}
+	in := r.InputTokens
+	if r.InputEstimated {
+		in = f.prompt
+	} else if a.cal != nil && run != nil {
+		a.cal.observe(f.words, r.InputTokens/max(r.Inputs, 1)) // an embeddings batch: per input
+	}
+	both(func(p *phaseAcc) {
+		p.completed++
+		if good {
+			p.good++
 		}
+		p.outTok += int64(r.OutputTokens)
+		p.inTok += int64(in)
+		p.addKinds(r)
+	})
+	a.correctTokens(f, ph, run != nil)
+	if run == nil {
+		completionMetrics(r, f.intended, func(m Metric, d time.Duration) { a.record(m, d, ph, false) })
 		return
 	}
 	if good {
 		c.good++
-		run.good++
-		if ph != nil {
-			ph.good++
-		}
-	}
-	run.completed++
-	in := r.InputTokens
-	if r.InputEstimated {
-		in = o.prompt
-	} else if a.cal != nil {
-		a.cal.observe(o.words, r.InputTokens)
 	}
 	c.completed++
-	a.spreadTokens(r)
 	c.inTok += int64(in)
 	c.estimated = c.estimated || r.OutputEstimated
 	a.totalOK++
 	a.totalOut += int64(r.OutputTokens)
-	run.outTok += int64(r.OutputTokens)
-	run.inTok += int64(in)
-	if ph != nil {
-		ph.completed++
-		ph.outTok += int64(r.OutputTokens)
-		ph.inTok += int64(in)
-	}
-	rec := func(m Metric, d time.Duration) {
-		v, over := us(d)
+	completionMetrics(r, f.intended, func(m Metric, d time.Duration) { a.record(m, d, ph, true) })
+}
+
+// record adds one latency to the window's current second and the run's
+// histograms (inRun) and to phase ph's (nil: none).
+func (a *aggregator) record(m Metric, d time.Duration, ph *phaseAcc, inRun bool) {
+	v, over := us(d)
+	if inRun {
 		if over {
 			a.overflows++
 		}
 		_ = a.curHist[m].RecordValue(v) // v is clamped into range
-		c.mom[m].add(v)
-		_ = run.hist[m].RecordValue(v)
-		run.mom[m].add(v)
-		if ph != nil && ph.hist[m] != nil {
-			_ = ph.hist[m].RecordValue(v)
-			ph.mom[m].add(v)
-		}
+		a.cur.mom[m].add(v)
+		_ = a.run.hist[m].RecordValue(v)
+		a.run.mom[m].add(v)
 	}
-	eachMetric(r, o.intended, rec)
+	if ph != nil && ph.hist[m] != nil {
+		_ = ph.hist[m].RecordValue(v)
+		ph.mom[m].add(v)
+	}
 }
 
-// spreadTokens credits a finished request's output tokens to the seconds
-// its output-bearing messages arrived in, so that the per-second series and
-// the window's tok/s follow the stream instead of jumping when long
-// requests end. Message i of n (the first is at TTFT, the rest in Chunks)
-// is worth the server's count times (i+1)/n minus times i/n, rounded down:
-// the shares sum to the server's count exactly, the rounding spread over
-// the stream rather than piled on one second. A result without timed
-// messages (not streamed) has its tokens at its end.
-//
-// The aggregator hears of a request only when it ends, so the seconds its
-// messages arrived in learn of them late: a sealed second still in the
-// ring is corrected in place (its window counts and its Point read the
-// same counter), one older than the ring is lost to the series, and the
-// phase and run totals are exact either way. So the newest seconds and the
-// window's tok/s run low by the tokens of the requests still streaming,
-// never high, and fill in as those requests end; with outputs long next to
-// the window the live rate is a lower bound. Counting tokens as they
-// arrive needs the probe to report messages during the stream.
-func (a *aggregator) spreadTokens(r *probe.Result) {
-	total := int64(r.OutputTokens)
-	if total <= 0 {
+// target is where f's live figures go: its phase's accumulator (nil: a
+// phase begun before the last reset) and whether the run's figures and
+// the window take them too (not the warm-up's, nor a stale phase's).
+func (a *aggregator) target(f *flight) (ph *phaseAcc, inRun bool) {
+	if f.phase.gen != a.gen {
+		return nil, false
+	}
+	return a.phase(f.phase), !f.phase.warmup
+}
+
+// fold takes what f's stream has shown since the last look: the first
+// message (its TTFT, and in the open loop the TTFT from the intended send
+// time), each gap after it (ITL), and a token for each output-bearing
+// message, counted in the second it arrived. The server's own count
+// corrects the tokens when the request ends (correctTokens).
+func (a *aggregator) fold(f *flight) {
+	n := f.live.Len()
+	if n <= f.taken {
 		return
 	}
-	base := r.Start.Sub(a.t0)
-	if !r.HasTTFT {
-		a.creditTokens(secOf(base+r.E2E), total)
-		return
-	}
-	n := int64(1 + len(r.Chunks))
-	sec := secOf(base + r.TTFT)
-	next := time.Duration(sec+1)*time.Second - base // the offset where sec ends
-	var from int64                                  // the first message in sec
-	for i, off := range r.Chunks {
-		if off < next {
-			continue
+	ph, inRun := a.target(f)
+	start, _ := f.live.Start()
+	gaps := a.gaps[:0]
+	var tokens int64
+	for i := f.taken; i < n; i++ {
+		at, mark := f.live.At(i)
+		if !f.first {
+			f.first = true
+			a.firstMessage(f, at-start)
+		} else {
+			d := at - f.last
+			gaps = append(gaps, d)
+			a.record(ITL, d, ph, inRun)
 		}
-		to := int64(i + 1) // message i+1 is the first of a later second
-		a.creditTokens(sec, total*to/n-total*from/n)
-		sec, from = secOf(base+off), to
-		next = time.Duration(sec+1)*time.Second - base
+		f.last = at
+		if mark.Answer() && !f.answered {
+			f.answered = true
+			a.record(TTFO, at-start, ph, inRun)
+		}
+		if mark.Output() {
+			tokens++
+			if inRun {
+				a.creditTokens(secOf(at), 1)
+			}
+		}
 	}
-	a.creditTokens(sec, total-total*from/n)
+	f.taken = n
+	f.counted += tokens
+	if ph != nil {
+		ph.delivered += tokens
+	}
+	if inRun {
+		a.run.delivered += tokens
+	}
+	a.gaps = gaps
+	if a.onProgress != nil && (len(gaps) > 0 || tokens > 0) {
+		a.onProgress(Progress{ITLs: gaps, Tokens: tokens, Warmup: f.phase.warmup})
+	}
+}
+
+// firstMessage records f's TTFT as it arrives.
+func (a *aggregator) firstMessage(f *flight, ttft time.Duration) {
+	ph, inRun := a.target(f)
+	a.record(TTFT, ttft, ph, inRun)
+	if !f.intended.IsZero() {
+		start, ok := f.live.Start()
+		if !ok {
+			start = f.res.Start.Sub(a.t0)
+		}
+		queue := max(start-f.intended.Sub(a.t0), 0)
+		a.record(TTFTIntended, queue+ttft, ph, inRun)
+	}
+	if a.onProgress != nil {
+		a.onProgress(Progress{TTFT: ttft, HasTTFT: true, Warmup: f.phase.warmup})
+	}
+}
+
+// correctTokens credits the difference between a completed request's
+// output count (the server's usage, or its messages) and the tokens its
+// messages were credited with as they came, at the request's end: what
+// the live count could not know. It may be negative (a server that sent
+// more messages than it counts tokens).
+func (a *aggregator) correctTokens(f *flight, ph *phaseAcc, inRun bool) {
+	d := int64(f.res.OutputTokens) - f.counted
+	if d == 0 {
+		return
+	}
+	f.counted += d
+	if ph != nil {
+		ph.delivered += d
+	}
+	if inRun {
+		a.run.delivered += d
+		a.cur.outTok += d
+	}
+	if a.onProgress != nil {
+		a.onProgress(Progress{Tokens: d, Warmup: f.phase.warmup})
+	}
+}
+
+// catchUp seals the seconds up to now once every stream's messages up
+// to now are in (see Engine.look): a second is sealed with the tokens
+// that arrived in it.
+func (a *aggregator) catchUp(now time.Duration) {
+	if int64(now/time.Second) > a.cur.sec && a.flying != nil {
+		a.flying(a.fold)
+	}
+	a.advance(now)
 }
 
 // secOf is the second of the run at run time d (a time before the start
@@ -377,8 +450,12 @@ func (a *aggregator) creditTokens(sec, n int64) {
 	if n == 0 {
 		return
 	}
-	if sec >= a.cur.sec {
+	if sec == a.cur.sec {
 		a.cur.outTok += n
+		return
+	}
+	if sec > a.cur.sec { // arrived after the second the clock is in: held for its own
+		a.ahead[min(sec-a.cur.sec, aheadSeconds)-1] += n
 		return
 	}
 	if sec <= a.cur.sec-ringSeconds || sec < int64(a.resetAt/time.Second) {
@@ -425,6 +502,7 @@ func (a *aggregator) reset(now time.Duration, gen int) {
 		a.curHist[m].Reset()
 	}
 	a.cur = secSlot{sec: a.cur.sec}
+	a.ahead = [aheadSeconds]int64{}
 	for _, p := range a.phases {
 		for m := range NumMetrics {
 			if p.hist[m] != nil {
@@ -608,6 +686,7 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 	ph := Phase{
 		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current, Warmup: p.info.warmup,
 		Completed: p.completed, Failed: p.failed, Good: p.good, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
+		DeliveredTokens: p.delivered, FailedOutTokens: p.failedTok, ReasoningTokens: p.reasonTok, Inputs: p.inputs,
 		Retried: p.retried, Incomplete: p.info.incomplete.Load(), Pending: p.info.outstanding.Load(),
 	}
 	if !current {
@@ -651,9 +730,10 @@ func (p *Phase) setSentRate() {
 // setRates sets the duration and the rates over it.
 func (p *Phase) setRates(span time.Duration) {
 	p.Duration = max(span, 0)
-	p.OutTokPerSec, p.InTokPerSec, p.ReqPerSec, p.GoodPerSec = 0, 0, 0, 0
+	p.OutTokPerSec, p.InTokPerSec, p.ReqPerSec, p.GoodPerSec, p.DeliveredPerSec = 0, 0, 0, 0, 0
 	if secs := p.Duration.Seconds(); secs > 0 {
 		p.OutTokPerSec = float64(p.OutTokens) / secs
+		p.DeliveredPerSec = float64(p.DeliveredTokens) / secs
 		p.InTokPerSec = float64(p.InTokens) / secs
 		p.ReqPerSec = float64(p.Completed) / secs
 		p.GoodPerSec = float64(p.Good) / secs

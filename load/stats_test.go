@@ -10,11 +10,27 @@ import (
 )
 
 func okResult(t0 time.Time, ttft, e2e time.Duration, out int) probe.Result {
-	r := probe.Result{Start: t0, TTFT: ttft, HasTTFT: true, E2E: e2e, OutputTokens: out, InputTokens: 10, Messages: out}
-	for i := 1; i < out; i++ {
-		r.Chunks = append(r.Chunks, ttft+(e2e-ttft)*time.Duration(i)/time.Duration(out-1))
+	return probe.Result{Start: t0, TTFT: ttft, HasTTFT: true, E2E: e2e, OutputTokens: out, InputTokens: 10, Messages: out}
+}
+
+// finished is a flight of phase ph, on the run clock of t0, that ended
+// with r: its Messages told to its Live as Do would have told them, the
+// first at TTFT and the rest evenly to E2E (none without a TTFT).
+func finished(t0 time.Time, r probe.Result, ph *phaseInfo) *flight {
+	f := new(slot).take(t0)
+	f.phase, f.res, f.start = ph, r, r.Start.Sub(t0)
+	if r.HasTTFT {
+		f.live.Begin(r.Start)
+		n := max(r.Messages, 1)
+		for i := range n {
+			off := r.TTFT
+			if n > 1 {
+				off += (r.E2E - r.TTFT) * time.Duration(i) / time.Duration(n-1)
+			}
+			f.live.Add(r.Start, off, probe.Answer)
+		}
 	}
-	return r
+	return f
 }
 
 func near(got, want time.Duration, rel float64) bool {
@@ -28,10 +44,10 @@ func TestAggregatorWindow(t *testing.T) {
 	// 100 requests finishing in the first second: TTFT i ms, E2E 10*i ms.
 	for i := 1; i <= 100; i++ {
 		ph.outstanding.Add(1)
-		a.add(outcome{res: okResult(t0, time.Duration(i)*time.Millisecond, time.Duration(10*i)*time.Millisecond, 5), phase: ph}, 500*time.Millisecond)
+		a.add(finished(t0, okResult(t0, time.Duration(i)*time.Millisecond, time.Duration(10*i)*time.Millisecond, 5), ph), 500*time.Millisecond)
 		ph.outstanding.Add(-1)
 	}
-	a.add(outcome{res: probe.Result{Class: probe.HTTP5xx, Err: "HTTP 500: boom"}, phase: ph}, 600*time.Millisecond)
+	a.add(finished(t0, probe.Result{Class: probe.HTTP5xx, Err: "HTTP 500: boom"}, ph), 600*time.Millisecond)
 	s := a.snapshot(800*time.Millisecond, ph, 3)
 	if s.Completed != 100 || s.Failed != 1 || s.InFlight != 3 {
 		t.Fatalf("completed %d failed %d inflight %d", s.Completed, s.Failed, s.InFlight)
@@ -47,7 +63,9 @@ func TestAggregatorWindow(t *testing.T) {
 	if s.Latency[ITL].Count != 400 || s.Latency[TPOT].Count != 100 || s.Latency[E2E].Count != 100 {
 		t.Fatalf("counts ITL %d TPOT %d E2E %d", s.Latency[ITL].Count, s.Latency[TPOT].Count, s.Latency[E2E].Count)
 	}
-	if math.Abs(s.ReqPerSec-100/0.8) > 1e-9 || math.Abs(s.OutTokPerSec-500/0.8) > 1e-9 || math.Abs(s.ErrorRate-1.0/101) > 1e-12 {
+	// The tokens are counted in the seconds they arrived in: the longest
+	// request's last message, at 1 s, in one the clock has not reached.
+	if math.Abs(s.ReqPerSec-100/0.8) > 1e-9 || math.Abs(s.OutTokPerSec-499/0.8) > 1e-9 || math.Abs(s.ErrorRate-1.0/101) > 1e-12 {
 		t.Fatalf("rates %v %v %v", s.ReqPerSec, s.OutTokPerSec, s.ErrorRate)
 	}
 	if s.ByClass[probe.HTTP5xx] != 1 || s.LastError != "5xx: HTTP 500: boom" {
@@ -92,14 +110,14 @@ func TestAggregatorPhases(t *testing.T) {
 	p1 := &phaseInfo{id: 1, knobs: Knobs{Concurrency: 1}}
 	p2 := &phaseInfo{id: 2, knobs: Knobs{Concurrency: 2}, start: 2 * time.Second}
 	p1.outstanding.Add(2)
-	a.add(outcome{res: okResult(t0, 10*time.Millisecond, time.Second, 10), phase: p1}, time.Second)
+	a.add(finished(t0, okResult(t0, 10*time.Millisecond, time.Second, 10), p1), time.Second)
 	p1.outstanding.Add(-1)
 	s := a.snapshot(2500*time.Millisecond, p2, 1)
 	if len(s.Phases) != 2 || s.Phases[0].End != 2*time.Second || !s.Phases[1].Current || s.Phases[0].Current {
 		t.Fatalf("phases %+v", s.Phases)
 	}
 	// Phase 1's last request returns during phase 2: it still counts for phase 1.
-	a.add(outcome{res: okResult(t0.Add(1500*time.Millisecond), 30*time.Millisecond, time.Second, 10), phase: p1}, 2600*time.Millisecond)
+	a.add(finished(t0, okResult(t0.Add(1500*time.Millisecond), 30*time.Millisecond, time.Second, 10), p1), 2600*time.Millisecond)
 	p1.outstanding.Add(-1)
 	s = a.snapshot(2700*time.Millisecond, p2, 0)
 	if s.Phases[0].Completed != 2 || s.Phases[0].Latency[TTFT].Max != 30*time.Millisecond {
@@ -230,14 +248,14 @@ func TestCalibrator(t *testing.T) {
 	count := func(w int) int { return int(math.Round(1.3*float64(w))) + 12 }
 	w := 0
 	for range 10 {
-		w = c.words(500)
+		w = c.words(500, 0)
 		c.observe(w, count(w))
 	}
-	if got := count(c.words(500)); math.Abs(float64(got-500)) > 5 {
+	if got := count(c.words(500, 0)); math.Abs(float64(got-500)) > 5 {
 		t.Fatalf("after 10 requests %d words make %d tokens, want 500", w, got)
 	}
 	// A new target is met at once: the fit knows the overhead.
-	if got := count(c.words(2000)); math.Abs(float64(got-2000)) > 20 {
+	if got := count(c.words(2000, 0)); math.Abs(float64(got-2000)) > 20 {
 		t.Fatalf("2000 → %d tokens", got)
 	}
 }
@@ -247,13 +265,13 @@ func TestCalibrator(t *testing.T) {
 func TestCalibratorIgnoresAFixedCount(t *testing.T) {
 	var c calibrator
 	for range 50 {
-		w := c.words(100)
+		w := c.words(100, 0)
 		if w > 303 {
 			t.Fatalf("asked for 100 tokens, sent %d words", w)
 		}
 		c.observe(w, 1)
 	}
-	if w := c.words(100); w != 100 {
+	if w := c.words(100, 0); w != 100 {
 		t.Fatalf("a server that counts 1 token whatever it gets: %d words for 100", w)
 	}
 }
@@ -270,7 +288,7 @@ func BenchmarkAggregatorAdd(b *testing.B) {
 	now := 3 * time.Second
 	for b.Loop() {
 		r.Start = t0.Add(now - r.E2E)
-		a.add(outcome{res: r, phase: ph}, now)
+		a.add(finished(t0, r, ph), now)
 		now += 100 * time.Microsecond
 	}
 }

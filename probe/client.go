@@ -93,6 +93,9 @@ type Request struct {
 	Prompt    string
 	Messages  []Message
 	MaxTokens int
+	// Live, if set, is told of every timed message as it arrives (see
+	// Live); Do begins it at the request's Start.
+	Live *Live
 }
 
 // Message is one turn of a conversation.
@@ -271,9 +274,7 @@ func (c *Client) setHeaders(h http.Header) {
 			h.Add(k, v)
 		}
 	}
-	if c.cfg.APIKey != "" {
-		h.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
+	setAuth(c.cfg.API, c.cfg.APIKey, h)
 }
 
 // timing collects a request's connection phases from httptrace. The
@@ -421,7 +422,12 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 
+	// One allocation for the message times, sized by the answer asked
+	// for, instead of a slice grown by doubling as messages come; kept
+	// from one request to the next.
+	req.Live.Reserve(min(max(req.MaxTokens, 16), 4096))
 	res.Start = time.Now()
+	req.Live.Begin(res.Start)
 	resp, err := c.http.Do(hreq)
 	if err != nil && mayRetry(ctx, rctx, tr, err) {
 		// A new timing: the lost attempt's trace may still be written to
@@ -470,13 +476,10 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	if fr == frameWhole {
 		u = c.readWhole(ctx, resp.Body, &res)
 	} else {
-		// One allocation for the message times, sized by the answer asked
-		// for, instead of a slice grown by doubling as messages come.
-		res.Chunks = make([]time.Duration, 0, min(max(req.MaxTokens, 16), 4096))
-		u = c.readStream(ctx, resp.Body, fr, &res, req.MaxTokens)
+		u = c.readStream(ctx, resp.Body, fr, &res, req)
 	}
 	if res.Class == OK {
-		c.finishTokens(&res, req, u)
+		c.finish(&res, req, u)
 	}
 	if res.Class == OK {
 		c.drain(resp.Body, cancel)
@@ -593,8 +596,8 @@ func (c *Client) redirectErr(resp *http.Response) string {
 // The bound on the messages of one request, and on the output count a
 // server may report for it: OutputCap(max_tokens) is
 // outputCapPerToken×max_tokens + outputCapMargin, or outputCapNoMax when
-// the request set no max_tokens. Every message of a stream takes a slot of
-// Result.Chunks at least, so a server sending endless tiny messages and
+// the request set no max_tokens. Every timed message of a stream takes a
+// slot of the request's Live at least, so a server sending endless tiny messages and
 // never [DONE] grew a request without end (1.6 GB in ten seconds).
 // Four times leaves room for servers that send a message per token of
 // reasoning and of text, or empty keep-alive deltas, or count special
@@ -618,18 +621,20 @@ func OutputCap(maxTokens int) int {
 // NDJSON lines), timing every message that carries output, and returns the
 // server's usage, if it gave one. A stream that sends more than
 // OutputCap(maxTokens) messages ends as Malformed.
-func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res *Result, maxTokens int) *usage {
+func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res *Result, req Request) *usage {
 	st := getStreamState(body)
 	defer st.release()
 	var (
-		p        = &st.parser
-		sse      *SSEReader
-		nd       *NDJSONReader
-		finished bool
-		u        *usage
-		msgs     int
-		msgCap   = OutputCap(maxTokens)
-		field    = c.cfg.SplitBy.Field
+		p         = &st.parser
+		sse       *SSEReader
+		nd        *NDJSONReader
+		finished  bool
+		u         *usage
+		msgs      int
+		maxTokens = req.MaxTokens
+		msgCap    = OutputCap(maxTokens)
+		field     = c.cfg.SplitBy.Field
+		live      = req.Live
 	)
 	if fr == frameSSE {
 		sse = &st.sse
@@ -706,11 +711,12 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 			c.readGroup(data, field, res)
 		}
 		if info.usage != nil {
-			u = info.usage
+			u = mergeUsage(u, info.usage)
 		}
 		finished = finished || info.finished
 		if info.output {
 			res.Messages++
+			noteOutput(res, &info, now)
 		}
 		// In first-chunk mode every message with choices is timed, as vLLM's
 		// benchmark does; otherwise only messages that carry output.
@@ -718,9 +724,15 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		if timed {
 			if !res.HasTTFT {
 				res.HasTTFT, res.TTFT = true, now
-			} else {
-				res.Chunks = append(res.Chunks, now)
 			}
+			mark := Timed
+			if info.output {
+				mark = Answer
+				if info.reasoningOnly() {
+					mark = Output
+				}
+			}
+			live.Add(res.Start, now, mark)
 			res.E2E = now
 		}
 		if info.finished && nd != nil {
@@ -773,7 +785,11 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) *us
 	}
 	if info.output {
 		res.Messages = 1
+		if info.reasoningOnly() {
+			res.ReasoningMessages = 1
+		}
 	}
+	res.Inputs = info.vectors
 	return info.usage
 }
 
@@ -896,7 +912,7 @@ func endpointURL(raw, suffix string) (string, error) {
 		return "", err
 	}
 	p := strings.TrimRight(u.Path, "/")
-	for _, full := range []string{"/chat/completions", "/completions", "/models"} {
+	for _, full := range []string{"/chat/completions", "/completions", "/models", "/responses", "/messages", "/embeddings"} {
 		if strings.HasSuffix(p, full) {
 			p = strings.TrimSuffix(p, full)
 			if full == suffix {

@@ -223,7 +223,8 @@ func TestFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			res := c.Do(context.Background(), Request{Prompt: "hi", MaxTokens: 8})
+			live := &Live{Origin: time.Now()}
+			res := c.Do(context.Background(), Request{Prompt: "hi", MaxTokens: 8, Live: live})
 			if res.Class != tt.class || res.Status != tt.status {
 				t.Fatalf("class %v status %d (err %q), want %v %d", res.Class, res.Status, res.Err, tt.class, tt.status)
 			}
@@ -239,13 +240,13 @@ func TestFixtures(t *testing.T) {
 			if res.HasTTFT != tt.hasTTFT || (tt.messages >= 0 && res.Messages != tt.messages) {
 				t.Fatalf("messages %d hasTTFT %v, want %d %v", res.Messages, res.HasTTFT, tt.messages, tt.hasTTFT)
 			}
-			if tt.hasTTFT && len(res.Chunks) != res.Messages-1 {
-				t.Fatalf("%d chunk times for %d messages", len(res.Chunks), res.Messages)
+			if tt.hasTTFT && live.Len() != res.Messages {
+				t.Fatalf("%d message times for %d messages", live.Len(), res.Messages)
 			}
 			if res.Messages > 0 && res.TokensPerMessage() != float64(res.OutputTokens)/float64(res.Messages) {
 				t.Fatalf("tokens per message %v", res.TokensPerMessage())
 			}
-			if !tt.hasTTFT && (res.TTFT != 0 || len(res.Chunks) != 0) {
+			if !tt.hasTTFT && (res.TTFT != 0 || live.Len() != 0) {
 				t.Fatalf("TTFT %v reported for a whole answer", res.TTFT)
 			}
 		})
@@ -263,7 +264,8 @@ func TestTiming(t *testing.T) {
 	const lag = 12 * time.Millisecond
 	srv, flushed := timedFixtureServer(t, "vllm-sim/chat-stream-usage", gap)
 	c := newTestClient(t, srv.URL, TTFTFirstOutput)
-	res := c.Do(context.Background(), Request{Prompt: "hi", MaxTokens: 8})
+	live := &Live{Origin: time.Now()}
+	res := c.Do(context.Background(), Request{Prompt: "hi", MaxTokens: 8, Live: live})
 	if !res.OK() {
 		t.Fatalf("failed: %v %s", res.Class, res.Err)
 	}
@@ -276,8 +278,14 @@ func TestTiming(t *testing.T) {
 	}
 	// Event 1 is the role chunk; the first content arrives with event 2.
 	near("TTFT", res.TTFT, sent[1])
+	if start, ok := live.Start(); !ok || start != res.Start.Sub(live.Origin) {
+		t.Fatalf("the live start %v, the result's %v", start, res.Start.Sub(live.Origin))
+	}
+	if at, _ := live.At(0); at-res.Start.Sub(live.Origin) != res.TTFT {
+		t.Fatalf("the live first message at %v from the start, the result's TTFT %v", at-res.Start.Sub(live.Origin), res.TTFT)
+	}
 	n := 0
-	res.ITLs(func(d time.Duration) {
+	live.ITLs(func(d time.Duration) {
 		n++
 		if want := sent[n+1] - sent[n]; d < want-lag || d > want+lag {
 			t.Errorf("ITL %d %v, the server's gap %v", n, d, want)
@@ -594,10 +602,13 @@ func BenchmarkReadStream(b *testing.B) {
 	payload := []byte(benchStream(b))
 	b.Run("infertop", func(b *testing.B) {
 		c, _ := New(Config{URL: "http://127.0.0.1:1/v1/chat/completions"})
+		live := &Live{Origin: time.Now()}
+		live.Reserve(256)
 		b.ReportAllocs()
 		for b.Loop() {
-			res := Result{Start: time.Now(), Chunks: make([]time.Duration, 0, 256)}
-			c.readStream(context.Background(), bytes.NewReader(payload), frameSSE, &res, 200)
+			res := Result{Start: time.Now()}
+			live.Begin(res.Start)
+			c.readStream(context.Background(), bytes.NewReader(payload), frameSSE, &res, Request{MaxTokens: 200, Live: live})
 			if !res.OK() || res.Messages != 200 {
 				b.Fatalf("%d messages, %v", res.Messages, res.Err)
 			}

@@ -40,12 +40,29 @@ const (
 	// Generic: any JSON API, embeddings among them (4,096 dimensions by a
 	// batch of 256 is a million numbers in about 16 MiB).
 	genericWhole, genericValues = 16 << 20, 1 << 20
+	// The Responses API: its response.completed event (and a whole
+	// answer) carries the whole output again, with its usage: an OpenAI
+	// answer's size.
+	responsesWhole, responsesValues = 4 << 20, 1 << 16
+	// Anthropic's Messages: small events; a whole answer is content
+	// blocks of text, as an OpenAI one.
+	anthropicWhole, anthropicValues = 4 << 20, 1 << 16
+	// Embeddings: 4,096 dimensions by a batch of 256 inputs is a million
+	// numbers, about 16 MiB as JSON; a little over, for the base64 form.
+	embedWhole, embedValues = 24 << 20, 1<<20 + 1<<16
 )
 
 func (o *openaiProto) limits() limits  { return limits{whole: openaiWhole, values: openaiValues} }
 func (o *ollamaProto) limits() limits  { return limits{whole: ollamaWhole, values: ollamaValues} }
 func (t *tgiProto) limits() limits     { return limits{whole: tgiWhole, values: tgiValues} }
 func (g *genericProto) limits() limits { return limits{whole: genericWhole, values: genericValues} }
+func (o *responsesProto) limits() limits {
+	return limits{whole: responsesWhole, values: responsesValues}
+}
+func (a *anthropicProto) limits() limits {
+	return limits{whole: anthropicWhole, values: anthropicValues}
+}
+func (e *embedProto) limits() limits { return limits{whole: embedWhole, values: embedValues} }
 
 // maxIDBytes bounds a response's id as kept (Result.ID, the requests
 // log): real ids are 30 to 70 bytes ("chatcmpl-" and a UUID), and an 8 MB

@@ -56,9 +56,8 @@ type Result struct {
 	// when no output was seen or the response was not streamed.
 	TTFT    time.Duration
 	HasTTFT bool
-	// Chunks holds the offset of every output-bearing message after the first
-	// (ITL is the gap between successive entries, starting from TTFT).
-	Chunks []time.Duration
+	// The time of every timed message (the ITLs) is not here: Do tells
+	// them to the request's Live as they arrive.
 	// E2E is the time to the last output-bearing message (not the usage chunk,
 	// not [DONE]); for a failed request, the time it failed.
 	E2E time.Duration
@@ -104,7 +103,29 @@ type Result struct {
 	// (empty: none seen, or no SplitBy). At most MaxGroupBytes, and raw:
 	// whoever prints it sanitises it.
 	Group string
+	// Reasoning, for models that think before they answer (see
+	// noteOutput): TTFR is the time to the first reasoning message
+	// (HasTTFR), TTFO the time to the first message of the answer
+	// (HasTTFO; AIPerf's time to first output). TTFT stays the first
+	// of either, as vLLM defines it. A stream with no reasoning has
+	// TTFO equal to TTFT.
+	TTFR, TTFO       time.Duration
+	HasTTFR, HasTTFO bool
+	// ReasoningMessages is how many of Messages carried reasoning alone.
+	// ReasoningTokens is the part of OutputTokens spent reasoning: the
+	// server's count where its usage splits it, else ReasoningEstimated
+	// and OutputTokens shared by the messages of each kind.
+	ReasoningMessages  int
+	ReasoningTokens    int
+	ReasoningEstimated bool
+	// Inputs is how many inputs an embeddings request sent, each answered
+	// with its vector (0 for the generating kinds).
+	Inputs int
 }
+
+// AnswerTokens is the output tokens of the answer: OutputTokens less
+// ReasoningTokens.
+func (r *Result) AnswerTokens() int { return max(r.OutputTokens-r.ReasoningTokens, 0) }
 
 // OK reports whether the request succeeded.
 func (r *Result) OK() bool { return r.Class == OK }
@@ -116,19 +137,6 @@ func (r *Result) TPOT() (tpot time.Duration, ok bool) {
 		return 0, false
 	}
 	return (r.E2E - r.TTFT) / time.Duration(r.OutputTokens-1), true
-}
-
-// ITLs calls fn with every inter-token latency of the request: the gaps
-// between successive output-bearing messages after the first.
-func (r *Result) ITLs(fn func(time.Duration)) {
-	if !r.HasTTFT {
-		return
-	}
-	prev := r.TTFT
-	for _, t := range r.Chunks {
-		fn(t - prev)
-		prev = t
-	}
 }
 
 // TokensPerMessage is the output tokens per output-bearing message: above 1

@@ -169,10 +169,13 @@ func BenchmarkReadStreamSplit(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			payload := benchStream(b)
 			c, _ := New(Config{URL: "http://127.0.0.1:1/v1/chat/completions", SplitBy: SplitBy{Field: tc.field}})
+			live := &Live{Origin: time.Now()}
+			live.Reserve(256)
 			b.ReportAllocs()
 			for b.Loop() {
-				res := Result{Start: time.Now(), Chunks: make([]time.Duration, 0, 256)}
-				c.readStream(context.Background(), strings.NewReader(payload), frameSSE, &res, 200)
+				res := Result{Start: time.Now()}
+				live.Begin(res.Start)
+				c.readStream(context.Background(), strings.NewReader(payload), frameSSE, &res, Request{MaxTokens: 200, Live: live})
 				if !res.OK() || res.Messages != 200 || (tc.name == "found") != (res.Group != "") {
 					b.Fatalf("%d messages, group %q, %v", res.Messages, res.Group, res.Err)
 				}

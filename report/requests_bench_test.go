@@ -17,8 +17,17 @@ func benchRecord() load.Record {
 		chunks[i] = 20*time.Millisecond + time.Duration(i+1)*12*time.Millisecond
 	}
 	return load.Record{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: 20 * time.Millisecond, TTFB: 5 * time.Millisecond,
-		Chunks: chunks, E2E: chunks[14], InputTokens: 512, OutputTokens: 16, Messages: 16, ConnReused: true, Proto: "HTTP/1.1"},
-		Phase: 1, Knobs: load.Knobs{Concurrency: 64}, Good: true}
+		E2E: chunks[14], InputTokens: 512, OutputTokens: 16, Messages: 16, ConnReused: true, Proto: "HTTP/1.1"},
+		Live: replayed(20*time.Millisecond, chunks...), Phase: 1, Knobs: load.Knobs{Concurrency: 64}, Good: true}
+}
+
+// replayed is the Live of a request whose first message came at ttft and
+// the others at rest, as Do would have told it.
+func replayed(ttft time.Duration, rest ...time.Duration) *probe.Live {
+	start := time.Now()
+	l := &probe.Live{Origin: start}
+	l.Replay(start, ttft, rest...)
+	return l
 }
 
 // BenchmarkRequestsLog is the aggregator's cost of logging one request:

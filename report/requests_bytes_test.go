@@ -17,14 +17,14 @@ func logRecords() []load.Record {
 	ms := time.Millisecond
 	return []load.Record{
 		benchRecord(),
-		{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: 20 * ms, Chunks: []time.Duration{30 * ms, 45 * ms},
-			E2E: 45 * ms, OutputTokens: 3, Messages: 3}, Phase: 1, Knobs: load.Knobs{Concurrency: 2}, Good: true},
+		{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: 20 * ms,
+			E2E: 45 * ms, OutputTokens: 3, Messages: 3}, Live: replayed(20*ms, 30*ms, 45*ms), Phase: 1, Knobs: load.Knobs{Concurrency: 2}, Good: true},
 		{Result: probe.Result{Status: 503, Class: probe.HTTP5xx, Err: "HTTP 503: busy", E2E: ms}, Phase: 1, At: 1500 * ms},
 		{Result: probe.Result{Status: 429, Class: probe.HTTP429, Err: "HTTP 429: slow down \"now\"\n\x1b[2J", E2E: 3 * ms, RetryAfter: 2 * time.Second,
 			DNS: 300 * time.Microsecond, Connect: 1200 * time.Microsecond, TLS: 4 * ms, Proto: "HTTP/2.0"}, Phase: 2, At: 2 * time.Second, PromptTokens: 1024},
-		{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: 80 * ms, TTFB: 10 * ms, Chunks: []time.Duration{80 * ms}, E2E: 80 * ms,
+		{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: 80 * ms, TTFB: 10 * ms, E2E: 80 * ms,
 			OutputTokens: 1, OutputEstimated: true, UsageIgnored: true, Retried: true, ID: "chatcmpl-42", Messages: 1, InputTokens: 7},
-			Phase: 3, At: 3250 * ms, Knobs: load.Knobs{Mode: load.OpenLoop, Rate: 5}},
+			Live: replayed(80*ms, 80*ms), Phase: 3, At: 3250 * ms, Knobs: load.Knobs{Mode: load.OpenLoop, Rate: 5}},
 		{Result: probe.Result{Class: probe.Connection, Err: "connection refused"}, Phase: 3, At: 4 * time.Second},
 	}
 }

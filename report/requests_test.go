@@ -77,9 +77,9 @@ func TestRequestsLog(t *testing.T) {
 	tick := make(chan time.Time)
 	stopped := false
 	l := newRequestsLog(s, bigBounds(), tick, func() { stopped = true })
-	ok := probe.Result{Status: 200, HasTTFT: true, TTFT: 20 * time.Millisecond, Chunks: []time.Duration{30 * time.Millisecond, 45 * time.Millisecond},
+	ok := probe.Result{Status: 200, HasTTFT: true, TTFT: 20 * time.Millisecond,
 		E2E: 45 * time.Millisecond, OutputTokens: 3, Messages: 3}
-	l.Write(load.Record{Result: ok, Phase: 1, Knobs: load.Knobs{Concurrency: 2}, Good: true})
+	l.Write(load.Record{Result: ok, Live: replayed(ok.TTFT, 30*time.Millisecond, 45*time.Millisecond), Phase: 1, Knobs: load.Knobs{Concurrency: 2}, Good: true})
 	tickTwice(tick) // the first tick: the writer waits on the second while the line is written
 	if got := strings.Count(s.String(), "\n"); got != 1 {
 		t.Fatalf("%d lines after a tick, want 1: %q", got, s.String())

@@ -72,7 +72,7 @@ func newEngine(t *testing.T, e2e time.Duration, concurrency int, tick time.Durat
 		case <-ctx.Done():
 			return probe.Result{Start: start, Class: probe.Canceled}
 		}
-		return probe.Result{Start: start, HasTTFT: true, TTFT: e2e * 2 / 5, E2E: e2e, OutputTokens: 2, Chunks: []time.Duration{e2e}}
+		return probe.Result{Start: start, HasTTFT: true, TTFT: e2e * 2 / 5, E2E: e2e, OutputTokens: 2}
 	}
 	eng, err := load.New(load.Config{Do: do, Knobs: load.Knobs{Concurrency: concurrency, PromptTokens: 8, OutputTokens: 2}, Tick: tick})
 	if err != nil {

@@ -332,6 +332,11 @@ type ServerView struct {
 	Age                        time.Duration
 	Stale                      bool
 	Err                        string
+
+	// TTFTBuckets and ITLBuckets are the buckets the p50 and the p99 lie
+	// in: what the histogram knows of them, where the figures above are
+	// points interpolated inside.
+	TTFTBuckets, ITLBuckets [2]Bucket
 }
 
 // GPUView is the GPUs' side over the window.
@@ -377,13 +382,13 @@ func (s *Scraper) View(window time.Duration) View {
 		if first.At.Before(last.At) {
 			prevTTFT, prevITL = first.S.TTFT, first.S.ITL
 		}
-		if p50, ok := Quantile(last.S.TTFT, prevTTFT, 0.5); ok {
-			sv.TTFTP50, sv.HasTTFT = p50, true
-			sv.TTFTP99, _ = Quantile(last.S.TTFT, prevTTFT, 0.99)
+		if p50, b, ok := quantile(last.S.TTFT, prevTTFT, 0.5); ok {
+			sv.TTFTP50, sv.TTFTBuckets[0], sv.HasTTFT = p50, b, true
+			sv.TTFTP99, sv.TTFTBuckets[1], _ = quantile(last.S.TTFT, prevTTFT, 0.99)
 		}
-		if p50, ok := Quantile(last.S.ITL, prevITL, 0.5); ok {
-			sv.ITLP50, sv.HasITL = p50, true
-			sv.ITLP99, _ = Quantile(last.S.ITL, prevITL, 0.99)
+		if p50, b, ok := quantile(last.S.ITL, prevITL, 0.5); ok {
+			sv.ITLP50, sv.ITLBuckets[0], sv.HasITL = p50, b, true
+			sv.ITLP99, sv.ITLBuckets[1], _ = quantile(last.S.ITL, prevITL, 0.99)
 		}
 		v.Server = sv
 	} else if s.srv.err != "" && !s.srv.dropped {

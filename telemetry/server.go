@@ -189,8 +189,30 @@ func serverFamilies() func(string) bool {
 // two readings of a histogram (prev may be nil: since the start), by
 // linear interpolation inside the bucket, as Prometheus' histogram_quantile.
 func Quantile(cur, prev *Histogram, q float64) (float64, bool) {
+	est, _, ok := quantile(cur, prev, q)
+	return est, ok
+}
+
+// Bucket is the histogram bucket a quantile lies in: (Lo, Hi], Hi +Inf
+// past the last finite bound. All the histogram says of the quantile is
+// that it lies there: an interpolated point inside a wide bucket (vLLM's
+// TTFT buckets go 2.5 s, 5 s, 7.5 s) can be far from every observation.
+type Bucket struct{ Lo, Hi float64 }
+
+// Narrow reports whether the bucket is tight enough (its bounds within
+// 10 %) for a point inside it to stand for the quantile.
+func (b Bucket) Narrow() bool { return !math.IsInf(b.Hi, 1) && b.Hi <= 1.1*b.Lo }
+
+// QuantileBucket is the bucket the q-quantile lies in (see Quantile).
+func QuantileBucket(cur, prev *Histogram, q float64) (Bucket, bool) {
+	_, b, ok := quantile(cur, prev, q)
+	return b, ok
+}
+
+// quantile is Quantile's estimate and the bucket it lies in.
+func quantile(cur, prev *Histogram, q float64) (float64, Bucket, bool) {
 	if cur == nil || len(cur.Counts) == 0 {
-		return 0, false
+		return 0, Bucket{}, false
 	}
 	counts := append([]float64(nil), cur.Counts...)
 	if prev != nil && len(prev.Counts) == len(counts) && prev.Counts[len(prev.Counts)-1] <= counts[len(counts)-1] {
@@ -200,25 +222,26 @@ func Quantile(cur, prev *Histogram, q float64) (float64, bool) {
 	}
 	total := counts[len(counts)-1]
 	if total <= 0 {
-		return 0, false
+		return 0, Bucket{}, false
 	}
 	rank := q * total
 	lower, below := 0.0, 0.0
 	for i, c := range counts {
 		upper := cur.Bounds[i]
 		if c >= rank {
+			b := Bucket{lower, upper}
 			if math.IsInf(upper, 1) {
-				return lower, true // past the last finite bound: its lower edge
+				return lower, b, true // past the last finite bound: its lower edge
 			}
 			inBucket := c - below
 			if inBucket <= 0 {
-				return upper, true
+				return upper, b, true
 			}
-			return lower + (upper-lower)*(rank-below)/inBucket, true
+			return lower + (upper-lower)*(rank-below)/inBucket, b, true
 		}
 		lower, below = upper, c
 	}
-	return lower, true
+	return lower, Bucket{lower, math.Inf(1)}, true
 }
 
 // KindName is the engine's name as shown.

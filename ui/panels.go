@@ -93,7 +93,10 @@ func (m *Model) throughputPanel(w, h int) string {
 	lines := []string{
 		m.title("Throughput", "", w),
 		t.Value.Render(est+num(s.OutTokPerSec)) + t.Muted.Render(" tok/s out"),
-		t.Text.Render(num(s.ReqPerSec)) + t.Muted.Render(" req/s · ") + t.Text.Render(num(s.InTokPerSec)) + t.Muted.Render(" in"),
+		// Output tokens are counted as they arrive; input tokens are known
+		// from the server's usage only, at the end of each request.
+		firstFit(w, t.Text.Render(num(s.ReqPerSec))+t.Muted.Render(" req/s · ")+t.Text.Render(num(s.InTokPerSec))+t.Muted.Render(" in, at end"),
+			t.Text.Render(num(s.ReqPerSec))+t.Muted.Render(" req/s · ")+t.Text.Render(num(s.InTokPerSec))+t.Muted.Render(" in")),
 	}
 	lines = append(lines, m.spark("tokens", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.OutTokens) })...)
 	return block(lines, w, h)
@@ -197,18 +200,56 @@ func (m *Model) inflightPanel(w, h int) string {
 			lines[2] = backlog + t.Muted.Render(" · "+rateNum(s.Knobs.Rate, 4)+"/s")
 		}
 	}
-	// The age of the oldest request: a hung server shows as a number that
-	// grows, where the counts and rates above would only go quiet.
+	lines = append(lines, m.streamLines(w)...)
+	lines = append(lines, m.spark("inflight", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.InFlight) })...)
+	return block(lines, w, h)
+}
+
+// streamLines say what the requests in flight are doing: waiting for
+// their first token or generating, the oldest of each (a hung server shows
+// as a number that grows, where the counts and rates above would only go
+// quiet), and the streams whose server has stopped sending (a stall: no
+// message for longer than load.StallAfter of the stream's own pace).
+func (m *Model) streamLines(w int) []string {
+	t, s := m.theme, &m.snap
+	st := s.Streams
+	v := func(n int) string { return t.Value.Render(fmt.Sprint(n)) }
+	lines := []string{firstFit(w,
+		v(st.Waiting)+t.Muted.Render(" waiting · ")+v(st.Generating)+t.Muted.Render(" generating"),
+		v(st.Waiting)+t.Muted.Render(" wait · ")+v(st.Generating)+t.Muted.Render(" gen"))}
+	age := func(d time.Duration) string {
+		if d <= 0 {
+			return t.Muted.Render("—")
+		}
+		return t.Value.Render(Duration(d))
+	}
 	switch {
 	case s.OldestInFlight <= 0:
 		lines = append(lines, t.Muted.Render("oldest —"))
 	case s.OldestInFlight > oldestLimit(s):
 		lines = append(lines, t.Warn.Render("oldest "+Duration(s.OldestInFlight)+" · hung?"))
 	default:
-		lines = append(lines, t.Muted.Render("oldest ")+t.Value.Render(Duration(s.OldestInFlight)))
+		lines = append(lines, firstFit(w,
+			t.Muted.Render("oldest ")+age(st.OldestWaiting)+t.Muted.Render(" wait · ")+age(st.OldestGenerating)+t.Muted.Render(" gen"),
+			t.Muted.Render("oldest ")+age(s.OldestInFlight)))
 	}
-	lines = append(lines, m.spark("inflight", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.InFlight) })...)
-	return block(lines, w, h)
+	if st.Stalled > 0 {
+		lines = append(lines, firstFit(w,
+			t.Warn.Render(fmt.Sprintf("%d stalled · silent %s", st.Stalled, Duration(st.LongestStall))),
+			t.Warn.Render(fmt.Sprintf("%d stalled", st.Stalled))))
+	}
+	return lines
+}
+
+// firstFit is the first of the renderings that fits in w cells, or the
+// last.
+func firstFit(w int, options ...string) string {
+	for _, o := range options {
+		if lipgloss.Width(o) <= w {
+			return o
+		}
+	}
+	return options[len(options)-1]
 }
 
 // shownPhase says whether the phase table has a row for ph: not for a
@@ -238,6 +279,9 @@ func (m *Model) phasesPanel(w, h int) string {
 		errs := "0"
 		if n := ph.Completed + ph.Failed; ph.Failed > 0 {
 			errs = pct(float64(ph.Failed) / float64(n))
+			if ph.Completed == 0 { // "100.0%" fills the column and runs into tok/s ("0100.0%")
+				errs = "100%"
+			}
 		}
 		span := ph.End - ph.Start
 		if ph.Current {
@@ -257,7 +301,7 @@ func (m *Model) phasesPanel(w, h int) string {
 		cells := []string{
 			id, level, count(int64(ph.Knobs.PromptTokens), 6), count(int64(ph.Knobs.OutputTokens), 6),
 			count(ph.Completed, 6), Duration(ph.Latency[load.TTFT].P50), Duration(ph.Latency[load.TTFT].P99), Duration(ph.Latency[load.E2E].P99),
-			num(ph.OutTokPerSec), errs, clock(span),
+			num(ph.DeliveredPerSec), errs, clock(span), // as it streams: the tokens delivered for the phase's requests
 		}
 		row := ""
 		for i, c := range cols {

@@ -47,6 +47,7 @@ func fixedSnapshot() load.Snapshot {
 			{Class: probe.HTTP429, Status: 429, Message: "HTTP 429: simulated rate limit", Count: 3},
 		},
 		OldestInFlight: 3200 * ms,
+		Streams:        load.Streams{Waiting: 6, Generating: 42, OldestWaiting: 410 * ms, OldestGenerating: 3200 * ms},
 	}
 	s.ByClass[probe.HTTP5xx], s.ByClass[probe.HTTP429] = 4, 2
 	s.TotalByClass[probe.HTTP5xx], s.TotalByClass[probe.HTTP429] = 6, 3
@@ -71,11 +72,11 @@ func fixedSnapshot() load.Snapshot {
 	}
 	s.Phases = []load.Phase{
 		{ID: 1, Knobs: load.Knobs{Concurrency: 8, PromptTokens: 512, OutputTokens: 128}, Start: 0, End: 40 * time.Second,
-			Completed: 240, OutTokens: 30720, OutTokPerSec: 760},
+			Completed: 240, OutTokens: 30720, OutTokPerSec: 760, DeliveredPerSec: 760},
 		{ID: 2, Knobs: load.Knobs{Concurrency: 32, PromptTokens: 512, OutputTokens: 128}, Start: 40 * time.Second, End: 60 * time.Second,
-			Completed: 300, OutTokens: 38400, OutTokPerSec: 1690, Failed: 3},
+			Completed: 300, OutTokens: 38400, OutTokPerSec: 1690, DeliveredPerSec: 1690, Failed: 3},
 		{ID: 3, Knobs: load.Knobs{Concurrency: 48, PromptTokens: 512, OutputTokens: 128}, Start: 60 * time.Second, Current: true,
-			Completed: 420, OutTokens: 53760, OutTokPerSec: 1712, Failed: 6},
+			Completed: 420, OutTokens: 53760, OutTokPerSec: 1712, DeliveredPerSec: 1712, Failed: 6},
 	}
 	lat := func(ttft50, ttft99, e2e99 time.Duration) [load.NumMetrics]load.Dist {
 		var l [load.NumMetrics]load.Dist
@@ -167,7 +168,7 @@ func fastSnapshot() load.Snapshot {
 	s.Phases[0].Knobs.Mode, s.Phases[0].Knobs.Rate = load.OpenLoop, 1234.5
 	s.Phases[1].Knobs.Mode, s.Phases[1].Knobs.Rate = load.OpenLoop, 999.7
 	s.Phases[2].Knobs.Rate = 12500
-	s.Phases[0].OutTokPerSec, s.Phases[1].OutTokPerSec, s.Phases[2].OutTokPerSec = 158000, 127900, 1.25e6
+	s.Phases[0].DeliveredPerSec, s.Phases[1].DeliveredPerSec, s.Phases[2].DeliveredPerSec = 158000, 127900, 1.25e6
 	s.Phases[2].Completed = 12345678
 	return s
 }
@@ -412,7 +413,7 @@ func TestSLOBannerAndSave(t *testing.T) {
 	}
 	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 100, Height: 30}, SnapshotMsg(fixedSnapshot()))
 	v := m.View()
-	if !strings.Contains(v, "SLO BREACHED over the 30s window: ttft_p99<=500ms (1.702s)") || strings.Contains(v, "e2el_p99<=10s (") {
+	if !strings.Contains(v, "SLO BREACHED over the 30s window: ttft_p99<=500ms (1.70s)") || strings.Contains(v, "e2el_p99<=10s (") {
 		t.Fatalf("banner:\n%s", v)
 	}
 	if n := len(strings.Split(v, "\n")); n != 30 {
@@ -764,10 +765,20 @@ func TestOldestInFlight(t *testing.T) {
 			t.Errorf("oldest %v, p99 %v: want %q flagged %v:\n%s", c.oldest, c.p99, c.want, c.flagged, v)
 		}
 	}
-	// A drain that does not end says how old its oldest request is.
+	// Waiting and generating apart, and a stalled stream flagged.
 	s := fixedSnapshot()
-	s.DoneWhy, s.InFlight, s.OldestInFlight = load.EndDuration, 2, 75*time.Second
+	s.Streams.Stalled, s.Streams.LongestStall = 1, 5100*time.Millisecond
 	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 48}, SnapshotMsg(s))
+	for _, want := range []string{"6 waiting · 42 generating", "oldest 410ms wait · 3.20s gen", "1 stalled · silent 5.10s"} {
+		if v := m.View(); !strings.Contains(v, want) {
+			t.Errorf("160x48 lacks %q:\n%s", want, v)
+		}
+	}
+	// A drain that does not end says how old its oldest request is.
+	s = fixedSnapshot()
+	s.DoneWhy, s.InFlight, s.OldestInFlight = load.EndDuration, 2, 75*time.Second
+	m = newTestModel(t, nil)
 	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 30}, SnapshotMsg(s))
 	if first := strings.SplitN(m.View(), "\n", 2)[0]; !strings.Contains(first, "ending: 2 in flight, oldest 75.0s") {
 		t.Errorf("header while ending: %q", first)

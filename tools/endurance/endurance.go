@@ -49,6 +49,10 @@ type Config struct {
 	// Measure only: no pauses to count what is left and no key presses,
 	// for a plain reading of the dashboard's cost.
 	Measure bool
+	// Headless runs `infertop run` with the same flags in the same
+	// terminal instead of the dashboard (Measure only), read the same
+	// way: the dashboard's own cost is the difference.
+	Headless bool
 }
 
 // Sample is one reading of the dashboard process.
@@ -119,8 +123,15 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := shellQuote(append(append([]string{"env"}, cfg.Env...), cfg.Infertop...)) + " " + shellQuote(append([]string{
-		"--url", simURL, "--metrics-addr", metricsAddr, "--scrape-every", "1s"}, cfg.LoadArgs...)) +
+	var mode []string
+	if cfg.Headless {
+		if !cfg.Measure {
+			return nil, errors.New("endurance: a headless run is for Measure only")
+		}
+		mode = []string{"run", "--duration", "1h"}
+	}
+	cmd := shellQuote(append(append([]string{"env"}, cfg.Env...), cfg.Infertop...)) + " " + shellQuote(append(append(mode,
+		"--url", simURL, "--metrics-addr", metricsAddr, "--scrape-every", "1s"), cfg.LoadArgs...)) +
 		"; echo EXITED $?; sleep 3600"
 	t, err := tmuxterm.Start(cfg.Socket, cfg.Width, cfg.Height, cmd)
 	if err != nil {
@@ -248,12 +259,16 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	}
 	logf("endurance: %d goroutines paused and drained at the end", res.IdleEnd)
 	res.Screen = screen(t)
-	if err = t.Keys("q"); err != nil {
+	quit := "q"
+	if cfg.Headless {
+		quit = "C-c" // the first signal drains, and the run ends
+	}
+	if err = t.Keys(quit); err != nil {
 		err = fmt.Errorf("endurance: %w", err)
 		return nil, err
 	}
 	var scr string
-	scr, err = t.Wait(10*time.Second, 50*time.Millisecond, t.Screen, func(s string) bool { return strings.Contains(s, "EXITED") })
+	scr, err = t.Wait(30*time.Second, 50*time.Millisecond, t.Screen, func(s string) bool { return strings.Contains(s, "EXITED") })
 	if err != nil {
 		err = fmt.Errorf("endurance: the dashboard did not quit after q: %w:\n%s", err, scr)
 		return nil, err
