@@ -48,7 +48,7 @@ var (
 )
 
 // checkCharts holds that every chart in the DOM drew: as many line paths
-// as it has series, each with at least two points; it returns the charts
+// as it has series, each with a point at least; it returns the charts
 // seen.
 func checkCharts(dom string) (map[string]bool, error) {
 	seen := map[string]bool{}
@@ -59,7 +59,7 @@ func checkCharts(dom string) (map[string]bool, error) {
 			return seen, fmt.Errorf("chart %s: %d paths, want %s", id, len(paths), want)
 		}
 		for _, p := range paths {
-			if !strings.Contains(p[2], "L") {
+			if !strings.Contains(p[2], "M") { // a lone point is M alone, and a dot
 				return seen, fmt.Errorf("chart %s: series %q drew no line (d=%q)", id, p[1], p[2])
 			}
 		}
@@ -428,6 +428,17 @@ func rtRun(t *testing.T, args []string, codes ...int) (rtResult, string, string)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Chromium, where installed: the page loads without a console
+	// message and every chart drew.
+	if bin, err := exec.LookPath("chromium"); err == nil {
+		dom, logs := chromium(t, bin, htmlPath, "--dump-dom")
+		if strings.Contains(logs, ":CONSOLE") {
+			t.Errorf("console: %s", logs)
+		}
+		if seen, err := checkCharts(dom); err != nil || len(seen) == 0 {
+			t.Errorf("in Chromium: %v (charts %v)", err, seen)
+		}
+	}
 	return readResult(t, jsonPath), string(page), out.String()
 }
 
@@ -459,6 +470,9 @@ func TestReportRoundTrip(t *testing.T) {
 		p, _ := sim.Preset("fast")
 		srv := simtest.Start(t, p)
 		res, page, _ := rtRun(t, append([]string{"--url", srv.URL, "--server-metrics", "off", "--rate", "30", "--duration", "2s"}, short...))
+		if n := res.Infertop.ArrivalsScheduled; n == 0 || !strings.Contains(page, fmt.Sprintf("Open loop: %d arrivals scheduled", n)) {
+			t.Errorf("no open loop's arrivals (%d in the JSON) on the page", n)
+		}
 		if res.Infertop.Telemetry != nil || strings.Contains(page, `id="server-queue"`) {
 			t.Error("telemetry drawn for a run without it")
 		}

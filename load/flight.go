@@ -44,9 +44,12 @@ type slot struct {
 }
 
 // take returns a flight for the slot's next request: its spare, or a new
-// one when the aggregator has not yet released the last.
+// one when the aggregator has not yet released the last. A spare's Live
+// is reset here, before the flight is shown in the slot: the aggregator
+// must not take the last request's messages for the next one's.
 func (s *slot) take(origin time.Time) *flight {
 	if f := s.spare.Swap(nil); f != nil {
+		f.live.Reset()
 		return f
 	}
 	f := &flight{slot: s}

@@ -170,3 +170,22 @@ func testStreams(t *testing.T) {
 			s.Run.FailedOutTokens, s.Run.DeliveredTokens, s.Run.OutTokens)
 	}
 }
+
+// TestReusedFlightStartsEmpty: a flight the aggregator released comes back
+// to its slot's next request with nothing of the last one's stream, so a
+// look between its publication and its request's first message takes
+// nothing twice (and reads nothing its writer is about to overwrite).
+func TestReusedFlightStartsEmpty(t *testing.T) {
+	t0 := time.Now()
+	sl := new(slot)
+	f := sl.take(t0)
+	f.live.Replay(t0, time.Millisecond, 2*time.Millisecond, 3*time.Millisecond)
+	f.release()
+	g := sl.take(t0)
+	if g != f || g.live.Len() != 0 {
+		t.Fatalf("the reused flight shows %d messages of its last request", g.live.Len())
+	}
+	if _, ok := g.live.Start(); ok {
+		t.Fatal("the reused flight shows the last request's start")
+	}
+}

@@ -52,7 +52,7 @@ func (a *anthropicProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 	switch typ := string(v.GetStringBytes("type")); typ {
 	case "message_start":
 		msg := v.Get("message")
-		info.id = msg.GetStringBytes("id")
+		info.id = capID(msg.GetStringBytes("id"))
 		if u := msg.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
 			info.usage = readUsage(u)
 		}
@@ -69,7 +69,7 @@ func (a *anthropicProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 	case "error":
 		info.errMsg = append([]byte(nil), data...)
 	case "message": // a whole answer
-		info.id = v.GetStringBytes("id")
+		info.id = capID(v.GetStringBytes("id"))
 		for _, block := range v.GetArray("content") {
 			anthropicBlock(block, &info)
 		}

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -119,4 +120,46 @@ func TestEndlessStreamsAddUp(t *testing.T) {
 	if want := uint64(streams) * 4 * MaxLineBytes; got > want {
 		t.Errorf("allocated %d MiB over %d streams, want at most %d MiB", got>>20, streams, want>>20)
 	}
+}
+
+// FuzzCheckValues: checkValues never lets through a message of more JSON
+// values than its limit (counted by encoding/json: elements, members and
+// the message itself).
+func FuzzCheckValues(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2,3],"b":{"c":"d,e[f"}}`, `[[[[[]]]]]`, `"x\"[,,,"`, `{"k\\":[0,0,0,0,0,0,0,0,0]}`} {
+		f.Add(s, 4)
+	}
+	f.Fuzz(func(t *testing.T, s string, limit int) {
+		limit = 1 + abs(limit)%16
+		var v any
+		if json.Unmarshal([]byte(s), &v) != nil {
+			return
+		}
+		if n := countJSON(v); n > limit && checkValues([]byte(s), limit) == nil {
+			t.Fatalf("%q holds %d values, passed a limit of %d", s, n, limit)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -(n + 1)
+	}
+	return n
+}
+
+// countJSON counts a decoded value's values.
+func countJSON(v any) int {
+	n := 1
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			n += countJSON(e)
+		}
+	case map[string]any:
+		for _, e := range x {
+			n += countJSON(e)
+		}
+	}
+	return n
 }

@@ -47,6 +47,19 @@ func (m Mark) Output() bool { return m&Output != 0 }
 // Answer reports whether the message carried output of the answer.
 func (m Mark) Answer() bool { return m&Answer == Answer }
 
+// Reset forgets the last request's times before l is shown to its reader
+// again (Begin forgets them too, at the next request's Start): a reader
+// looking between the two would otherwise see the last request's
+// messages as the next one's.
+func (l *Live) Reset() {
+	if l == nil {
+		return
+	}
+	l.n.Store(0)
+	l.start.Store(0)
+	l.w = l.w[:0]
+}
+
 // Begin starts a request at start on l, forgetting the last one's times.
 // Client.Do calls it; another request function that tells a Live calls
 // it before its first Add, under the owner's rule.

@@ -89,7 +89,7 @@ func (o *responsesProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 			info.output, info.reasoning, info.answer = true, reasoning, !reasoning
 		}
 	case typ == "response.created", typ == "response.in_progress":
-		info.id = v.GetStringBytes("response", "id")
+		info.id = capID(v.GetStringBytes("response", "id"))
 	case typ == "response.completed", typ == "response.incomplete", typ == "response.failed":
 		readResponse(v.Get("response"), &info, false)
 	case typ == "error":
@@ -116,7 +116,7 @@ func readResponse(r *fastjson.Value, info *chunkInfo, whole bool) {
 		info.errMsg = []byte(`{"message":"a response event without its response object"}`)
 		return
 	}
-	info.id = r.GetStringBytes("id")
+	info.id = capID(r.GetStringBytes("id"))
 	if u := r.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
 		info.usage = readUsage(u)
 	}

@@ -13,32 +13,48 @@ import (
 )
 
 // TestResponseIDCapped: a server's response id is kept cut to maxIDBytes,
-// streamed and whole (an 8 MB id was copied into the requests log of
-// every request: 159 MB from 19).
+// streamed and whole, in every kind that reads one (an 8 MB id was copied
+// into the requests log of every request: 159 MB from 19).
 func TestResponseIDCapped(t *testing.T) {
 	id := "chatcmpl-" + strings.Repeat("é", 250_000) // 500 KB, under the line cap
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.URL.RawQuery, "whole") {
+		switch {
+		case r.URL.Path == "/v1/responses":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":%q,"object":"response","status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}],"usage":{"input_tokens":1,"output_tokens":1}}`, id)
+		case r.URL.Path == "/v1/messages":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":%q,"type":"message","role":"assistant","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`, id)
+		case strings.Contains(r.URL.RawQuery, "whole=true"):
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"id":%q,"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`, id)
-			return
+		default:
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"id\":%q,\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n", id)
+			fmt.Fprintf(w, "data: {\"id\":%q,\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", id)
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprintf(w, "data: {\"id\":%q,\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n", id)
-		fmt.Fprintf(w, "data: {\"id\":%q,\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", id)
 	}))
 	defer srv.Close()
-	for _, whole := range []bool{false, true} {
-		c, err := New(Config{URL: srv.URL + "/v1/chat/completions?whole=" + fmt.Sprint(whole), Model: "m", NoStream: whole, Timeout: 10 * time.Second})
+	for _, tt := range []struct {
+		api   Kind
+		path  string
+		whole bool
+	}{
+		{OpenAIChat, "/v1/chat/completions?whole=false", false},
+		{OpenAIChat, "/v1/chat/completions?whole=true", true},
+		{OpenAIResponses, "/v1/responses", true},
+		{Anthropic, "/v1/messages", true},
+	} {
+		c, err := New(Config{URL: srv.URL + tt.path, API: tt.api, Model: "m", NoStream: tt.whole, Timeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		res := c.Do(context.Background(), Request{Prompt: "x", MaxTokens: 4})
 		c.Close()
 		if !res.OK() || len(res.ID) > maxIDBytes || !strings.HasPrefix(res.ID, "chatcmpl-é") {
-			t.Fatalf("whole %v: %v (%s), id of %d bytes", whole, res.Class, res.Err, len(res.ID))
+			t.Fatalf("%s %s: %v (%s), id of %d bytes", tt.api, tt.path, res.Class, res.Err, len(res.ID))
 		}
-		t.Logf("whole %v: a %d-byte id kept as %d bytes", whole, len(id), len(res.ID))
+		t.Logf("%s %s: a %d-byte id kept as %d bytes", tt.api, tt.path, len(id), len(res.ID))
 	}
 }
 

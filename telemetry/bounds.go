@@ -32,6 +32,10 @@ const (
 	// maxBuckets is the most distinct bucket bounds of one merged
 	// histogram.
 	maxBuckets = 512
+	// maxBoundSeconds is the largest finite bucket bound believed of a
+	// latency histogram: vLLM's last TTFT bound is 2,560 s; a day is
+	// past any.
+	maxBoundSeconds = 86_400
 	// maxGPUs is the most GPUs one DCGM page may list (a node has 8 or 16).
 	maxGPUs = 256
 	// maxIndexBytes shortens a GPU's label as kept and shown.

@@ -226,3 +226,55 @@ func TestScrapeTransportHTTP2(t *testing.T) {
 		t.Fatal("redirects followed")
 	}
 }
+
+// FuzzFilterPage: what filterPage keeps is lines of the page, of the
+// families wanted only; the pages it keeps parse without a panic, and
+// what they read holds no number that cannot be true.
+func FuzzFilterPage(f *testing.F) {
+	f.Add(vllmPage("1.7e308"))
+	f.Add("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{a=\"b\"} NaN\nother 1\n")
+	f.Add("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"} -Inf\n#  HELP x y\n{\"vllm:num_requests_running\"} 3")
+	f.Fuzz(func(t *testing.T, page string) {
+		wanted := serverFamilies()
+		kept, err := filterPage(strings.NewReader(page), wanted)
+		if err != nil {
+			return
+		}
+		lines := map[string]bool{}
+		for _, l := range strings.Split(page, "\n") {
+			lines[l] = true
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(string(kept), "\n"), "\n") {
+			if l == "" {
+				continue
+			}
+			if fam, _ := family([]byte(l), wanted); fam == "" || !lines[l] {
+				t.Fatalf("kept %q of %q", l, page)
+			}
+		}
+		s, _, err := ParseServer(strings.NewReader(page))
+		if err != nil {
+			return
+		}
+		for _, v := range []float64{s.Running, s.Waiting, s.KVUsage, s.PromptTokens, s.GenTokens, s.Preemptions} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				t.Fatalf("%q read as %v", page, v)
+			}
+		}
+		for _, h := range []*Histogram{s.TTFT, s.ITL} {
+			if q, ok := Quantile(h, nil, 0.99); ok && (math.IsNaN(q) || math.IsInf(q, 0)) {
+				t.Fatalf("%q: a quantile of %v", page, q)
+			}
+		}
+		s.TTFT, s.ITL = nil, nil // their last bound is +Inf by design; only quantiles are shown
+		if _, err := json.Marshal(s); err != nil {
+			t.Fatalf("%q: %v", page, err)
+		}
+		g, err := ParseDCGM(strings.NewReader(page))
+		if err == nil {
+			if _, err := json.Marshal(g); err != nil {
+				t.Fatalf("%q: %v", page, err)
+			}
+		}
+	})
+}

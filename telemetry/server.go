@@ -108,8 +108,8 @@ func sum(fams map[string]*dto.MetricFamily, name string) (float64, bool) {
 }
 
 // hist merges a histogram family over its label sets; one with a number
-// that cannot be true (a NaN bound, a count past maxCount) or more than
-// maxBuckets bounds is set aside (nil).
+// that cannot be true (a NaN bound, a finite one past maxBoundSeconds, a
+// count past maxCount) or more than maxBuckets bounds is set aside (nil).
 func hist(fams map[string]*dto.MetricFamily, name string) *Histogram {
 	f, ok := fams[name]
 	if !ok || name == "" {
@@ -124,7 +124,7 @@ func hist(fams map[string]*dto.MetricFamily, name string) *Histogram {
 		hasInf := false
 		for _, b := range h.GetBucket() {
 			ub, n := b.GetUpperBound(), float64(b.GetCumulativeCount())
-			if math.IsNaN(ub) || math.IsInf(ub, -1) || !plausible(n) {
+			if math.IsNaN(ub) || !math.IsInf(ub, 1) && math.Abs(ub) > maxBoundSeconds || !plausible(n) {
 				return nil
 			}
 			byBound[ub] += n

@@ -236,3 +236,19 @@ func TestDenseColumn(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLongEndpointText: a model name of a megabyte (the endpoint's to
+// choose) is cut short on the page, not copied into it.
+func TestLongEndpointText(t *testing.T) {
+	doc := crafted(t, 10, func(inf *report.InfertopJSON) {
+		inf.Manifest.Model = strings.Repeat("m", 1<<20)
+		inf.Errors = []report.ErrorJSON{{Class: "5xx", Message: strings.Repeat("e", 1<<20), Count: 1}}
+	})
+	var b bytes.Buffer
+	if err := Write(&b, []Run{{Name: "long", JSON: doc}}); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() > 200<<10 {
+		t.Fatalf("a page of %d KB for 2 MB of endpoint text", b.Len()>>10)
+	}
+}

@@ -159,7 +159,8 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return t.Format("2006-01-02 15:04:05 MST")
 	},
-	"s": sanitize.Text,
+	"s":     clip, // text from the endpoint: sanitised, and cut short
+	"deref": func(p *float64) float64 { return *p },
 }).Parse(pageSrc))
 
 func fmtMS(v float64) string {

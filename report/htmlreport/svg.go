@@ -215,7 +215,7 @@ func (c *chart) svg() template.HTML {
 			}
 		}
 	}
-	padT := 12 + markRow*max(rows-1, 0)
+	padT := 16 + markRow*max(rows-1, 0)
 	if rows > 0 {
 		padT += markRow
 	}
@@ -259,7 +259,7 @@ func (c *chart) svg() template.HTML {
 	}
 	fmt.Fprintf(&b, `<line class="axis" x1="%d" x2="%d" y1="%d" y2="%d"/>`, padL, padL+plotW, padT+plotH, padT+plotH)
 	fmt.Fprintf(&b, `<text class="unit" x="%d" y="%d">%s</text><text class="unit" x="%d" y="%d" text-anchor="end">%s</text>`,
-		4, padT+10, template.HTMLEscapeString(c.YUnit), padL+plotW, chartH-4, template.HTMLEscapeString(c.XUnit))
+		4, padT-5, template.HTMLEscapeString(c.YUnit), padL+plotW, chartH-4, template.HTMLEscapeString(c.XUnit))
 	for _, m := range sorted {
 		if drawable(m.X) {
 			fmt.Fprintf(&b, `<line class="mark" x1="%.1f" x2="%.1f" y1="%d" y2="%d"/>`, xa.px(m.X), xa.px(m.X), padT, padT+plotH)

@@ -71,7 +71,8 @@ func shellQuote(s string) string {
 	return s
 }
 
-// maxServerText bounds what the page shows of one thing the server said.
+// maxServerText bounds what the page shows of one text the server sent
+// (a model name, an error message, a description).
 const maxServerText = 300
 
 // Server is what the server said of itself, a line per thing: the models
@@ -244,7 +245,7 @@ func groupLabel(index int, name string) string {
 	if index == 0 {
 		return "other groups"
 	}
-	return fmt.Sprintf("group %d (%s)", index, sanitize.Text(name))
+	return fmt.Sprintf("group %d (%s)", index, clip(name))
 }
 
 func split(s *compare.SplitJSON) *splitView {
@@ -265,6 +266,9 @@ func split(s *compare.SplitJSON) *splitView {
 			col = fmt.Sprintf("group %d", g.Index)
 		}
 		v.Groups = append(v.Groups, comparison(g.ComparisonJSON, "Comparison · "+base+" · "+l, [2]string{"group 1", col}, l))
+	}
+	if len(v.Groups) == 1 && v.Groups[0].Verdict == v.Verdict {
+		v.Verdict = "" // the one group's line, said above
 	}
 	if u := s.Ungrouped; u.Requests > 0 {
 		v.Ungrouped = fmt.Sprintf("%d requests (%d failed), left out", u.Requests, u.Failed)
@@ -354,7 +358,7 @@ func search(id string, over capacity.Over, objs []string, s report.SearchJSON) c
 	thr := &chart{ID: "capacity-throughput" + id, Title: "Throughput against " + string(over), YUnit: "per s", XUnit: string(over), Points: true, Marks: marks}
 	thr.Lines = []line{
 		{Name: "output tok/s", X: x, Y: pick(func(s report.StepJSON) float64 { return s.OutTokPerSec }), Color: 0},
-		{Name: "req/s", X: x, Y: pick(func(s report.StepJSON) float64 { return s.ReqPerSec }), Color: 1},
+		{Name: "req/s", X: x, Y: pick(func(s report.StepJSON) float64 { return s.ReqPerSec }), Color: 1, Weight: 2}, // under goodput, often equal
 		{Name: "goodput req/s", X: x, Y: pick(func(s report.StepJSON) float64 { return s.GoodPerSec }), Color: 4},
 	}
 	v.Charts = []*chart{lat, thr}
