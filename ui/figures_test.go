@@ -59,7 +59,7 @@ func TestServerQuantilesAsBuckets(t *testing.T) {
 // error rate apart from its tokens per second (on main "0100.0%").
 func TestPhaseTableAllFailed(t *testing.T) {
 	s := fixedSnapshot()
-	s.Phases[2].Completed, s.Phases[2].Failed, s.Phases[2].OutTokPerSec = 0, 40, 0
+	s.Phases[2].Completed, s.Phases[2].Failed, s.Phases[2].OutTokPerSec, s.Phases[2].DeliveredPerSec = 0, 40, 0, 0
 	m := newTestModel(t, nil)
 	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(s))
 	v := m.View()
