@@ -99,6 +99,7 @@ func (a *app) commands() map[string]func([]string) error {
 		"sim":    a.runSim,
 		"ssh":    a.runSSH,
 		"report": a.runReport,
+		"merge":  a.runMerge,
 	}
 }
 

@@ -16,13 +16,13 @@ import (
 // names them (p99.9 keeps its dot).
 var percentiles = []struct {
 	name string
-	pick func(load.Dist) float64
+	pick func(DistJSON) float64
 }{
-	{"p50", func(d load.Dist) float64 { return ms(d.P50) }},
-	{"p90", func(d load.Dist) float64 { return ms(d.P90) }},
-	{"p95", func(d load.Dist) float64 { return ms(d.P95) }},
-	{"p99", func(d load.Dist) float64 { return ms(d.P99) }},
-	{"p99.9", func(d load.Dist) float64 { return ms(d.P999) }},
+	{"p50", func(d DistJSON) float64 { return d.P50 }},
+	{"p90", func(d DistJSON) float64 { return d.P90 }},
+	{"p95", func(d DistJSON) float64 { return d.P95 }},
+	{"p99", func(d DistJSON) float64 { return d.P99 }},
+	{"p99.9", func(d DistJSON) float64 { return d.P999 }},
 }
 
 // vllmMetric is the key stem vLLM uses for each latency.
@@ -129,35 +129,7 @@ type VerdictJSON struct {
 // run, infertop's own under "infertop".
 func (r *Report) WriteJSON(w io.Writer) error {
 	run := r.Final.Run
-	top := map[string]any{
-		"date":                   r.Manifest.Start.Format("20060102-150405"),
-		"model_id":               r.Manifest.Model,
-		"backend":                r.Manifest.API,
-		"duration":               run.Duration.Seconds(),
-		"sent":                   run.Sent(),
-		"completed":              run.Completed,
-		"failed":                 run.Failed,
-		"incomplete":             run.Incomplete,
-		"total_input_tokens":     run.InTokens,
-		"total_output_tokens":    run.OutTokens,
-		"total_reasoning_tokens": run.ReasoningTokens,
-		"total_inputs":           run.Inputs,
-		"request_throughput":     run.ReqPerSec,
-		"request_goodput":        run.GoodPerSec,
-		"output_throughput":      run.OutTokPerSec,
-		"total_token_throughput": run.OutTokPerSec + run.InTokPerSec,
-		"max_concurrency":        max(r.Final.MaxInFlight, 1), // vLLM's: the most in flight, not the knob
-	}
-	for _, m := range topMetrics {
-		d := run.Latency[m.m]
-		top["mean_"+m.key+"_ms"] = ms(d.Mean)
-		top["median_"+m.key+"_ms"] = ms(d.P50)
-		top["std_"+m.key+"_ms"] = ms(d.Std)
-		top["max_"+m.key+"_ms"] = ms(d.Max)
-		for _, p := range percentiles {
-			top[p.name+"_"+m.key+"_ms"] = p.pick(d)
-		}
-	}
+	top := vllmKeys(r.Manifest, phaseJSON(run), max(r.Final.MaxInFlight, 1)) // vLLM's max_concurrency: the most in flight, not the knob
 	var phases []PhaseJSON
 	for _, p := range r.Final.Phases {
 		if p.Sent() > 0 {
@@ -206,6 +178,11 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		inf.Capacity = capacityJSON(r.Capacity)
 	}
 	top["infertop"] = inf
+	return encodeTop(w, top)
+}
+
+// encodeTop writes a result's top-level object.
+func encodeTop(w io.Writer, top map[string]any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
@@ -220,6 +197,42 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil
+}
+
+// vllmKeys are the result's top-level keys, vLLM's names for the whole
+// run's figures: written from the run's PhaseJSON, so a result built from
+// other results (infertop merge) has the same keys from the same code.
+func vllmKeys(m Manifest, run PhaseJSON, maxConcurrency int) map[string]any {
+	top := map[string]any{
+		"date":                   m.Start.Format("20060102-150405"),
+		"model_id":               m.Model,
+		"backend":                m.API,
+		"duration":               run.DurationS,
+		"sent":                   run.Sent,
+		"completed":              run.Completed,
+		"failed":                 run.Failed,
+		"incomplete":             run.Incomplete,
+		"total_input_tokens":     run.InputTokens,
+		"total_output_tokens":    run.OutputTokens,
+		"total_reasoning_tokens": run.ReasoningTokens,
+		"total_inputs":           run.Inputs,
+		"request_throughput":     run.RequestThroughput,
+		"request_goodput":        run.RequestGoodput,
+		"output_throughput":      run.OutputThroughput,
+		"total_token_throughput": run.TotalTokenThroughput,
+		"max_concurrency":        maxConcurrency,
+	}
+	for _, mt := range topMetrics {
+		d := run.Latency[mt.key]
+		top["mean_"+mt.key+"_ms"] = d.Mean
+		top["median_"+mt.key+"_ms"] = d.P50
+		top["std_"+mt.key+"_ms"] = d.Std
+		top["max_"+mt.key+"_ms"] = d.Max
+		for _, p := range percentiles {
+			top[p.name+"_"+mt.key+"_ms"] = p.pick(d)
+		}
+	}
+	return top
 }
 
 // ErrorJSON is one distinct error and how often it came.
@@ -289,6 +302,8 @@ type InfertopJSON struct {
 	// comparison's (--compare, --split-by).
 	Capacity *CapacityJSON `json:"capacity,omitempty"`
 	Compare  *Compare      `json:"compare,omitempty"`
+	// Merged is a merged result's (infertop merge): the runs it holds.
+	Merged *MergedJSON `json:"merged,omitempty"`
 }
 
 // Compare is a result's infertop.compare: a pair's (--compare: the

@@ -1,0 +1,544 @@
+// Package merge merges the JSON results of runs that loaded one endpoint
+// side by side (agents, or runs started by hand on several machines) into
+// one result, exactly: the run's and each phase's latency histograms (the
+// lossless HdrHistogram encodings the results carry) are added bucket for
+// bucket and the percentiles read from the sum, never averaged; counts,
+// means and deviations come from the runs' exact moments; counters and
+// rates are summed; phases are matched by their knobs. Percentiles of a
+// second cannot be added, so each run's per-second series is kept as its
+// own (report.MergedSeries).
+//
+// The results are read with report's own types (report.InfertopJSON), the
+// ones the writer encodes. A result is someone else's file: its size, its
+// number of values and its histograms' geometry are bounded as
+// htmlreport bounds them, and every flaw is a one-line error.
+package merge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/report/htmlreport"
+)
+
+// MaxInputs is the most results merged at once, and MaxTotalBytes the
+// most read in all: the merged result keeps every run's seconds.
+const (
+	MaxInputs     = 1024
+	MaxTotalBytes = 1 << 30
+)
+
+// Input is one result to merge.
+type Input struct {
+	// Name is what errors and infertop.merged call it (the file's name).
+	Name string
+	// Result is its "infertop" object, MaxConcurrency its top-level
+	// max_concurrency (the most requests it had in flight).
+	Result         report.InfertopJSON
+	MaxConcurrency int
+}
+
+// file is a result as the writer writes it: the infertop object, and the
+// one top-level key not derived from it.
+type file struct {
+	MaxConcurrency int                 `json:"max_concurrency"`
+	Infertop       report.InfertopJSON `json:"infertop"`
+}
+
+// ErrNotMergeable is a set of results that are not runs of one load on
+// one endpoint (another endpoint, knobs, version or phases): merged only
+// when forced.
+var ErrNotMergeable = errors.New("not mergeable")
+
+// ErrBadResult is a file that is not a result the merge can read.
+var ErrBadResult = errors.New("not a mergeable result")
+
+// ReadFiles reads the results at paths, bounded: at most MaxInputs
+// files, htmlreport.MaxResultBytes and htmlreport.MaxResultValues each,
+// MaxTotalBytes in all.
+func ReadFiles(paths []string) ([]Input, error) {
+	if len(paths) > MaxInputs {
+		return nil, fmt.Errorf("merge: %d results, %w (the most is %d)", len(paths), ErrBadResult, MaxInputs)
+	}
+	var ins []Input
+	total, names := 0, map[string]bool{}
+	for _, p := range paths {
+		b, err := readLimited(p, min(htmlreport.MaxResultBytes, MaxTotalBytes-total))
+		if err != nil {
+			return nil, err
+		}
+		total += len(b)
+		in, err := Decode(Name(p), b)
+		if err != nil {
+			return nil, err
+		}
+		if names[in.Name] { // two of one name, from two directories: by their paths
+			in.Name = p
+		}
+		names[in.Name] = true
+		ins = append(ins, in)
+	}
+	return ins, nil
+}
+
+// readLimited reads at most limit bytes of path, and fails past them.
+func readLimited(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("merge: %s: %w", path, err)
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("merge: %s: larger than %d MB, %w", path, limit>>20, ErrBadResult)
+	}
+	return b, nil
+}
+
+// Decode reads one result (b, named name), bounded as ReadFiles bounds
+// a file.
+func Decode(name string, b []byte) (Input, error) {
+	if len(b) > htmlreport.MaxResultBytes {
+		return Input{}, fmt.Errorf("merge: %s: %d MB, %w", name, len(b)>>20, ErrBadResult)
+	}
+	if n := htmlreport.CountValues(b); n > htmlreport.MaxResultValues {
+		return Input{}, fmt.Errorf("merge: %s: %d values, %w (the most is %d)", name, n, ErrBadResult, htmlreport.MaxResultValues)
+	}
+	var f file
+	if err := json.Unmarshal(b, &f); err != nil {
+		return Input{}, fmt.Errorf("merge: %s: %w", name, err)
+	}
+	r := &f.Infertop
+	switch {
+	case r.Manifest.Tool != "infertop":
+		return Input{}, fmt.Errorf("merge: %s: no infertop.manifest: %w", name, ErrBadResult)
+	case r.Compare != nil:
+		return Input{}, fmt.Errorf("merge: %s: a comparison's result: %w (merge each side's)", name, ErrBadResult)
+	case r.Capacity != nil:
+		return Input{}, fmt.Errorf("merge: %s: a capacity search's result: %w", name, ErrBadResult)
+	case r.Histograms == nil:
+		return Input{}, fmt.Errorf("merge: %s: no histograms (infertop.histograms): %w", name, ErrBadResult)
+	}
+	if err := counted(r.Run); err != nil {
+		return Input{}, fmt.Errorf("merge: %s: the run: %w", name, err)
+	}
+	for _, p := range r.Phases {
+		if err := counted(p); err != nil {
+			return Input{}, fmt.Errorf("merge: %s: phase %d: %w", name, p.ID, err)
+		}
+	}
+	return Input{Name: name, Result: f.Infertop, MaxConcurrency: max(f.MaxConcurrency, 0)}, nil
+}
+
+// counted holds a phase to sent = completed + failed + incomplete, every
+// count non-negative.
+func counted(p report.PhaseJSON) error {
+	for _, n := range []int64{p.Sent, p.Completed, p.Failed, p.Incomplete, p.Retried, p.Good} {
+		if n < 0 || n > math.MaxInt64/MaxInputs {
+			return fmt.Errorf("a count of %d: %w", n, ErrBadResult)
+		}
+	}
+	if p.Sent != p.Completed+p.Failed+p.Incomplete {
+		return fmt.Errorf("sent %d is not completed %d + failed %d + incomplete %d: %w", p.Sent, p.Completed, p.Failed, p.Incomplete, ErrBadResult)
+	}
+	return nil
+}
+
+// Options say how to merge.
+type Options struct {
+	// Force merges results that differ (endpoint, knobs, version,
+	// phases), naming each difference in infertop.merged.forced.
+	Force bool
+}
+
+// Merged is the merged result: its infertop object, and the most
+// requests in flight (the sum of the runs': they ran side by side).
+type Merged struct {
+	Result         report.InfertopJSON
+	MaxConcurrency int
+}
+
+// Write writes the merged result as a result file.
+func (m *Merged) Write(w io.Writer) error {
+	return report.WriteMerged(w, m.Result, m.MaxConcurrency)
+}
+
+// Merge merges two or more results.
+func Merge(ins []Input, opt Options) (*Merged, error) {
+	if len(ins) < 2 {
+		return nil, fmt.Errorf("merge: %d results, want two or more: %w", len(ins), ErrBadResult)
+	}
+	first := &ins[0].Result
+	var forced []string
+	for _, in := range ins[1:] {
+		for _, d := range differences(first, &in.Result) {
+			if !opt.Force {
+				return nil, fmt.Errorf("merge: %s and %s: %s: %w (--force merges them anyway)", ins[0].Name, in.Name, d, ErrNotMergeable)
+			}
+			forced = append(forced, in.Name+": "+d)
+		}
+	}
+	groups, missing := matchPhases(ins)
+	if len(missing) > 0 && !opt.Force {
+		return nil, fmt.Errorf("merge: %s: %w (--force merges them anyway)", missing[0], ErrNotMergeable)
+	}
+	forced = append(forced, missing...)
+
+	m := &Merged{}
+	out := &m.Result
+	out.Manifest = first.Manifest
+	out.Histograms = &report.HistogramsJSON{Encoding: report.HistogramEncoding, Run: map[string]string{}, Phases: []report.PhaseHistogramsJSON{}}
+	out.Merged = &report.MergedJSON{Series: report.MergedSeries, Forced: forced}
+	out.Phases = []report.PhaseJSON{}
+	out.ErrorsByClass = classes()
+	var runs []part
+	for _, in := range ins {
+		r := &in.Result
+		runs = append(runs, part{name: in.Name, phase: r.Run, hist: r.Histograms.Run})
+		if r.Manifest.Start.Before(out.Manifest.Start) {
+			out.Manifest.Start = r.Manifest.Start
+		}
+		if r.Manifest.End.After(out.Manifest.End) {
+			out.Manifest.End = r.Manifest.End
+		}
+		m.MaxConcurrency += in.MaxConcurrency
+		out.Retried += r.Retried
+		out.ArrivalsScheduled += r.ArrivalsScheduled
+		if r.SentRate != nil {
+			s := *r.SentRate
+			if out.SentRate != nil {
+				s += *out.SentRate
+			}
+			out.SentRate = &s
+		}
+		addClasses(out.ErrorsByClass, r.ErrorsByClass)
+		out.Merged.Runs = append(out.Merged.Runs, report.MergedRunJSON{Name: in.Name, Version: r.Manifest.Version, URL: r.Manifest.URL,
+			Start: r.Manifest.Start, End: r.Manifest.End, Seed: r.Manifest.Seed, Sent: r.Run.Sent, Completed: r.Run.Completed,
+			Failed: r.Run.Failed, Incomplete: r.Run.Incomplete, Series: r.Series})
+	}
+	var err error
+	if out.Run, out.Histograms.Run, err = mergePhase(runs, 0); err != nil {
+		return nil, err
+	}
+	for i, g := range groups {
+		p, h, err := mergePhase(g, i+1)
+		if err != nil {
+			return nil, err
+		}
+		out.Phases = append(out.Phases, p)
+		out.Histograms.Phases = append(out.Histograms.Phases, report.PhaseHistogramsJSON{ID: p.ID, Warmup: p.Warmup, Hist: h})
+	}
+	out.Errors = mergeErrors(ins)
+	out.SLO, out.SLOHeld = []report.VerdictJSON{}, true
+	exprs := objectives(ins)
+	if len(exprs) > maxObjectives {
+		return nil, fmt.Errorf("merge: %d objectives in the runs, %w (the most is %d)", len(exprs), ErrBadResult, maxObjectives)
+	}
+	if len(exprs) > 0 {
+		vs, err := report.CheckMerged(exprs, out.Run, out.Phases)
+		if err != nil {
+			return nil, fmt.Errorf("merge: %w", err)
+		}
+		out.SLO = vs
+		for _, v := range vs {
+			out.SLOHeld = out.SLOHeld && v.Held
+		}
+	}
+	return m, nil
+}
+
+// differences name what makes b another load than a: the endpoint, the
+// starting knobs, the version that measured it.
+func differences(a, b *report.InfertopJSON) []string {
+	var out []string
+	am, bm := a.Manifest, b.Manifest
+	if am.URL != bm.URL || am.API != bm.API {
+		out = append(out, fmt.Sprintf("another endpoint (%s %s, not %s %s)", bm.API, bm.URL, am.API, am.URL))
+	}
+	if am.Model != bm.Model || am.Stream != bm.Stream {
+		out = append(out, fmt.Sprintf("another model or streaming (%q stream=%t, not %q stream=%t)", bm.Model, bm.Stream, am.Model, am.Stream))
+	}
+	if am.Knobs != bm.Knobs {
+		out = append(out, fmt.Sprintf("other knobs (%s, not %s)", knobText(bm.Knobs), knobText(am.Knobs)))
+	}
+	if am.Version != bm.Version {
+		out = append(out, fmt.Sprintf("another version (%q, not %q)", bm.Version, am.Version))
+	}
+	return out
+}
+
+func knobText(k report.KnobsJSON) string {
+	if k.Mode == "open" {
+		return fmt.Sprintf("rate %g, prompt %d, output %d", k.Rate, k.PromptTokens, k.OutputTokens)
+	}
+	return fmt.Sprintf("concurrency %d, prompt %d, output %d", k.Concurrency, k.PromptTokens, k.OutputTokens)
+}
+
+// part is one run's share of a merged phase: its figures and histograms.
+type part struct {
+	run   int // the index of its run
+	name  string
+	phase report.PhaseJSON
+	hist  map[string]string
+}
+
+// phaseKey matches phases across runs: the warm-up or not, the knobs, and
+// which phase of those knobs it is in its run (a walk back to a setting
+// is a phase of its own).
+type phaseKey struct {
+	warmup bool
+	knobs  report.KnobsJSON
+	nth    int
+}
+
+// matchPhases groups the runs' phases by their key, in the order the
+// first run has them (then any only later runs have); missing names every
+// phase some run lacks.
+func matchPhases(ins []Input) (groups [][]part, missing []string) {
+	index := map[phaseKey]int{}
+	var keys []phaseKey
+	for r, in := range ins {
+		hists := map[int]map[string]string{}
+		for _, h := range in.Result.Histograms.Phases {
+			hists[h.ID] = h.Hist
+		}
+		seen := map[phaseKey]int{}
+		for _, p := range in.Result.Phases {
+			k := phaseKey{warmup: p.Warmup, knobs: p.Knobs}
+			k.nth = seen[k]
+			seen[phaseKey{warmup: p.Warmup, knobs: p.Knobs}]++
+			i, ok := index[k]
+			if !ok {
+				i = len(groups)
+				index[k] = i
+				keys = append(keys, k)
+				groups = append(groups, nil)
+			}
+			groups[i] = append(groups[i], part{run: r, name: in.Name, phase: p, hist: hists[p.ID]})
+		}
+	}
+	for i, g := range groups {
+		if len(g) == len(ins) {
+			continue
+		}
+		have := map[int]bool{}
+		for _, p := range g {
+			have[p.run] = true
+		}
+		for r, in := range ins {
+			if !have[r] {
+				what := "a phase at " + knobText(keys[i].knobs)
+				if keys[i].warmup {
+					what = "a warm-up at " + knobText(keys[i].knobs)
+				}
+				missing = append(missing, fmt.Sprintf("%s has no %s (another has)", in.Name, what))
+				break
+			}
+		}
+	}
+	return groups, missing
+}
+
+// mergePhase merges one phase (id 0: the run) of several runs.
+func mergePhase(parts []part, id int) (report.PhaseJSON, map[string]string, error) {
+	f := parts[0].phase
+	out := report.PhaseJSON{ID: id, Warmup: f.Warmup, Knobs: f.Knobs, StartS: f.StartS, ErrorsByClass: classes(), Latency: map[string]report.DistJSON{}}
+	for _, p := range parts {
+		q := p.phase
+		out.StartS = min(out.StartS, q.StartS)
+		out.DurationS = max(out.DurationS, q.DurationS)
+		addClasses(out.ErrorsByClass, q.ErrorsByClass)
+		outC, qC := counters(&out), counters(&q)
+		for i := range outC {
+			*outC[i] += *qC[i]
+		}
+		// Side by side, each run's rate is its share of the whole.
+		outR, qR := rates(&out), rates(&q)
+		for i := range outR {
+			*outR[i] += *qR[i]
+		}
+	}
+	hists := map[string]string{}
+	for _, key := range report.MetricKeys() {
+		d, enc, err := mergeDist(parts, key)
+		if err != nil {
+			what := "the run"
+			if id > 0 {
+				what = fmt.Sprintf("phase %d (%s)", id, knobText(f.Knobs))
+			}
+			return out, nil, fmt.Errorf("merge: %s, %s: %w", what, key, err)
+		}
+		out.Latency[key] = d
+		if enc != "" {
+			hists[key] = enc
+		}
+	}
+	return out, hists, nil
+}
+
+// counters are a phase's counts, each summed over the runs.
+func counters(p *report.PhaseJSON) []*int64 {
+	return []*int64{&p.Sent, &p.Completed, &p.Failed, &p.Incomplete, &p.Retried, &p.Good, &p.InputTokens, &p.OutputTokens,
+		&p.DeliveredTokens, &p.FailedOutputTokens, &p.ReasoningTokens, &p.Inputs}
+}
+
+// rates are a phase's rates, each summed over the runs.
+func rates(p *report.PhaseJSON) []*float64 {
+	return []*float64{&p.RequestThroughput, &p.RequestGoodput, &p.OutputThroughput, &p.InputThroughput, &p.TotalTokenThroughput}
+}
+
+// distQuantiles are the percentiles of a DistJSON, as load computes them.
+var distQuantiles = []float64{50, 90, 95, 99, 99.9}
+
+// mergeDist merges one metric: the count, mean and deviation from the
+// runs' exact moments, the minimum and maximum from theirs, the
+// percentiles from the sum of their histograms (clamped to the exact
+// range, as load does: a bucket's top can pass the maximum). It returns
+// the sum's encoding too, so a merged result merges again.
+func mergeDist(parts []part, key string) (report.DistJSON, string, error) {
+	var out report.DistJSON
+	var sum *hdr.Histogram
+	var s1, s2 float64 // Σ n·mean and Σ n·(std² + mean²), in ms
+	for _, p := range parts {
+		d := p.phase.Latency[key]
+		if d.Count < 0 || d.Count > math.MaxInt64/MaxInputs {
+			return out, "", fmt.Errorf("%s: a count of %d: %w", p.name, d.Count, ErrBadResult)
+		}
+		if d.Count == 0 {
+			continue
+		}
+		enc, ok := p.hist[key]
+		if !ok {
+			return out, "", fmt.Errorf("%s: %d values and no histogram: %w", p.name, d.Count, ErrBadResult)
+		}
+		h, err := htmlreport.DecodeHistogram(enc)
+		if err != nil {
+			return out, "", fmt.Errorf("%s: %w", p.name, err)
+		}
+		if h.TotalCount() != d.Count {
+			return out, "", fmt.Errorf("%s: the histogram holds %d values, the figures %d: %w", p.name, h.TotalCount(), d.Count, ErrBadResult)
+		}
+		if sum == nil {
+			sum = h
+		} else if dropped := sum.Merge(h); dropped > 0 {
+			return out, "", fmt.Errorf("%s: %d values past the histogram's range: %w", p.name, dropped, ErrBadResult)
+		}
+		n := float64(d.Count)
+		s1 += n * d.Mean
+		s2 += n * (d.Std*d.Std + d.Mean*d.Mean)
+		if out.Count == 0 || d.Min < out.Min {
+			out.Min = d.Min
+		}
+		out.Max = max(out.Max, d.Max)
+		out.Count += d.Count
+	}
+	if out.Count == 0 {
+		return report.DistJSON{}, "", nil
+	}
+	n := float64(out.Count)
+	mean := s1 / n
+	out.Mean = roundNs(mean)
+	out.Std = roundNs(math.Sqrt(max(s2/n-mean*mean, 0)))
+	lo, hi := int64(math.Round(out.Min*1000)), int64(math.Round(out.Max*1000))
+	q := sum.ValueAtPercentilesSlice(distQuantiles)
+	pick := func(i int) float64 { return float64(min(max(q[i], lo), hi)) / 1000 }
+	out.P50, out.P90, out.P95, out.P99, out.P999 = pick(0), pick(1), pick(2), pick(3), pick(4)
+	enc, err := sum.Encode(hdr.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return out, "", fmt.Errorf("encode: %w", err)
+	}
+	return out, string(enc), nil
+}
+
+// roundNs rounds milliseconds to the nanosecond, the writer's precision.
+func roundNs(ms float64) float64 { return math.Round(ms*1e6) / 1e6 }
+
+// classes is a count of every failure class, each at zero: every one is
+// written, as the writer writes them.
+func classes() map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range probe.FailureClasses() {
+		out[c.String()] = 0
+	}
+	return out
+}
+
+// addClasses adds src's counts of the classes dst has; another name is no
+// class a result has, and ignored.
+func addClasses(dst, src map[string]int64) {
+	for k, v := range src {
+		if _, ok := dst[k]; ok && v > 0 {
+			dst[k] += v
+		}
+	}
+}
+
+// mergeErrors adds the runs' distinct errors, most frequent first.
+func mergeErrors(ins []Input) []report.ErrorJSON {
+	type key struct {
+		class   string
+		status  int
+		message string
+	}
+	count := map[key]int64{}
+	var order []key
+	for _, in := range ins {
+		for _, e := range in.Result.Errors {
+			k := key{e.Class, e.Status, e.Message}
+			if _, ok := count[k]; !ok {
+				order = append(order, k)
+			}
+			count[k] += max(e.Count, 0)
+		}
+	}
+	out := make([]report.ErrorJSON, 0, len(order))
+	for _, k := range order {
+		if count[k] > 0 {
+			out = append(out, report.ErrorJSON{Class: k.class, Status: k.status, Message: k.message, Count: count[k]})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b report.ErrorJSON) int {
+		switch {
+		case a.Count > b.Count:
+			return -1
+		case a.Count < b.Count:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// maxObjectives bounds the objectives checked again over the merge.
+const maxObjectives = 64
+
+// objectives are the distinct objectives the runs checked, in order.
+func objectives(ins []Input) []string {
+	var out []string
+	for _, in := range ins {
+		for _, v := range in.Result.SLO {
+			if !slices.Contains(out, v.Expr) {
+				out = append(out, v.Expr)
+			}
+		}
+	}
+	return out
+}
+
+// Name is a file's name as the merged result calls its run: the base
+// name without .json.
+func Name(path string) string { return strings.TrimSuffix(filepath.Base(path), ".json") }

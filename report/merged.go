@@ -1,0 +1,114 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/slo"
+)
+
+// MergedSeries is MergedJSON.Series: how a merged result keeps the
+// runs' per-second records. Percentiles of a second cannot be added, so
+// each run keeps its own (MergedRunJSON.Series) and the merged result
+// has no infertop.series.
+const MergedSeries = "per run"
+
+// MergedJSON is infertop.merged: the runs a merged result (infertop
+// merge) was made of. Its histograms are theirs added bucket for bucket,
+// its counters and rates their sums (the runs loaded the endpoint side
+// by side, each its share), its phases matched by their knobs.
+type MergedJSON struct {
+	// Series is MergedSeries.
+	Series string `json:"series"`
+	// Forced names what differed between the runs and was merged anyway
+	// (--force).
+	Forced []string `json:"forced,omitempty"`
+	// Runs are the runs merged, in the order given.
+	Runs []MergedRunJSON `json:"runs"`
+}
+
+// MergedRunJSON is one run of a merged result: what tells it apart, its
+// counters and its own per-second record.
+type MergedRunJSON struct {
+	Name       string      `json:"name"`
+	Version    string      `json:"version"`
+	URL        string      `json:"url"`
+	Start      time.Time   `json:"start"`
+	End        time.Time   `json:"end"`
+	Seed       uint64      `json:"seed"`
+	Sent       int64       `json:"sent"`
+	Completed  int64       `json:"completed"`
+	Failed     int64       `json:"failed"`
+	Incomplete int64       `json:"incomplete"`
+	Series     *SeriesJSON `json:"series,omitempty"`
+}
+
+// MetricKeys are the latency keys of a PhaseJSON's latency and of the
+// histograms (ttft, e2el, ...), in the writer's order.
+func MetricKeys() []string {
+	out := make([]string, 0, len(allMetrics))
+	for _, m := range allMetrics {
+		out = append(out, m.key)
+	}
+	return out
+}
+
+// WriteMerged writes a merged result: inf (with Merged set) under
+// "infertop" and vLLM's keys for its run at the top, as WriteJSON writes
+// them. maxConcurrency is the most requests in flight.
+func WriteMerged(w io.Writer, inf InfertopJSON, maxConcurrency int) error {
+	if inf.Merged == nil {
+		return fmt.Errorf("write merged result: %w", errNotMerged)
+	}
+	top := vllmKeys(inf.Manifest, inf.Run, max(maxConcurrency, 1))
+	top["infertop"] = inf
+	return encodeTop(w, top)
+}
+
+var errNotMerged = errors.New("no infertop.merged")
+
+// CheckMerged checks the objectives named by exprs (as the runs' verdicts
+// wrote them) over a merged run and its phases, as Verdicts does over a
+// run: the run, then every phase with requests but the warm-up.
+func CheckMerged(exprs []string, run PhaseJSON, phases []PhaseJSON) ([]VerdictJSON, error) {
+	objs, err := slo.ParseAll(exprs)
+	if err != nil {
+		return nil, fmt.Errorf("the runs' objectives: %w", err)
+	}
+	vs := slo.CheckAll(objs, run.figures(), "run")
+	for _, p := range phases {
+		if p.Sent == 0 || p.Warmup {
+			continue
+		}
+		vs = append(vs, slo.CheckAll(objs, p.figures(), "phase "+strconv.Itoa(p.ID))...)
+	}
+	out := []VerdictJSON{}
+	for _, v := range vs {
+		vj := VerdictJSON{Expr: v.Expr, Scope: v.Scope, Held: v.Held, Known: v.Known, Target: v.Value, Text: v.String()}
+		if v.Known {
+			a := v.Actual
+			vj.Actual = &a
+		}
+		out = append(out, vj)
+	}
+	return out, nil
+}
+
+// figures are a phase's figures as an objective reads them, from the
+// JSON (the reverse of phaseJSON's).
+func (p PhaseJSON) figures() slo.Figures {
+	f := slo.Figures{Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, ReqPerSec: p.RequestThroughput,
+		OutTokPerSec: p.OutputThroughput, InTokPerSec: p.InputThroughput, GoodPerSec: p.RequestGoodput}
+	d := func(v float64) time.Duration { return time.Duration(math.Round(v * 1e6)) }
+	for _, m := range allMetrics {
+		j := p.Latency[m.key]
+		f.Latency[m.m] = load.Dist{Count: j.Count, Mean: d(j.Mean), Std: d(j.Std), Min: d(j.Min), P50: d(j.P50), P90: d(j.P90),
+			P95: d(j.P95), P99: d(j.P99), P999: d(j.P999), Max: d(j.Max)}
+	}
+	return f
+}
