@@ -24,6 +24,7 @@ const tuiSynopsis = `Usage: infertop [flags]          the live dashboard
        infertop ssh [flags]      the dashboard served over SSH, one load for every session (infertop ssh --help)
        infertop sim [flags]      the simulated endpoint alone (infertop sim --help)
        infertop report RUN.json  a run's JSON result drawn as one HTML page (infertop report --help)
+       infertop merge A.json B.json -o ALL.json  runs side by side merged exactly (infertop merge --help)
 
 Puts load (a closed loop, or an open loop with --rate) on an inference endpoint (OpenAI chat or completions,
 Ollama, TGI, or any JSON API) and shows latency percentiles, TTFT, throughput,
