@@ -25,6 +25,7 @@ const tuiSynopsis = `Usage: infertop [flags]          the live dashboard
        infertop sim [flags]      the simulated endpoint alone (infertop sim --help)
        infertop report RUN.json  a run's JSON result drawn as one HTML page (infertop report --help)
        infertop merge A.json B.json -o ALL.json  runs side by side merged exactly (infertop merge --help)
+       infertop agent --index I --of N ...  one share of a load spread over machines (infertop agent --help)
 
 Puts load (a closed loop, or an open loop with --rate) on an inference endpoint (OpenAI chat or completions,
 Ollama, TGI, or any JSON API) and shows latency percentiles, TTFT, throughput,

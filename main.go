@@ -100,6 +100,7 @@ func (a *app) commands() map[string]func([]string) error {
 		"ssh":    a.runSSH,
 		"report": a.runReport,
 		"merge":  a.runMerge,
+		"agent":  a.runAgent,
 	}
 }
 

@@ -206,7 +206,7 @@ func Merge(ins []Input, opt Options) (*Merged, error) {
 	out.Phases = []report.PhaseJSON{}
 	out.ErrorsByClass = classes()
 	var runs []part
-	for _, in := range ins {
+	for i, in := range ins {
 		r := &in.Result
 		runs = append(runs, part{name: in.Name, phase: r.Run, hist: r.Histograms.Run})
 		if r.Manifest.Start.Before(out.Manifest.Start) {
@@ -216,6 +216,11 @@ func Merge(ins []Input, opt Options) (*Merged, error) {
 			out.Manifest.End = r.Manifest.End
 		}
 		m.MaxConcurrency += in.MaxConcurrency
+		if i > 0 { // the whole load is the sum of the runs'
+
+			out.Manifest.Knobs.Concurrency += r.Manifest.Knobs.Concurrency
+			out.Manifest.Knobs.Rate += r.Manifest.Knobs.Rate
+		}
 		out.Retried += r.Retried
 		out.ArrivalsScheduled += r.ArrivalsScheduled
 		if r.SentRate != nil {
@@ -272,13 +277,43 @@ func differences(a, b *report.InfertopJSON) []string {
 	if am.Model != bm.Model || am.Stream != bm.Stream {
 		out = append(out, fmt.Sprintf("another model or streaming (%q stream=%t, not %q stream=%t)", bm.Model, bm.Stream, am.Model, am.Stream))
 	}
-	if am.Knobs != bm.Knobs {
+	switch {
+	case agents(a) != agents(b):
+		out = append(out, fmt.Sprintf("shares of another load (agents: %q, not %q)", agents(b), agents(a)))
+	case agents(a) != "":
+		// Shares of one load: each its part of the knobs, the whole as
+		// given the same.
+		for _, k := range wholeSettings {
+			if am.Settings[k] != bm.Settings[k] {
+				out = append(out, fmt.Sprintf("other knobs (--%s %q, not %q)", k, bm.Settings[k], am.Settings[k]))
+			}
+		}
+		if shareKnobs(am.Knobs) != shareKnobs(bm.Knobs) {
+			out = append(out, fmt.Sprintf("other knobs (%s, not %s)", knobText(bm.Knobs), knobText(am.Knobs)))
+		}
+	case am.Knobs != bm.Knobs:
 		out = append(out, fmt.Sprintf("other knobs (%s, not %s)", knobText(bm.Knobs), knobText(am.Knobs)))
 	}
 	if am.Version != bm.Version {
 		out = append(out, fmt.Sprintf("another version (%q, not %q)", bm.Version, am.Version))
 	}
 	return out
+}
+
+// agents is the number of agents a result is a share of (infertop
+// agent's --of, as its manifest's settings keep it); empty for a run of
+// its own.
+func agents(r *report.InfertopJSON) string { return r.Manifest.Settings["of"] }
+
+// wholeSettings are the flags of the whole load that every share of it
+// was given alike (each agent takes its part of them).
+var wholeSettings = []string{"concurrency", "rate", "requests", "duration", "start-at"}
+
+// shareKnobs are the knobs shares of one load have alike: their
+// concurrency and rate are each share's part.
+func shareKnobs(k report.KnobsJSON) report.KnobsJSON {
+	k.Concurrency, k.Rate = 0, 0
+	return k
 }
 
 func knobText(k report.KnobsJSON) string {
@@ -318,9 +353,13 @@ func matchPhases(ins []Input) (groups [][]part, missing []string) {
 		}
 		seen := map[phaseKey]int{}
 		for _, p := range in.Result.Phases {
-			k := phaseKey{warmup: p.Warmup, knobs: p.Knobs}
+			kn := p.Knobs
+			if agents(&in.Result) != "" {
+				kn = shareKnobs(kn)
+			}
+			k := phaseKey{warmup: p.Warmup, knobs: kn}
 			k.nth = seen[k]
-			seen[phaseKey{warmup: p.Warmup, knobs: p.Knobs}]++
+			seen[phaseKey{warmup: p.Warmup, knobs: kn}]++
 			i, ok := index[k]
 			if !ok {
 				i = len(groups)
@@ -357,8 +396,12 @@ func matchPhases(ins []Input) (groups [][]part, missing []string) {
 func mergePhase(parts []part, id int) (report.PhaseJSON, map[string]string, error) {
 	f := parts[0].phase
 	out := report.PhaseJSON{ID: id, Warmup: f.Warmup, Knobs: f.Knobs, StartS: f.StartS, ErrorsByClass: classes(), Latency: map[string]report.DistJSON{}}
+	out.Knobs.Concurrency, out.Knobs.Rate = 0, 0
 	for _, p := range parts {
 		q := p.phase
+		// Side by side, the whole load is the sum of the runs'.
+		out.Knobs.Concurrency += q.Knobs.Concurrency
+		out.Knobs.Rate += q.Knobs.Rate
 		out.StartS = min(out.StartS, q.StartS)
 		out.DurationS = max(out.DurationS, q.DurationS)
 		addClasses(out.ErrorsByClass, q.ErrorsByClass)

@@ -114,17 +114,24 @@ func TestMergeExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	schematest.Validate(t, buf.Bytes())
-	// A merged result merges again: the same figures for three runs.
+	// A merged result is a load of the whole (concurrency 8), refused
+	// beside one of its parts, merged with another of its kind.
 	again, err := Decode("ab", buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
-	m3, err := Merge([]Input{again, decoded(t, "a", fixture(t, knobs4, a))}, Options{})
+	if k := again.Result.Manifest.Knobs.Concurrency; k != 8 || again.Result.Phases[0].Knobs.Concurrency != 8 {
+		t.Errorf("the merged knobs: concurrency %d", k)
+	}
+	if _, err := Merge([]Input{again, decoded(t, "a", fixture(t, knobs4, a))}, Options{}); !errors.Is(err, ErrNotMergeable) {
+		t.Errorf("a merge beside one of its parts: %v", err)
+	}
+	m4, err := Merge([]Input{again, again}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := m3.Result.Phases[0].Latency["e2el"].Count; n != 3000 {
-		t.Errorf("merged again: %d values", n)
+	if d4 := m4.Result.Phases[0].Latency["e2el"]; d4.Count != 4000 || d4.P99 != m.Result.Phases[0].Latency["e2el"].P99 {
+		t.Errorf("merged again: %+v", d4)
 	}
 }
 
@@ -263,4 +270,31 @@ func FuzzDecode(f *testing.F) {
 			_ = m.Write(&buf)
 		}
 	})
+}
+
+// TestAgentShares: the results of agents (infertop agent --of) are
+// shares of one load: each its part of the knobs, the whole as given
+// alike; merged, the knobs are the whole's.
+func TestAgentShares(t *testing.T) {
+	vals := []int64{1000, 2000, 3000}
+	share := func(c int, settings map[string]string) Input {
+		r := fixture(t, report.KnobsJSON{Mode: "closed", Concurrency: c, PromptTokens: 16, OutputTokens: 6}, vals)
+		r.Manifest.Settings = settings
+		return decoded(t, "agent", r)
+	}
+	whole := map[string]string{"of": "2", "concurrency": "5", "requests": "61"}
+	m, err := Merge([]Input{share(3, whole), share(2, whole)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Result.Manifest.Knobs.Concurrency != 5 || len(m.Result.Phases) != 1 || m.Result.Phases[0].Knobs.Concurrency != 5 {
+		t.Errorf("merged knobs %+v, phases %+v", m.Result.Manifest.Knobs, m.Result.Phases)
+	}
+	other := map[string]string{"of": "2", "concurrency": "6", "requests": "61"}
+	if _, err := Merge([]Input{share(3, whole), share(3, other)}, Options{}); !errors.Is(err, ErrNotMergeable) || !strings.Contains(err.Error(), "--concurrency") {
+		t.Errorf("shares of another whole: %v", err)
+	}
+	if _, err := Merge([]Input{share(3, whole), share(2, nil)}, Options{}); !errors.Is(err, ErrNotMergeable) || !strings.Contains(err.Error(), "shares of another load") {
+		t.Errorf("a share beside a run: %v", err)
+	}
 }

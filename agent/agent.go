@@ -1,0 +1,234 @@
+// Package agent is infertop's side of a load spread over machines: the
+// share of the whole load one agent takes (index i of n), the wait for a
+// common start, and the agent's live state served over HTTP behind a
+// shared token. The load itself is an ordinary headless run; the merge
+// of the agents' results is package report/merge.
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Share is one agent's part of the whole load: index Index of Of.
+type Share struct{ Index, Of int }
+
+// MaxAgents bounds Of: a share's load and seed stay meaningful.
+const MaxAgents = 10000
+
+// Check says whether the share is one: 0 <= Index < Of.
+func (s Share) Check() error {
+	if s.Of < 1 || s.Of > MaxAgents || s.Index < 0 || s.Index >= s.Of {
+		return fmt.Errorf("agent: index %d of %d: %w", s.Index, s.Of, ErrShare)
+	}
+	return nil
+}
+
+// ErrShare is an index outside 0..n-1, or an n past MaxAgents.
+var ErrShare = errors.New("not a share (the index runs from 0 to n-1)")
+
+// Count is this share of a whole count: the whole split n ways, the
+// remainder spread over the first indexes, so the shares add up to it.
+func (s Share) Count(whole int64) int64 {
+	n, i := int64(s.Of), int64(s.Index)
+	out := whole / n
+	if i < whole%n {
+		out++
+	}
+	return out
+}
+
+// Rate is this share of a whole rate: a nth.
+func (s Share) Rate(whole float64) float64 { return whole / float64(s.Of) }
+
+// Seed is this share's seed, derived from the whole load's and the index
+// (SplitMix64's step), so no two agents draw the same prompts and a run
+// is repeated by repeating its seed.
+func (s Share) Seed(whole uint64) uint64 {
+	z := whole + uint64(s.Index+1)*0x9E3779B97F4A7C15
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return z ^ (z >> 31)
+}
+
+// MaxTokenBytes bounds a token file; MinTokenBytes is the shortest
+// token taken (a guessable one protects nothing).
+const (
+	MaxTokenBytes = 4096
+	MinTokenBytes = 16
+)
+
+// ReadToken reads the shared token from path: its content less the
+// surrounding white space. The token is never in an error.
+func ReadToken(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("agent: the token file: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxTokenBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("agent: the token file: %w", err)
+	}
+	if len(b) > MaxTokenBytes {
+		return nil, fmt.Errorf("agent: the token file %s is past %d bytes", path, MaxTokenBytes)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) < MinTokenBytes {
+		return nil, fmt.Errorf("agent: the token in %s is shorter than %d bytes", path, MinTokenBytes)
+	}
+	return b, nil
+}
+
+// WaitUntil waits until at on this machine's clock, or for ctx. An
+// instant past is no wait.
+func WaitUntil(ctx context.Context, at time.Time) error {
+	d := time.Until(at)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("agent: waiting for --start-at: %w", ctx.Err())
+	}
+}
+
+// Listen opens the agent's port. With a TLS configuration it serves
+// HTTPS; without, plain HTTP only where plainLoopback allows it and addr
+// is a loopback address: a token sent in the clear on a network is no
+// secret.
+func Listen(addr string, tc *tls.Config, plainLoopback bool) (net.Listener, error) {
+	if tc == nil {
+		if !plainLoopback {
+			return nil, errors.New("agent: give --tls-cert and --tls-key (plain HTTP only with --plain-http-loopback, on a loopback address)")
+		}
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("agent: --listen %q: %w", addr, err)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return nil, fmt.Errorf("agent: plain HTTP on %q: only on a loopback address (127.0.0.1, ::1)", addr)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
+	}
+	return ln, nil
+}
+
+// State is what an agent says of itself at /state.
+type State struct {
+	Version string `json:"version"`
+	Index   int    `json:"index"`
+	Of      int    `json:"of"`
+	// StartAt is the common start asked for, Started when this agent's
+	// load started on its clock; OffsetMS is Started - StartAt.
+	StartAt  *time.Time `json:"start_at,omitempty"`
+	Started  time.Time  `json:"started"`
+	OffsetMS float64    `json:"start_offset_ms"`
+	// The share's knobs as they are now.
+	Mode        string  `json:"mode"`
+	Concurrency int     `json:"concurrency"`
+	Rate        float64 `json:"rate"`
+	Seed        uint64  `json:"seed"`
+	// Sent = Completed + Failed + Incomplete + InFlight, over the run.
+	Sent       int64 `json:"sent"`
+	Completed  int64 `json:"completed"`
+	Failed     int64 `json:"failed"`
+	Incomplete int64 `json:"incomplete"`
+	InFlight   int64 `json:"in_flight"`
+	// TTFTP99MS is the run's TTFT p99 so far.
+	TTFTP99MS float64 `json:"ttft_p99_ms"`
+	Done      bool    `json:"done"`
+}
+
+// Handler serves an agent: /healthz to anyone (it says "ok" and nothing
+// more, for a readiness probe), /state only with "Authorization: Bearer
+// TOKEN", compared in constant time. A refused request is counted and
+// told to logf (with its address, never what it sent).
+type Handler struct {
+	token   []byte
+	state   func() State
+	logf    func(format string, args ...any)
+	refused atomic.Int64
+}
+
+// NewHandler serves state behind token; logf (nil: none) hears of every
+// refusal.
+func NewHandler(token []byte, state func() State, logf func(string, ...any)) *Handler {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return &Handler{token: bytes.Clone(token), state: state, logf: logf}
+}
+
+// Refused counts the requests refused for their token.
+func (h *Handler) Refused() int64 { return h.refused.Load() }
+
+// ServeHTTP serves the two paths.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/healthz":
+		io.WriteString(w, "ok\n")
+		return
+	case "/state":
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(got), h.token) != 1 {
+		h.refused.Add(1)
+		h.logf("agent: refused %s %s from %s: no or a wrong token", r.Method, r.URL.Path, r.RemoteAddr)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="infertop agent"`)
+		http.Error(w, "a token is needed", http.StatusUnauthorized)
+		return
+	}
+	if r.Method != http.MethodGet {
+		http.Error(w, "GET only", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(h.state())
+}
+
+// Serve serves h on ln until ctx ends, then shuts the server down.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
+		MaxHeaderBytes: 16 << 10}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("agent: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	<-done
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	return nil
+}

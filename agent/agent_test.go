@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestShare: the shares add up to the whole, the remainder on the first
+// indexes, each seed its own.
+func TestShare(t *testing.T) {
+	for _, tt := range []struct {
+		whole int64
+		of    int
+	}{{5, 2}, {7, 3}, {2, 4}, {64, 4}, {0, 3}} {
+		var sum int64
+		seeds := map[uint64]bool{}
+		for i := range tt.of {
+			s := Share{Index: i, Of: tt.of}
+			if err := s.Check(); err != nil {
+				t.Fatal(err)
+			}
+			c := s.Count(tt.whole)
+			if d := c - tt.whole/int64(tt.of); d < 0 || d > 1 || (d == 1) != (int64(i) < tt.whole%int64(tt.of)) {
+				t.Errorf("%d of %d ways, index %d: %d", tt.whole, tt.of, i, c)
+			}
+			sum += c
+			seeds[s.Seed(1)] = true
+		}
+		if sum != tt.whole || len(seeds) != tt.of {
+			t.Errorf("%d split %d ways: %d in all, %d seeds", tt.whole, tt.of, sum, len(seeds))
+		}
+	}
+	if r := (Share{1, 4}).Rate(10); r != 2.5 {
+		t.Errorf("rate %g", r)
+	}
+	for _, s := range []Share{{-1, 2}, {2, 2}, {0, 0}, {0, MaxAgents + 1}} {
+		if s.Check() == nil {
+			t.Errorf("%+v passed", s)
+		}
+	}
+}
+
+// TestToken: the token is compared, a refusal logged without what was
+// sent; a token file is bounded and a short token refused.
+func TestToken(t *testing.T) {
+	var mu sync.Mutex
+	var logs []string
+	h := NewHandler([]byte("0123456789abcdef"), func() State { return State{Index: 1, Of: 2} }, func(f string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logs = append(logs, f)
+	})
+	for _, tt := range []struct {
+		path, auth string
+		code       int
+	}{
+		{"/state", "Bearer 0123456789abcdef", 200},
+		{"/state", "Bearer 0123456789abcdeX", 401},
+		{"/state", "Bearer 0123456789abcdef0", 401},
+		{"/state", "", 401},
+		{"/state", "Basic 0123456789abcdef", 401},
+		{"/healthz", "", 200},
+		{"/other", "Bearer 0123456789abcdef", 404},
+	} {
+		r := httptest.NewRequest(http.MethodGet, tt.path, nil)
+		if tt.auth != "" {
+			r.Header.Set("Authorization", tt.auth)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tt.code || (tt.code == 200 && tt.path == "/state" && !strings.Contains(w.Body.String(), `"of":2`)) {
+			t.Errorf("%s with %q: %d %s", tt.path, tt.auth, w.Code, w.Body.String())
+		}
+	}
+	if h.Refused() != 4 || len(logs) != 4 {
+		t.Errorf("%d refused, %d logged", h.Refused(), len(logs))
+	}
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		content string
+		ok      bool
+	}{{"0123456789abcdef\n", true}, {"abc12\n", false}, {strings.Repeat("x", MaxTokenBytes+1), false}} {
+		p := filepath.Join(dir, "token")
+		if err := os.WriteFile(p, []byte(tt.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := ReadToken(p)
+		if (err == nil) != tt.ok || (err != nil && strings.Contains(err.Error(), tt.content[:5])) {
+			t.Errorf("%d bytes: %q, %v", len(tt.content), tok, err)
+		}
+	}
+}
+
+// TestListenPlain: plain HTTP only on a loopback address, and only when
+// asked for.
+func TestListenPlain(t *testing.T) {
+	for _, tt := range []struct {
+		addr  string
+		plain bool
+		ok    bool
+	}{{"127.0.0.1:0", true, true}, {"127.0.0.1:0", false, false}, {"0.0.0.0:0", true, false}, {":0", true, false}, {"[::1]:0", true, true}} {
+		ln, err := Listen(tt.addr, nil, tt.plain)
+		if ln != nil {
+			ln.Close()
+		}
+		if (err == nil) != tt.ok && !(tt.addr == "[::1]:0" && err != nil && strings.Contains(err.Error(), "assign")) {
+			t.Errorf("%s plain=%t: %v", tt.addr, tt.plain, err)
+		}
+	}
+}

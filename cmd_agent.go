@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/session"
+)
+
+const agentSynopsis = `Usage: infertop agent --index I --of N --token-file FILE (--tls-cert F --tls-key F | --plain-http-loopback) [flags]
+
+One share of a load spread over N machines (an Indexed Job's pods, see
+deploy/kubernetes): the same flags as infertop run, of which this agent takes
+its part: the rate split N ways, the concurrency and --requests split with
+the remainder spread over the first indexes, a seed derived from the index.
+It starts at --start-at on its own clock, serves its live state on --listen
+to whoever holds the token (GET /state, Authorization: Bearer TOKEN; GET
+/healthz to anyone), and writes its result (--json) for infertop merge.`
+
+// agentFlags are the agent's own flags.
+type agentFlags struct {
+	index, of                          int
+	startAt                            string
+	listen, tokenFile, tlsCert, tlsKey string
+	plainLoopback                      bool
+}
+
+func (f *agentFlags) add(fs *pflag.FlagSet) {
+	fs.IntVar(&f.index, "index", -1, "this agent's index, 0..N-1 (an Indexed Job's JOB_COMPLETION_INDEX)")
+	fs.IntVar(&f.of, "of", 0, "the number of agents sharing the load")
+	fs.StringVar(&f.startAt, "start-at", "", "start the load at this instant (RFC 3339) on this machine's clock; empty: at once")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:7070", "serve the agent's live state on this address")
+	fs.StringVar(&f.tokenFile, "token-file", "", "the token the dashboard and the agents share (required; kept out of ps)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "the agent's TLS certificate (PEM)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "the certificate's key (PEM)")
+	fs.BoolVar(&f.plainLoopback, "plain-http-loopback", false, "serve plain HTTP, allowed only on a loopback --listen (tests, one machine)")
+}
+
+// runAgent is `infertop agent`: a headless run of this agent's share,
+// its live state served behind the token.
+func (a *app) runAgent(args []string) error {
+	fs := newFlagSet("agent", agentSynopsis, a.stdout)
+	f := addLoadFlags(fs)
+	var rf runFlags
+	rf.add(fs)
+	var af agentFlags
+	af.add(fs)
+	if done, err := f.parse(args, a.stdout); done || err != nil {
+		return err
+	}
+	for _, name := range []string{"stages", "ramp", "dataset", "trace"} {
+		if fs.Lookup(name) != nil && fs.Changed(name) {
+			return usagef("agent: --%s is not split between agents yet", name)
+		}
+	}
+	share := agent.Share{Index: af.index, Of: af.of}
+	if err := share.Check(); err != nil {
+		return usagef("%v (give --index and --of)", err)
+	}
+	var startAt *time.Time
+	if af.startAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, af.startAt)
+		if err != nil {
+			return usagef("agent: --start-at %q: want an RFC 3339 instant such as 2026-12-02T00:00:00Z", af.startAt)
+		}
+		startAt = &t
+	}
+	if err := rf.check(f, &compareFlags{}); err != nil {
+		return err
+	}
+	token, err := agent.ReadToken(af.tokenFile)
+	if err != nil {
+		return usageError{err}
+	}
+	tc, err := af.tls()
+	if err != nil {
+		return usageError{err}
+	}
+	ln, err := agent.Listen(af.listen, tc, af.plainLoopback)
+	if err != nil {
+		return usageError{err}
+	}
+	defer ln.Close()
+	// The plan is made of the whole load (its manifest's settings are
+	// the flags as given, which the merge holds the agents to), then cut
+	// to this agent's share.
+	lp, err := a.headlessPlan(fs, f, &rf, &compareFlags{}, &capacityFlags{})
+	if err != nil {
+		return err
+	}
+	l := &lp.run.Load
+	whole := l.Knobs.Concurrency
+	l.Knobs.Concurrency = int(share.Count(int64(whole)))
+	if l.Knobs.Concurrency == 0 && l.Knobs.Rate == 0 {
+		return usagef("agent: a concurrency of %d split %d ways leaves agent %d none", whole, share.Of, share.Index)
+	}
+	l.Knobs.Rate = share.Rate(l.Knobs.Rate)
+	l.MaxRequests = share.Count(l.MaxRequests)
+	if fs.Changed("requests") && l.MaxRequests == 0 {
+		return usagef("agent: --requests split %d ways leaves agent %d none", share.Of, share.Index)
+	}
+	l.Seed = share.Seed(l.Seed)
+	sigs, stopSignals := a.interrupts()
+	defer stopSignals()
+
+	// The state is served from the first moment, the wait included, so a
+	// dashboard sees every agent that is up.
+	var mu sync.Mutex
+	var side session.Side
+	var started time.Time
+	state := func() agent.State {
+		mu.Lock()
+		sd, at := side, started
+		mu.Unlock()
+		st := agent.State{Version: versionString(), Index: share.Index, Of: share.Of, StartAt: startAt, Started: at, Seed: l.Seed}
+		if startAt != nil && !at.IsZero() {
+			st.OffsetMS = float64(at.Sub(*startAt)) / 1e6
+		}
+		if sd == nil {
+			return st
+		}
+		s := sd.Latest()
+		fillState(&st, s)
+		return st
+	}
+	var logMu sync.Mutex
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(a.stderr, "infertop "+format+"\n", args...)
+	}
+	h := agent.NewHandler(token, state, logf)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- agent.Serve(ctx, ln, h) }()
+	defer func() { cancel(); <-served }()
+	logf("agent: %d of %d serving on %s (concurrency %d, rate %g, seed %d)", share.Index, share.Of, ln.Addr(), l.Knobs.Concurrency, l.Knobs.Rate, l.Seed)
+	if startAt != nil {
+		wctx, wcancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-sigs:
+				wcancel()
+			case <-wctx.Done():
+			}
+		}()
+		err := agent.WaitUntil(wctx, *startAt)
+		wcancel()
+		if err != nil {
+			return err
+		}
+	}
+	s, err := a.startUnder(sigs, lp)
+	if err != nil {
+		return err
+	}
+	defer s.Stop()
+	defer s.Release()
+	mu.Lock()
+	side, started = s.Sides()[0], time.Now()
+	mu.Unlock()
+	fl := session.Follower{Stderr: a.stderr, Live: false, ProgressEvery: rf.progressEvery,
+		Gate: session.Gate{On: rf.failFast, Window: rf.sloWindow}, Signals: sigs}
+	fo := fl.Follow(s)
+	return a.conclude(session.End(s, fo, a.reportTimeout), rf.outputs())
+}
+
+// fillState takes the counters and knobs of snapshot s.
+func fillState(st *agent.State, s load.Snapshot) {
+	r := s.Run
+	st.Mode, st.Concurrency, st.Rate = s.Knobs.Mode.String(), s.Knobs.Concurrency, s.Knobs.Rate
+	st.Sent, st.Completed, st.Failed, st.Incomplete, st.InFlight = r.Sent(), r.Completed, r.Failed, r.Incomplete, r.Pending
+	st.TTFTP99MS = float64(r.Latency[load.TTFT].P99) / 1e6
+	st.Done = s.Done
+}
+
+// tls is the agent's TLS configuration, nil without a certificate.
+func (f *agentFlags) tls() (*tls.Config, error) {
+	if f.tlsCert == "" && f.tlsKey == "" {
+		return nil, nil
+	}
+	if f.tlsCert == "" || f.tlsKey == "" {
+		return nil, fmt.Errorf("agent: give --tls-cert and --tls-key together")
+	}
+	cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("agent: the certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/sim/simtest"
+)
+
+// TestTwoAgents: two agents on 127.0.0.1 share one load against one sim:
+// the concurrency and the request count split with the remainder spread,
+// seeds of their own, each state served to the token and refused (and
+// logged) without it; their results merge to the whole.
+func TestTwoAgents(t *testing.T) {
+	p, _ := sim.Preset("fast")
+	srv := simtest.Start(t, p)
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	token := "a-token-of-more-than-sixteen-bytes"
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The common start, a little ahead: both wait for it.
+	startAt := time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	type agentRun struct {
+		stderr lockedBuffer
+		code   int
+		json   string
+	}
+	agents := make([]*agentRun, 2)
+	var wg sync.WaitGroup
+	for i := range agents {
+		ar := &agentRun{json: filepath.Join(dir, "agent"+string(rune('0'+i))+".json")}
+		agents[i] = ar
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out bytes.Buffer
+			ar.code = run([]string{"agent", "--index", string(rune('0' + i)), "--of", "2", "--start-at", startAt, "--listen", "127.0.0.1:0",
+				"--plain-http-loopback", "--token-file", tokenFile, "--url", srv.URL, "--server-metrics", "off", "-c", "5", "--requests", "61",
+				"--duration", "30s", "--prompt-tokens", "16", "--output-tokens", "40", "--json", ar.json}, &out, &ar.stderr)
+		}()
+	}
+	addr := regexp.MustCompile(`serving on (127\.0\.0\.1:\d+)`)
+	get := func(a, tok string) (*http.Response, agent.State) {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+a+"/state", nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st agent.State
+		if resp.StatusCode == http.StatusOK {
+			if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return resp, st
+	}
+	var seeds []uint64
+	for i, ar := range agents {
+		var a string
+		deadline := time.Now().Add(20 * time.Second)
+		for a == "" && time.Now().Before(deadline) {
+			if m := addr.FindStringSubmatch(ar.stderr.String()); m != nil {
+				a = m[1]
+			}
+			time.Sleep(5 * time.Millisecond) // polling for the event: the line
+		}
+		if a == "" {
+			t.Fatalf("agent %d never served: %s", i, ar.stderr.String())
+		}
+		if resp, _ := get(a, "wrong-token-of-more-than-sixteen"); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("a wrong token: %s", resp.Status)
+		}
+		if resp, _ := get(a, ""); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("no token: %s", resp.Status)
+		}
+		var st agent.State
+		for time.Now().Before(deadline) {
+			var resp *http.Response
+			resp, st = get(a, token)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("the token: %s", resp.Status)
+			}
+			if st.Completed > 0 || st.Done {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if want := []int{3, 2}[i]; st.Index != i || st.Of != 2 || st.Concurrency != want || st.Completed == 0 {
+			t.Errorf("agent %d: %+v, want concurrency %d and requests completed", i, st, want)
+		}
+		if st.Sent != st.Completed+st.Failed+st.Incomplete+st.InFlight {
+			t.Errorf("agent %d: sent %d is not the sum", i, st.Sent)
+		}
+		if st.OffsetMS < 0 || st.StartAt == nil {
+			t.Errorf("agent %d started %.1f ms from the start (%v)", i, st.OffsetMS, st.StartAt)
+		}
+		seeds = append(seeds, st.Seed)
+	}
+	wg.Wait()
+	if seeds[0] == seeds[1] {
+		t.Errorf("both agents drew seed %d", seeds[0])
+	}
+	for i, ar := range agents {
+		if ar.code != 0 {
+			t.Fatalf("agent %d: exit %d: %s", i, ar.code, ar.stderr.String())
+		}
+		if !strings.Contains(ar.stderr.String(), "refused GET /state") || strings.Contains(ar.stderr.String(), "wrong-token") || strings.Contains(ar.stderr.String(), token) {
+			t.Errorf("agent %d's log of refusals: %s", i, ar.stderr.String())
+		}
+	}
+	// The two results are the whole: 61 requests, 31 and 30.
+	var out, errb bytes.Buffer
+	all := filepath.Join(dir, "all.json")
+	if code := run([]string{"merge", agents[0].json, agents[1].json, "-o", all}, &out, &errb); code != 0 {
+		t.Fatalf("merge: exit %d: %s", code, errb.String())
+	}
+	if sent := []int64{sentOf(t, agents[0].json), sentOf(t, agents[1].json), sentOf(t, all)}; sent[0] != 31 || sent[1] != 30 || sent[2] != 61 {
+		t.Errorf("sent %v, want 31, 30 and 61", sent)
+	}
+}
