@@ -43,15 +43,20 @@ func (f *agentFlags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.plainLoopback, "plain-http-loopback", false, "serve plain HTTP, allowed only on a loopback --listen (tests, one machine)")
 }
 
+// agentFlagSet is the agent's flags: the load's, the run's and its own.
+func (a *app) agentFlagSet() (*pflag.FlagSet, *loadFlags, *runFlags, *agentFlags) {
+	fs := newFlagSet("agent", agentSynopsis, a.stdout)
+	f := addLoadFlags(fs)
+	rf, af := &runFlags{}, &agentFlags{}
+	rf.add(fs)
+	af.add(fs)
+	return fs, f, rf, af
+}
+
 // runAgent is `infertop agent`: a headless run of this agent's share,
 // its live state served behind the token.
 func (a *app) runAgent(args []string) error {
-	fs := newFlagSet("agent", agentSynopsis, a.stdout)
-	f := addLoadFlags(fs)
-	var rf runFlags
-	rf.add(fs)
-	var af agentFlags
-	af.add(fs)
+	fs, f, rf, af := a.agentFlagSet()
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
@@ -91,7 +96,7 @@ func (a *app) runAgent(args []string) error {
 	// The plan is made of the whole load (its manifest's settings are
 	// the flags as given, which the merge holds the agents to), then cut
 	// to this agent's share.
-	lp, err := a.headlessPlan(fs, f, &rf, &compareFlags{}, &capacityFlags{})
+	lp, err := a.headlessPlan(fs, f, rf, &compareFlags{}, &capacityFlags{})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/yaml"
+
 	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/sim"
 	"github.com/infertop/infertop/sim/simtest"
@@ -133,5 +136,43 @@ func TestTwoAgents(t *testing.T) {
 	}
 	if sent := []int64{sentOf(t, agents[0].json), sentOf(t, agents[1].json), sentOf(t, all)}; sent[0] != 31 || sent[1] != 30 || sent[2] != 61 {
 		t.Errorf("sent %v, want 31, 30 and 61", sent)
+	}
+}
+
+// TestJobArgsParse: the arguments deploy/kubernetes/job.yaml gives the
+// agent are flags `infertop agent` has, with its environment's values
+// in place of $(VAR).
+func TestJobArgsParse(t *testing.T) {
+	b, err := os.ReadFile("deploy/kubernetes/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job batchv1.Job
+	if err := yaml.Unmarshal(b, &job); err != nil {
+		t.Fatal(err)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	env := map[string]string{"JOB_COMPLETION_INDEX": "3"}
+	for _, e := range c.Env {
+		if e.Value != "" {
+			env[e.Name] = e.Value
+		}
+	}
+	var args []string
+	for _, a := range c.Args[1:] { // after the command's name
+		args = append(args, regexp.MustCompile(`\$\(([A-Z_]+)\)`).ReplaceAllStringFunc(a, func(m string) string { return env[m[2:len(m)-1]] }))
+	}
+	if c.Args[0] != "agent" {
+		t.Fatalf("the job runs %q", c.Args[0])
+	}
+	fs, f, _, af := (&app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}).agentFlagSet()
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("the job's arguments: %v", err)
+	}
+	if af.index != 3 || af.of != int(*job.Spec.Parallelism) || af.tokenFile == "" || af.tlsCert == "" || af.plainLoopback || len(f.headers) != 1 {
+		t.Errorf("parsed %+v, headers %d", af, len(f.headers))
+	}
+	if _, err := time.Parse(time.RFC3339Nano, af.startAt); err != nil {
+		t.Errorf("START_AT: %v", err)
 	}
 }
