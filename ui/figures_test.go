@@ -63,7 +63,7 @@ func TestPhaseTableAllFailed(t *testing.T) {
 	m := newTestModel(t, nil)
 	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(s))
 	v := m.View()
-	if strings.Contains(v, "0100.0%") || !strings.Contains(v, "0  100%") {
+	if strings.Contains(v, "0100.0%") || !strings.Contains(v, "  100%   0:35") {
 		t.Fatalf("the phase table:\n%s", v)
 	}
 }
