@@ -14,6 +14,10 @@
 # ui 13 s, probe 12 s, sim 10 s, sshserver 9 s of it under -race).
 .PHONY: test test-endurance test-compare test-slow build bench lint
 
+# VERSION is what infertop --version says of a make build: the checkout's
+# tag, commits since and revision (git describe); "dev" outside git.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
 # The race runtime sleeps a second before every binary built with it exits
 # (GORACE's atexit_sleep_ms, for goroutines still running to report a race
 # in): 24 test binaries, run twice by make test (its build pass runs them
@@ -49,7 +53,7 @@ test-slow:
 	INFERTOP_SLOW=1 go test -count=1 -v -timeout 20m -run 'TestKnees' ./capacity
 
 build:
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o infertop .
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o infertop .
 
 bench:
 	go test -run '^$$' -bench . -benchtime 2s ./...

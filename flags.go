@@ -117,7 +117,7 @@ func (f *loadFlags) addLimits(fs *pflag.FlagSet) {
 	l := &f.cfg.Load
 	fs.DurationVar(&l.Duration, "duration", 0, "stop after this long (0: no limit); the dashboard counts down and stops")
 	fs.Int64Var(&l.MaxRequests, "requests", 0, "stop after this many requests (0: no limit)")
-	fs.DurationVar(&l.Drain, "drain", load.DefaultDrain, "at the end, how long requests in flight get to finish before they are cancelled and counted incomplete")
+	fs.DurationVar(&l.Drain, "drain", load.DefaultDrain, "at the end, how long requests in flight get to finish before they are cancelled and counted incomplete (0: none, as --no-drain)")
 	fs.BoolVar(&l.NoDrain, "no-drain", false, "at the end, cancel the requests in flight at once (counted incomplete) instead of giving them --drain")
 }
 
@@ -154,7 +154,7 @@ func (f *loadFlags) parse(args []string, stdout interface{ Write([]byte) (int, e
 // zeroMeansDefault are the duration flags whose setting reads zero as its
 // package's default: the flag shows that default, so a zero given is a
 // mistake to refuse, not a default to take quietly.
-var zeroMeansDefault = []string{"tick", "window", "timeout", "connect-timeout", "scrape-every", "drain"}
+var zeroMeansDefault = []string{"tick", "window", "timeout", "connect-timeout", "scrape-every"}
 
 // config checks what only the command line can (values of its own words,
 // flags that exclude each other), reads the flags that need reading, and
@@ -168,18 +168,21 @@ func (f *loadFlags) config() (runner.Config, error) {
 		return cfg, usagef("--gpu takes local (nvidia-smi on this machine), got %q", f.gpu)
 	case f.stages != "" && f.ramp != "":
 		return cfg, usagef("give --stages or --ramp, not both")
-	case l.NoDrain && f.fs.Changed("drain"):
+	case l.NoDrain && f.fs.Changed("drain") && l.Drain != 0:
 		return cfg, usagef("give --drain or --no-drain, not both")
+	}
+	if f.fs.Changed("drain") && l.Drain == 0 {
+		l.NoDrain = true // no drain is what a zero drain says; the engine's zero is its default
 	}
 	for _, name := range zeroMeansDefault {
 		if fl := f.fs.Lookup(name); fl != nil && f.fs.Changed(name) {
 			if d, err := time.ParseDuration(fl.Value.String()); err == nil && d == 0 {
-				if name == "drain" {
-					return cfg, usagef("--drain: 0s is no time to finish; --no-drain cancels what is in flight at once")
-				}
 				return cfg, usagef("--%s: 0s is not positive", name)
 			}
 		}
+	}
+	if f.fs.Changed("burstiness") && l.Arrivals.Kind != "gamma" {
+		return cfg, usagef("--burstiness shapes gamma arrivals only: add --arrivals gamma (now %s)", l.Arrivals.Kind)
 	}
 	if l.NoDrain {
 		l.Drain = 0 // the flag's default stands for a drain

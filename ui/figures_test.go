@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -107,5 +108,22 @@ func TestFooterKeysThatAct(t *testing.T) {
 	w = press[tea.Msg](w, tea.WindowSizeMsg{Width: 120, Height: 40}, SnapshotMsg(fixedSnapshot()))
 	if f := footer(w); strings.Contains(f, "concurrency") || strings.Contains(f, "pause") || !strings.Contains(f, "? help") {
 		t.Errorf("watcher: %q", f)
+	}
+}
+
+// TestSaveFailureInALine: a save that failed on several files says so in
+// one line, without the literal "\n" the sanitiser made of the newlines
+// that join the files' errors (on main: "save failed: write a.json: ...\nwrite
+// a.csv: ...").
+func TestSaveFailureInALine(t *testing.T) {
+	save := func(load.Snapshot) (string, error) {
+		return "", errors.Join(errors.New("write /r/a.json: permission denied"), errors.New("write /r/a.csv: permission denied"))
+	}
+	m, _ := New(newEngine(t), Options{Renderer: asciiRenderer(), Save: save})
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 40}, SnapshotMsg(fixedSnapshot()))
+	next, cmd := m.Update(runes("s"))
+	m = press(next.(Model), cmd())
+	if v := m.View(); !strings.Contains(v, "save failed: write /r/a.json: permission denied; write /r/a.csv: permission denied") || strings.Contains(v, `\n`) {
+		t.Fatalf("the flash:\n%s", v)
 	}
 }

@@ -270,7 +270,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case savedMsg:
 		m.saving = false
 		if msg.err != nil {
-			m.flash = "save failed: " + sanitize.Text(msg.err.Error()) // a push gateway's answer may be quoted
+			// A push gateway's answer may be quoted; several files' errors
+			// are joined by newlines, which the flash shows as "; ".
+			m.flash = "save failed: " + sanitize.Text(strings.ReplaceAll(msg.err.Error(), "\n", "; "))
 		} else {
 			m.flash = "saved " + msg.where
 		}
