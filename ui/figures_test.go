@@ -2,11 +2,14 @@ package ui
 
 import (
 	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/telemetry"
@@ -125,5 +128,37 @@ func TestSaveFailureInALine(t *testing.T) {
 	m = press(next.(Model), cmd())
 	if v := m.View(); !strings.Contains(v, "save failed: write /r/a.json: permission denied; write /r/a.csv: permission denied") || strings.Contains(v, `\n`) {
 		t.Fatalf("the flash:\n%s", v)
+	}
+}
+
+// TestLightThemePaintsItsBackground: the light theme lays its white under
+// every cell, after every style's reset too, so its dark text is readable
+// on a dark terminal; the dark theme keeps the terminal's (on main the
+// light theme painted no background at all).
+func TestLightThemePaintsItsBackground(t *testing.T) {
+	r := lipgloss.NewRenderer(io.Discard)
+	r.SetColorProfile(termenv.TrueColor)
+	bg := "\x1b[48;2;255;255;255m"
+	for _, theme := range []string{"light", "dark"} {
+		m, err := New(nil, Options{Renderer: r, Theme: theme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 100, Height: 30}, SnapshotMsg(fixedSnapshot()))
+		v := m.View()
+		if theme == "dark" {
+			if strings.Contains(v, bg) {
+				t.Error("the dark theme painted a background")
+			}
+			continue
+		}
+		for i, l := range strings.Split(v, "\n") {
+			if !strings.HasPrefix(l, bg) {
+				t.Fatalf("line %d starts without the background: %q", i, l)
+			}
+			if n := strings.Count(l, "\x1b[0m"); strings.Count(l, "\x1b[0m"+bg) != n-1 {
+				t.Fatalf("line %d: a reset not followed by the background: %q", i, l)
+			}
+		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/crash"
@@ -435,7 +437,37 @@ func (m *Model) render() {
 	default:
 		body = m.dashboard(w, avail)
 	}
-	m.cache = lipgloss.JoinVertical(lipgloss.Left, header, body, footer)
+	m.cache = m.paint(lipgloss.JoinVertical(lipgloss.Left, header, body, footer), w)
+}
+
+// paint lays the theme's background (if it has one) under every cell of
+// view, lines of w cells: at the start of each line and again after every
+// reset a style ends with, since a style without a background of its own
+// would end it. Without this a light theme on a dark terminal painted its
+// dark text on the terminal's dark background.
+func (m *Model) paint(view string, w int) string {
+	if m.theme.Background == nil {
+		return view
+	}
+	seq := m.renderer.ColorProfile().Color(colorString(m.theme.Background)).Sequence(true)
+	if seq == "" { // a profile without colour (NO_COLOR, Ascii)
+		return view
+	}
+	bg := termenv.CSI + seq + "m"
+	lines := strings.Split(view, "\n")
+	for i, l := range lines {
+		pad := strings.Repeat(" ", max(w-ansi.StringWidth(l), 0))
+		lines[i] = bg + strings.ReplaceAll(l, termenv.CSI+termenv.ResetSeq+"m", termenv.CSI+termenv.ResetSeq+"m"+bg) + pad + termenv.CSI + termenv.ResetSeq + "m"
+	}
+	return strings.Join(lines, "\n")
+}
+
+// colorString is a lipgloss colour's string (a hex or an ANSI number).
+func colorString(c lipgloss.TerminalColor) string {
+	if s, ok := c.(lipgloss.Color); ok {
+		return string(s)
+	}
+	return ""
 }
 
 // dashboard lays the panels out in h lines. A bigger terminal shows more,
