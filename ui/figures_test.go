@@ -162,3 +162,18 @@ func TestLightThemePaintsItsBackground(t *testing.T) {
 		}
 	}
 }
+
+// TestWatcherHelpSaysLocked: a watcher's help screen says which keys are
+// a controller's (on main it listed the knobs as if they were its own).
+func TestWatcherHelpSaysLocked(t *testing.T) {
+	w, _ := New(nil, Options{Renderer: asciiRenderer(), ReadOnly: true})
+	w = press[tea.Msg](w, tea.WindowSizeMsg{Width: 120, Height: 40}, SnapshotMsg(fixedSnapshot()), runes("?"))
+	if v := w.View(); !strings.Contains(v, "This session watches: the keys on the load") {
+		t.Fatalf("the watcher's help:\n%s", v)
+	}
+	m := newTestModel(t, newEngine(t))
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 40}, SnapshotMsg(fixedSnapshot()), runes("?"))
+	if strings.Contains(m.View(), "This session watches") {
+		t.Fatal("a controller's help says it watches")
+	}
+}

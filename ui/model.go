@@ -652,6 +652,9 @@ func (m *Model) helpScreen(w, h int) string {
 		start = end
 	}
 	lines = append(lines, "")
+	if m.readOnly { // the table lists every key; a watcher's turn nothing of the load
+		lines = append(lines, wrap(t.Warn.Render("This session watches: the keys on the load (the knobs, o, f, w, r, s) are a controller's; c, t, e, ? and q are yours."), w)...)
+	}
 	for _, note := range []string{
 		"Latency figures are over the rolling window; the phase table keeps one row per knob setting.",
 		"TTFT: time to the first output-bearing message. ITL: gaps between messages. TPOT: (E2E−TTFT)/(tokens−1).",
