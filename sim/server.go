@@ -249,11 +249,12 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
 			return
 		}
-		prompt, err := promptTokens(kind, &req)
+		text, err := promptText(kind, &req)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 			return
 		}
+		prompt := CountTokens(text)
 		if kind == kindChat {
 			prompt += s.p.ChatOverhead
 		}
@@ -292,9 +293,10 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			return
 		}
 
-		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt, arrived: arrived, wake: make(chan struct{}, 1)}
+		cached := pod.prefix.match(text, prompt)
+		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt - cached, arrived: arrived, wake: make(chan struct{}, 1)}
 		q.queued.Store(-1)
-		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, Stream: req.Stream, Canary: canary}
+		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary}
 		pod.submit(q)
 		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp,
 			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
@@ -315,36 +317,47 @@ func (k apiKind) String() string {
 	return [...]string{"chat", "completions", "infer"}[k]
 }
 
-func promptTokens(kind apiKind, req *genRequest) (int, error) {
+// promptText is the request's prompt: its messages' texts one after
+// another (a space between, so its CountTokens is theirs summed).
+func promptText(kind apiKind, req *genRequest) (string, error) {
 	switch kind {
 	case kindChat:
 		if len(req.Messages) == 0 {
-			return 0, errors.New("messages must not be empty")
+			return "", errors.New("messages must not be empty")
 		}
-		n := 0
+		if len(req.Messages) == 1 {
+			return messageText(req.Messages[0])
+		}
+		var b strings.Builder
 		for _, raw := range req.Messages {
-			var m struct {
-				Content json.RawMessage `json:"content"`
-			}
-			if err := json.Unmarshal(raw, &m); err != nil {
-				return 0, fmt.Errorf("bad message: %w", err)
-			}
-			text, err := contentText(m.Content)
+			text, err := messageText(raw)
 			if err != nil {
-				return 0, err
+				return "", err
 			}
-			n += CountTokens(text)
+			b.WriteString(text)
+			b.WriteByte(' ')
 		}
-		return n, nil
+		return b.String(), nil
 	case kindCompletions:
 		text, err := contentText(req.Prompt)
 		if err != nil {
-			return 0, fmt.Errorf("bad prompt: %w", err)
+			return "", fmt.Errorf("bad prompt: %w", err)
 		}
-		return CountTokens(text), nil
+		return text, nil
 	default:
-		return CountTokens(req.Input), nil
+		return req.Input, nil
 	}
+}
+
+// messageText is one chat message's text.
+func messageText(raw json.RawMessage) (string, error) {
+	var m struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return "", fmt.Errorf("bad message: %w", err)
+	}
+	return contentText(m.Content)
 }
 
 // contentText reads a string, an array of strings, or an array of
@@ -637,8 +650,11 @@ type Record struct {
 	// written and flushed to the connection.
 	FirstToken, LastToken      time.Time
 	PromptTokens, OutputTokens int
-	Status                     int
-	Stream                     bool
+	// CachedTokens is how many of the prompt's tokens the prefix cache
+	// held (their prefill skipped).
+	CachedTokens int
+	Status       int
+	Stream       bool
 	// Cancelled is true when the client left (or the server stopped) early.
 	Cancelled bool
 	// Canary is true when the canary build served it (Params.Canary).
