@@ -43,6 +43,7 @@ var settingFlags = map[setting]string{
 	{pkgLoad, load.SettingBurstiness}:   "--burstiness",
 	{pkgLoad, load.SettingMaxInFlight}:  "--max-in-flight",
 	{pkgLoad, load.SettingDataset}:      "--dataset",
+	{pkgLoad, load.SettingTrace}:        "--trace",
 
 	{pkgProbe, probe.SettingURL}:            "--url",
 	{pkgProbe, probe.SettingAPI}:            "--api",

@@ -38,6 +38,7 @@ type loadFlags struct {
 	version                                        bool
 	sim                                            *simflag.Flags
 	fs                                             *pflag.FlagSet
+	trace                                          traceFlags
 }
 
 // addLoadFlags binds every load flag to fs, the embedded sim's with the
@@ -46,6 +47,7 @@ func addLoadFlags(fs *pflag.FlagSet) *loadFlags {
 	f := &loadFlags{fs: fs}
 	f.addEndpoint(fs)
 	f.addShape(fs)
+	f.addTrace(fs)
 	f.addBody(fs)
 	f.addLimits(fs)
 	f.addObjectives(fs)
@@ -245,6 +247,9 @@ func (f *loadFlags) shape(l *load.Config) error {
 		if l.Dataset, err = load.LoadDataset(f.datasetPath, l.Seed); err != nil {
 			return flagError(err)
 		}
+	}
+	if err := f.traceShape(l); err != nil {
+		return err
 	}
 	if l.Warmup, err = load.ParseWarmup(f.warmup); err != nil {
 		return usagef("--warmup: %v", err)

@@ -95,7 +95,7 @@ func (e *Engine) worker(ctx context.Context, id int, slot *slot) {
 			}
 			continue
 		}
-		ok, retryAfter, delivered := e.send(ctx, k, ph, time.Time{}, slot)
+		ok, retryAfter, delivered := e.send(ctx, k, ph, time.Time{}, slot, nil)
 		if !delivered {
 			return
 		}

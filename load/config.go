@@ -73,6 +73,11 @@ type Config struct {
 	// PrefixTokens starts every prompt with the same text of about this
 	// many tokens (prefix-cache experiments); the rest stays unique.
 	PrefixTokens int
+	// Trace, if set, is replayed: its arrivals at their times (scaled by
+	// Knobs.Speed), its lengths (scaled by the length knobs against their
+	// values at the start, which New sets to the trace's means), in the
+	// open loop, which it keeps (see Trace).
+	Trace *Trace
 	// Dataset, if set, supplies the prompts (the prompt knob and the
 	// calibration then do not apply).
 	Dataset *Dataset

@@ -72,6 +72,8 @@ type Snapshot struct {
 	// prompts are synthesised and the prompt knob applies).
 	PromptLength, OutputLength Length
 	Dataset                    int
+	// Trace is where a trace replay is (the zero value: none).
+	Trace TraceStatus
 	// Window is the rolling window selected; Covered how much of it holds
 	// data (less than Window early in a run, after the warm-up or a
 	// reset): the window's rates are over it.

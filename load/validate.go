@@ -44,6 +44,7 @@ const (
 	SettingBurstiness   = "burstiness"          // Arrivals.Burstiness
 	SettingMaxInFlight  = "in-flight cap"       // MaxInFlight
 	SettingDataset      = "dataset"             // LoadDataset's path
+	SettingTrace        = "trace"               // Trace, LoadTrace's path
 )
 
 // MinTick is the shortest snapshot interval: every tick merges the
