@@ -44,6 +44,7 @@ var settingFlags = map[setting]string{
 	{pkgLoad, load.SettingMaxInFlight}:  "--max-in-flight",
 	{pkgLoad, load.SettingDataset}:      "--dataset",
 	{pkgLoad, load.SettingTrace}:        "--trace",
+	{pkgLoad, load.SettingPrefixGroups}: "--prefix-groups",
 
 	{pkgProbe, probe.SettingURL}:            "--url",
 	{pkgProbe, probe.SettingAPI}:            "--api",

@@ -41,6 +41,9 @@ type TraceStatus struct {
 	Behind, MaxBehind time.Duration
 	// Skipped and Filtered are the trace's rows left out (Trace).
 	Skipped, Filtered int
+	// Prompt and Output are the length knobs' values the trace's lengths
+	// scale from (the knob at twice this, twice the trace's lengths).
+	Prompt, Output int
 }
 
 // FallingBehind reports whether the replay is late enough to say so:
@@ -277,7 +280,7 @@ func (e *Engine) traceStatus() TraceStatus {
 	return TraceStatus{
 		On: true, Name: r.tr.Name, Format: r.tr.Format, Speed: r.speed, Position: pos, Span: r.tr.Span,
 		Pass: r.pass, Sent: r.sent, Total: len(r.tr.Entries), Behind: behind, MaxBehind: r.maxBehind,
-		Skipped: r.tr.Skipped, Filtered: r.tr.Filtered,
+		Skipped: r.tr.Skipped, Filtered: r.tr.Filtered, Prompt: r.prompt, Output: r.output,
 	}
 }
 

@@ -39,7 +39,9 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	}
 	words := promptLen
 	var req probe.Request
-	if item != nil {
+	if item != nil && item.turn != nil { // a session's turn: its context so far
+		req.Prompt, words, promptLen = item.Prompt, 0, item.Input
+	} else if item != nil {
 		req, words, promptLen, outputLen = e.traceRequest(item, k)
 	} else if e.cfg.Dataset != nil {
 		req = e.cfg.Dataset.take()
@@ -72,6 +74,9 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 		return false, 0, false
 	}
 	f.res = res
+	if item != nil && item.turn != nil { // the session's context grows by the answer
+		item.turn.done(&res, promptLen)
+	}
 	select {
 	case e.results <- f:
 	case <-ctx.Done():

@@ -74,6 +74,9 @@ type Snapshot struct {
 	Dataset                    int
 	// Trace is where a trace replay is (the zero value: none).
 	Trace TraceStatus
+	// Sessions are the multi-turn sessions' figures, turn by turn (the
+	// zero value: none).
+	Sessions SessionFigures
 	// Window is the rolling window selected; Covered how much of it holds
 	// data (less than Window early in a run, after the warm-up or a
 	// reset): the window's rates are over it.

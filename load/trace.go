@@ -66,6 +66,8 @@ type TraceEntry struct {
 	// Prompt is its prompt's text when the trace gives it (the plain
 	// JSONL format); Input is then its length in words.
 	Prompt string
+
+	turn *conversation // a session's turn, not a trace's (nil)
 }
 
 // TraceOptions say how a trace file is read.

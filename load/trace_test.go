@@ -195,3 +195,29 @@ func TestTraceKnobs(t *testing.T) {
 		}
 	}
 }
+
+// --prefix-groups: G distinct prefixes, each shared by every G-th prompt.
+func TestPrefixGroups(t *testing.T) {
+	g := NewPromptGen(1, 40).withGroups(3)
+	var heads []string
+	for range 6 {
+		f := strings.Fields(g.Next(60))
+		if len(f) != 60 {
+			t.Fatalf("a prompt of %d words, want 60", len(f))
+		}
+		heads = append(heads, strings.Join(f[:40], " "))
+	}
+	for i := range 3 {
+		if heads[i] != heads[i+3] || heads[i] == heads[(i+1)%3] {
+			t.Errorf("group %d: prompts %d and %d should share the prefix, and no other group's", i, i, i+3)
+		}
+	}
+	if one := NewPromptGen(1, 40).withGroups(1); one.prefixOf(5) != NewPromptGen(1, 40).prefix {
+		t.Error("one group is the plain prefix")
+	}
+	cfg := Config{Do: func(context.Context, probe.Request) probe.Result { return probe.Result{} }, Knobs: Knobs{Concurrency: 1, PromptTokens: 10, OutputTokens: 1}, PrefixGroups: 4}
+	var se *SettingError
+	if _, err := New(cfg); !errors.As(err, &se) || se.Setting != SettingPrefixGroups {
+		t.Errorf("groups without a prefix: %v", err)
+	}
+}

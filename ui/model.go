@@ -346,6 +346,10 @@ func atLimit(asked, got load.Knobs) string {
 // toggleLoop switches between the closed and the open loop; the open loop
 // opens at the rate the closed loop reached when it has no rate yet.
 func (m *Model) toggleLoop() tea.Cmd {
+	if m.snap.Trace.On {
+		m.flash = traceRefusal
+		return nil
+	}
 	achieved := m.snap.ReqPerSec
 	m.turn(func(k *load.Knobs) {
 		if k.Mode == load.OpenLoop {
