@@ -45,6 +45,7 @@ var settingFlags = map[setting]string{
 	{pkgLoad, load.SettingDataset}:      "--dataset",
 	{pkgLoad, load.SettingTrace}:        "--trace",
 	{pkgLoad, load.SettingPrefixGroups}: "--prefix-groups",
+	{pkgLoad, load.SettingSessions}:     "--sessions",
 
 	{pkgProbe, probe.SettingURL}:            "--url",
 	{pkgProbe, probe.SettingAPI}:            "--api",

@@ -39,6 +39,7 @@ type loadFlags struct {
 	sim                                            *simflag.Flags
 	fs                                             *pflag.FlagSet
 	trace                                          traceFlags
+	sessions                                       sessionFlags
 }
 
 // addLoadFlags binds every load flag to fs, the embedded sim's with the
@@ -48,6 +49,7 @@ func addLoadFlags(fs *pflag.FlagSet) *loadFlags {
 	f.addEndpoint(fs)
 	f.addShape(fs)
 	f.addTrace(fs)
+	f.addSessions(fs)
 	f.addBody(fs)
 	f.addLimits(fs)
 	f.addObjectives(fs)
@@ -250,6 +252,9 @@ func (f *loadFlags) shape(l *load.Config) error {
 		}
 	}
 	if err := f.traceShape(l); err != nil {
+		return err
+	}
+	if err := f.sessionShape(l); err != nil {
 		return err
 	}
 	if l.Warmup, err = load.ParseWarmup(f.warmup); err != nil {

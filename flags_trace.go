@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/load"
@@ -52,5 +54,49 @@ func (f *loadFlags) traceShape(l *load.Config) error {
 		return flagError(err)
 	}
 	l.Trace, l.Knobs.Speed = tr, t.speed
+	return nil
+}
+
+// sessionFlags are the flags of multi-turn sessions.
+type sessionFlags struct {
+	n, turns int
+	think    time.Duration
+}
+
+// addSessions: conversations of several turns instead of single requests.
+func (f *loadFlags) addSessions(fs *pflag.FlagSet) {
+	s := &f.sessions
+	fs.IntVar(&s.n, "sessions", 0, "multi-turn sessions: N conversations at once (the closed loop's concurrency), each turn's prompt the context so far")
+	fs.IntVar(&s.turns, "turns", 5, "with --sessions: turns in a session, then a new one starts")
+	fs.DurationVar(&s.think, "think", 0, "with --sessions: the wait between an answer and the session's next turn")
+}
+
+// sessionShape reads the session flags into l.
+func (f *loadFlags) sessionShape(l *load.Config) error {
+	s := &f.sessions
+	if s.n == 0 {
+		for _, name := range []string{"turns", "think", "sessions"} {
+			if f.fs.Changed(name) {
+				return usagef("--%s needs --sessions N (N at least 1)", name)
+			}
+		}
+		return nil
+	}
+	for _, name := range []string{"concurrency", "rate", "dataset", "trace", "stages", "ramp"} {
+		if f.fs.Changed(name) {
+			return usagef("--sessions sets the concurrency and the prompts: it does not go with --%s", name)
+		}
+	}
+	if s.n < 0 || s.n > load.MaxConcurrency {
+		return usagef("--sessions: %d is not within 1..%d", s.n, load.MaxConcurrency)
+	}
+	if s.turns < 1 || s.turns > load.MaxTurns {
+		return usagef("--turns: %d is not within 1..%d", s.turns, load.MaxTurns)
+	}
+	if s.think < 0 {
+		return usagef("--think: %v is negative", s.think)
+	}
+	l.Knobs.Concurrency, l.Knobs.Mode = s.n, load.ClosedLoop
+	l.Sessions = load.Sessions{Turns: s.turns, Think: s.think}
 	return nil
 }

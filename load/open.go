@@ -88,10 +88,8 @@ func (e *Engine) dispatch(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		e.mu.Lock()
-		k, changed, stopping := e.knobs, e.changed, e.stopping || e.ending
-		e.mu.Unlock()
-		if stopping || ctx.Err() != nil {
+		k, changed, stop := e.dispatching(ctx)
+		if stop {
 			return
 		}
 		if k.Mode != OpenLoop || k.Paused || k.Rate <= 0 {
@@ -121,6 +119,14 @@ func (e *Engine) dispatch(ctx context.Context) {
 		}
 		next = next.Add(e.cfg.Arrivals.gap(rng, k.Rate))
 	}
+}
+
+// dispatching is what an open loop's dispatcher goes by: the knobs, a
+// channel closed at their next change, and whether it must stop.
+func (e *Engine) dispatching(ctx context.Context) (k Knobs, changed <-chan struct{}, stop bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.knobs, e.changed, e.stopping || e.ending || ctx.Err() != nil
 }
 
 // arrive starts or queues one arrival due at intended (a trace's item, or

@@ -49,11 +49,11 @@ type TraceStatus struct {
 // FallingBehind reports whether the replay is late enough to say so:
 // arrivals the client could not send when they were due are load the
 // trace asked for and the server did not get then.
-func (s TraceStatus) FallingBehind() bool { return s.On && s.Behind > behindNotice }
+func (s TraceStatus) FallingBehind() bool { return s.On && s.Behind > BehindNotice }
 
-// behindNotice is the lag past which a replay is said to fall behind: a
+// BehindNotice is the lag past which a replay is said to fall behind: a
 // timer's and a scheduler's few milliseconds are not.
-const behindNotice = 100 * time.Millisecond
+const BehindNotice = 100 * time.Millisecond
 
 // Summary is the replay in one line, for the end of a run.
 func (s TraceStatus) Summary() string {
@@ -71,7 +71,7 @@ func (s TraceStatus) Summary() string {
 	} else {
 		fmt.Fprintf(&b, " of %d, at %v of %v", s.Total, s.Position.Round(round), s.Span.Round(round))
 	}
-	if s.MaxBehind > behindNotice {
+	if s.MaxBehind > BehindNotice {
 		fmt.Fprintf(&b, "; fell behind, up to %v late", s.MaxBehind.Round(time.Millisecond))
 	} else {
 		fmt.Fprintf(&b, "; kept up (at most %v late)", s.MaxBehind.Round(time.Millisecond))
@@ -180,10 +180,8 @@ func (e *Engine) runReplay(ctx context.Context) {
 	defer timer.Stop()
 	i := 0
 	for {
-		e.mu.Lock()
-		k, changed, stopping := e.knobs, e.changed, e.stopping || e.ending
-		e.mu.Unlock()
-		if stopping || ctx.Err() != nil {
+		k, changed, stop := e.dispatching(ctx)
+		if stop {
 			return
 		}
 		now := time.Now()

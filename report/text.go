@@ -63,6 +63,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Energy != nil {
 		writeEnergy(&b, r.Energy.Source, r.Energy.Run)
 	}
+	writeTurns(&b, r.Final.Sessions)
 	if r.Capacity != nil {
 		writeCapacity(&b, r.Capacity)
 	}

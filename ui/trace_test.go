@@ -77,3 +77,25 @@ func TestTraceKeys(t *testing.T) {
 		t.Errorf("o during a replay: mode %v, view lacks the reason", k.Mode)
 	}
 }
+
+// A sessions load shows its turns in a table of their own.
+func TestTurnsTable(t *testing.T) {
+	s := fixedSnapshot()
+	ms := time.Millisecond
+	s.Sessions = load.SessionFigures{On: true, TurnsPerSess: 3, Completed: 7, SessionTime: load.Dist{Count: 7, P50: 2400 * ms}}
+	for i, ttft := range []time.Duration{340, 120, 110} {
+		s.Sessions.Turns = append(s.Sessions.Turns, load.TurnFigures{Turn: i + 1, Completed: 8, PromptTokens: float64(350 * (i + 1)),
+			TTFT: load.Dist{Count: 8, P50: ttft * ms, P99: ttft * 2 * ms}, E2E: load.Dist{Count: 8, P50: 600 * ms, P99: 700 * ms}})
+	}
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 48}, SnapshotMsg(s))
+	v := m.View()
+	for _, want := range []string{"Turns", "7 sessions of 3 turns done, session p50 2.40s", "turn", "1050"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the dashboard lacks %q:\n%s", want, v)
+		}
+	}
+	if !strings.Contains(v, "Phases") {
+		t.Errorf("the phases' table gave way to the turns':\n%s", v)
+	}
+}
