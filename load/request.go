@@ -62,6 +62,11 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	e.inflight.Add(1)
 	e.sentAll.Add(1)
 	f.start = time.Since(e.t0)
+	// A reused flight's Live still publishes its last request's messages
+	// until Do begins it: begun here, before the board shows the flight,
+	// the aggregator never folds them as this request's, nor reads an
+	// entry the new request then overwrites (a race).
+	f.live.Begin(e.t0.Add(f.start))
 	sl.cur.Store(f)
 	res, returned := e.do(ctx, req)
 	sl.cur.Store(nil)

@@ -221,3 +221,42 @@ func TestPrefixGroups(t *testing.T) {
 		t.Errorf("groups without a prefix: %v", err)
 	}
 }
+
+// FuzzParseTrace: any bytes are a trace or a one-line error, never a
+// panic, and a trace read is sorted from 0 with lengths of at least 1.
+func FuzzParseTrace(f *testing.F) {
+	for _, name := range []string{"mooncake.jsonl", "azure.csv", "burstgpt.csv", "plain.jsonl", "bad-azure.csv", "bad-plain.jsonl"} {
+		b, _ := os.ReadFile(filepath.Join("testdata", "trace", name))
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := parseTrace(data, TraceOptions{})
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("a multi-line error: %q", err)
+			}
+			return
+		}
+		if tr.Entries[0].At != 0 || tr.Span <= 0 {
+			t.Fatalf("first at %v, span %v", tr.Entries[0].At, tr.Span)
+		}
+		for i, en := range tr.Entries {
+			if en.Input < 1 || en.Output < 1 || i > 0 && en.At < tr.Entries[i-1].At {
+				t.Fatalf("entry %d: %+v", i, en)
+			}
+		}
+	})
+}
+
+func BenchmarkTraceRequest(b *testing.B) {
+	tr := &Trace{Entries: []TraceEntry{{Input: 4000, Output: 10, HashIDs: []int64{1, 2, 3, 4, 5, 6, 7, 8}}}, Span: time.Second}
+	e, err := New(Config{Do: func(context.Context, probe.Request) probe.Result { return probe.Result{} }, Trace: tr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := e.Knobs()
+	b.ReportAllocs()
+	for b.Loop() {
+		e.traceRequest(&tr.Entries[0], k)
+	}
+}

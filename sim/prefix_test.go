@@ -106,3 +106,12 @@ func TestPrefixCacheServer(t *testing.T) {
 		t.Errorf("with the cache off, %d tokens cached", r[1].CachedTokens)
 	}
 }
+
+func BenchmarkPrefixCacheMatch(b *testing.B) {
+	c := newPrefixCache(1<<14, 16)
+	prompt := text(1, 2048)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.match(prompt, 2048)
+	}
+}
