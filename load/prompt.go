@@ -56,13 +56,18 @@ func NewPromptGen(seed uint64, prefixWords int) *PromptGen {
 }
 
 // Next returns a fresh prompt of about tokens tokens.
-func (g *PromptGen) Next(tokens int) string {
+func (g *PromptGen) Next(tokens int) string { return g.next(tokens, true) }
+
+// next is a fresh prompt of about tokens tokens, starting with the shared
+// prefix when prefixed (a session's later turns have it in their context
+// already).
+func (g *PromptGen) next(tokens int, prefixed bool) string {
 	n := g.seq.Add(1)
 	tokens = max(tokens, 1)
 	var b strings.Builder
 	b.Grow(tokens*6 + len(g.prefix) + 16)
 	rest := tokens - 1
-	if g.pwords > 0 { // a prefix longer than the prompt is honoured: the prompt grows to hold it
+	if g.pwords > 0 && prefixed { // a prefix longer than the prompt is honoured: the prompt grows to hold it
 		b.WriteString(g.prefixOf(n))
 		b.WriteByte(' ')
 		rest = max(rest-g.pwords, 0)

@@ -229,7 +229,7 @@ func (c *conversation) next(k Knobs) *TraceEntry {
 	if c.turn == 0 {
 		c.id, c.turn, c.history, c.began = c.s.seq.Add(1), 1, "", time.Now()
 	}
-	user := c.e.prompts.Next(k.PromptTokens)
+	user := c.e.prompts.next(k.PromptTokens, c.turn == 1) // the shared prefix (a system prompt) opens the session only
 	c.prompt = user
 	if c.history != "" {
 		c.prompt = c.history + " " + user

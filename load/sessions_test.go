@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sim"
 )
 
@@ -71,5 +72,32 @@ func TestSessionsRefused(t *testing.T) {
 		if _, err := New(c); !errors.As(err, &se) || se.Setting != SettingSessions && se.Setting != SettingTrace {
 			t.Errorf("%+v: %v, want the sessions refused", c.Sessions, err)
 		}
+	}
+}
+
+// A session's turn is its context so far: the last turn's prompt, the
+// answer's stand-in, a new message; the shared prefix opens it once.
+func TestConversationGrows(t *testing.T) {
+	e, err := New(Config{Do: traceEngine(t, &Trace{Entries: []TraceEntry{{Input: 1, Output: 1}}, Span: time.Second}, false).cfg.Do,
+		Knobs: Knobs{Concurrency: 1, PromptTokens: 30, OutputTokens: 5}, PrefixTokens: 12, Sessions: Sessions{Turns: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.conversationFor()
+	k := e.Knobs()
+	first := c.next(k).Prompt
+	c.done(&probe.Result{Class: probe.OK, OutputTokens: 5, HasTTFT: true}, 30)
+	second := c.next(k).Prompt
+	prefix := e.prompts.prefix
+	if !strings.HasPrefix(second, first+" ") || strings.Count(second, prefix) != 1 || len(strings.Fields(second)) != 30+5+30 {
+		t.Errorf("turn 2's prompt (%d words) does not grow turn 1's (%d) by 5 and 30:\n%q\n%q", len(strings.Fields(second)), len(strings.Fields(first)), first, second)
+	}
+	c.done(&probe.Result{Class: probe.OK, OutputTokens: 5}, 65)
+	if third := c.next(k).Prompt; strings.HasPrefix(third, first) || c.turn != 1 {
+		t.Errorf("after the last turn a new session: %q", third)
+	}
+	f := e.sessions.figures(0)
+	if f.Completed != 1 || f.Turns[0].Completed != 1 || f.Turns[1].Completed != 1 || f.Turns[1].PromptTokens != 65 {
+		t.Errorf("figures: %+v", f)
 	}
 }
