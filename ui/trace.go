@@ -9,11 +9,11 @@ import (
 )
 
 // traceItem is the header's load during a trace replay, in place of the
-// open loop's rate: "trace 1.5× speed, at 0:42 of 10:00", the pass of a
+// open loop's rate: "trace, 1.5× speed, at 0:42 of 10:00", the pass of a
 // looped trace, and how far behind it is when it falls behind.
 func (m *Model) traceItem() string {
 	t, tr := m.theme, m.snap.Trace
-	text := t.Muted.Render("trace ") + t.Value.Render(speedLabel(tr.Speed)+" speed") +
+	text := t.Muted.Render("trace, ") + t.Value.Render(speedLabel(tr.Speed)+" speed") +
 		t.Muted.Render(", at ") + t.Value.Render(clock(tr.Position)) + t.Muted.Render(" of ") + t.Value.Render(clock(tr.Span))
 	if tr.Pass > 0 {
 		text += t.Muted.Render(fmt.Sprintf(", pass %d", tr.Pass+1))

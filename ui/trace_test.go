@@ -10,6 +10,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/telemetry"
 )
 
 // traceSnapshot is fixedSnapshot during a replay, 42 s into a trace of
@@ -30,8 +31,8 @@ func TestTraceHeader(t *testing.T) {
 		snap load.Snapshot
 		want []string
 	}{
-		{"replay", traceSnapshot(), []string{"trace 1.5× speed, at 0:42 of 10:00", "prompt trace's ×2", "output trace's"}},
-		{"behind", behind, []string{"trace 1.5× speed, at 0:42 of 10:00, pass 3 behind 2.10s"}},
+		{"replay", traceSnapshot(), []string{"trace, 1.5× speed, at 0:42 of 10:00", "prompt trace's ×2", "output trace's"}},
+		{"behind", behind, []string{"trace, 1.5× speed, at 0:42 of 10:00, pass 3 behind 2.10s"}},
 	} {
 		m := newTestModel(t, nil)
 		m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 140, Height: 30}, SnapshotMsg(c.snap))
@@ -97,5 +98,16 @@ func TestTurnsTable(t *testing.T) {
 	}
 	if !strings.Contains(v, "Phases") {
 		t.Errorf("the phases' table gave way to the turns':\n%s", v)
+	}
+}
+
+// The server panel shows the prefix cache's hit rate beside the KV use.
+func TestServerPanelPrefixCache(t *testing.T) {
+	view := *serverView()
+	view.Server.PrefixHitRate, view.Server.HasPrefix = 0.75, true
+	m, _ := New(nil, Options{Renderer: asciiRenderer(), Figures: func(s load.Snapshot) telemetry.Figures { return telemetry.Join(s, &view) }})
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 48}, SnapshotMsg(fixedSnapshot()))
+	if v := m.View(); !strings.Contains(v, "KV 78.0% · prefix cache hits 75.0%") {
+		t.Errorf("the server panel lacks the prefix cache's hits:\n%s", v)
 	}
 }
