@@ -112,6 +112,24 @@ type loadPlan struct {
 	search *session.Plan
 }
 
+// holdsMetrics reports whether the plan's load keeps its metrics served
+// past its stop (runner.Config.HoldMetrics).
+func (lp loadPlan) holdsMetrics() bool { return lp.base().HoldMetrics }
+
+// metricsAddr is where the plan's load serves infertop's own metrics.
+func (lp loadPlan) metricsAddr() string { return lp.base().MetricsAddr }
+
+// base is the configuration of the plan's load, or of its baseline.
+func (lp loadPlan) base() runner.Config {
+	switch {
+	case lp.pair != nil:
+		return lp.pair.Baseline
+	case lp.split != nil:
+		return lp.split.Run
+	}
+	return lp.run
+}
+
 // loadPlan checks the comparison's flags and builds the load's plan over
 // cfg, with search (nil: none); it starts nothing.
 func (cf *compareFlags) loadPlan(cfg runner.Config, search *session.Plan) (loadPlan, error) {

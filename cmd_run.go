@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -33,6 +34,7 @@ type runFlags struct {
 	jsonPath, csvPath, requestsLog string
 	htmlPath                       string
 	failFast                       bool
+	metricsLinger                  time.Duration
 }
 
 func (r *runFlags) add(fs *pflag.FlagSet) {
@@ -43,6 +45,7 @@ func (r *runFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&r.requestsLog, "requests-log", "", "write one JSON line per request to this file, as they finish")
 	fs.DurationVar(&r.sloWindow, "slo-window", load.DefaultWindow, "window the SLOs are checked over while running (10s..5m)")
 	fs.BoolVar(&r.failFast, "fail-fast", false, "end the run at the first full --slo-window that breaks an SLO")
+	fs.DurationVar(&r.metricsLinger, "metrics-linger", 15*time.Second, "with --metrics-addr: keep serving the final metrics this long after the reports, for a last scrape (0: none; a signal ends it)")
 }
 
 // check checks the run's flags against the rest.
@@ -54,6 +57,8 @@ func (r *runFlags) check(f *loadFlags, cf *compareFlags) error {
 		return usagef("--fail-fast needs at least one --slo (or, with --compare or --split-by, a --regression)")
 	case r.progressEvery <= 0:
 		return usagef("--progress-every must be positive")
+	case r.metricsLinger < 0:
+		return usagef("--metrics-linger must not be negative, got %v", r.metricsLinger)
 	}
 	return nil
 }
@@ -91,9 +96,28 @@ func (a *app) runHeadless(args []string) error {
 		return err
 	}
 	defer s.Stop()
+	defer s.Release()
 	fl := session.Follower{Stderr: a.stderr, Live: isTerminal(a.stderr), ProgressEvery: rf.progressEvery,
 		Gate: session.Gate{On: rf.failFast, Window: rf.sloWindow}, Signals: sigs}
-	return a.conclude(session.End(s, fl.Follow(s), a.reportTimeout), rf.outputs())
+	fo := fl.Follow(s)
+	err = a.conclude(session.End(s, fo, a.reportTimeout), rf.outputs())
+	if lp.holdsMetrics() && fo.Signals < 2 {
+		a.linger(sigs, rf.metricsLinger, lp.metricsAddr())
+	}
+	return err
+}
+
+// linger keeps infertop's own metrics served for d once the run is over,
+// its reports written and its exit code decided, so that a Prometheus
+// scraping every 15 s reads the final counts; a signal ends it.
+func (a *app) linger(sigs <-chan os.Signal, d time.Duration, addr string) {
+	fmt.Fprintf(a.stderr, "infertop: serving the final metrics at %s for %v (--metrics-linger); a signal ends it\n", addr, d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-sigs:
+	case <-t.C:
+	}
 }
 
 // headlessPlan is the load a headless run's flags describe, checked,
@@ -105,6 +129,7 @@ func (a *app) headlessPlan(fs *pflag.FlagSet, f *loadFlags, rf *runFlags, cf *co
 		return loadPlan{}, err
 	}
 	cfg.RequestsLog = rf.requestsLog
+	cfg.HoldMetrics = cfg.MetricsAddr != "" && rf.metricsLinger > 0
 	search, err := capf.plan(fs, f, rf, &cfg)
 	if err != nil {
 		return loadPlan{}, err

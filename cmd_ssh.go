@@ -53,7 +53,7 @@ func (sf *sshFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Controllers, "controllers", "", "public keys (authorized_keys format) that may turn the knobs")
 	fs.StringVar(&c.HostKeyPath, "host-key", filepath.Join(confDir, "infertop", "ssh_host_ed25519"), "the server's key, generated (ed25519) on first start and reused")
 	fs.IntVar(&c.MaxSessions, "max-sessions", 16, "most sessions at once")
-	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 30*time.Minute, "end a session that sends nothing for this long (0: never)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 10*time.Minute, "end a connection that sends and receives nothing for this long (0: never)")
 	fs.BoolVar(&sf.local, "local", false, "show the dashboard on this terminal too, as a controller")
 	fs.StringVar(&sf.logPath, "log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
 	fs.StringVar(&sf.reportDir, "report-dir", ".", "where a controller's s key writes the reports")

@@ -94,6 +94,8 @@ func flagError(err error) error {
 	switch {
 	case errors.As(err, &ue) && errors.Is(ue.Why, runner.ErrNotStreamed):
 		return usagef("--slo %s: with --no-stream there are no stream messages to time; drop one of them", ue.Expr)
+	case errors.As(err, &ue) && errors.Is(ue.Why, runner.ErrEmbeddings):
+		return usagef("--slo %s: %v; use e2el, request or error objectives", ue.Expr, ue.Why)
 	case errors.As(err, &ue):
 		return usagef("--slo %s: %v; pass --gpu local or --gpu-metrics URL (the embedded sim: --sim-gpus N)", ue.Expr, ue.Why)
 	case errors.Is(err, probe.ErrUndetected):
@@ -102,6 +104,8 @@ func flagError(err error) error {
 		return usageError{err}
 	case s == setting{pkgRunner, runner.SettingModel} && errors.Is(err, runner.ErrNoModels):
 		return usagef("%v; pass --model", why)
+	case s == setting{pkgRunner, runner.SettingModel} && errors.Is(err, runner.ErrModelNotListed):
+		return usagef("--model: %v", why)
 	case s == setting{pkgRunner, runner.SettingModel}:
 		return usagef("%v (is the endpoint up? pass --model to skip this)", why)
 	case s == setting{pkgRunner, runner.SettingAPI}:

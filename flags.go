@@ -65,9 +65,10 @@ func (f *loadFlags) addEndpoint(fs *pflag.FlagSet) {
 	c, p := &f.cfg, &f.cfg.Probe
 	fs.StringVar(&c.URL, "url", "", "endpoint: a base such as http://host:8000/v1, or a full path (default: the embedded sim)")
 	fs.StringVar(&p.Model, "model", "", "model name (default: the first model the server lists)")
-	fs.StringVar(&f.api, "api", "", "API: openai-chat, openai-completions, ollama, tgi or generic (default: detected)")
+	fs.BoolVar(&c.Strict, "strict", false, "make a doubt about the setup an error: a --model the server does not list")
+	fs.StringVar(&f.api, "api", "", "API: openai-chat, openai-completions, openai-responses, anthropic, ollama, tgi, generic, openai-embeddings or ollama-embed (default: detected)")
 	fs.BoolVar(&p.NoStream, "no-stream", false, "ask for whole answers (TTFT, ITL and TPOT are then not observable)")
-	fs.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key, sent as a bearer token")
+	fs.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key, sent as a bearer token (--api anthropic: ANTHROPIC_API_KEY, sent as x-api-key)")
 	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "file holding the API key (instead of --api-key-env)")
 	fs.StringArrayVarP(&f.headers, "header", "H", nil, "extra request header 'Name: value' (repeatable), or @FILE with one a line (kept out of ps); values are secrets")
 	fs.BoolVar(&p.Insecure, "insecure", false, "do not verify the server's TLS certificate")
@@ -98,6 +99,7 @@ func (f *loadFlags) addBody(fs *pflag.FlagSet) {
 	fs.StringVar(&g.Stream, "stream-format", "none", "generic: none, sse or ndjson")
 	fs.StringVar(&g.ChunkPath, "chunk-path", "", "generic, streamed: dot path of each chunk's text")
 	fs.Uint64Var(&l.Seed, "seed", 1, "seed for prompt synthesis")
+	fs.IntVar(&p.Body.Batch, "batch", 1, "embeddings: inputs per request (--api openai-embeddings, ollama-embed)")
 }
 
 // addShape: how the load is put on: the loop, its knobs, its walk.
@@ -217,6 +219,9 @@ func (f *loadFlags) config() (runner.Config, error) {
 	if l.Goodput, err = slo.ParseGoodput(f.goodput); err != nil {
 		return cfg, usagef("--goodput: %v", err)
 	}
+	if g := l.Goodput; cfg.API.Embeds() && (g.TTFT > 0 || g.TPOT > 0 || g.TTFO > 0) {
+		return cfg, usagef("--goodput %s: %v; only an e2el limit applies", f.goodput, runner.ErrEmbeddings)
+	}
 	if err := f.request(p); err != nil {
 		return cfg, err
 	}
@@ -306,7 +311,15 @@ func (f *loadFlags) request(p *probe.Config) error {
 	case err != nil:
 		return usagef("--header %v", err)
 	}
-	p.APIKey = os.Getenv(f.apiKeyEnv) // never from a flag's value
+	env := f.apiKeyEnv
+	kind := probe.Kind(f.api)
+	if f.api == "" {
+		kind, _, _ = probe.KindFromPath(f.cfg.URL) // a URL ending in /v1/messages
+	}
+	if kind == probe.Anthropic && !f.fs.Changed("api-key-env") {
+		env = "ANTHROPIC_API_KEY"
+	}
+	p.APIKey = os.Getenv(env) // never from a flag's value
 	if f.apiKeyFile != "" {
 		k, err := os.ReadFile(f.apiKeyFile)
 		if err != nil {

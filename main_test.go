@@ -46,7 +46,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"--window", "7s"}, 2, "", "--window: 7s is not one of 10s, 30s, 1m, 5m"},
 		{[]string{"--theme", "pink"}, 2, "", "unknown theme"},
 		{[]string{"--api", "nope"}, 2, "", `--api: unknown API "nope" (want openai-chat,`},
-		{[]string{"--api", "tgi"}, 2, "", "--api: the embedded sim speaks openai-chat, openai-completions and generic, not tgi; pass --url"},
+		{[]string{"--api", "tgi"}, 2, "", "--api: the embedded sim speaks openai-chat, openai-completions, openai-responses, anthropic, generic, openai-embeddings and ollama-embed, not tgi; pass --url"},
 		{[]string{"--extra-body", "[1]"}, 2, "", "must be a JSON object"},
 		{[]string{"--max-tokens-field", "n"}, 2, "", `--max-tokens-field: "n" is neither max_tokens nor max_completion_tokens`},
 		{[]string{"--ttft", "soon"}, 2, "", `--ttft: unknown TTFT mode "soon" (want first-output or first-chunk)`},

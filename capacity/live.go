@@ -95,6 +95,7 @@ func (s *Live) Find(objs []slo.Objective) (int, func(error), error) {
 		defer close(done)
 		defer unsubscribe()
 		res, err := search.Run(ctx, s.eng, snaps)
+		settle(s.eng, search, res, err)
 		s.post(id, func(m *News) { m.End = &End{Result: res, Err: err} })
 	}()
 	// stop waits for the goroutine: the person's knob, turned next, must
@@ -102,6 +103,27 @@ func (s *Live) Find(objs []slo.Objective) (int, func(error), error) {
 	// Run returns as soon as it sees the context end.
 	stop := func(cause error) { cancel(cause); <-done }
 	return id, stop, nil
+}
+
+// settle leaves the load of a live search that found one at the load
+// found: Run leaves the knobs at its last step, which, as a bisection
+// ends, is as often the step that broke (33) as the one found (32). A
+// search cut short, one that found nothing and a run ending leave the
+// knobs as they are.
+func settle(eng Engine, search Search, res Result, err error) {
+	if err != nil || !res.Found || len(res.Steps) == 0 {
+		return
+	}
+	select {
+	case <-eng.Ending():
+		return
+	default:
+	}
+	search = search.withDefaults()
+	if last := res.Steps[len(res.Steps)-1]; last.Held && last.Load == res.MaxLoad {
+		return // already there
+	}
+	eng.NewPhase(func(k *load.Knobs) { search.set(k, res.MaxLoad) })
 }
 
 // post merges news of search id into the pending news; news of an older

@@ -96,3 +96,39 @@ func TestLiveNewsToTheEnd(t *testing.T) {
 	}
 	<-unsubscribed
 }
+
+// TestLiveLeavesTheLoadFound: a live search that found a load leaves the
+// knobs there, not at its last step (on main the dashboard stayed at the
+// step that broke, 33, where 32 was found).
+func TestLiveLeavesTheLoadFound(t *testing.T) {
+	f, snaps := newFake(t, 30)
+	s := NewLive(Search{Hold: fakeHold(), Resolution: 0.01}, f, func() (<-chan load.Snapshot, func()) { return snaps, func() {} })
+	defer s.Close()
+	if _, _, err := s.Find(mustParse(t, "ttft_p99<=500ms")); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, ok := s.Next()
+		if !ok {
+			t.Fatal("Next ended before the search did")
+		}
+		if m.End == nil {
+			continue
+		}
+		res := m.End.Result
+		if m.End.Err != nil || !res.Found || res.MaxLoad != 32 {
+			t.Fatalf("the end: %+v", m.End)
+		}
+		last := res.Steps[len(res.Steps)-1]
+		if last.Held {
+			t.Fatalf("the search ended on a step that held (%v): nothing to test", last.Load)
+		}
+		f.mu.Lock()
+		k := f.phases[len(f.phases)-1].Knobs
+		f.mu.Unlock()
+		if k.Concurrency != 32 || k.Paused {
+			t.Fatalf("the knobs after the search: %+v (its last step at %v, held %v)", k, last.Load, last.Held)
+		}
+		return
+	}
+}

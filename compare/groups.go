@@ -35,6 +35,7 @@ type Groups struct {
 	n, limit int
 	t0       time.Time
 	setting  setting
+	epoch    int // clearLocked's calls (see Knobs)
 	maxPhase int // the engine's newest phase recorded
 	// names are the named groups in the order seen (names[0] the
 	// baseline), sides their samples, seen their requests (every one,
@@ -100,6 +101,7 @@ func (g *Groups) Reset(at time.Time) {
 }
 
 func (g *Groups) clearLocked() {
+	g.epoch++
 	for i := range g.sides {
 		g.sides[i].clear()
 	}

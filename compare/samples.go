@@ -81,6 +81,7 @@ type Samples struct {
 	t0      time.Time
 	setting setting
 	sides   [2]sideSamples
+	epoch   int // clearLocked's calls (see Knobs)
 }
 
 // setting is the knob setting a comparison's samples belong to, and the
@@ -156,6 +157,7 @@ func samePhase(a, b load.Knobs) bool {
 
 // clearLocked forgets every sample.
 func (s *Samples) clearLocked() {
+	s.epoch++
 	for i := range s.sides {
 		s.sides[i].clear()
 	}
@@ -232,6 +234,9 @@ func (sd *sideSamples) record(rec load.Record, sec int32) {
 		if sd.lat[load.ITL] != nil {
 			rec.ITLs(func(d time.Duration) { add(load.ITL, d) })
 		}
+	}
+	if rec.HasTTFO {
+		add(load.TTFO, rec.TTFO+rec.Queue)
 	}
 	if !rec.OK() {
 		return

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,19 +63,22 @@ func windowQuantiles() []struct {
 // goroutine.
 type Exporter struct {
 	reg                        *prometheus.Registry
-	requests                   *prometheus.CounterVec
 	good                       prometheus.Counter
 	ttft, tpot, itl, e2e, ttfb prometheus.Histogram
-	outTok, inTok              prometheus.Counter
-	inflight, conc, prompt     prometheus.Gauge
-	output, paused             prometheus.Gauge
-	sloHeld                    *prometheus.GaugeVec
-	windowQ                    *prometheus.GaugeVec
-	window                     prometheus.Gauge
-	objectives                 []slo.Objective
-	// sent and incomplete come from the snapshots (a request cancelled
-	// before it finished is no record), read by their counters.
-	sent, incomplete atomic.Int64
+	// ttfo is the answer's first token after any reasoning, per
+	// completed request.
+	ttfo           prometheus.Histogram
+	outTok, inTok  prometheus.Counter
+	conc, prompt   prometheus.Gauge
+	output, paused prometheus.Gauge
+	sloHeld        *prometheus.GaugeVec
+	windowQ        *prometheus.GaugeVec
+	window         prometheus.Gauge
+	objectives     []slo.Objective
+	// flow is the sent and incomplete counters and the in-flight gauge,
+	// from the snapshots (a request cancelled before it finished is no
+	// record), set and read together.
+	flow *flow
 	// The split's series, by the group that answered each request
 	// (--split-by): its requests by class and its latencies, labelled
 	// group=NAME for the first probe.MaxGroups names seen,
@@ -116,28 +118,23 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 	gauge := func(name, help string) prometheus.Gauge {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 	}
-	x.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "infertop_requests_total",
-		Help: "Requests finished, by class (ok or the error class)."}, []string{"class"})
 	x.good = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_good_requests_total", Help: "Requests that met every goodput limit."})
 	x.ttft = hist("infertop_ttft_seconds", "Time to the first output-bearing message, observed as it arrives.", ttftBuckets())
 	x.tpot = hist("infertop_tpot_seconds", "Time per output token after the first, per request.", tokBuckets())
 	x.itl = hist("infertop_itl_seconds", "Gaps between output-bearing messages, observed as they arrive.", tokBuckets())
 	x.e2e = hist("infertop_e2e_seconds", "Time to the last output-bearing message.", e2eBuckets())
 	x.ttfb = hist("infertop_ttfb_seconds", "Time to the response headers.", ttftBuckets())
+	x.ttfo = hist("infertop_ttfo_seconds", "Time to the answer's first token, after any reasoning (TTFT is the first of either), per completed request.", ttftBuckets())
 	x.outTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_output_tokens_total",
 		Help: "Output tokens received, counted as they arrive (a token a message, corrected by the server's usage at the end of a request), those of requests that then failed included."})
 	x.inTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_input_tokens_total", Help: "Prompt tokens sent, as the server counted them."})
-	x.inflight = gauge("infertop_in_flight_requests", "Requests sent and not yet finished.")
 	x.conc = gauge("infertop_concurrency_target", "The concurrency knob.")
 	x.prompt = gauge("infertop_prompt_tokens_target", "The prompt length knob.")
 	x.output = gauge("infertop_output_tokens_target", "The output length knob.")
 	x.paused = gauge("infertop_paused", "1 while the load is paused.")
 	x.sloHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "infertop_slo_held",
 		Help: "1 while the objective holds over the rolling window, 0 when it is breached."}, []string{"slo"})
-	sent := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "infertop_requests_sent_total",
-		Help: "Requests started: finished (infertop_requests_total), incomplete, or in flight."}, func() float64 { return float64(x.sent.Load()) })
-	incomplete := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "infertop_requests_incomplete_total",
-		Help: "Requests still in flight at the end of the drain, cancelled."}, func() float64 { return float64(x.incomplete.Load()) })
+	x.flow = newFlow()
 	x.windowQ = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "infertop_window_latency_seconds",
 		Help: "The rolling window's latency quantiles, exact (HdrHistogram), as the dashboard shows them; NaN with nothing measured."},
 		[]string{"metric", "quantile"})
@@ -152,13 +149,10 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 	x.groupTPOT = groupHist("infertop_group_tpot_seconds", "Time per output token after the first, by the group that answered (--split-by).", tokBuckets())
 	x.groupE2E = groupHist("infertop_group_e2e_seconds", "Time to the last output-bearing message, by the group that answered (--split-by).", e2eBuckets())
 	x.groupNames = map[string]string{}
-	reg.MustRegister(x.windowQ, x.window, sent, incomplete, x.requests, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.outTok, x.inTok,
-		x.inflight, x.conc, x.prompt, x.output, x.paused, x.sloHeld, x.groupReq, x.groupTTFT, x.groupTPOT, x.groupE2E)
+	reg.MustRegister(x.windowQ, x.window, x.flow, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.ttfo, x.outTok, x.inTok,
+		x.conc, x.prompt, x.output, x.paused, x.sloHeld, x.groupReq, x.groupTTFT, x.groupTPOT, x.groupE2E)
 	if process {
 		x.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	}
-	for _, c := range append([]probe.ErrorClass{probe.OK}, probe.FailureClasses()...) {
-		x.requests.WithLabelValues(c.String()) // every class shows, at zero
 	}
 	for _, o := range objectives {
 		x.sloHeld.WithLabelValues(o.Expr).Set(1)
@@ -168,7 +162,7 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 
 // Observe records one finished request (load.Config.OnResult).
 func (x *Exporter) Observe(r load.Record) {
-	x.requests.WithLabelValues(r.Class.String()).Inc()
+	x.flow.finish(r.Class)
 	if r.Group != "" {
 		x.observeGroup(r)
 	}
@@ -189,6 +183,9 @@ func (x *Exporter) Observe(r load.Record) {
 	x.e2e.Observe(r.E2E.Seconds())
 	if r.TTFB > 0 {
 		x.ttfb.Observe(r.TTFB.Seconds())
+	}
+	if r.HasTTFO {
+		x.ttfo.Observe(r.TTFO.Seconds())
 	}
 }
 
@@ -261,7 +258,6 @@ func (x *Exporter) groupLabel(v string) string {
 // window's figures (fig: the snapshot's window with the telemetry joined,
 // so an energy objective reads what the dashboard and the reports read).
 func (x *Exporter) Update(s load.Snapshot, fig slo.Figures) {
-	x.inflight.Set(float64(s.InFlight))
 	x.window.Set(s.Window.Seconds())
 	for _, m := range []struct {
 		name string
@@ -278,8 +274,7 @@ func (x *Exporter) Update(s load.Snapshot, fig slo.Figures) {
 	}
 	// Never the run's figures, which a reset sets back to zero: a
 	// Prometheus counter only goes up.
-	x.sent.Store(s.SentEver)
-	x.incomplete.Store(s.IncompleteEver)
+	x.flow.set(s.SentEver, s.IncompleteEver)
 	x.conc.Set(float64(s.Knobs.Concurrency))
 	x.prompt.Set(float64(s.Knobs.PromptTokens))
 	x.output.Set(float64(s.Knobs.OutputTokens))
@@ -342,4 +337,73 @@ func Serve(ctx context.Context, ln net.Listener, xs ...*Exporter) error {
 		}
 		return fmt.Errorf("metrics: %w", err)
 	}
+}
+
+// flow collects every count of requests together: those finished by
+// class (each as it is observed), and the sent and the incomplete of the
+// snapshots. One scrape reads them under one lock, and the in-flight
+// gauge is what the others leave, so sent = finished + incomplete + in
+// flight in every scrape: a gauge and counters read apart were seen off
+// by a request that moved between their reads.
+type flow struct {
+	requests, sent, incomplete, inflight *prometheus.Desc
+
+	mu       sync.Mutex
+	s, inc   int64 // the newest snapshot's
+	finished [probe.NumClasses]int64
+}
+
+func newFlow() *flow {
+	return &flow{
+		requests:   prometheus.NewDesc("infertop_requests_total", "Requests finished, by class (ok or the error class).", []string{"class"}, nil),
+		sent:       prometheus.NewDesc("infertop_requests_sent_total", "Requests started: finished (infertop_requests_total), incomplete, or in flight.", nil, nil),
+		incomplete: prometheus.NewDesc("infertop_requests_incomplete_total", "Requests still in flight at the end of the drain, cancelled.", nil, nil),
+		inflight:   prometheus.NewDesc("infertop_in_flight_requests", "Requests sent and not yet finished.", nil, nil),
+	}
+}
+
+// set takes a snapshot's counts, each a running total that only grows.
+func (f *flow) set(sent, incomplete int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.s, f.inc = max(f.s, sent), max(f.inc, incomplete)
+}
+
+// finish counts a request finished in class c.
+func (f *flow) finish(c probe.ErrorClass) {
+	if c < 0 || c >= probe.NumClasses {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finished[c]++
+}
+
+// Describe is prometheus.Collector's.
+func (f *flow) Describe(ch chan<- *prometheus.Desc) {
+	ch <- f.requests
+	ch <- f.sent
+	ch <- f.incomplete
+	ch <- f.inflight
+}
+
+// Collect is prometheus.Collector's: every count under one lock. A
+// request finished since the last snapshot was sent before it finished:
+// sent is never below what finished or was cut.
+func (f *flow) Collect(ch chan<- prometheus.Metric) {
+	f.mu.Lock()
+	finished, inc := f.finished, f.inc
+	var done int64
+	for _, n := range finished {
+		done += n
+	}
+	f.s = max(f.s, done+inc)
+	sent := f.s
+	f.mu.Unlock()
+	for _, c := range append([]probe.ErrorClass{probe.OK}, probe.FailureClasses()...) { // every class shows, at zero
+		ch <- prometheus.MustNewConstMetric(f.requests, prometheus.CounterValue, float64(finished[c]), c.String())
+	}
+	ch <- prometheus.MustNewConstMetric(f.sent, prometheus.CounterValue, float64(sent))
+	ch <- prometheus.MustNewConstMetric(f.incomplete, prometheus.CounterValue, float64(inc))
+	ch <- prometheus.MustNewConstMetric(f.inflight, prometheus.GaugeValue, float64(sent-done-inc))
 }

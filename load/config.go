@@ -70,6 +70,10 @@ type Config struct {
 	// learning, from the server's reported prompt tokens, how many words
 	// make the asked number of tokens.
 	NoCalibrate bool
+	// MaxContext is the server's context in tokens, prompt and output
+	// together (0: not known): the calibration keeps a prompt asked to
+	// fit inside it from going past it.
+	MaxContext int
 	// PrefixTokens starts every prompt with the same text of about this
 	// many tokens (prefix-cache experiments); the rest stays unique.
 	PrefixTokens int
@@ -161,10 +165,13 @@ func (w Warmup) set() bool { return w.Requests > 0 || w.Duration > 0 }
 // it succeeded and met every limit given.
 type Goodput struct {
 	TTFT, TPOT, E2E time.Duration
+	// TTFO limits the time to the answer's first token, after any
+	// reasoning; a request with no answer token fails it.
+	TTFO time.Duration
 }
 
 // Set reports whether any limit is given.
-func (g Goodput) Set() bool { return g.TTFT > 0 || g.TPOT > 0 || g.E2E > 0 }
+func (g Goodput) Set() bool { return g.TTFT > 0 || g.TPOT > 0 || g.E2E > 0 || g.TTFO > 0 }
 
 // good reports whether r met every limit.
 func (g Goodput) good(r *probe.Result) bool {
@@ -172,6 +179,9 @@ func (g Goodput) good(r *probe.Result) bool {
 		return false
 	}
 	if g.TTFT > 0 && (!r.HasTTFT || r.TTFT > g.TTFT) {
+		return false
+	}
+	if g.TTFO > 0 && (!r.HasTTFO || r.TTFO > g.TTFO) {
 		return false
 	}
 	if g.TPOT > 0 {

@@ -368,7 +368,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 		s.Limits = Limits{Duration: e.cfg.Duration, Requests: e.cfg.MaxRequests}
-		s.PromptLength, s.OutputLength = e.cfg.PromptLength, e.cfg.OutputLength
+		s.PromptLength, s.OutputLength, s.PrefixTokens = e.cfg.PromptLength, e.cfg.OutputLength, e.prompts.pwords
 		s.Trace, s.Sessions = e.traceStatus(), e.sessions.figures(int64(gen))
 		if e.cfg.Dataset != nil {
 			s.Dataset = e.cfg.Dataset.Len()

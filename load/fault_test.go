@@ -72,7 +72,7 @@ func TestFaultClasses(t *testing.T) {
 	}
 }
 
-// TestHugeLinesHoldMemory: lines past the limit (17 MiB) are refused as
+// TestHugeLinesHoldMemory: lines past the limit (2 MiB, the cap 1 MiB) are refused as
 // malformed, not kept.
 func TestHugeLinesHoldMemory(t *testing.T) {
 	var before, after runtime.MemStats
@@ -85,6 +85,6 @@ func TestHugeLinesHoldMemory(t *testing.T) {
 		t.Fatalf("classes %v", s.TotalByClass)
 	}
 	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 64<<20 {
-		t.Fatalf("heap grew by %d MiB after 4 lines of 17 MiB", grew>>20)
+		t.Fatalf("heap grew by %d MiB after 4 lines of 2 MiB", grew>>20)
 	}
 }

@@ -28,10 +28,11 @@ type flight struct {
 
 	// The aggregator's: how many of the live messages it has folded, the
 	// output tokens it credited from them, and the run time of the last.
-	taken   int
-	counted int64
-	last    time.Duration
-	first   bool // its first message (the TTFT) has been folded
+	taken    int
+	counted  int64
+	last     time.Duration
+	first    bool // its first message (the TTFT) has been folded
+	answered bool // its first answer message (the TTFO) has been folded
 }
 
 // slot is where one sender (a closed-loop worker, an open-loop sender)
@@ -43,9 +44,12 @@ type slot struct {
 }
 
 // take returns a flight for the slot's next request: its spare, or a new
-// one when the aggregator has not yet released the last.
+// one when the aggregator has not yet released the last. A spare's Live
+// is reset here, before the flight is shown in the slot: the aggregator
+// must not take the last request's messages for the next one's.
 func (s *slot) take(origin time.Time) *flight {
 	if f := s.spare.Swap(nil); f != nil {
+		f.live.Reset()
 		return f
 	}
 	f := &flight{slot: s}
@@ -55,7 +59,7 @@ func (s *slot) take(origin time.Time) *flight {
 
 // release hands a flight the aggregator is done with back to its slot.
 func (f *flight) release() {
-	f.taken, f.counted, f.last, f.first = 0, 0, 0, false
+	f.taken, f.counted, f.last, f.first, f.answered = 0, 0, 0, false, false
 	f.res, f.phase, f.intended = probe.Result{}, nil, time.Time{}
 	f.slot.spare.Store(f)
 }

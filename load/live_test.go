@@ -97,7 +97,9 @@ func TestLiveMatchesSim(t *testing.T) {
 // then goes silent; the snapshots tell them apart, with the oldest of
 // each, and call the silent one stalled once it has been silent past
 // StallAfter of its own pace (2 s here), not before. A failure after that
-// keeps the TTFT and the delivered tokens. Virtual time (synctest).
+// keeps the TTFT and the delivered tokens. The streaming one reasons for
+// five messages before it answers: its TTFO is in the window as it
+// arrives too. Virtual time (synctest).
 func TestStreamsWaitingGeneratingStalled(t *testing.T) { synctest.Test(t, testStreams) }
 
 func testStreams(t *testing.T) {
@@ -119,15 +121,19 @@ func testStreams(t *testing.T) {
 			if !wait(time.Second) {
 				return probe.Result{Start: start, Class: probe.Canceled}
 			}
-			req.Live.Add(start, time.Since(start), true)
+			req.Live.Add(start, time.Since(start), probe.Answer)
 			wait(time.Hour)
 			return probe.Result{Start: start, Class: probe.Canceled}
 		}
-		for range 20 {
+		for i := range 20 {
 			if !wait(10 * time.Millisecond) {
 				return probe.Result{Start: start, Class: probe.Canceled}
 			}
-			req.Live.Add(start, time.Since(start), true)
+			mark := probe.Answer // reasoning first, then the answer
+			if i < 5 {
+				mark = probe.Output
+			}
+			req.Live.Add(start, time.Since(start), mark)
 		}
 		if !wait(5 * time.Second) {
 			return probe.Result{Start: start, Class: probe.Canceled}
@@ -148,6 +154,10 @@ func testStreams(t *testing.T) {
 	if s.Latency[TTFT].Count != 1 || s.Latency[ITL].Count != 19 || s.Run.DeliveredTokens != 20 {
 		t.Errorf("at %v: %d TTFTs, %d gaps, %d tokens", s.Elapsed, s.Latency[TTFT].Count, s.Latency[ITL].Count, s.Run.DeliveredTokens)
 	}
+	// The answer's first token, after five of reasoning, as it arrived.
+	if d := s.Latency[TTFO]; d.Count != 1 || d.Max < 55*time.Millisecond || d.Max > 65*time.Millisecond || s.Latency[TTFT].Max > 15*time.Millisecond {
+		t.Errorf("at %v: TTFO %+v, TTFT %+v", s.Elapsed, d, s.Latency[TTFT])
+	}
 	if s = at(2100 * time.Millisecond); s.Streams.Stalled != 0 || s.Streams.Generating != 2 {
 		t.Errorf("at %v, 1.9 s silent: %+v", s.Elapsed, s.Streams)
 	}
@@ -158,5 +168,24 @@ func testStreams(t *testing.T) {
 	if s.TotalFailed != 1 || s.Latency[TTFT].Count != 2 || s.Run.FailedOutTokens != 20 || s.Run.DeliveredTokens != 21 || s.Run.OutTokens != 0 {
 		t.Errorf("after the failure: %d failed, %d TTFTs, %d failed tokens of %d delivered, %d completed's", s.TotalFailed, s.Latency[TTFT].Count,
 			s.Run.FailedOutTokens, s.Run.DeliveredTokens, s.Run.OutTokens)
+	}
+}
+
+// TestReusedFlightStartsEmpty: a flight the aggregator released comes back
+// to its slot's next request with nothing of the last one's stream, so a
+// look between its publication and its request's first message takes
+// nothing twice (and reads nothing its writer is about to overwrite).
+func TestReusedFlightStartsEmpty(t *testing.T) {
+	t0 := time.Now()
+	sl := new(slot)
+	f := sl.take(t0)
+	f.live.Replay(t0, time.Millisecond, 2*time.Millisecond, 3*time.Millisecond)
+	f.release()
+	g := sl.take(t0)
+	if g != f || g.live.Len() != 0 {
+		t.Fatalf("the reused flight shows %d messages of its last request", g.live.Len())
+	}
+	if _, ok := g.live.Start(); ok {
+		t.Fatal("the reused flight shows the last request's start")
 	}
 }

@@ -55,6 +55,15 @@ func NewPromptGen(seed uint64, prefixWords int) *PromptGen {
 	return g
 }
 
+// words is how many words Next(n) writes: n, or the prefix and the
+// request's marker when the prefix is longer.
+func (g *PromptGen) words(n int) int {
+	if g.pwords > 0 {
+		return max(n, g.pwords+1)
+	}
+	return max(n, 1)
+}
+
 // Next returns a fresh prompt of about tokens tokens.
 func (g *PromptGen) Next(tokens int) string { return g.next(tokens, true) }
 

@@ -299,7 +299,7 @@ func (e *Engine) traceRequest(en *TraceEntry, k Knobs) (req probe.Request, words
 	}
 	words = promptLen
 	if !e.cfg.NoCalibrate {
-		words = e.cal.words(promptLen)
+		words = e.cal.words(promptLen, e.promptLimit(outputLen))
 	}
 	if len(en.HashIDs) == 0 {
 		return probe.Request{Prompt: e.prompts.Next(words), MaxTokens: outputLen}, words, promptLen, outputLen

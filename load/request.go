@@ -51,9 +51,11 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 		}
 	} else {
 		if !e.cfg.NoCalibrate {
-			words = e.cal.words(promptLen)
+			words = e.cal.words(promptLen, e.promptLimit(outputLen))
 		}
 		req.Prompt = e.prompts.Next(words)
+		words = e.prompts.words(words) // what the calibration learns from
+		promptLen = max(promptLen, e.prompts.pwords+1)
 	}
 	req.MaxTokens = outputLen
 	f := sl.take(e.t0)
@@ -89,6 +91,15 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 		return false, 0, false
 	}
 	return res.OK(), res.RetryAfter, true
+}
+
+// promptLimit is the most prompt tokens a request of outputLen output
+// tokens may have within the server's context (0: not known).
+func (e *Engine) promptLimit(outputLen int) int {
+	if e.cfg.MaxContext <= 0 {
+		return 0
+	}
+	return max(e.cfg.MaxContext-outputLen, 1)
 }
 
 // AbandonGrace is how long a request may go on after its context ended

@@ -23,10 +23,14 @@ const (
 	// intended send time (open loop): the coordinated-omission-safe figures.
 	TTFTIntended
 	E2EIntended
+	// TTFO is the time to the first token of the answer, after any
+	// reasoning (AIPerf's time to first output); TTFT is the first token
+	// of either kind.
+	TTFO
 	NumMetrics
 )
 
-var metricNames = [NumMetrics]string{"TTFT", "TPOT", "ITL", "E2E", "TTFB", "queue", "TTFT*", "E2E*"}
+var metricNames = [NumMetrics]string{"TTFT", "TPOT", "ITL", "E2E", "TTFB", "queue", "TTFT*", "E2E*", "TTFO"}
 
 // String is the metric's display name.
 func (m Metric) String() string { return metricNames[m] }
@@ -77,6 +81,9 @@ type Snapshot struct {
 	// Sessions are the multi-turn sessions' figures, turn by turn (the
 	// zero value: none).
 	Sessions SessionFigures
+	// PrefixTokens is the shared prefix every prompt starts with (0:
+	// none); a prompt shorter than it grows to hold it.
+	PrefixTokens int
 	// Window is the rolling window selected; Covered how much of it holds
 	// data (less than Window early in a run, after the warm-up or a
 	// reset): the window's rates are over it.
@@ -198,6 +205,9 @@ type Phase struct {
 	// its request then fails: it was measured); TPOT, E2E and the rest
 	// at the completion of each.
 	Latency [NumMetrics]Dist
+	// ReasoningTokens is the part of OutTokens spent reasoning; Inputs
+	// the inputs embedded (the embeddings kinds' batches).
+	ReasoningTokens, Inputs int64
 	// Incomplete counts the phase's requests cancelled before they
 	// finished (the drain ran out); Pending those started and not yet
 	// counted; Retried those sent again on a new connection (not

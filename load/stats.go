@@ -21,6 +21,15 @@ type counts struct {
 	completed, failed, good, outTok, inTok, retried int64
 	delivered, failedTok                            int64
 	byClass                                         [probe.NumClasses]int64
+	// reasonTok and inputs are the phase's reasoning tokens and inputs
+	// embedded (kept per phase; the seconds leave them at zero).
+	reasonTok, inputs int64
+}
+
+// addKinds counts a successful result's reasoning tokens and inputs.
+func (c *counts) addKinds(r *probe.Result) {
+	c.reasonTok += int64(r.ReasoningTokens)
+	c.inputs += int64(r.Inputs)
 }
 
 // secSlot is one second of the run, sealed.
@@ -210,6 +219,11 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 		f.first = true
 		a.firstMessage(f, r.TTFT)
 	}
+	if r.HasTTFO && !f.answered { // likewise its TTFO
+		f.answered = true
+		ph, inRun := a.target(f)
+		a.record(TTFO, r.TTFO, ph, inRun)
+	}
 	var ph *phaseAcc
 	end := r.Start.Sub(a.t0) + r.E2E
 	if f.phase.gen == a.gen {
@@ -268,7 +282,7 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 	if r.InputEstimated {
 		in = f.prompt
 	} else if a.cal != nil && run != nil {
-		a.cal.observe(f.words, r.InputTokens)
+		a.cal.observe(f.words, r.InputTokens/max(r.Inputs, 1)) // an embeddings batch: per input
 	}
 	both(func(p *phaseAcc) {
 		p.completed++
@@ -277,6 +291,7 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 		}
 		p.outTok += int64(r.OutputTokens)
 		p.inTok += int64(in)
+		p.addKinds(r)
 	})
 	a.correctTokens(f, ph, run != nil)
 	if run == nil {
@@ -338,7 +353,7 @@ func (a *aggregator) fold(f *flight) {
 	gaps := a.gaps[:0]
 	var tokens int64
 	for i := f.taken; i < n; i++ {
-		at, output := f.live.At(i)
+		at, mark := f.live.At(i)
 		if !f.first {
 			f.first = true
 			a.firstMessage(f, at-start)
@@ -348,7 +363,11 @@ func (a *aggregator) fold(f *flight) {
 			a.record(ITL, d, ph, inRun)
 		}
 		f.last = at
-		if output {
+		if mark.Answer() && !f.answered {
+			f.answered = true
+			a.record(TTFO, at-start, ph, inRun)
+		}
+		if mark.Output() {
 			tokens++
 			if inRun {
 				a.creditTokens(secOf(at), 1)
@@ -667,7 +686,7 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 	ph := Phase{
 		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current, Warmup: p.info.warmup,
 		Completed: p.completed, Failed: p.failed, Good: p.good, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
-		DeliveredTokens: p.delivered, FailedOutTokens: p.failedTok,
+		DeliveredTokens: p.delivered, FailedOutTokens: p.failedTok, ReasoningTokens: p.reasonTok, Inputs: p.inputs,
 		Retried: p.retried, Incomplete: p.info.incomplete.Load(), Pending: p.info.outstanding.Load(),
 	}
 	if !current {

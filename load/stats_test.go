@@ -27,7 +27,7 @@ func finished(t0 time.Time, r probe.Result, ph *phaseInfo) *flight {
 			if n > 1 {
 				off += (r.E2E - r.TTFT) * time.Duration(i) / time.Duration(n-1)
 			}
-			f.live.Add(r.Start, off, true)
+			f.live.Add(r.Start, off, probe.Answer)
 		}
 	}
 	return f
@@ -248,14 +248,14 @@ func TestCalibrator(t *testing.T) {
 	count := func(w int) int { return int(math.Round(1.3*float64(w))) + 12 }
 	w := 0
 	for range 10 {
-		w = c.words(500)
+		w = c.words(500, 0)
 		c.observe(w, count(w))
 	}
-	if got := count(c.words(500)); math.Abs(float64(got-500)) > 5 {
+	if got := count(c.words(500, 0)); math.Abs(float64(got-500)) > 5 {
 		t.Fatalf("after 10 requests %d words make %d tokens, want 500", w, got)
 	}
 	// A new target is met at once: the fit knows the overhead.
-	if got := count(c.words(2000)); math.Abs(float64(got-2000)) > 20 {
+	if got := count(c.words(2000, 0)); math.Abs(float64(got-2000)) > 20 {
 		t.Fatalf("2000 → %d tokens", got)
 	}
 }
@@ -265,13 +265,13 @@ func TestCalibrator(t *testing.T) {
 func TestCalibratorIgnoresAFixedCount(t *testing.T) {
 	var c calibrator
 	for range 50 {
-		w := c.words(100)
+		w := c.words(100, 0)
 		if w > 303 {
 			t.Fatalf("asked for 100 tokens, sent %d words", w)
 		}
 		c.observe(w, 1)
 	}
-	if w := c.words(100); w != 100 {
+	if w := c.words(100, 0); w != 100 {
 		t.Fatalf("a server that counts 1 token whatever it gets: %d words for 100", w)
 	}
 }

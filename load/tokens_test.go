@@ -47,7 +47,7 @@ func testTokensByArrival(t *testing.T) {
 				tm.Stop()
 				return probe.Result{Class: probe.Canceled}
 			}
-			req.Live.Add(start, time.Since(start), true)
+			req.Live.Add(start, time.Since(start), probe.Answer)
 		}
 		e2e := time.Since(start)
 		// The usage message and the end of the stream come at 3.05 s.

@@ -90,7 +90,7 @@ func (c Config) Validate() error {
 		return &SettingError{SettingDrain, fmt.Errorf("%v is negative", c.Drain)}
 	case c.NoDrain && c.Drain != 0:
 		return &SettingError{SettingDrain, fmt.Errorf("%v given with no drain", c.Drain)}
-	case c.Goodput.TTFT < 0 || c.Goodput.TPOT < 0 || c.Goodput.E2E < 0:
+	case c.Goodput.TTFT < 0 || c.Goodput.TPOT < 0 || c.Goodput.E2E < 0 || c.Goodput.TTFO < 0:
 		return &SettingError{SettingGoodput, errors.New("a limit is negative")}
 	case c.PrefixTokens < 0 || c.PrefixTokens > MaxPromptTokens:
 		return &SettingError{SettingPrefixTokens, fmt.Errorf("%d is not within 0..%d", c.PrefixTokens, MaxPromptTokens)}

@@ -274,9 +274,7 @@ func (c *Client) setHeaders(h http.Header) {
 			h.Add(k, v)
 		}
 	}
-	if c.cfg.APIKey != "" {
-		h.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
+	setAuth(c.cfg.API, c.cfg.APIKey, h)
 }
 
 // timing collects a request's connection phases from httptrace. The
@@ -481,7 +479,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		u = c.readStream(ctx, resp.Body, fr, &res, req)
 	}
 	if res.Class == OK {
-		c.finishTokens(&res, req, u)
+		c.finish(&res, req, u)
 	}
 	if res.Class == OK {
 		c.drain(resp.Body, cancel)
@@ -713,11 +711,12 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 			c.readGroup(data, field, res)
 		}
 		if info.usage != nil {
-			u = info.usage
+			u = mergeUsage(u, info.usage)
 		}
 		finished = finished || info.finished
 		if info.output {
 			res.Messages++
+			noteOutput(res, &info, now)
 		}
 		// In first-chunk mode every message with choices is timed, as vLLM's
 		// benchmark does; otherwise only messages that carry output.
@@ -726,7 +725,14 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 			if !res.HasTTFT {
 				res.HasTTFT, res.TTFT = true, now
 			}
-			live.Add(res.Start, now, info.output)
+			mark := Timed
+			if info.output {
+				mark = Answer
+				if info.reasoningOnly() {
+					mark = Output
+				}
+			}
+			live.Add(res.Start, now, mark)
 			res.E2E = now
 		}
 		if info.finished && nd != nil {
@@ -750,10 +756,15 @@ func capRule(maxTokens int) string {
 // readWhole reads a non-streamed JSON answer: no TTFT can be observed, and
 // none is reported (never E2E in its place). It returns the server's usage.
 func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) *usage {
-	data, err := io.ReadAll(io.LimitReader(body, MaxLineBytes))
+	whole := c.proto.limits().whole
+	data, err := io.ReadAll(io.LimitReader(body, int64(whole)+1))
 	res.E2E = time.Since(res.Start)
 	if err != nil {
 		res.Class, res.Err = classify(ctx, err, true), c.redact(err.Error())
+		return nil
+	}
+	if len(data) > whole {
+		res.Class, res.Err = Malformed, wholeTooLarge(whole).Error()
 		return nil
 	}
 	st := getStreamState(nil) // for its parser
@@ -774,7 +785,11 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) *us
 	}
 	if info.output {
 		res.Messages = 1
+		if info.reasoningOnly() {
+			res.ReasoningMessages = 1
+		}
 	}
+	res.Inputs = info.vectors
 	return info.usage
 }
 
@@ -897,7 +912,7 @@ func endpointURL(raw, suffix string) (string, error) {
 		return "", err
 	}
 	p := strings.TrimRight(u.Path, "/")
-	for _, full := range []string{"/chat/completions", "/completions", "/models"} {
+	for _, full := range []string{"/chat/completions", "/completions", "/models", "/responses", "/messages", "/embeddings"} {
 		if strings.HasSuffix(p, full) {
 			p = strings.TrimSuffix(p, full)
 			if full == suffix {

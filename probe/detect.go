@@ -28,6 +28,16 @@ func EndpointURL(kind Kind, raw string, stream bool) (string, error) {
 		return endpointURL(raw, "/chat/completions")
 	case OpenAICompletions:
 		return endpointURL(raw, "/completions")
+	case OpenAIResponses:
+		return endpointURL(raw, "/responses")
+	case Anthropic:
+		return endpointURL(raw, "/messages")
+	case OpenAIEmbeddings:
+		return endpointURL(raw, "/embeddings")
+	case OllamaEmbed:
+		if !strings.HasSuffix(p, "/api/embed") {
+			p = trimSuffixes(p, "/api/chat", "/api/generate", "/v1", "/api") + "/api/embed"
+		}
 	case Ollama:
 		if !strings.HasSuffix(p, "/api/chat") && !strings.HasSuffix(p, "/api/generate") {
 			p = trimSuffixes(p, "/v1", "/api") + "/api/chat"
@@ -72,6 +82,8 @@ func KindFromPath(raw string) (kind Kind, reason string, ok bool) {
 		{"/chat/completions", OpenAIChat}, {"/completions", OpenAICompletions},
 		{"/api/chat", Ollama}, {"/api/generate", Ollama},
 		{"/generate_stream", TGI}, {"/generate", TGI}, {"/v1/infer", Generic},
+		{"/responses", OpenAIResponses}, {"/messages", Anthropic},
+		{"/embeddings", OpenAIEmbeddings}, {"/api/embed", OllamaEmbed},
 	} {
 		if strings.HasSuffix(p, r.suffix) {
 			return r.kind, "the URL's path ends in " + r.suffix, true
@@ -108,7 +120,7 @@ func Detect(ctx context.Context, cfg Config, raw string) (Kind, string, error) {
 		kind     Kind
 		why      string
 	}{
-		{base + "/models", "data", OpenAIChat, "GET /v1/models answered with a model list"},
+		{base + "/models", "data", OpenAIChat, "GET /v1/models answered with a model list; chat completions assumed, as it cannot tell: --api openai-responses, anthropic or openai-embeddings for the others"},
 		{strings.TrimRight(root.String(), "/") + "/api/tags", "models", Ollama, "GET /api/tags answered (Ollama)"},
 		{strings.TrimRight(root.String(), "/") + "/info", "model_id", TGI, "GET /info answered with a model_id (TGI)"},
 	}
@@ -191,6 +203,24 @@ func boundAttempts(ctx context.Context, n int) (context.Context, context.CancelF
 // OpenAI model list, Ollama's tags, TGI's model_id. A generic API is asked
 // for an OpenAI list (as the sim serves one).
 func (c *Client) Models(ctx context.Context, raw string) ([]string, error) {
+	ms, err := c.ModelList(ctx, raw)
+	var ids []string
+	for _, m := range ms {
+		ids = append(ids, m.ID)
+	}
+	return ids, err
+}
+
+// ModelInfo is one model a server lists.
+type ModelInfo struct {
+	ID string
+	// MaxModelLen is its context in tokens, prompt and output together,
+	// where the server says (vLLM's max_model_len; 0: not said).
+	MaxModelLen int
+}
+
+// ModelList is Models with what the server says of each model.
+func (c *Client) ModelList(ctx context.Context, raw string) ([]ModelInfo, error) {
 	u, err := parseBase(raw)
 	if err != nil {
 		return nil, err
@@ -200,7 +230,7 @@ func (c *Client) Models(ctx context.Context, raw string) ([]string, error) {
 	r := strings.TrimRight(root.String(), "/")
 	var target string
 	switch c.cfg.API {
-	case Ollama:
+	case Ollama, OllamaEmbed:
 		target = r + "/api/tags"
 	case TGI:
 		target = r + "/info"
@@ -219,29 +249,48 @@ func (c *Client) Models(ctx context.Context, raw string) ([]string, error) {
 	}
 	var doc struct {
 		Data []struct {
-			ID string `json:"id"`
+			ID          string `json:"id"`
+			MaxModelLen int    `json:"max_model_len"`
 		} `json:"data"`
 		Models []struct {
 			Name  string `json:"name"`
 			Model string `json:"model"`
 		} `json:"models"`
-		ModelID string `json:"model_id"`
+		ModelID        string `json:"model_id"`
+		MaxTotalTokens int    `json:"max_total_tokens"` // TGI's /info
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, fmt.Errorf("list models: not a model list: %w", err)
 	}
-	var ids []string
+	var ms []ModelInfo
+	refused := 0
+	add := func(m ModelInfo) {
+		switch {
+		case m.ID == "":
+		case len(m.ID) > MaxModelBytes:
+			refused++
+		default:
+			ms = append(ms, m)
+		}
+	}
 	for _, m := range doc.Data {
-		ids = append(ids, m.ID)
+		add(ModelInfo{ID: m.ID, MaxModelLen: max(m.MaxModelLen, 0)})
 	}
 	for _, m := range doc.Models {
-		ids = append(ids, firstNonEmpty(m.Name, m.Model))
+		add(ModelInfo{ID: firstNonEmpty(m.Name, m.Model)})
 	}
-	if doc.ModelID != "" {
-		ids = append(ids, doc.ModelID)
+	add(ModelInfo{ID: doc.ModelID, MaxModelLen: max(doc.MaxTotalTokens, 0)})
+	if len(ms) == 0 && refused > 0 {
+		return nil, fmt.Errorf("list models: GET %s: every model id listed (%d) is longer than %d bytes; pass --model", RedactURL(target), refused, MaxModelBytes)
 	}
-	return ids, nil
+	return ms, nil
 }
+
+// MaxModelBytes is the longest model id taken from a server's list: real
+// ones are a name or a path (tens of bytes, a few hundred at most), and
+// the id goes into every request body and every summary (a 3 MB id made a
+// 3 MB summary line and 3 MB requests).
+const MaxModelBytes = 1024
 
 func firstNonEmpty(a, b string) string {
 	if a != "" {
@@ -264,7 +313,7 @@ func (c *Client) ServerInfo(ctx context.Context, raw string) map[string]json.Raw
 	r := strings.TrimRight(root.String(), "/")
 	paths := map[string]string{"version": r + "/version"}
 	switch c.cfg.API {
-	case Ollama:
+	case Ollama, OllamaEmbed:
 		paths["models"], paths["version"] = r+"/api/tags", r+"/api/version"
 	case TGI:
 		paths["models"] = r + "/info"

@@ -23,7 +23,7 @@ func fastChunk(data []byte, memo *chunkMemo) (info chunkInfo, ok bool) {
 		case "id":
 			v, escaped, ok := s.stringOrNull()
 			if len(info.id) == 0 && len(v) > 0 {
-				info.id, idAt = v, s.i-1-len(v)
+				info.id, idAt = capID(v), s.i-1-len(v)
 			}
 			return ok && !escaped
 		case "usage", "error":
@@ -348,7 +348,9 @@ func (s *scanner) choice(info *chunkInfo) bool {
 			return s.delta(info)
 		case "text":
 			v, _, ok := s.stringOrNull()
-			info.output = info.output || len(v) > 0
+			if len(v) > 0 {
+				info.output, info.answer = true, true
+			}
 			return ok
 		case "finish_reason":
 			v, _, ok := s.stringOrNull()
@@ -369,7 +371,10 @@ func (s *scanner) delta(info *chunkInfo) bool {
 		s.ws()
 		if openaiTextKey(key) && s.i < len(s.b) && s.b[s.i] == '"' {
 			v, _, ok := s.str()
-			info.output = info.output || len(v) > 0
+			if len(v) > 0 {
+				info.output = true
+				noteTextKey(key, info)
+			}
 			return ok
 		}
 		return s.value(3)

@@ -29,6 +29,7 @@ func agree(t *testing.T, data []byte) (fast bool) {
 	}
 	if got.output != want.output || got.choices != want.choices || got.finished != want.finished ||
 		got.done != want.done || string(got.id) != string(want.id) || got.usage != nil || want.usage != nil ||
+		got.reasoning != want.reasoning || got.answer != want.answer ||
 		got.errMsg != nil || want.errMsg != nil {
 		t.Fatalf("%q: fast %+v, full %+v", data, got, want)
 	}

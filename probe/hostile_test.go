@@ -200,7 +200,7 @@ func TestOutputCap(t *testing.T) {
 // TestStreamStateShrinks: a state that read a long message goes back to
 // the pool without the buffers and the parser it grew.
 func TestStreamStateShrinks(t *testing.T) {
-	big := strings.Repeat("x", 1<<20)
+	big := strings.Repeat("x", 512<<10)
 	for _, fr := range []framing{frameSSE, frameNDJSON} {
 		st := getStreamState(strings.NewReader("data: \"" + big + "\"\n\n"))
 		var data []byte
@@ -221,7 +221,7 @@ func TestStreamStateShrinks(t *testing.T) {
 			t.Fatalf("kept %d, %d, %d bytes of buffers", cap(st.sse.data), cap(st.sse.long), cap(st.nd.long))
 		}
 		if !reflect.DeepEqual(st.parser, parser{}) {
-			t.Fatal("kept the parser that read a 1 MiB message")
+			t.Fatal("kept the parser that read a 512 KiB message")
 		}
 		st.release()
 	}

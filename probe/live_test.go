@@ -19,15 +19,19 @@ func TestLiveConcurrent(t *testing.T) {
 		defer close(done)
 		l.Begin(start)
 		for i := range n {
-			l.Add(start, time.Duration(i)*time.Microsecond, i%3 != 0)
+			m := Answer
+			if i%3 == 0 {
+				m = Timed
+			}
+			l.Add(start, time.Duration(i)*time.Microsecond, m)
 		}
 	}()
 	read := 0
 	for read < n {
 		for m := l.Len(); read < m; read++ {
-			at, out := l.At(read)
-			if want := time.Second + time.Duration(read)*time.Microsecond; at != want || out != (read%3 != 0) {
-				t.Fatalf("entry %d: %v %v, want %v %v", read, at, out, want, read%3 != 0)
+			at, m := l.At(read)
+			if want := time.Second + time.Duration(read)*time.Microsecond; at != want || m.Output() != (read%3 != 0) || m.Answer() != m.Output() {
+				t.Fatalf("entry %d: %v %v, want %v %v", read, at, m, want, read%3 != 0)
 			}
 		}
 		select {
@@ -55,6 +59,6 @@ func TestLiveConcurrent(t *testing.T) {
 	}
 	var nilLive *Live
 	nilLive.Begin(start) // a request function may be given none
-	nilLive.Add(start, 0, true)
+	nilLive.Add(start, 0, Answer)
 	nilLive.ITLs(func(time.Duration) { t.Fatal("a gap from no Live") })
 }

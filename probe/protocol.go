@@ -21,10 +21,24 @@ const (
 	Ollama            Kind = "ollama"
 	TGI               Kind = "tgi"
 	Generic           Kind = "generic"
+	// OpenAIResponses is the OpenAI Responses API (POST /v1/responses).
+	OpenAIResponses Kind = "openai-responses"
+	// Anthropic is the Anthropic Messages API (POST /v1/messages).
+	Anthropic Kind = "anthropic"
+	// OpenAIEmbeddings is POST /v1/embeddings; OllamaEmbed is Ollama's
+	// POST /api/embed. Neither streams: there is no TTFT, only E2E.
+	OpenAIEmbeddings Kind = "openai-embeddings"
+	OllamaEmbed      Kind = "ollama-embed"
 )
 
 // Kinds lists every kind.
-func Kinds() []Kind { return []Kind{OpenAIChat, OpenAICompletions, Ollama, TGI, Generic} }
+func Kinds() []Kind {
+	return []Kind{OpenAIChat, OpenAICompletions, Ollama, TGI, Generic, OpenAIResponses, Anthropic, OpenAIEmbeddings, OllamaEmbed}
+}
+
+// Embeds reports whether k is an embeddings API: no output tokens, no
+// stream, a batch of inputs per request.
+func (k Kind) Embeds() bool { return k == OpenAIEmbeddings || k == OllamaEmbed }
 
 // ParseKind reads a kind's name.
 func ParseKind(s string) (Kind, error) {
@@ -48,6 +62,8 @@ type BodyOptions struct {
 	Seed                 *int64
 	// Extra is merged into the top level of every JSON body.
 	Extra map[string]any
+	// Batch is the number of inputs per embeddings request (0: 1).
+	Batch int
 }
 
 // GenericOptions describe a plain JSON API (Kind generic).
@@ -85,6 +101,8 @@ type protocol interface {
 	// endsOnEOF is true when the stream carries no end marker of its own,
 	// so the end of the body is the end of the answer.
 	endsOnEOF() bool
+	// limits are the kind's bounds on one message (limits.go).
+	limits() limits
 }
 
 // chunkInfo is what one message tells the timing code.
@@ -96,13 +114,27 @@ type chunkInfo struct {
 	usage    *usage
 	errMsg   []byte
 	id       []byte // valid until the next parse
+	// reasoning and answer say which kind of generated text the message
+	// carries (reasoning_content, thinking; or the answer's content). A
+	// protocol that cannot tell sets neither, and its output is answer.
+	reasoning, answer bool
+	// vectors is the number of embeddings a whole answer carries.
+	vectors int
 }
+
+// reasoningOnly reports whether the message's output is reasoning alone:
+// it does not end TTFO.
+func (c *chunkInfo) reasoningOnly() bool { return c.reasoning && !c.answer }
 
 // usage is a message's token counts as the server gave them (badCount for
 // one that is no int); finishTokens decides what to believe.
 type usage struct {
 	PromptTokens     int
 	CompletionTokens int
+	// ReasoningTokens is the part of CompletionTokens spent reasoning,
+	// where the server splits them (completion_tokens_details or
+	// output_tokens_details.reasoning_tokens); 0 when it does not.
+	ReasoningTokens int
 }
 
 // badCount stands for a count that is a JSON number but no int.
@@ -122,6 +154,12 @@ func newProtocol(cfg *Config) (protocol, error) {
 		return &ollamaProto{chat: !strings.HasSuffix(strings.TrimRight(cfg.URL, "/"), "/api/generate"), stream: !cfg.NoStream, opts: b}, nil
 	case TGI:
 		return &tgiProto{stream: !cfg.NoStream, opts: b}, nil
+	case OpenAIResponses:
+		return &responsesProto{stream: !cfg.NoStream, opts: b}, nil
+	case Anthropic:
+		return &anthropicProto{stream: !cfg.NoStream, opts: b}, nil
+	case OpenAIEmbeddings, OllamaEmbed:
+		return &embedProto{native: cfg.API == OllamaEmbed, opts: b}, nil
 	case Generic:
 		g := cfg.Generic
 		if g.OutputPath == "" {
@@ -210,6 +248,15 @@ func openaiTextKey(k []byte) bool {
 	return false
 }
 
+// noteTextKey marks the text under an openaiTextKey as reasoning or answer.
+func noteTextKey(k []byte, info *chunkInfo) {
+	if string(k) == "content" {
+		info.answer = true
+	} else {
+		info.reasoning = true
+	}
+}
+
 // parse reads an OpenAI-style message in one pass over its members (and
 // each choice's): this runs once per token, and looking each member up by
 // path cost as much as parsing the message.
@@ -221,6 +268,9 @@ func (o *openaiProto) parse(p *parser, data []byte) (chunkInfo, error) {
 	}
 	if info, ok := fastChunk(data, &p.memo); ok {
 		return info, nil
+	}
+	if err := checkValues(data, o.limits().values); err != nil {
+		return info, err
 	}
 	return o.parseFull(&p.json, data)
 }
@@ -244,7 +294,7 @@ func (o *openaiProto) parseFull(p *fastjson.Parser, data []byte) (chunkInfo, err
 			errObject = errObject || string(x.GetStringBytes()) == "error"
 		case "id":
 			if len(info.id) == 0 {
-				info.id = x.GetStringBytes()
+				info.id = capID(x.GetStringBytes())
 			}
 		case "choices":
 			choices, _ := x.Array()
@@ -282,11 +332,14 @@ func readChoice(ch *fastjson.Value, info *chunkInfo) {
 				m.Visit(func(k []byte, x *fastjson.Value) {
 					if openaiTextKey(k) && len(x.GetStringBytes()) > 0 {
 						info.output = true
+						noteTextKey(k, info)
 					}
 				})
 			}
 		case "text":
-			info.output = info.output || len(x.GetStringBytes()) > 0
+			if len(x.GetStringBytes()) > 0 {
+				info.output, info.answer = true, true
+			}
 		case "finish_reason":
 			info.finished = info.finished || len(x.GetStringBytes()) > 0
 		}
@@ -362,10 +415,29 @@ func readUsage(u *fastjson.Value) *usage {
 		PromptTokens:     pick("prompt_tokens", "input_tokens", "prompt_eval_count", "input_length", "tokens_evaluated"),
 		CompletionTokens: pick("completion_tokens", "output_tokens", "eval_count", "generated_tokens", "tokens_predicted"),
 	}
+	for _, d := range []string{"completion_tokens_details", "output_tokens_details"} {
+		if x := u.Get(d); x != nil && x.Type() == fastjson.TypeObject && us.ReasoningTokens == 0 {
+			us.ReasoningTokens = readUsage1(x, "reasoning_tokens")
+		}
+	}
 	if us.PromptTokens == 0 && us.CompletionTokens == 0 {
 		return nil
 	}
 	return us
+}
+
+// readUsage1 reads one count of a usage object as readUsage does
+// (badCount for one that is no int).
+func readUsage1(u *fastjson.Value, name string) int {
+	x := u.Get(name)
+	if x == nil || x.Type() != fastjson.TypeNumber {
+		return 0
+	}
+	f, err := x.Float64()
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return badCount
+	}
+	return int(f)
 }
 
 // ollamaProto speaks Ollama's /api/chat and /api/generate (NDJSON).
@@ -393,6 +465,9 @@ func (o *ollamaProto) endsOnEOF() bool { return false }
 func (o *ollamaProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 	p := &ps.json
 	var info chunkInfo
+	if err := checkValues(data, o.limits().values); err != nil {
+		return info, err
+	}
 	v, err := parseObject(p, data)
 	if err != nil {
 		return info, err
@@ -401,6 +476,11 @@ func (o *ollamaProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 	for _, path := range [][]string{{"message", "content"}, {"message", "thinking"}, {"response"}, {"thinking"}} {
 		if len(v.GetStringBytes(path...)) > 0 {
 			info.output = true
+			if path[len(path)-1] == "thinking" {
+				info.reasoning = true
+			} else {
+				info.answer = true
+			}
 		}
 	}
 	if v.GetBool("done") {
@@ -431,6 +511,9 @@ func (t *tgiProto) endsOnEOF() bool { return false }
 func (t *tgiProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 	p := &ps.json
 	var info chunkInfo
+	if err := checkValues(data, t.limits().values); err != nil {
+		return info, err
+	}
 	v, err := p.ParseBytes(data)
 	if err != nil {
 		return info, fmt.Errorf("malformed message: %w", err)
@@ -506,6 +589,9 @@ func path(p string) []string {
 
 func (g *genericProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 	p := &ps.json
+	if err := checkValues(data, g.limits().values); err != nil {
+		return chunkInfo{}, err
+	}
 	v, info, err := openMessage(p, data)
 	if v == nil {
 		return info, err

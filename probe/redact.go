@@ -10,7 +10,7 @@ var secretPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}`),
 	regexp.MustCompile(`(?i)(basic\s+)[A-Za-z0-9+/=]{4,}`),
 	regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{6,}`),
-	regexp.MustCompile(`(?i)((?:api[_-]?key|token|secret|password)["']?\s*[:=]\s*["']?)[^\s"',}&;]{4,}`),
+	regexp.MustCompile(`(?i)((?:api[_-]?key|token|secret|password|passwd|signature|credential)["']?\s*[:=]\s*["']?)[^\s"',}&;]{4,}`),
 }
 
 // Redact removes the given secrets and anything that looks like a credential

@@ -103,7 +103,29 @@ type Result struct {
 	// (empty: none seen, or no SplitBy). At most MaxGroupBytes, and raw:
 	// whoever prints it sanitises it.
 	Group string
+	// Reasoning, for models that think before they answer (see
+	// noteOutput): TTFR is the time to the first reasoning message
+	// (HasTTFR), TTFO the time to the first message of the answer
+	// (HasTTFO; AIPerf's time to first output). TTFT stays the first
+	// of either, as vLLM defines it. A stream with no reasoning has
+	// TTFO equal to TTFT.
+	TTFR, TTFO       time.Duration
+	HasTTFR, HasTTFO bool
+	// ReasoningMessages is how many of Messages carried reasoning alone.
+	// ReasoningTokens is the part of OutputTokens spent reasoning: the
+	// server's count where its usage splits it, else ReasoningEstimated
+	// and OutputTokens shared by the messages of each kind.
+	ReasoningMessages  int
+	ReasoningTokens    int
+	ReasoningEstimated bool
+	// Inputs is how many inputs an embeddings request sent, each answered
+	// with its vector (0 for the generating kinds).
+	Inputs int
 }
+
+// AnswerTokens is the output tokens of the answer: OutputTokens less
+// ReasoningTokens.
+func (r *Result) AnswerTokens() int { return max(r.OutputTokens-r.ReasoningTokens, 0) }
 
 // OK reports whether the request succeeded.
 func (r *Result) OK() bool { return r.Class == OK }

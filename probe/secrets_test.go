@@ -36,4 +36,12 @@ func TestRedactURLQuery(t *testing.T) {
 	if !strings.Contains(got, "job=vllm") {
 		t.Errorf("an ordinary parameter was lost: %q", got)
 	}
+	// The same keys in free text (an error that quotes a URL not passed
+	// through RedactURL, a body that echoes one).
+	text := Redact(`GET "https://b.s3/x?X-Amz-Signature=c3c3c3&X-Amz-Credential=d4d4d4&passwd=g7g7g7": 403`, 0)
+	for _, leak := range []string{"c3c3c3", "d4d4d4", "g7g7g7"} {
+		if strings.Contains(text, leak) {
+			t.Errorf("%q is in %q", leak, text)
+		}
+	}
 }

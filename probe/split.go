@@ -82,17 +82,34 @@ func (s SplitBy) String() string {
 }
 
 // groupValue cuts v to MaxGroupBytes at a character's start, so what is
-// kept is still UTF-8 where it was.
+// kept is still UTF-8 where it was, and keeps it apart from OtherGroup
+// (see namedOther).
 func groupValue(v string) string {
 	v = strings.TrimSpace(v)
-	if len(v) <= MaxGroupBytes {
-		return v
+	if len(v) > MaxGroupBytes {
+		i := MaxGroupBytes
+		for i > 0 && !utf8.RuneStart(v[i]) {
+			i--
+		}
+		v = v[:i]
 	}
-	i := MaxGroupBytes
-	for i > 0 && !utf8.RuneStart(v[i]) {
-		i--
+	return namedOther(v)
+}
+
+// namedOther keeps a server's value apart from OtherGroup: a backend
+// really named "other" merged with the overflow group (one Prometheus
+// series of both). Such a value is shown quoted, "other", and one quoted
+// already gets one more pair of quotes, so no two values meet and none
+// is OtherGroup (such a value may pass MaxGroupBytes by the two quotes).
+func namedOther(v string) string {
+	inner := v
+	for len(inner) >= 2 && inner[0] == '"' && inner[len(inner)-1] == '"' {
+		inner = inner[1 : len(inner)-1]
 	}
-	return v[:i]
+	if inner == OtherGroup {
+		return `"` + v + `"`
+	}
+	return v
 }
 
 // topString finds the top-level member key of the JSON object data and

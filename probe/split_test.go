@@ -101,6 +101,10 @@ func TestSplitCaptured(t *testing.T) {
 		wantOK bool
 	}{
 		{SplitBy{Header: "X-Backend"}, "b=pod-a", "pod-a", true},
+		// A backend really named as the overflow group stays apart from it.
+		{SplitBy{Header: "X-Backend"}, "b=other", `"other"`, true},
+		{SplitBy{Header: "X-Backend"}, "b=%22other%22", `""other""`, true},
+		{SplitBy{Header: "X-Backend"}, "b=others", "others", true},
 		{SplitBy{Header: "X-Backend"}, "b=pod-b&fail=1", "pod-b", false},
 		{SplitBy{Header: "X-Other"}, "b=pod-a", "", true},
 		{SplitBy{Field: "system_fingerprint"}, "fp=fp_abc", "fp_abc", true},

@@ -9,11 +9,16 @@ import (
 )
 
 // MaxLineBytes bounds one line of a stream, so a hostile or broken server
-// cannot make the reader hold an unbounded line in memory.
-const MaxLineBytes = 16 << 20
+// cannot make the reader hold an unbounded line in memory. It is a small
+// multiple of the longest lines real servers send: their chunks are a few
+// hundred bytes, their last messages up to a few KB (llama.cpp's settings
+// and timings), or the whole answer or the prompt's token ids (TGI's
+// generated_text, Ollama's context: about 200 KB at 32k tokens). At 16 MiB,
+// 64 streams of endless lines held 1.8 GB between them.
+const MaxLineBytes = 1 << 20
 
 // ErrLineTooLong is returned for a stream line longer than MaxLineBytes.
-var ErrLineTooLong = errors.New("stream line longer than 16 MiB (the cap on one line)")
+var ErrLineTooLong = errors.New("stream line longer than 1 MiB (the cap on one line)")
 
 // MaxEventBytes bounds the data of one server-sent event: the lines of an
 // event are joined until its blank line, so capping each line alone let an
@@ -23,7 +28,7 @@ var ErrLineTooLong = errors.New("stream line longer than 16 MiB (the cap on one 
 const MaxEventBytes = MaxLineBytes
 
 // ErrEventTooLong is returned for an event whose data passes MaxEventBytes.
-var ErrEventTooLong = errors.New("stream event larger than 16 MiB (the cap on one event's data)")
+var ErrEventTooLong = errors.New("stream event larger than 1 MiB (the cap on one event's data)")
 
 // Event is one server-sent event. Data is valid until the next call to Next.
 type Event struct {
@@ -90,7 +95,7 @@ func (s *SSEReader) Next() (Event, error) {
 			if s.hasData {
 				s.data = append(s.data, '\n')
 			}
-			s.data = append(s.data, value...)
+			s.data = appendDoubling(s.data, value, MaxEventBytes)
 			s.hasData = true
 		case "event":
 			s.name = string(value)
@@ -148,7 +153,22 @@ func readRawLine(r *bufio.Reader, long *[]byte) ([]byte, error) {
 		if len(*long)+len(line) > MaxLineBytes {
 			return nil, ErrLineTooLong
 		}
-		*long = append(*long, line...)
+		*long = appendDoubling(*long, line, MaxLineBytes)
 	}
 	return *long, err
+}
+
+// appendDoubling appends add to b, growing it by doubling up to limit (and
+// then to what it needs): append grows a large slice by a quarter at a
+// time, which allocates five times the line in all on the way to a long
+// one (a 1 MiB line cost 5 MiB, 64 endless streams 336 MiB), doubling
+// twice.
+func appendDoubling(b, add []byte, limit int) []byte {
+	if n := len(b) + len(add); n > cap(b) {
+		c := max(min(max(2*cap(b), n), limit), n)
+		nb := make([]byte, len(b), c)
+		copy(nb, b)
+		b = nb
+	}
+	return append(b, add...)
 }

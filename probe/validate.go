@@ -35,7 +35,11 @@ const (
 	SettingStreamFormat   = "generic stream format" // Config.Generic.Stream
 	SettingChunkPath      = "generic chunk path"    // Config.Generic.ChunkPath
 	SettingTemplate       = "body template"         // Config.Generic.Template
+	SettingBatch          = "embeddings batch"      // Config.Body.Batch
 )
+
+// MaxBatch is the most inputs one embeddings request may send.
+const MaxBatch = 4096
 
 // ErrUndetected is Detect's error when no probe told which API the
 // server speaks: the API has to be given.
@@ -66,6 +70,9 @@ func (c Config) Validate() error {
 	case "", "max_tokens", "max_completion_tokens":
 	default:
 		return &SettingError{SettingMaxTokensField, fmt.Errorf("%q is neither max_tokens nor max_completion_tokens", c.Body.MaxTokensField)}
+	}
+	if c.Body.Batch < 0 || c.Body.Batch > MaxBatch {
+		return &SettingError{SettingBatch, fmt.Errorf("%d inputs is outside 1..%d", c.Body.Batch, MaxBatch)}
 	}
 	if c.API == Generic {
 		return c.Generic.check(len(c.Body.Extra) > 0)

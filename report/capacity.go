@@ -59,7 +59,7 @@ func writeCapacity(b *strings.Builder, o *capacity.Outcome) {
 				verdict = "broke"
 			}
 			fmt.Fprintf(tw, "  %d\t%s\t%d\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%.2f%%\t%s\t%s\t\n", s.N, r.Over.Format(s.Load), s.Phase, s.ReqPerSec, s.OutTokPerSec, s.GoodPerSec,
-				fms(s.TTFT.P50), fms(s.TTFT.P99), fms(s.E2E.P50), fms(s.E2E.P99), s.ErrorRate*100, verdict, mark)
+				fmsSeen(s.TTFT, s.TTFT.P50), fmsSeen(s.TTFT, s.TTFT.P99), fms(s.E2E.P50), fms(s.E2E.P99), s.ErrorRate*100, verdict, mark)
 		}
 		tw.Flush()
 		for _, s := range r.Steps {
@@ -291,4 +291,13 @@ func writeCapacityCSV(w io.Writer, o *capacity.Outcome) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// fmsSeen is fms of v, a figure of d, or "—" when d counted nothing (an
+// embeddings API has no TTFT): never a zero that reads as a measurement.
+func fmsSeen(d load.Dist, v time.Duration) string {
+	if d.Count == 0 {
+		return "—"
+	}
+	return fms(v)
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // Percentiles written for every latency, as vLLM's --metric-percentiles
@@ -37,7 +39,18 @@ var allMetrics = append(append([]struct {
 }{}, vllmMetric...), []struct {
 	key string
 	m   load.Metric
-}{{"queue", load.Queue}, {"ttft_intended", load.TTFTIntended}, {"e2el_intended", load.E2EIntended}}...)
+}{{"queue", load.Queue}, {"ttft_intended", load.TTFTIntended}, {"e2el_intended", load.E2EIntended}, {"ttfo", load.TTFO}}...)
+
+// topMetrics are the latencies with vLLM-style keys at the top level:
+// vLLM's, and TTFO (the time to the answer's first token, AIPerf's time
+// to first output) in the same pattern (mean_ttfo_ms, p99_ttfo_ms, ...).
+var topMetrics = append(append([]struct {
+	key string
+	m   load.Metric
+}{}, vllmMetric...), struct {
+	key string
+	m   load.Metric
+}{"ttfo", load.TTFO})
 
 // DistJSON is one distribution in milliseconds.
 type DistJSON struct {
@@ -76,6 +89,8 @@ type PhaseJSON struct {
 	OutputTokens         int64               `json:"total_output_tokens"`
 	DeliveredTokens      int64               `json:"delivered_output_tokens"`
 	FailedOutputTokens   int64               `json:"failed_output_tokens"`
+	ReasoningTokens      int64               `json:"total_reasoning_tokens"`
+	Inputs               int64               `json:"total_inputs"`
 	RequestThroughput    float64             `json:"request_throughput"`
 	RequestGoodput       float64             `json:"request_goodput"`
 	OutputThroughput     float64             `json:"output_throughput"`
@@ -89,7 +104,7 @@ func phaseJSON(p load.Phase) PhaseJSON {
 		ID: p.ID, Warmup: p.Warmup, Knobs: knobs(p.Knobs), StartS: p.Start.Seconds(), DurationS: p.Duration.Seconds(),
 		Sent: p.Sent(), Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Retried: p.Retried,
 		Good: p.Good, ErrorsByClass: classCounts(p.ByClass),
-		InputTokens: p.InTokens, OutputTokens: p.OutTokens, DeliveredTokens: p.DeliveredTokens, FailedOutputTokens: p.FailedOutTokens, RequestThroughput: p.ReqPerSec, RequestGoodput: p.GoodPerSec,
+		InputTokens: p.InTokens, OutputTokens: p.OutTokens, DeliveredTokens: p.DeliveredTokens, FailedOutputTokens: p.FailedOutTokens, ReasoningTokens: p.ReasoningTokens, Inputs: p.Inputs, RequestThroughput: p.ReqPerSec, RequestGoodput: p.GoodPerSec,
 		OutputThroughput: p.OutTokPerSec, InputThroughput: p.InTokPerSec, TotalTokenThroughput: p.OutTokPerSec + p.InTokPerSec,
 		Latency: map[string]DistJSON{},
 	}
@@ -125,13 +140,15 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		"incomplete":             run.Incomplete,
 		"total_input_tokens":     run.InTokens,
 		"total_output_tokens":    run.OutTokens,
+		"total_reasoning_tokens": run.ReasoningTokens,
+		"total_inputs":           run.Inputs,
 		"request_throughput":     run.ReqPerSec,
 		"request_goodput":        run.GoodPerSec,
 		"output_throughput":      run.OutTokPerSec,
 		"total_token_throughput": run.OutTokPerSec + run.InTokPerSec,
 		"max_concurrency":        max(r.Final.MaxInFlight, 1), // vLLM's: the most in flight, not the knob
 	}
-	for _, m := range vllmMetric {
+	for _, m := range topMetrics {
 		d := run.Latency[m.m]
 		top["mean_"+m.key+"_ms"] = ms(d.Mean)
 		top["median_"+m.key+"_ms"] = ms(d.P50)
@@ -190,10 +207,17 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		inf.Capacity = capacityJSON(r.Capacity)
 	}
 	top["infertop"] = inf
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // read by people too: <redacted>, not \u003c
 	if err := enc.Encode(top); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	// A server's text (an error, a model name, a group) may hold C1
+	// controls and bidi overrides, which encoding/json leaves raw: as
+	// \u escapes the file is safe to cat and decodes the same.
+	if _, err := w.Write(sanitize.JSON(buf.Bytes())); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil

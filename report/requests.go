@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // FlushEvery is how often the requests log writes what it holds: a run
@@ -142,6 +143,13 @@ type requestLine struct {
 	// UsageIgnored: the server's token counts could not be true and were
 	// set aside for the counted messages.
 	UsageIgnored bool `json:"usage_ignored,omitempty"`
+	// A reasoning model's: the time to its first reasoning message and to
+	// the answer's first (null when not seen), its reasoning tokens (part
+	// of output_tokens). Inputs: an embeddings request's batch.
+	TTFR            *float64 `json:"ttfr_ms,omitempty"`
+	TTFO            *float64 `json:"ttfo_ms,omitempty"`
+	ReasoningTokens int      `json:"reasoning_tokens,omitempty"`
+	Inputs          int      `json:"inputs,omitempty"`
 }
 
 // Write logs one request; it reaches the file within FlushEvery. Once
@@ -153,7 +161,15 @@ func (l *RequestsLog) Write(r load.Record) {
 		OutputTokens: r.OutputTokens, OutputEstimated: r.OutputEstimated, Messages: r.Messages,
 		DNS: ms(r.DNS), Connect: ms(r.Connect), TLS: ms(r.TLS), Reused: r.ConnReused, Proto: r.Proto,
 		RetryAfterS: r.RetryAfter.Seconds(), Good: r.Good, ID: r.ID, ITL: []float64{},
-		Retried: r.Retried, UsageIgnored: r.UsageIgnored,
+		Retried: r.Retried, UsageIgnored: r.UsageIgnored, ReasoningTokens: r.ReasoningTokens, Inputs: r.Inputs,
+	}
+	if r.HasTTFR {
+		v := ms(r.TTFR)
+		line.TTFR = &v
+	}
+	if r.HasTTFO && r.HasTTFR { // without reasoning TTFO is TTFT: not written twice
+		v := ms(r.TTFO)
+		line.TTFO = &v
 	}
 	if r.TTFB > 0 {
 		v := ms(r.TTFB)
@@ -169,6 +185,7 @@ func (l *RequestsLog) Write(r load.Record) {
 	}
 	r.ITLs(func(d time.Duration) { line.ITL = append(line.ITL, ms(d)) })
 	b, err := json.Marshal(line)
+	b = sanitize.JSON(b) // the server's text (an error, an id): safe to cat
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for len(l.buf) >= l.bounds.maxPending && l.err == nil && !l.closed {

@@ -131,14 +131,30 @@ func writeFigures(b *strings.Builder, p load.Phase) {
 	if len(classes) > 0 {
 		fmt.Fprintf(b, " (%s)", strings.Join(classes, ", "))
 	}
-	fmt.Fprintf(b, " · %.1f req/s · %.1f tok/s out · %.1f tok/s in · goodput %.1f req/s\n",
-		p.ReqPerSec, p.OutTokPerSec, p.InTokPerSec, p.GoodPerSec)
+	embeds := p.Inputs > 0
+	if embeds { // no output: inputs embedded instead
+		fmt.Fprintf(b, " · %.1f req/s · %.1f inputs/s · %.1f tok/s in · goodput %.1f req/s\n",
+			p.ReqPerSec, inputsPerSec(p), p.InTokPerSec, p.GoodPerSec)
+	} else {
+		fmt.Fprintf(b, " · %.1f req/s · %.1f tok/s out · %.1f tok/s in · goodput %.1f req/s\n",
+			p.ReqPerSec, p.OutTokPerSec, p.InTokPerSec, p.GoodPerSec)
+	}
+	if p.ReasoningTokens > 0 {
+		fmt.Fprintf(b, "  reasoning %d of %d output tokens (%.0f%%), answer %d; TTFT is the first token of either, TTFO the answer's first\n",
+			p.ReasoningTokens, p.OutTokens, 100*float64(p.ReasoningTokens)/float64(max(p.OutTokens, 1)), p.OutTokens-p.ReasoningTokens)
+	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "  \tcount\tmean\tstd\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
 	if p.Knobs.Mode == load.ClosedLoop && p.ID > 0 && p.Latency[load.E2E].Count > 0 {
 		defer fmt.Fprintln(b, "  (closed loop: service times)")
 	}
 	metrics := []load.Metric{load.TTFT, load.TPOT, load.ITL, load.E2E, load.TTFB}
+	switch {
+	case embeds: // nothing streams: TTFT, TPOT and ITL would be empty rows
+		metrics = []load.Metric{load.E2E, load.TTFB}
+	case p.ReasoningTokens > 0: // TTFO differs from TTFT only after reasoning
+		metrics = []load.Metric{load.TTFT, load.TTFO, load.TPOT, load.ITL, load.E2E, load.TTFB}
+	}
 	if p.Latency[load.Queue].Count > 0 { // open loop: from the intended send time too
 		metrics = append(metrics, load.Queue, load.TTFTIntended, load.E2EIntended)
 	}
@@ -154,10 +170,22 @@ func writeFigures(b *strings.Builder, p load.Phase) {
 	tw.Flush()
 }
 
+// inputsPerSec is the phase's inputs embedded per second.
+func inputsPerSec(p load.Phase) float64 {
+	if p.Completed == 0 {
+		return 0
+	}
+	return p.ReqPerSec * float64(p.Inputs) / float64(p.Completed)
+}
+
 func fms(d time.Duration) string { return fmt.Sprintf("%.2fms", ms(d)) }
 
 func writeEnergy(b *strings.Builder, source string, f EnergyFigures) {
 	if !f.OK {
+		return
+	}
+	if f.JoulesPerToken == 0 { // no output tokens (embeddings): no per-token figure
+		fmt.Fprintf(b, "  GPU energy %.0f J · %.0f W average (%s, %s)\n", f.Joules, f.AvgWatts, source, f.From)
 		return
 	}
 	fmt.Fprintf(b, "  GPU energy %.0f J · %.0f W average · %.4f J per output token · %.2f tokens per J (%s, %s)\n",

@@ -59,6 +59,11 @@ const (
 // ErrNoModels is the error of a server that lists no models.
 var ErrNoModels = errors.New("the server lists no models")
 
+// ErrModelNotListed is the error (with Config.Strict; else a note) of a
+// model the server does not list among its models: every request would
+// be a 404.
+var ErrModelNotListed = errors.New("is not among the models the server lists")
+
 // Config is one load: where, what, how much, and what to keep of it.
 type Config struct {
 	// URL is the endpoint; empty starts the embedded sim with Sim.
@@ -98,8 +103,16 @@ type Config struct {
 	Exporter *exporter.Exporter
 	// InfoTimeout bounds the read of the server's description (0:
 	// InfoTimeout, the constant); a test of a server that never answers
-	// sets it short instead of waiting it out.
+	// sets it short instead of waiting it out. It bounds the check of a
+	// model given against the server's list too.
 	InfoTimeout time.Duration
+	// Strict makes a doubt about the setup an error instead of a note: a
+	// model given that the server does not list.
+	Strict bool
+	// HoldMetrics keeps infertop's own metrics served past Stop, with the
+	// final counts, until Release: a Prometheus scraping every 15 s would
+	// otherwise never read the last requests of a run.
+	HoldMetrics bool
 }
 
 // Telemetry says where the server's and the GPUs' metrics come from.
@@ -127,6 +140,7 @@ type Runner struct {
 	why     string // how the API was detected ("" when given)
 	rawURL  string
 	target  load.Target
+	context int // the model's context in tokens, as the server lists it (0: not known)
 	simGPUs int
 	eng     *load.Engine
 	scraper *telemetry.Scraper
@@ -140,6 +154,7 @@ type Runner struct {
 	stopSim  func()
 	stopX    func()
 	stopOnce sync.Once
+	xOnce    sync.Once // stopX, from Stop or from Release
 	stopErr  error
 
 	// The server's description, read once in the background at the start
@@ -185,6 +200,7 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	defer func() {
 		if err != nil {
 			r.Stop()
+			r.Release()
 		}
 	}()
 	if r.rawURL == "" {
@@ -219,6 +235,9 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 		do = cfg.WrapDo(do)
 	}
 	lc.Do, lc.Target = do, r.target
+	if lc.MaxContext == 0 {
+		lc.MaxContext = r.context
+	}
 	lc.OnResult = r.chain(lc.OnResult)
 	if r.x != nil {
 		next := lc.OnProgress
@@ -312,20 +331,8 @@ func (r *Runner) startClient(ctx context.Context) error {
 	if pc.URL, err = probe.EndpointURL(kind, r.rawURL, !pc.NoStream); err != nil {
 		return err
 	}
-	if pc.Model == "" {
-		c, err := probe.New(pc)
-		if err != nil {
-			return err
-		}
-		ids, err := c.Models(ctx, r.rawURL)
-		c.Close()
-		if err != nil {
-			return &SettingError{SettingModel, err}
-		}
-		if len(ids) == 0 {
-			return &SettingError{SettingModel, fmt.Errorf("%w: %s", ErrNoModels, probe.RedactURL(r.rawURL))}
-		}
-		pc.Model = ids[0]
+	if err := r.model(ctx, &pc); err != nil {
+		return err
 	}
 	if r.client, err = probe.New(pc); err != nil {
 		return err
@@ -342,6 +349,54 @@ func (r *Runner) startClient(ctx context.Context) error {
 		api += ", not streamed"
 	}
 	r.target.URL, r.target.Model, r.target.API = probe.RedactURL(pc.URL), pc.Model, api
+	return nil
+}
+
+// model fills pc's model in from the server's list when none is given
+// (the first listed), and checks one given against it: a model the server
+// does not list is a note, or an error with Config.Strict. A list that
+// cannot be read is an error only when a model was to be chosen from it.
+// It also learns the model's context, where the list says.
+func (r *Runner) model(ctx context.Context, pc *probe.Config) error {
+	c, err := probe.New(*pc)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	given := pc.Model != ""
+	if given { // a check only: bounded as the description's read is
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.cfg.InfoTimeout)
+		defer cancel()
+	}
+	ms, err := c.ModelList(ctx, r.rawURL)
+	switch {
+	case given && (err != nil || len(ms) == 0):
+		return nil
+	case err != nil:
+		return &SettingError{SettingModel, err}
+	case len(ms) == 0:
+		return &SettingError{SettingModel, fmt.Errorf("%w: %s", ErrNoModels, probe.RedactURL(r.rawURL))}
+	case !given:
+		pc.Model = ms[0].ID
+	}
+	var ids []string
+	for _, m := range ms {
+		if m.ID == pc.Model {
+			r.context = m.MaxModelLen
+			return nil
+		}
+		ids = append(ids, m.ID)
+	}
+	listed := strings.Join(ids, ", ")
+	if len(ids) > 5 {
+		listed = strings.Join(ids[:5], ", ") + fmt.Sprintf(" and %d more", len(ids)-5)
+	}
+	err = fmt.Errorf("%q %w (%s)", pc.Model, ErrModelNotListed, listed)
+	if r.cfg.Strict {
+		return &SettingError{SettingModel, err}
+	}
+	fmt.Fprintf(r.cfg.Notes, "infertop: warning: model %v; requests may fail (--strict makes this an error)\n", err)
 	return nil
 }
 
@@ -442,6 +497,9 @@ func (r *Runner) Report(ctx context.Context, s load.Snapshot) *report.Report {
 	m.Settings = r.cfg.Settings
 	if g := r.cfg.Load.Goodput; g.Set() {
 		m.Goodput = map[string]float64{"ttft": float64(g.TTFT) / 1e6, "tpot": float64(g.TPOT) / 1e6, "e2el": float64(g.E2E) / 1e6}
+		if g.TTFO > 0 {
+			m.Goodput["ttfo"] = float64(g.TTFO) / 1e6
+		}
 	}
 	m.Start, m.End = r.started, r.started.Add(s.Elapsed)
 	rep := &report.Report{Manifest: m, Final: s, Energy: report.EnergyOf(r.scraper, r.started, s)}
@@ -471,7 +529,8 @@ const StopWait = 3 * load.AbandonGrace
 
 // Stop ends the load at once (what is in flight is cancelled), waits for
 // every goroutine the runner started (StopWait at most), closes the
-// requests log and stops the exporter and the embedded sim. It may be
+// requests log and stops the exporter (unless Config.HoldMetrics: see
+// Release) and the embedded sim. It may be
 // called more than once; the first call's error (the requests log's) is
 // returned every time.
 func (r *Runner) Stop() error {
@@ -490,7 +549,9 @@ func (r *Runner) Stop() error {
 		if r.reqLog != nil {
 			r.stopErr = r.reqLog.Close()
 		}
-		r.stopX()
+		if !r.cfg.HoldMetrics {
+			r.Release()
+		}
 		if r.client != nil {
 			r.client.Close()
 		}
@@ -498,6 +559,11 @@ func (r *Runner) Stop() error {
 	})
 	return r.stopErr
 }
+
+// Release stops serving infertop's own metrics, which Stop leaves served
+// under Config.HoldMetrics (else Stop has released them). It may be called
+// more than once, and before Stop (the exporter then stops early).
+func (r *Runner) Release() { r.xOnce.Do(r.stopX) }
 
 // waitFor waits for wg, d at most; false when d passed first (the waiting
 // goroutine is then left to end with wg).

@@ -27,9 +27,8 @@ func (c Config) Validate() error {
 		}
 	} else {
 		switch c.API {
-		case "", probe.OpenAIChat, probe.OpenAICompletions, probe.Generic:
-		default:
-			return &SettingError{SettingAPI, fmt.Errorf("the embedded sim speaks openai-chat, openai-completions and generic, not %s", c.API)}
+		case probe.Ollama, probe.TGI:
+			return &SettingError{SettingAPI, fmt.Errorf("the embedded sim speaks openai-chat, openai-completions, openai-responses, anthropic, generic, openai-embeddings and ollama-embed, not %s", c.API)}
 		}
 		if err := c.Sim.Validate(); err != nil {
 			return fmt.Errorf("embedded sim: %w", err)
@@ -62,7 +61,10 @@ func (c Config) Validate() error {
 // run to say so.
 var (
 	ErrNotStreamed = errors.New("the answers are not streamed: there are no stream messages to time")
-	ErrNoGPU       = errors.New("no GPU is read")
+	// ErrEmbeddings: an embeddings API answers whole, with no tokens to
+	// time; E2E, requests, inputs and input tokens are what it has.
+	ErrEmbeddings = errors.New("an embeddings API streams nothing: only E2E, requests, inputs and input tokens are measured")
+	ErrNoGPU      = errors.New("no GPU is read")
 )
 
 // UnmeasurableError is an objective (Expr) the configuration cannot
@@ -82,6 +84,8 @@ func (c Config) measurable() error {
 		switch {
 		case o.NeedsStream() && c.Probe.NoStream:
 			return &UnmeasurableError{o.Expr, ErrNotStreamed}
+		case o.NeedsStream() && c.API.Embeds():
+			return &UnmeasurableError{o.Expr, ErrEmbeddings}
 		case o.NeedsEnergy() && !gpus:
 			return &UnmeasurableError{o.Expr, ErrNoGPU}
 		}

@@ -3,10 +3,12 @@
 // a metric label may hold terminal escapes (a window title, the clipboard
 // through OSC 52, a cleared screen) or bidirectional overrides that reverse
 // what is shown. Every such string passes Text before it reaches a terminal
-// or a text report; JSON output needs no help (encoding/json escapes).
+// or a text report, and encoded JSON passes JSON (encoding/json leaves
+// C1 controls and bidi overrides raw).
 package sanitize
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -76,4 +78,51 @@ func unsafe(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// JSON returns encoded JSON with every rune Text would escape written as a
+// JSON \u escape instead, so that the file is safe to cat in a terminal
+// and still decodes to exactly the same values: encoding/json escapes the
+// C0 controls but leaves DEL, the C1 controls (a CSI among them) and the
+// bidi overrides raw. Only the line ends and tabs of the encoding's own
+// layout are left, which encoding/json never leaves raw inside a string;
+// invalid UTF-8 becomes \ufffd, as encoding/json writes it. JSON that
+// needs nothing is returned as it is, without a copy.
+func JSON(b []byte) []byte {
+	i := nextJSONUnsafe(b, 0)
+	if i == len(b) {
+		return b
+	}
+	out := append(make([]byte, 0, len(b)+16), b[:i]...)
+	for i < len(b) {
+		r, n := utf8.DecodeRune(b[i:])
+		out = append(out, fmt.Sprintf(`\u%04x`, r)...)
+		j := nextJSONUnsafe(b, i+n)
+		out = append(out, b[i+n:j]...)
+		i = j
+	}
+	return out
+}
+
+// nextJSONUnsafe returns the index of the first rune at or after i that
+// JSON must escape (len(b) for none): ASCII is checked byte by byte, and
+// only the rest decoded.
+func nextJSONUnsafe(b []byte, i int) int {
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c < 0x80:
+			if c < 0x20 && c != '\n' && c != '\r' && c != '\t' || c == 0x7f {
+				return i
+			}
+			i++
+		default:
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n <= 1 || unsafe(r) {
+				return i
+			}
+			i += n
+		}
+	}
+	return i
 }

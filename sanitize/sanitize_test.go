@@ -1,6 +1,8 @@
 package sanitize
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -54,5 +56,50 @@ func BenchmarkTextClean(b *testing.B) {
 	s := strings.Repeat("The model `llama` does not exist. ", 4)
 	for b.Loop() {
 		_ = Text(s)
+	}
+}
+
+// FuzzJSON: encoded JSON through JSON decodes to the same value and holds
+// no rune a terminal acts on but the layout's line ends.
+func FuzzJSON(f *testing.F) {
+	for _, s := range []string{"", "ok", "\x1b]0;x\x07", "\u202egnp.exe", "\u009b31m", "\x7f", "\xff\xfe", "a\tb\nc\u2028"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		enc, err := json.MarshalIndent(map[string]any{"k" + s: []string{s}}, "", "\t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := JSON(enc)
+		var back map[string][]string
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("%q: %v", out, err)
+		}
+		var want map[string][]string
+		json.Unmarshal(enc, &want)
+		if !reflect.DeepEqual(back, want) {
+			t.Fatalf("%q decodes to %q, want %q", out, back, want)
+		}
+		for _, r := range string(out) {
+			if unsafe(r) && r != '\n' && r != '\t' {
+				t.Fatalf("%q kept %U", out, r)
+			}
+		}
+		if !utf8.Valid(out) {
+			t.Fatalf("invalid UTF-8 out of %q", enc)
+		}
+	})
+}
+
+// TestJSONEscapes: the hostile payload's runes come out as \u escapes.
+func TestJSONEscapes(t *testing.T) {
+	enc, _ := json.Marshal("\x1b]0;x\x07\u009b2J\u202e\x7f")
+	got := string(JSON(enc))
+	if want := `"\u001b]0;x\u0007\u009b2J\u202e\u007f"`; got != want {
+		t.Fatalf("JSON(%s) = %s, want %s", enc, got, want)
+	}
+	clean := []byte(`{"a": "b"}`)
+	if out := JSON(clean); &out[0] != &clean[0] {
+		t.Fatal("clean JSON copied")
 	}
 }

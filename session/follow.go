@@ -43,6 +43,9 @@ type Followed struct {
 	Last      []load.Snapshot
 	Breaches  [][]slo.Verdict
 	StoppedBy []compare.Failure
+	// Signals is how many interrupts it read: two stopped the run at
+	// once, and ask for nothing more to wait on.
+	Signals int
 }
 
 // Driver is a session that drives its load before it is followed to its
@@ -82,6 +85,7 @@ func (f *Follower) Follow(s Session) Followed {
 	for open := len(sides); open > 0; {
 		chosen, v, ok := reflect.Select(cases)
 		if chosen == 0 {
+			out.Signals++
 			if ending(out.Last) {
 				fmt.Fprintf(f.Stderr, "\ninfertop: stopped: %d requests in flight cancelled\n", inFlight(out.Last))
 				return out

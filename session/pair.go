@@ -75,10 +75,14 @@ type Pair struct {
 	// interleave and leave the sides on different settings.
 	knobsMu sync.Mutex
 
+	// settings keeps each knob setting's last live verdict.
+	settings settings
+
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	stopX    func()
 	stopOnce sync.Once
+	xOnce    sync.Once // stopX, from Stop or from Release
 	stopErr  error
 }
 
@@ -92,9 +96,11 @@ func StartPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	}
 	stats := compare.Stats(cfg.Options.Regressions)
 	p := &Pair{cfg: cfg, stopX: func() {}, samples: compare.NewSamples(stats, cfg.Samples, time.Now())}
+	p.settings.knobs = p.samples.Knobs
 	defer func() {
 		if err != nil {
 			p.Stop()
+			p.Release()
 		}
 	}()
 	cfgs := [2]runner.Config{cfg.Baseline, cfg.Baseline}
@@ -203,8 +209,11 @@ func (p *Pair) follow(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c := p.Compare(0)
-			p.live.Store(&c)
+			p.settings.look(func() string {
+				c := p.Compare(0)
+				p.live.Store(&c)
+				return c.Line()
+			})
 		}
 	}
 }
@@ -259,6 +268,7 @@ func (p *Pair) Reset() {
 		r.Engine().Reset()
 	}
 	p.samples.Reset(time.Now())
+	p.settings.v.Reset()
 }
 
 // Finish ends both runs for why (see load.Engine.Finish).
@@ -269,7 +279,8 @@ func (p *Pair) Finish(why string) {
 }
 
 // Stop stops the live comparison and both runners (see runner.Stop), and
-// the exporter they share; the samples stay for a last Compare. The first
+// the exporter they share (unless the baseline holds it: see Release);
+// the samples stay for a last Compare. The first
 // runner error is returned, every time.
 func (p *Pair) Stop() error {
 	p.stopOnce.Do(func() {
@@ -285,11 +296,18 @@ func (p *Pair) Stop() error {
 				}
 			}
 		}
-		p.stopX()
+		if !p.cfg.Baseline.HoldMetrics {
+			p.Release()
+		}
 		p.stopErr = errors.Join(errs...)
 	})
 	return p.stopErr
 }
+
+// Release stops serving the metrics both sides share, which Stop leaves
+// served under the baseline's runner.Config.HoldMetrics; it may be called
+// more than once.
+func (p *Pair) Release() { p.xOnce.Do(p.stopX) }
 
 // prefixWriter puts prefix before each line a runner's notes write,
 // instead of their own "infertop: ", so the canary's notes say whose they
@@ -363,7 +381,7 @@ func (p *Pair) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]
 		c.Err = err
 	}
 	base, canary := sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL)
-	c.Table = func(w io.Writer) error { return cmp.WriteTable(w, base, canary) }
+	c.Table = p.settings.table(func(w io.Writer) error { return cmp.WriteTable(w, base, canary) })
 	return c
 }
 
@@ -402,9 +420,9 @@ func (p *Pair) Save(ctx context.Context, s load.Snapshot, dir string) (string, e
 	if _, err := runner.SaveAs(reps[1], CanaryPath(base)); err != nil {
 		return "", fmt.Errorf("the canary's: %w", err)
 	}
-	table := func(w io.Writer) error {
+	table := p.settings.table(func(w io.Writer) error {
 		return cmp.WriteTable(w, sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL))
-	}
+	})
 	if err := saveWithTable(reps[0], base, table); err != nil {
 		return "", err
 	}
@@ -444,5 +462,6 @@ func CanaryPath(path string) string {
 // LastWord is the comparison's table, the last word.
 func (p *Pair) LastWord(w io.Writer) error {
 	b, c := p.runners[compare.Baseline].Target().URL, p.runners[compare.Canary].Target().URL
-	return p.Compare(2*compare.DefaultResamples).WriteTable(w, sanitize.Text(b), sanitize.Text(c))
+	cmp := p.Compare(2 * compare.DefaultResamples)
+	return p.settings.table(func(w io.Writer) error { return cmp.WriteTable(w, sanitize.Text(b), sanitize.Text(c)) })(w)
 }

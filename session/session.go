@@ -43,6 +43,10 @@ type Session interface {
 	Finish(why string)
 	// Stop ends the load at once; it may be called more than once.
 	Stop() error
+	// Release stops serving infertop's own metrics where Stop left them
+	// served for a last scrape (runner.Config.HoldMetrics); it may be
+	// called more than once.
+	Release()
 	// Conclude is the end of the run: the sides' reports as last shows
 	// them (a snapshot per side), each with its breaches (the fail-fast
 	// windows' verdicts), and the last comparison. Called once, after Stop.

@@ -50,6 +50,9 @@ func (s *Single) Finish(why string) { s.r.Engine().Finish(why) }
 // Stop stops the runner.
 func (s *Single) Stop() error { return s.r.Stop() }
 
+// Release stops serving the runner's metrics (see runner.Release).
+func (s *Single) Release() { s.r.Release() }
+
 // Conclude is the run's report with its breaches.
 func (s *Single) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]slo.Verdict) Conclusion {
 	return Conclusion{Reports: []*report.Report{s.report(ctx, last, breaches)}}

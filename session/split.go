@@ -48,6 +48,8 @@ type Split struct {
 	groups *compare.Groups
 	live   atomic.Pointer[compare.Grouping]
 	evals  atomic.Uint64
+	// settings keeps each knob setting's last live verdict.
+	settings settings
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -68,6 +70,7 @@ func StartSplit(ctx context.Context, cfg SplitConfig) (*Split, error) {
 		cfg.Every = time.Second
 	}
 	s := &Split{cfg: cfg, groups: compare.NewGroupsWithBaseline(compare.Stats(cfg.Options.Regressions), cfg.Samples, cfg.Groups, time.Now(), cfg.BaselineGroup)}
+	s.settings.knobs = s.groups.Knobs
 	next := cfg.Run.Load.OnResult
 	cfg.Run.Load.OnResult = func(rec load.Record) {
 		s.groups.Observe(rec, time.Now())
@@ -93,8 +96,11 @@ func StartSplit(ctx context.Context, cfg SplitConfig) (*Split, error) {
 			case <-lctx.Done():
 				return
 			case <-t.C:
-				g := s.Compare(0)
-				s.live.Store(&g)
+				s.settings.look(func() string {
+					g := s.Compare(0)
+					s.live.Store(&g)
+					return g.Line()
+				})
 			}
 		}
 	}()
@@ -142,6 +148,7 @@ func (s *Split) SetWindow(w time.Duration) { s.run.Engine().SetWindow(w) }
 func (s *Split) Reset() {
 	s.run.Engine().Reset()
 	s.groups.Reset(time.Now())
+	s.settings.v.Reset()
 }
 
 // Finish ends the run for why (see load.Engine.Finish).
@@ -158,6 +165,9 @@ func (s *Split) Stop() error {
 	})
 	return s.stopErr
 }
+
+// Release stops serving the runner's metrics (see runner.Release).
+func (s *Split) Release() { s.run.Release() }
 
 // What names the load and what splits it.
 func (s *Split) What() string {
@@ -188,7 +198,7 @@ func (s *Split) Conclude(ctx context.Context, last []load.Snapshot, breaches [][
 	rep := s.run.Report(ctx, last[0])
 	rep.Verdicts = append(rep.Verdicts, breaches[0]...)
 	rep.Compare = splitCompare(grp)
-	return Conclusion{Reports: []*report.Report{rep}, Table: grp.WriteTable,
+	return Conclusion{Reports: []*report.Report{rep}, Table: s.settings.table(grp.WriteTable),
 		Failures: grp.Failures(s.cfg.Options.Regressions), Breached: grp.Breached(),
 		Headline: "a newer group regressed, a regression went unjudged or an SLO broke"}
 }
@@ -206,7 +216,7 @@ func (s *Split) Save(ctx context.Context, snap load.Snapshot, dir string) (strin
 	rep := s.run.Report(ctx, snap)
 	rep.Compare = splitCompare(grp)
 	base := s.run.SaveBase(dir)
-	if err := saveWithTable(rep, base, grp.WriteTable); err != nil {
+	if err := saveWithTable(rep, base, s.settings.table(grp.WriteTable)); err != nil {
 		return "", err
 	}
 	return base + ".{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
@@ -218,7 +228,7 @@ func (s *Split) View() View { return View{Groups: s.Comparison, Search: s.run.En
 
 // LastWord is the groups' table, the last word.
 func (s *Split) LastWord(w io.Writer) error {
-	return s.Compare(2 * compare.DefaultResamples).WriteTable(w)
+	return s.settings.table(s.Compare(2 * compare.DefaultResamples).WriteTable)(w)
 }
 
 // splitCompare is the groups' comparison as the report's infertop.compare.

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -60,6 +61,64 @@ type Params struct {
 	// Seed makes jitter, faults, the canary's share and generated text
 	// repeatable.
 	Seed uint64
+	// Reasoning makes the model think before it answers, on the APIs
+	// that stream reasoning apart (chat's reasoning_content, Responses'
+	// reasoning_text, Anthropic's thinking); the zero value never does.
+	Reasoning Reasoning
+}
+
+// Reasoning is how many of an answer's tokens are reasoning, before the
+// first token of the answer: Tokens each (at most all but one of
+// max_tokens), or Fraction of max_tokens (rounded, likewise capped).
+type Reasoning struct {
+	Tokens   int
+	Fraction float64
+}
+
+// ParseReasoning reads a count of tokens ("64") or a fraction of the
+// output ("0.5", "50%").
+func ParseReasoning(s string) (Reasoning, error) {
+	s = strings.TrimSpace(s)
+	if pct, ok := strings.CutSuffix(s, "%"); ok {
+		f, err := strconv.ParseFloat(pct, 64)
+		if err != nil {
+			return Reasoning{}, fmt.Errorf("%q is no percentage: %w", s, err)
+		}
+		return Reasoning{Fraction: f / 100}, nil
+	}
+	if strings.ContainsAny(s, ".eE") {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return Reasoning{}, fmt.Errorf("%q is neither a count of tokens nor a fraction: %w", s, err)
+		}
+		return Reasoning{Fraction: f}, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return Reasoning{}, fmt.Errorf("%q is neither a count of tokens nor a fraction: %w", s, err)
+	}
+	return Reasoning{Tokens: n}, nil
+}
+
+// of is the reasoning tokens of an answer of maxTokens.
+func (r Reasoning) of(maxTokens int) int {
+	n := r.Tokens
+	if r.Fraction > 0 {
+		n = int(math.Round(r.Fraction * float64(maxTokens)))
+	}
+	return max(min(n, maxTokens-1), 0)
+}
+
+func (r Reasoning) validate() error {
+	switch {
+	case r.Tokens < 0:
+		return fmt.Errorf("%d tokens is negative", r.Tokens)
+	case !(r.Fraction >= 0 && r.Fraction < 1):
+		return fmt.Errorf("the fraction %v is not within 0..1 (1 would leave no answer)", r.Fraction)
+	case r.Tokens > 0 && r.Fraction > 0:
+		return errors.New("a count of tokens or a fraction, not both")
+	}
+	return nil
 }
 
 // Canary is a second build behind the same endpoint, as in a rolling
@@ -208,8 +267,9 @@ type Faults struct {
 	Stall, StallMid float64
 	// Malformed sends a chunk that is not JSON half way through a stream.
 	Malformed float64
-	// HugeLine sends a data line of 17 MiB (past any sane line limit) half
-	// way through a stream.
+	// HugeLine sends a data line of 2 MiB (past any sane line limit: real
+	// servers' lines are KBs, infertop's cap is 1 MiB) half way through a
+	// stream.
 	HugeLine float64
 	// Trickle writes the whole stream one byte at a time.
 	Trickle float64
@@ -344,10 +404,11 @@ const (
 	ParamChatOverhead   = "chat overhead" // ChatOverhead
 	ParamHTTP500        = "error rate"    // Faults.HTTP500
 	ParamHTTP429        = "rate-limit rate"
-	ParamFaults         = "faults" // the other fault rates, their sum, the pause
-	ParamGPUs           = "GPUs"   // GPUs
-	ParamWatts          = "watts"  // IdleW, BusyW
-	ParamCanary         = "canary" // Canary
+	ParamFaults         = "faults"    // the other fault rates, their sum, the pause
+	ParamGPUs           = "GPUs"      // GPUs
+	ParamWatts          = "watts"     // IdleW, BusyW
+	ParamCanary         = "canary"    // Canary
+	ParamReasoning      = "reasoning" // Reasoning
 	ParamPrefixCache    = "prefix cache"
 )
 
@@ -409,6 +470,9 @@ func (p Params) Validate() error {
 	}
 	if err := p.Canary.validate(); err != nil {
 		return &ParamError{ParamCanary, err}
+	}
+	if err := p.Reasoning.validate(); err != nil {
+		return &ParamError{ParamReasoning, err}
 	}
 	return nil
 }

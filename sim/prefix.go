@@ -2,6 +2,8 @@ package sim
 
 import (
 	"container/list"
+	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -92,4 +94,37 @@ func (c *prefixCache) match(text string, tokens int) int {
 	}
 	c.hits.Add(int64(cached))
 	return cached
+}
+
+// cacheText is the text of a request's prompt the prefix cache hashes:
+// the chat messages' contents one after another, the completion's prompt,
+// the plain API's input; "" for the other APIs (their prompts go
+// uncached). Read again from the body, and only with a cache.
+func cacheText(kind apiKind, req *genRequest) string {
+	switch kind {
+	case kindChat:
+		var b strings.Builder
+		for _, raw := range req.Messages {
+			var m struct {
+				Content json.RawMessage `json:"content"`
+			}
+			if json.Unmarshal(raw, &m) != nil {
+				return ""
+			}
+			text, err := contentText(m.Content)
+			if err != nil {
+				return ""
+			}
+			b.WriteString(text)
+			b.WriteByte(' ')
+		}
+		return b.String()
+	case kindCompletions:
+		text, _ := contentText(req.Prompt)
+		return text
+	case kindInfer:
+		text, _ := contentText(req.Input)
+		return text
+	}
+	return ""
 }

@@ -13,8 +13,9 @@ import (
 // bookkeeping fields; the handler reads generated and done atomically and
 // waits on wake.
 type seq struct {
-	prompt      int // prompt tokens
-	maxTokens   int // output tokens to generate
+	prompt      int  // prompt tokens
+	maxTokens   int  // output tokens to generate
+	embed       bool // an embeddings batch: its one step makes no token
 	prefillLeft int
 	reserved    int // KV tokens reserved
 	arrived     time.Time
@@ -222,7 +223,9 @@ func (s *scheduler) emit() {
 			if n == 1 {
 				s.promptTotal.Add(int64(q.prompt))
 			}
-			tokens++
+			if !q.embed {
+				tokens++
+			}
 			if int(n) >= q.maxTokens {
 				s.kvUsed -= q.reserved
 				q.done.Store(true)

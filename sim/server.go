@@ -50,6 +50,10 @@ func New(p Params) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleGenerate(kindChat))
 	s.mux.HandleFunc("POST /v1/completions", s.handleGenerate(kindCompletions))
 	s.mux.HandleFunc("POST /v1/infer", s.handleGenerate(kindInfer))
+	s.mux.HandleFunc("POST /v1/responses", s.handleGenerate(kindResponses))
+	s.mux.HandleFunc("POST /v1/messages", s.handleGenerate(kindMessages))
+	s.mux.HandleFunc("POST /v1/embeddings", s.handleGenerate(kindEmbed))
+	s.mux.HandleFunc("POST /api/embed", s.handleGenerate(kindOllamaEmbed))
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
@@ -195,15 +199,28 @@ const (
 	kindChat apiKind = iota
 	kindCompletions
 	kindInfer
+	kindResponses   // the OpenAI Responses API (apis.go)
+	kindMessages    // the Anthropic Messages API
+	kindEmbed       // OpenAI's /v1/embeddings
+	kindOllamaEmbed // Ollama's /api/embed
 )
+
+// embeds reports whether k answers with embeddings, not text.
+func (k apiKind) embeds() bool { return k == kindEmbed || k == kindOllamaEmbed }
+
+// reasons reports whether k streams reasoning apart from the answer.
+func (k apiKind) reasons() bool { return k == kindChat || k == kindResponses || k == kindMessages }
 
 // genRequest is the union of the request bodies the sim reads.
 type genRequest struct {
 	Model               string            `json:"model"`
 	Messages            []json.RawMessage `json:"messages"`
 	Prompt              json.RawMessage   `json:"prompt"`
-	Input               string            `json:"input"`
+	Input               json.RawMessage   `json:"input"`
+	Instructions        string            `json:"instructions"`
+	System              json.RawMessage   `json:"system"`
 	MaxTokens           *int              `json:"max_tokens"`
+	MaxOutputTokens     *int              `json:"max_output_tokens"`
 	MaxCompletionTokens *int              `json:"max_completion_tokens"`
 	Stream              bool              `json:"stream"`
 	StreamOptions       *struct {
@@ -242,19 +259,18 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 		}
 		var req genRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&req); err != nil {
-			writeError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
 			return
 		}
 		if req.Model != s.p.Model {
-			writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
+			writeAPIError(w, kind, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
 			return
 		}
-		text, err := promptText(kind, &req)
+		prompt, inputs, err := promptTokens(kind, &req)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", err.Error())
 			return
 		}
-		prompt := CountTokens(text)
 		if kind == kindChat {
 			prompt += s.p.ChatOverhead
 		}
@@ -265,42 +281,65 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 		if req.MaxCompletionTokens != nil {
 			maxTokens = *req.MaxCompletionTokens
 		}
-		if maxTokens < 1 {
-			writeError(w, http.StatusBadRequest, "BadRequestError", "max_tokens must be at least 1")
+		if kind == kindResponses && req.MaxOutputTokens != nil {
+			maxTokens = *req.MaxOutputTokens
+		}
+		if kind == kindMessages && req.MaxTokens == nil {
+			writeAPIError(w, kind, http.StatusBadRequest, "invalid_request_error", "max_tokens: Field required")
 			return
 		}
-		if prompt+maxTokens > s.p.MaxModelLen || prompt+maxTokens > s.p.KVTokens {
-			writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf(
+		if kind.embeds() {
+			maxTokens = 1 // the pooling step: one step after the prefill, no text
+		}
+		if maxTokens < 1 {
+			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", "max_tokens must be at least 1")
+			return
+		}
+		// An embeddings batch is held to the model's length an input at a
+		// time (on average: the sim keeps no per-input count), and to the
+		// KV budget as a whole, which it must fit to be admitted at all.
+		perSeq := prompt
+		if kind.embeds() {
+			perSeq = prompt / max(inputs, 1)
+		}
+		if perSeq+maxTokens > s.p.MaxModelLen || prompt+maxTokens > s.p.KVTokens {
+			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", fmt.Sprintf(
 				"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion).",
 				min(s.p.MaxModelLen, s.p.KVTokens), prompt+maxTokens, prompt, maxTokens))
 			return
 		}
 		if canary && s.draw(id, saltCanaryError) < s.p.Canary.ErrorRate {
 			s.metrics.failed.Add(1)
-			writeError(w, http.StatusInternalServerError, "InternalServerError", "simulated internal error (canary)")
+			writeAPIError(w, kind, http.StatusInternalServerError, "InternalServerError", "simulated internal error (canary)")
 			return
 		}
 		fault := s.p.Faults.pick(s.draw(id, saltFault))
 		switch fault {
 		case 0:
 			s.metrics.failed.Add(1)
-			writeError(w, http.StatusInternalServerError, "InternalServerError", "simulated internal error")
+			writeAPIError(w, kind, http.StatusInternalServerError, "InternalServerError", "simulated internal error")
 			return
 		case 1:
 			s.metrics.failed.Add(1)
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusTooManyRequests, "RateLimitError", "simulated rate limit")
+			writeAPIError(w, kind, http.StatusTooManyRequests, "RateLimitError", "simulated rate limit")
 			return
 		}
 
-		cached := pod.prefix.match(text, prompt)
-		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt - cached, arrived: arrived, wake: make(chan struct{}, 1)}
+		cached := 0
+		if pod.prefix != nil && !kind.embeds() {
+			cached = pod.prefix.match(cacheText(kind, &req), prompt)
+		}
+		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt - cached, arrived: arrived, wake: make(chan struct{}, 1), embed: kind.embeds()}
 		q.queued.Store(-1)
-		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary}
+		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary, Inputs: inputs}
 		pod.submit(q)
 		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp,
 			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
-		if req.Stream && kind != kindInfer {
+		if kind.reasons() {
+			g.reasoning = s.p.Reasoning.of(maxTokens)
+		}
+		if req.Stream && kind != kindInfer && !kind.embeds() {
 			g.stream(w, r)
 		} else {
 			g.whole(w, r)
@@ -314,50 +353,48 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 }
 
 func (k apiKind) String() string {
-	return [...]string{"chat", "completions", "infer"}[k]
+	return [...]string{"chat", "completions", "infer", "responses", "messages", "embeddings", "embed"}[k]
 }
 
-// promptText is the request's prompt: its messages' texts one after
-// another (a space between, so its CountTokens is theirs summed).
-func promptText(kind apiKind, req *genRequest) (string, error) {
+// promptTokens counts a request's prompt tokens, and its inputs (1 but
+// for a batch of embeddings).
+func promptTokens(kind apiKind, req *genRequest) (tokens, inputs int, err error) {
+	switch kind {
+	case kindResponses, kindMessages, kindEmbed, kindOllamaEmbed:
+		return apiPromptTokens(kind, req)
+	}
+	n, err := textPromptTokens(kind, req)
+	return n, 1, err
+}
+
+func textPromptTokens(kind apiKind, req *genRequest) (int, error) {
 	switch kind {
 	case kindChat:
 		if len(req.Messages) == 0 {
-			return "", errors.New("messages must not be empty")
+			return 0, errors.New("messages must not be empty")
 		}
-		if len(req.Messages) == 1 {
-			return messageText(req.Messages[0])
-		}
-		var b strings.Builder
+		n := 0
 		for _, raw := range req.Messages {
-			text, err := messageText(raw)
+			k, err := messageTokens(raw)
 			if err != nil {
-				return "", err
+				return 0, err
 			}
-			b.WriteString(text)
-			b.WriteByte(' ')
+			n += k
 		}
-		return b.String(), nil
+		return n, nil
 	case kindCompletions:
 		text, err := contentText(req.Prompt)
 		if err != nil {
-			return "", fmt.Errorf("bad prompt: %w", err)
+			return 0, fmt.Errorf("bad prompt: %w", err)
 		}
-		return text, nil
+		return CountTokens(text), nil
 	default:
-		return req.Input, nil
+		text, err := contentText(req.Input)
+		if err != nil {
+			return 0, fmt.Errorf("bad input: %w", err)
+		}
+		return CountTokens(text), nil
 	}
-}
-
-// messageText is one chat message's text.
-func messageText(raw json.RawMessage) (string, error) {
-	var m struct {
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return "", fmt.Errorf("bad message: %w", err)
-	}
-	return contentText(m.Content)
 }
 
 // contentText reads a string, an array of strings, or an array of
@@ -470,6 +507,9 @@ type generation struct {
 	fault    int    // index in faultNames, -1 for none
 	fp       string // system_fingerprint ("" for none)
 	injected bool   // the mid-stream fault has happened
+	// reasoning is how many of the first tokens are reasoning
+	// (Params.Reasoning), streamed apart from the answer.
+	reasoning int
 }
 
 // abandon gives the sequence up: the client left or the server stopped.
@@ -531,6 +571,9 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 	}
 	g.rec.Status = http.StatusOK
+	if g.kind == kindResponses || g.kind == kindMessages {
+		w.Header().Set("Connection", "keep-alive") // as Ollama sends it
+	}
 	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model, g.fp)
 	pb := streamBufs.Get().(*[]byte)
 	buf := (*pb)[:0]
@@ -551,18 +594,15 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		buf = buf[:0]
+		first := sent
 		for ; sent < n; sent++ {
 			if sent == 0 {
-				buf = enc.role(buf)
+				buf = enc.begin(buf, g.q.prompt)
 			}
-			buf = enc.token(buf, Word(g.id, sent))
+			buf = enc.token(buf, Word(g.id, sent), sent < g.reasoning)
 		}
 		if done {
-			buf = enc.finish(buf)
-			if g.usage {
-				buf = enc.usage(buf, g.q.prompt, n)
-			}
-			buf = append(buf, "data: [DONE]\n\n"...)
+			buf = enc.end(buf, g.q.prompt, n, min(g.reasoning, n), g.usage)
 		}
 		if half := g.q.maxTokens / 2; g.fault >= 2 && g.fault <= 6 && g.fault != 3 && sent >= half && !g.injected {
 			g.injected = true
@@ -593,7 +633,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 				buf = append(buf, "data: {\"choices\":[{\"delta\":{\"content\":\"oops\"}\n\n"...)
 			case 6:
 				buf = append(buf, "data: {\"pad\":\""...)
-				buf = append(buf, strings.Repeat("x", 17<<20)...)
+				buf = append(buf, strings.Repeat("x", 2<<20)...)
 				buf = append(buf, "\"}\n\n"...)
 			}
 		}
@@ -611,8 +651,12 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 			if g.rec.FirstToken.IsZero() {
 				g.rec.FirstToken = now
 			}
+			if n > g.reasoning && first <= g.reasoning && g.rec.FirstAnswer.IsZero() {
+				g.rec.FirstAnswer = now // this write held the answer's first token
+			}
 			g.rec.LastToken = now
 			g.rec.OutputTokens = n
+			g.rec.ReasoningTokens = min(g.reasoning, n)
 		}
 		if done {
 			return
@@ -629,13 +673,22 @@ func (g *generation) whole(w http.ResponseWriter, r *http.Request) {
 	n := int(g.q.generated.Load())
 	now := time.Now()
 	g.rec.FirstToken, g.rec.LastToken, g.rec.OutputTokens, g.rec.Status = now, now, n, http.StatusOK
+	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model, g.fp)
+	w.Header().Set("Content-Type", "application/json")
+	if g.kind.embeds() {
+		g.rec.OutputTokens = 0
+		w.Write(enc.embeddings(g.rec.Inputs, g.q.prompt))
+		return
+	}
+	nr := min(g.reasoning, n)
+	g.rec.ReasoningTokens, g.rec.FirstAnswer = nr, now
 	text := make([]byte, 0, n*6)
 	for i := range n {
 		text = append(text, ' ')
 		text = append(text, Word(g.id, i)...)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model, g.fp).whole(nil, string(text), g.q.prompt, n))
+	cut := reasoningBytes(text, nr)
+	w.Write(enc.whole(nil, string(text[:cut]), string(text[cut:]), g.q.prompt, n, nr))
 }
 
 // Record is the server's own account of one request.
@@ -659,6 +712,31 @@ type Record struct {
 	Cancelled bool
 	// Canary is true when the canary build served it (Params.Canary).
 	Canary bool
+	// FirstAnswer is when the first token of the answer, after the
+	// reasoning, was written and flushed (FirstToken when there is no
+	// reasoning); ReasoningTokens is how many of OutputTokens were
+	// reasoning (Params.Reasoning).
+	FirstAnswer     time.Time
+	ReasoningTokens int
+	// Inputs is the batch of an embeddings request (1 for the others).
+	Inputs int
+}
+
+// TTFO is the server-side time to the first token of the answer.
+func (r Record) TTFO() time.Duration { return r.FirstAnswer.Sub(r.Arrived) }
+
+// reasoningBytes is where the first r words of text (each after a space)
+// end.
+func reasoningBytes(text []byte, r int) int {
+	for i, c := range text {
+		if c == ' ' {
+			if r == 0 {
+				return i
+			}
+			r--
+		}
+	}
+	return len(text)
 }
 
 // TTFT is the server-side time to first token.

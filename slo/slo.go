@@ -22,7 +22,7 @@ import (
 type Objective struct {
 	// Expr is the text as given.
 	Expr string
-	// Metric is ttft, tpot, itl, e2el or ttfb with Stat (p50, p90, p95,
+	// Metric is ttft, ttfo, tpot, itl, e2el or ttfb with Stat (p50, p90, p95,
 	// p99, p99.9, mean, std, min, max), or a rate: error_rate,
 	// request_throughput, output_throughput, input_throughput,
 	// total_token_throughput, request_goodput.
@@ -35,7 +35,7 @@ type Objective struct {
 }
 
 // LatencyMetric maps a latency's name in an objective (ttft, tpot, itl,
-// e2el or e2e, ttfb) to the engine's metric; ok is false for any other.
+// e2el or e2e, ttfb, ttfo) to the engine's metric; ok is false for any other.
 // A switch, not a package map: the package holds no mutable state.
 func LatencyMetric(name string) (m load.Metric, ok bool) {
 	switch name {
@@ -49,6 +49,8 @@ func LatencyMetric(name string) (m load.Metric, ok bool) {
 		return load.E2E, true
 	case "ttfb":
 		return load.TTFB, true
+	case "ttfo":
+		return load.TTFO, true
 	}
 	return 0, false
 }
@@ -91,8 +93,11 @@ func Parse(expr string) (Objective, error) {
 			return Objective{}, fmt.Errorf("bad SLO %q: unknown statistic %s", expr, o.Stat)
 		}
 		d, err := time.ParseDuration(m[4] + unit)
-		if err != nil || unit == "" {
+		switch {
+		case unit == "":
 			return Objective{}, fmt.Errorf("bad SLO %q: a latency needs a unit (ms, s)", expr)
+		case err != nil:
+			return Objective{}, fmt.Errorf("bad SLO %q: unknown unit %q (us, ms, s, m)", expr, unit)
 		}
 		o.Value = d.Seconds()
 	case rateMetric(o.Metric):
@@ -244,10 +249,10 @@ func compare(a float64, op string, b float64) bool {
 }
 
 // NeedsStream reports whether o reads a figure only a streamed answer
-// shows (TTFT, ITL, TPOT).
+// shows (TTFT, TTFO, ITL, TPOT).
 func (o Objective) NeedsStream() bool {
 	m, ok := LatencyMetric(o.Metric)
-	return ok && (m == load.TTFT || m == load.ITL || m == load.TPOT)
+	return ok && (m == load.TTFT || m == load.ITL || m == load.TPOT || m == load.TTFO)
 }
 
 // NeedsEnergy reports whether o reads the GPUs' energy.
@@ -262,10 +267,14 @@ func CheckAll(objs []Objective, f Figures, scope string) []Verdict {
 	return out
 }
 
-// Format shows a value in the objective's units.
+// Format shows a value in the objective's units: a latency to three
+// figures, as the dashboard shows it (7.59s, never 7.58579s).
 func (o Objective) Format(v float64) string {
 	if _, ok := LatencyMetric(o.Metric); ok {
-		return time.Duration(v * float64(time.Second)).Round(10 * time.Microsecond).String()
+		if d := time.Duration(math.Round(v * float64(time.Second))).Round(time.Microsecond); d > 0 {
+			return load.FormatDuration(d)
+		}
+		return "0s"
 	}
 	if o.Metric == "error_rate" {
 		return strconv.FormatFloat(v*100, 'f', 2, 64) + "%"
@@ -312,8 +321,10 @@ func ParseGoodput(s string) (load.Goodput, error) {
 			g.TPOT = d
 		case "e2el", "e2e":
 			g.E2E = d
+		case "ttfo":
+			g.TTFO = d
 		default:
-			return g, fmt.Errorf("bad goodput limits %q: unknown limit %s (ttft, tpot, e2el)", s, name)
+			return g, fmt.Errorf("bad goodput limits %q: unknown limit %s (ttft, ttfo, tpot, e2el)", s, name)
 		}
 	}
 	return g, nil

@@ -102,3 +102,29 @@ func TestEnergyObjective(t *testing.T) {
 		t.Fatal("kWh accepted")
 	}
 }
+
+// TestFormatThreeFigures: a latency to three figures, as the dashboard
+// shows it (on main the SLO banner said "7.58579s").
+func TestFormatThreeFigures(t *testing.T) {
+	o, err := Parse("ttft_p99<=500ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range map[float64]string{7.585792: "7.59s", 0.41237: "412ms", 0.0999999999: "100ms", 0.0151: "15.1ms", 0: "0s"} {
+		if got := o.Format(v); got != want {
+			t.Errorf("%v: %q, want %q", v, got, want)
+		}
+	}
+}
+
+// TestUnknownUnit: a latency with a unit no duration has is told so (on
+// main "500xs" read "a latency needs a unit").
+func TestUnknownUnit(t *testing.T) {
+	_, err := Parse("ttft_p99<=500xs")
+	if err == nil || !strings.Contains(err.Error(), `unknown unit "xs"`) {
+		t.Fatalf("%v", err)
+	}
+	if _, err := Parse("ttft_p99<=500"); err == nil || !strings.Contains(err.Error(), "needs a unit") {
+		t.Fatalf("%v", err)
+	}
+}

@@ -2,6 +2,7 @@ package sshserver
 
 import (
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,14 @@ type preAuth struct {
 	conn  net.Conn
 	timer *time.Timer
 	state atomic.Int32 // one of the pending… constants
+	// After the login: the timer that closes a connection with no
+	// session (SessionWait), whether one was opened, the channels open
+	// (limits.go), and the once that gives back the connection's place.
+	sessionTimer atomic.Pointer[time.Timer]
+	sawChannel   atomic.Bool
+	channels     atomic.Int32
+	closeOnce    sync.Once
+	closed       atomic.Bool
 }
 
 const (
@@ -52,8 +61,8 @@ const (
 type preAuthKey struct{}
 
 // admit is the ConnCallback: it counts the connection, or closes it (nil)
-// when there are already too many not yet authenticated, from all or from
-// its address.
+// when there are already too many open or not yet authenticated, from all
+// or from its address.
 func (s *Server) admit(ctx ssh.Context, conn net.Conn) net.Conn {
 	ip := conn.RemoteAddr().String()
 	if host, _, err := net.SplitHostPort(ip); err == nil {
@@ -61,13 +70,21 @@ func (s *Server) admit(ctx ssh.Context, conn net.Conn) net.Conn {
 	}
 	s.mu.Lock()
 	all, mine := s.pending, s.pendingByIP[ip]
-	ok := all < s.cfg.MaxUnauthenticated && mine < s.cfg.MaxUnauthenticatedPerIP
-	if ok {
+	open, openMine := s.conns, s.connsByIP[ip]
+	pendingOK := all < s.cfg.MaxUnauthenticated && mine < s.cfg.MaxUnauthenticatedPerIP
+	openOK := open < s.cfg.MaxConnections && openMine < s.cfg.MaxConnectionsPerIP
+	if pendingOK && openOK {
 		s.pending++
 		s.pendingByIP[ip]++
+		s.conns++
+		s.connsByIP[ip]++
 	}
 	s.mu.Unlock()
-	if !ok {
+	switch {
+	case !openOK:
+		s.logf("refused %s: too many connections open (%d in all, %d from %s)", conn.RemoteAddr(), open, openMine, ip)
+		return nil
+	case !pendingOK:
 		s.logf("refused %s: too many connections not yet authenticated (%d in all, %d from %s)", conn.RemoteAddr(), all, mine, ip)
 		return nil
 	}
@@ -82,10 +99,20 @@ func (s *Server) admit(ctx ssh.Context, conn net.Conn) net.Conn {
 func (s *Server) serverConfig(ctx ssh.Context) *gossh.ServerConfig {
 	p, _ := ctx.Value(preAuthKey{}).(*preAuth)
 	return &gossh.ServerConfig{AuthLogCallback: func(_ gossh.ConnMetadata, _ string, err error) {
-		if err == nil && p != nil {
-			p.leave(authenticated)
+		if err == nil && p != nil && p.leave(authenticated) {
+			p.sessionTimer.Store(time.AfterFunc(s.cfg.SessionWait, p.noSession))
 		}
 	}}
+}
+
+// noSession closes a connection logged in that has opened no channel
+// within SessionWait: logged in, it is past the pending bounds, and with
+// any key let in, logging in is free.
+func (p *preAuth) noSession() {
+	if !p.sawChannel.Load() && !p.closed.Load() {
+		p.s.logf("closed %s: no session within %s of the login", p.conn.RemoteAddr(), p.s.cfg.SessionWait)
+		p.conn.Close()
+	}
 }
 
 // leave moves the connection out of the pending state, once: it gives
@@ -125,8 +152,22 @@ type preAuthConn struct {
 	p *preAuth
 }
 
-// Close closes the connection and gives back its place if it had one.
+// Close closes the connection and gives back its places: among those
+// not yet authenticated if it had one, and among those open.
 func (c *preAuthConn) Close() error {
-	c.p.leave(closedEarly)
+	p := c.p
+	p.leave(closedEarly)
+	p.closeOnce.Do(func() {
+		p.closed.Store(true)
+		if t := p.sessionTimer.Load(); t != nil {
+			t.Stop()
+		}
+		p.s.mu.Lock()
+		p.s.conns--
+		if p.s.connsByIP[p.ip]--; p.s.connsByIP[p.ip] == 0 {
+			delete(p.s.connsByIP, p.ip)
+		}
+		p.s.mu.Unlock()
+	})
 	return c.Conn.Close()
 }

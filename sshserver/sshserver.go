@@ -54,6 +54,14 @@ type Config struct {
 	HandshakeTimeout        time.Duration
 	MaxUnauthenticated      int
 	MaxUnauthenticatedPerIP int
+	// MaxConnections and MaxConnectionsPerIP bound the connections open,
+	// authenticated or not, in all and from one address (defaults
+	// DefaultMaxConnections, DefaultMaxConnectionsPerIP); SessionWait
+	// closes a connection logged in that opens no session within it
+	// (default DefaultSessionWait). See limits.go.
+	MaxConnections      int
+	MaxConnectionsPerIP int
+	SessionWait         time.Duration
 	// Log gets one line per connection and disconnection, per refused
 	// key or connection, and warnings; at most LogLinesPerSecond a second.
 	Log io.Writer
@@ -144,33 +152,31 @@ type Server struct {
 	stopping chan struct{}
 	stopOnce sync.Once
 
-	// mu guards the count of connections not yet authenticated.
+	// mu guards the counts of connections not yet authenticated and of
+	// those open.
 	mu          sync.Mutex
 	pending     int
 	pendingByIP map[string]int
+	conns       int
+	connsByIP   map[string]int
 }
 
 // New builds a server; the host key is created at HostKeyPath if missing.
 func New(cfg Config) (*Server, error) {
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = 16
-	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	if cfg.HandshakeTimeout <= 0 {
-		cfg.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if cfg.MaxUnauthenticated <= 0 {
-		cfg.MaxUnauthenticated = DefaultMaxUnauthenticated
-	}
-	if cfg.MaxUnauthenticatedPerIP <= 0 {
-		cfg.MaxUnauthenticatedPerIP = DefaultMaxUnauthenticatedPerIP
-	}
+	orDefault(&cfg.MaxSessions, 16)
+	orDefault(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
+	orDefault(&cfg.MaxUnauthenticated, DefaultMaxUnauthenticated)
+	orDefault(&cfg.MaxUnauthenticatedPerIP, DefaultMaxUnauthenticatedPerIP)
+	orDefault(&cfg.MaxConnections, DefaultMaxConnections)
+	orDefault(&cfg.MaxConnectionsPerIP, DefaultMaxConnectionsPerIP)
+	orDefault(&cfg.SessionWait, DefaultSessionWait)
 	if c, ok := cfg.Watch.(ui.Controller); ok && cfg.Controller == nil {
 		cfg.Controller = c
 	}
-	s := &Server{cfg: cfg, pendingByIP: map[string]int{}, stopping: make(chan struct{})}
+	s := &Server{cfg: cfg, pendingByIP: map[string]int{}, connsByIP: map[string]int{}, stopping: make(chan struct{})}
 	var err error
 	if !cfg.AllowAnyKey {
 		if s.allowed, err = readKeys(cfg.AuthorizedKeys); err != nil {
@@ -185,10 +191,8 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("%w: %w", ErrControllers, err)
 		}
 	}
-	if dir := dirOf(cfg.HostKeyPath); dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrHostKey, err)
-		}
+	if err := ensureHostKey(cfg.HostKeyPath); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrHostKey, err)
 	}
 	opts := []ssh.Option{
 		wish.WithHostKeyPath(cfg.HostKeyPath),
@@ -207,6 +211,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrHostKey, cfg.HostKeyPath, err)
 	}
 	s.srv.ConnCallback, s.srv.ServerConfigCallback = s.admit, s.serverConfig
+	s.srv.ChannelHandlers = map[string]ssh.ChannelHandler{"session": s.sessionChannel}
 	// The key may be older than us, or copied with its mode lost: whoever
 	// reads it can pose as this server to every watcher.
 	if fi, err := os.Stat(cfg.HostKeyPath); err == nil && fi.Mode().Perm()&0o066 != 0 {
@@ -215,11 +220,11 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func dirOf(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i > 0 {
-		return p[:i]
+// orDefault sets *v to d when it is not positive (unset).
+func orDefault[T int | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
-	return ""
 }
 
 // readKeys parses an authorized_keys file.
@@ -263,8 +268,9 @@ func (s *Server) checkKey(ctx ssh.Context, k ssh.PublicKey) bool {
 	if s.authorized(k) {
 		return true
 	}
-	// The user name is the client's: quoted, so that it cannot forge a line.
-	s.logf("refused %s user %q: key %s %s not authorized", ctx.RemoteAddr(), ctx.User(), k.Type(), gossh.FingerprintSHA256(k))
+	// The user name is the client's: quoted, so that it cannot forge a
+	// line, and shortened, so that it cannot make the line long.
+	s.logf("refused %s user %q: key %s %s not authorized", ctx.RemoteAddr(), quoteUser(ctx.User()), k.Type(), gossh.FingerprintSHA256(k))
 	return false
 }
 

@@ -278,9 +278,10 @@ func TestManySessionsOneDropped(t *testing.T) {
 	key, _ := newKey(t)
 	// One frame a second: twenty sessions drawing at 4 Hz under the race
 	// detector would take both cores. The bounds on unauthenticated
-	// connections are raised: all twenty are in their handshakes at once.
+	// connections are raised: all twenty are in their handshakes at once,
+	// from one address.
 	r := startServer(t, Config{HostKeyPath: filepath.Join(dir, "host"), AllowAnyKey: true, MaxSessions: 32,
-		MaxUnauthenticated: 32, MaxUnauthenticatedPerIP: 32}, time.Second)
+		MaxUnauthenticated: 32, MaxUnauthenticatedPerIP: 32, MaxConnectionsPerIP: 32}, time.Second)
 	// Dialled at once: one after another, each handshake's round trips
 	// waited on the scheduler in turn (0.5 s quiet, 64 s at a load of 9).
 	// 80×24, the smallest dashboard: twenty of them draw every second.

@@ -47,7 +47,15 @@ func value(m *dto.Metric) float64 {
 // ParseDCGM reads a DCGM exporter page: one GPU per "gpu" label.
 // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION is in millijoules.
 func ParseDCGM(r io.Reader) ([]GPU, error) {
-	fams, err := parse(r)
+	fields := map[string]func(*GPU, float64){
+		"DCGM_FI_DEV_POWER_USAGE":              func(g *GPU, v float64) { g.PowerW = v },
+		"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": func(g *GPU, v float64) { g.EnergyJ, g.HasEnergy = v/1000, true },
+		"DCGM_FI_DEV_GPU_UTIL":                 func(g *GPU, v float64) { g.UtilPct = v },
+		"DCGM_FI_DEV_FB_USED":                  func(g *GPU, v float64) { g.MemUsedMiB = v },
+		"DCGM_FI_DEV_GPU_TEMP":                 func(g *GPU, v float64) { g.TempC = v },
+		"DCGM_FI_DEV_SM_CLOCK":                 func(g *GPU, v float64) { g.SMClockMHz = v },
+	}
+	fams, err := parse(r, func(name string) bool { return fields[name] != nil })
 	if err != nil {
 		return nil, err
 	}
@@ -61,21 +69,18 @@ func ParseDCGM(r io.Reader) ([]GPU, error) {
 		byGPU[idx] = g
 		return g
 	}
-	fields := map[string]func(*GPU, float64){
-		"DCGM_FI_DEV_POWER_USAGE":              func(g *GPU, v float64) { g.PowerW = v },
-		"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": func(g *GPU, v float64) { g.EnergyJ, g.HasEnergy = v/1000, true },
-		"DCGM_FI_DEV_GPU_UTIL":                 func(g *GPU, v float64) { g.UtilPct = v },
-		"DCGM_FI_DEV_FB_USED":                  func(g *GPU, v float64) { g.MemUsedMiB = v },
-		"DCGM_FI_DEV_GPU_TEMP":                 func(g *GPU, v float64) { g.TempC = v },
-		"DCGM_FI_DEV_SM_CLOCK":                 func(g *GPU, v float64) { g.SMClockMHz = v },
-	}
 	for name, set := range fields {
 		for _, m := range fams[name].GetMetric() {
-			set(get(m), value(m))
+			g := get(m)
+			if len(byGPU) > maxGPUs {
+				return nil, fmt.Errorf("%w: more than %d GPUs on the DCGM page", errPage, maxGPUs)
+			}
+			set(g, value(m))
 		}
 	}
 	out := make([]GPU, 0, len(byGPU))
 	for _, g := range byGPU {
+		g.setAside()
 		out = append(out, *g)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
@@ -112,7 +117,17 @@ func ParseNvidiaSMILine(line string) (GPU, error) {
 	g.MemUsedMiB, _ = num(f[4])
 	g.TempC, _ = num(f[5])
 	g.SMClockMHz, _ = num(f[6])
+	g.setAside()
 	return g, nil
+}
+
+// counterRise is an energy counter's rise from a to b: a counter that went
+// down was reset (a driver reload), and b is the energy since.
+func counterRise(a, b float64) float64 {
+	if b < a {
+		return b
+	}
+	return b - a
 }
 
 // Sample is a reading of every GPU at one time.
@@ -134,6 +149,8 @@ func (s Sample) Power() float64 {
 // GPUs: from each GPU's energy counter where both readings have one (a
 // counter that went down was reset: the new reading is the energy since),
 // else from the power, integrated by the trapezoid rule. source says which.
+// A counter's rise past maxGPUWatts over the time between the readings
+// cannot be true: that GPU's energy is then its power over the time.
 func Energy(a, b Sample) (joules float64, source string) {
 	dt := b.At.Sub(a.At).Seconds()
 	prev := map[string]GPU{}
@@ -144,12 +161,8 @@ func Energy(a, b Sample) (joules float64, source string) {
 	for _, g := range b.GPUs {
 		p, ok := prev[g.Index]
 		switch {
-		case ok && g.HasEnergy && p.HasEnergy:
-			d := g.EnergyJ - p.EnergyJ
-			if d < 0 { // the counter was reset (driver reload)
-				d = g.EnergyJ
-			}
-			joules += d
+		case ok && g.HasEnergy && p.HasEnergy && counterRise(p.EnergyJ, g.EnergyJ) <= maxGPUWatts*max(dt, 0):
+			joules += counterRise(p.EnergyJ, g.EnergyJ)
 			counters++
 		case ok:
 			joules += (g.PowerW + p.PowerW) / 2 * dt

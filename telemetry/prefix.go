@@ -12,6 +12,12 @@ const (
 	sglangPrefixRate  = "sglang:cache_hit_rate"
 )
 
+// prefixFamilies are the families readPrefix reads, for ParseServer's
+// filter of the page.
+func prefixFamilies() []string {
+	return []string{vllmPrefixQueries, vllmPrefixHits, vllmPrefixRate, sglangPrefixRate}
+}
+
 // prefixCache is a reading of the server's prefix cache: counters of
 // tokens looked up and found (Counted), or a hit rate it computed itself,
 // 0..1 (Gauged).

@@ -3,15 +3,20 @@ package telemetry
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	neturl "net/url"
 	"os/exec"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/probe"
 )
 
 // Config says where to read from. Empty URLs and GPULocal false turn a
@@ -79,16 +84,43 @@ func NewScraper(cfg Config) *Scraper {
 	if cfg.Every <= 0 {
 		cfg.Every = DefaultEvery
 	}
-	s := &Scraper{cfg: cfg, client: cfg.Client}
-	if s.client == nil {
-		s.client = &http.Client{Timeout: DefaultScrapeTimeout}
+	s := &Scraper{cfg: cfg}
+	if cfg.Client != nil {
+		c := *cfg.Client // a copy: the caller's client is theirs
+		s.client = &c
+	} else {
+		s.client = &http.Client{Timeout: DefaultScrapeTimeout, Transport: scrapeTransport()}
 	}
+	// A redirect is not followed, as the load client follows none: the
+	// scrape carries the same headers (an API key) to wherever it points.
+	s.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	if cfg.GPULocal {
 		s.gpuFrom = "nvidia-smi"
 	} else if cfg.GPUURL != "" {
 		s.gpuFrom = "DCGM"
 	}
 	return s
+}
+
+// scrapeTransport is the default client's transport: net/http's default
+// settings (a new transport, not a clone of http.DefaultTransport, which
+// may carry the bundled HTTP/2 once used), HTTP/2 through
+// golang.org/x/net/http2 as the load client speaks it
+// (probe.ConfigureHTTP2), or HTTP/1.1 alone should that fail.
+func scrapeTransport() *http.Transport {
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: DefaultScrapeTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost:   2, // one per source
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   DefaultScrapeTimeout,
+		ExpectContinueTimeout: time.Second,
+	}
+	if probe.ConfigureHTTP2(t) != nil {
+		return &http.Transport{Proxy: t.Proxy, DialContext: t.DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: t.IdleConnTimeout,
+			TLSHandshakeTimeout: t.TLSHandshakeTimeout, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}} // HTTP/1.1 only
+	}
+	return t
 }
 
 // Run scrapes until ctx ends. nvidia-smi, when asked for, runs as one child
@@ -112,6 +144,7 @@ func (s *Scraper) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
+			s.client.CloseIdleConnections()
 			return
 		case <-t.C:
 		}
@@ -140,15 +173,18 @@ func (s *Scraper) scrape(ctx context.Context, now time.Time, src *source, url st
 		src.dropped = true // a guessed /metrics that is not there: quietly nothing
 		return
 	}
-	src.err = err.Error()
+	src.err = probe.Redact(err.Error(), 300) // shown: no credentials, one line
 	src.backoff = min(max(2*src.backoff, s.cfg.Every), 30*time.Second)
 	src.next = now.Add(src.backoff)
 }
 
+// get scrapes url. Its errors never carry the URL's credentials (a
+// user name, ?token=): they are shown on the dashboard and to every SSH
+// watcher.
 func (s *Scraper) get(ctx context.Context, url string, read func(io.Reader) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("scrape: %w", redactURLError(err))
 	}
 	for k, vs := range s.cfg.Headers {
 		for _, v := range vs {
@@ -157,14 +193,37 @@ func (s *Scraper) get(ctx context.Context, url string, read func(io.Reader) erro
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("scrape: %w", err)
+		return fmt.Errorf("scrape: %w", redactURLError(err))
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return fmt.Errorf("scrape: HTTP %d: redirected to %s; infertop does not follow redirects", resp.StatusCode, probe.RedactURL(resp.Header.Get("Location")))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("scrape: HTTP %d", resp.StatusCode)
 	}
-	return read(io.LimitReader(resp.Body, 16<<20))
+	return read(io.LimitReader(resp.Body, maxPageBytes))
 }
+
+// redactURLError takes the credentials out of the URL a *url.Error
+// names, and any that look like one out of its cause's text.
+func redactURLError(err error) error {
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		ue.URL = probe.RedactURL(ue.URL)
+		if ue.Err != nil {
+			ue.Err = redacted{ue.Err}
+		}
+	}
+	return err
+}
+
+// redacted is an error whose text is redacted (probe.Redact); it still
+// unwraps to the error it redacts.
+type redacted struct{ err error }
+
+func (r redacted) Error() string { return probe.Redact(r.err.Error(), 0) }
+func (r redacted) Unwrap() error { return r.err }
 
 func (s *Scraper) readServer(r io.Reader, at time.Time) error {
 	srv, ok, err := ParseServer(r)
@@ -277,6 +336,11 @@ type ServerView struct {
 	Age           time.Duration
 	Stale         bool
 	Err           string
+
+	// TTFTBuckets and ITLBuckets are the buckets the p50 and the p99 lie
+	// in: what the histogram knows of them, where the figures above are
+	// points interpolated inside.
+	TTFTBuckets, ITLBuckets [2]Bucket
 }
 
 // GPUView is the GPUs' side over the window.
@@ -323,13 +387,13 @@ func (s *Scraper) View(window time.Duration) View {
 		if first.At.Before(last.At) {
 			prevTTFT, prevITL = first.S.TTFT, first.S.ITL
 		}
-		if p50, ok := Quantile(last.S.TTFT, prevTTFT, 0.5); ok {
-			sv.TTFTP50, sv.HasTTFT = p50, true
-			sv.TTFTP99, _ = Quantile(last.S.TTFT, prevTTFT, 0.99)
+		if p50, b, ok := quantile(last.S.TTFT, prevTTFT, 0.5); ok {
+			sv.TTFTP50, sv.TTFTBuckets[0], sv.HasTTFT = p50, b, true
+			sv.TTFTP99, sv.TTFTBuckets[1], _ = quantile(last.S.TTFT, prevTTFT, 0.99)
 		}
-		if p50, ok := Quantile(last.S.ITL, prevITL, 0.5); ok {
-			sv.ITLP50, sv.HasITL = p50, true
-			sv.ITLP99, _ = Quantile(last.S.ITL, prevITL, 0.99)
+		if p50, b, ok := quantile(last.S.ITL, prevITL, 0.5); ok {
+			sv.ITLP50, sv.ITLBuckets[0], sv.HasITL = p50, b, true
+			sv.ITLP99, sv.ITLBuckets[1], _ = quantile(last.S.ITL, prevITL, 0.99)
 		}
 		v.Server = sv
 	} else if s.srv.err != "" && !s.srv.dropped {

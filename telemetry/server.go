@@ -6,6 +6,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -65,10 +66,15 @@ var names = []struct {
 		kv: "llamacpp:kv_cache_usage_ratio", prompt: "llamacpp:prompt_tokens_total", gen: "llamacpp:tokens_predicted_total"},
 }
 
-// parse reads a Prometheus text page.
-func parse(r io.Reader) (map[string]*dto.MetricFamily, error) {
+// parse reads the families wanted of a Prometheus text page, within the
+// bounds of filterPage.
+func parse(r io.Reader, wanted func(string) bool) (map[string]*dto.MetricFamily, error) {
+	page, err := filterPage(r, wanted)
+	if err != nil {
+		return nil, err
+	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(page))
 	if err != nil {
 		return nil, fmt.Errorf("metrics page: %w", err)
 	}
@@ -76,7 +82,9 @@ func parse(r io.Reader) (map[string]*dto.MetricFamily, error) {
 }
 
 // sum adds a family's values over all its label sets (a gauge, a counter,
-// or an untyped value); ok is false when the family is absent.
+// or an untyped value); ok is false when the family is absent. A value
+// that cannot be true (NaN, infinite, negative, past maxCount) is set
+// aside: one 1.7e308 made the sum +Inf, and no report could be written.
 func sum(fams map[string]*dto.MetricFamily, name string) (float64, bool) {
 	f, ok := fams[name]
 	if !ok || name == "" {
@@ -84,21 +92,27 @@ func sum(fams map[string]*dto.MetricFamily, name string) (float64, bool) {
 	}
 	total := 0.0
 	for _, m := range f.GetMetric() {
+		var v float64
 		switch {
 		case m.Gauge != nil:
-			total += m.GetGauge().GetValue()
+			v = m.GetGauge().GetValue()
 		case m.Counter != nil:
-			total += m.GetCounter().GetValue()
+			v = m.GetCounter().GetValue()
 		case m.Untyped != nil:
-			total += m.GetUntyped().GetValue()
+			v = m.GetUntyped().GetValue()
 		case m.Histogram != nil: // TGI reports token counts as histograms: their sum
-			total += m.GetHistogram().GetSampleSum()
+			v = m.GetHistogram().GetSampleSum()
+		}
+		if plausible(v) {
+			total += v
 		}
 	}
 	return total, true
 }
 
-// hist merges a histogram family over its label sets.
+// hist merges a histogram family over its label sets; one with a number
+// that cannot be true (a NaN bound, a finite one past maxBoundSeconds, a
+// count past maxCount) or more than maxBuckets bounds is set aside (nil).
 func hist(fams map[string]*dto.MetricFamily, name string) *Histogram {
 	f, ok := fams[name]
 	if !ok || name == "" {
@@ -112,11 +126,18 @@ func hist(fams map[string]*dto.MetricFamily, name string) *Histogram {
 		}
 		hasInf := false
 		for _, b := range h.GetBucket() {
-			byBound[b.GetUpperBound()] += float64(b.GetCumulativeCount())
-			hasInf = hasInf || math.IsInf(b.GetUpperBound(), 1)
+			ub, n := b.GetUpperBound(), float64(b.GetCumulativeCount())
+			if math.IsNaN(ub) || !math.IsInf(ub, 1) && math.Abs(ub) > maxBoundSeconds || !plausible(n) {
+				return nil
+			}
+			byBound[ub] += n
+			hasInf = hasInf || math.IsInf(ub, 1)
 		}
 		if !hasInf {
 			byBound[math.Inf(1)] += float64(h.GetSampleCount())
+		}
+		if len(byBound) > maxBuckets {
+			return nil
 		}
 	}
 	out := &Histogram{}
@@ -133,7 +154,7 @@ func hist(fams map[string]*dto.MetricFamily, name string) *Histogram {
 // ParseServer reads a serving engine's metrics page. ok is false for an
 // engine it does not know: then nothing is shown rather than wrong figures.
 func ParseServer(r io.Reader) (s Server, ok bool, err error) {
-	fams, err := parse(r)
+	fams, err := parse(r, serverFamilies())
 	if err != nil {
 		return s, false, err
 	}
@@ -159,12 +180,44 @@ func ParseServer(r io.Reader) (s Server, ok bool, err error) {
 	return s, false, nil
 }
 
+// serverFamilies is the set of every family ParseServer reads.
+func serverFamilies() func(string) bool {
+	var all []string
+	for _, n := range names {
+		all = append(all, n.running, n.waiting, n.kv, n.kvOld, n.prompt, n.gen, n.preempt, n.ttft, n.itl)
+	}
+	all = append(all, prefixFamilies()...)
+	return wantedSet(all...)
+}
+
 // Quantile estimates the q-quantile (0..1) of the observations between
 // two readings of a histogram (prev may be nil: since the start), by
 // linear interpolation inside the bucket, as Prometheus' histogram_quantile.
 func Quantile(cur, prev *Histogram, q float64) (float64, bool) {
+	est, _, ok := quantile(cur, prev, q)
+	return est, ok
+}
+
+// Bucket is the histogram bucket a quantile lies in: (Lo, Hi], Hi +Inf
+// past the last finite bound. All the histogram says of the quantile is
+// that it lies there: an interpolated point inside a wide bucket (vLLM's
+// TTFT buckets go 2.5 s, 5 s, 7.5 s) can be far from every observation.
+type Bucket struct{ Lo, Hi float64 }
+
+// Narrow reports whether the bucket is tight enough (its bounds within
+// 10 %) for a point inside it to stand for the quantile.
+func (b Bucket) Narrow() bool { return !math.IsInf(b.Hi, 1) && b.Hi <= 1.1*b.Lo }
+
+// QuantileBucket is the bucket the q-quantile lies in (see Quantile).
+func QuantileBucket(cur, prev *Histogram, q float64) (Bucket, bool) {
+	_, b, ok := quantile(cur, prev, q)
+	return b, ok
+}
+
+// quantile is Quantile's estimate and the bucket it lies in.
+func quantile(cur, prev *Histogram, q float64) (float64, Bucket, bool) {
 	if cur == nil || len(cur.Counts) == 0 {
-		return 0, false
+		return 0, Bucket{}, false
 	}
 	counts := append([]float64(nil), cur.Counts...)
 	if prev != nil && len(prev.Counts) == len(counts) && prev.Counts[len(prev.Counts)-1] <= counts[len(counts)-1] {
@@ -174,25 +227,26 @@ func Quantile(cur, prev *Histogram, q float64) (float64, bool) {
 	}
 	total := counts[len(counts)-1]
 	if total <= 0 {
-		return 0, false
+		return 0, Bucket{}, false
 	}
 	rank := q * total
 	lower, below := 0.0, 0.0
 	for i, c := range counts {
 		upper := cur.Bounds[i]
 		if c >= rank {
+			b := Bucket{lower, upper}
 			if math.IsInf(upper, 1) {
-				return lower, true // past the last finite bound: its lower edge
+				return lower, b, true // past the last finite bound: its lower edge
 			}
 			inBucket := c - below
 			if inBucket <= 0 {
-				return upper, true
+				return upper, b, true
 			}
-			return lower + (upper-lower)*(rank-below)/inBucket, true
+			return lower + (upper-lower)*(rank-below)/inBucket, b, true
 		}
 		lower, below = upper, c
 	}
-	return lower, true
+	return lower, Bucket{lower, math.Inf(1)}, true
 }
 
 // KindName is the engine's name as shown.

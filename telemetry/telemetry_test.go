@@ -46,8 +46,12 @@ func TestParseServer(t *testing.T) {
 	if _, ok, err := ParseServer(open(t, "dcgm.txt")); ok || err != nil {
 		t.Errorf("a DCGM page read as a server: %v %v", ok, err)
 	}
-	if _, _, err := ParseServer(strings.NewReader("not a { metrics page")); err == nil {
-		t.Error("garbage parsed")
+	// Lines of no family read are dropped unread: garbage is no engine.
+	if _, ok, err := ParseServer(strings.NewReader("not a { metrics page")); ok || err != nil {
+		t.Errorf("garbage read as a server: %v %v", ok, err)
+	}
+	if _, _, err := ParseServer(strings.NewReader("vllm:num_requests_running{ garbage\n")); err == nil {
+		t.Error("a garbled line of a family read parsed")
 	}
 }
 

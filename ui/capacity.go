@@ -545,8 +545,20 @@ func (m *Model) loadChart(w, h int, xMax, yMax, bestLoad float64, yLabel func(fl
 func (m *Model) askFooter(w int) string {
 	c, t := &m.capState, m.theme
 	in := c.input
-	in.Width = max(w-lipgloss.Width(in.Prompt)-24, 10)
-	line := fit(in.View()+t.Muted.Render("  enter starts · esc cancels"), w)
+	// The keys in short when the example and they do not fit at once (80
+	// columns): the example is what says what to type.
+	hint := "  enter starts · esc cancels"
+	prompt := lipgloss.Width(in.Prompt)
+	if prompt+lipgloss.Width(in.Placeholder)+lipgloss.Width(hint)+1 > w {
+		hint = "  enter · esc"
+	}
+	// bubbles' textinput counts the prompt in its Width while it shows the
+	// placeholder, and not once there is text: the same room either way.
+	in.Width = max(w-lipgloss.Width(hint)-prompt-1, 10)
+	if in.Value() == "" {
+		in.Width += prompt
+	}
+	line := fit(in.View()+t.Muted.Render(hint), w)
 	if c.inputErr == "" {
 		return line
 	}

@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -262,11 +263,21 @@ func cmpKeep(w int) []bool {
 // cmpMetrics are the table's rows: the service times in the closed loop;
 // in the open loop TTFT and E2E from the intended send time, what the
 // comparison judges there.
+// With a reasoning model, TTFO (the answer's first token) follows TTFT;
+// for embeddings only E2E means anything.
 func cmpMetrics(s *load.Snapshot) (metrics []load.Metric, open bool) {
-	if s.Knobs.Mode == load.OpenLoop || s.Latency[load.Queue].Count > 0 {
-		return []load.Metric{load.TTFTIntended, load.TPOT, load.ITL, load.E2EIntended}, true
+	open = s.Knobs.Mode == load.OpenLoop || s.Latency[load.Queue].Count > 0
+	metrics = []load.Metric{load.TTFT, load.TPOT, load.ITL, load.E2E}
+	if open {
+		metrics = []load.Metric{load.TTFTIntended, load.TPOT, load.ITL, load.E2EIntended}
 	}
-	return []load.Metric{load.TTFT, load.TPOT, load.ITL, load.E2E}, false
+	switch {
+	case embeds(s):
+		metrics = metrics[3:]
+	case s.Run.ReasoningTokens > 0:
+		metrics = slices.Insert(metrics, 1, load.TTFO)
+	}
+	return metrics, open
 }
 
 // cmpLatencyPanel is the comparison's latency table, the verdicts under it

@@ -76,7 +76,7 @@ func (m *Model) header(w int) string {
 	// take a second line when one is not enough (workers backing off).
 	parts := []part{
 		{loop, 0},
-		{item("prompt", lengthLabel(s.PromptLength, k.PromptTokens)), 1},
+		{item("prompt", promptLabel(s)), 1},
 		{item("output", lengthLabel(s.OutputLength, k.OutputTokens)), 1},
 		{item("window", window(s.Window)), 2},
 	}
@@ -144,6 +144,24 @@ func (m *Model) headerLine(target, right string, w int) string {
 		line += "\n" + fit(l, w)
 	}
 	return line
+}
+
+// promptLabel is the prompt length that goes out. With a shared prefix it
+// is the current phase's mean prompt as the server counted it, once one
+// request has come back (before: the knob, or the prefix and the
+// request's marker when the prefix is the longer), and the prefix beside
+// it: "prompt 100" said of 1,130 tokens a request sent was untrue.
+func promptLabel(s *load.Snapshot) string {
+	if s.PrefixTokens <= 0 {
+		return lengthLabel(s.PromptLength, s.Knobs.PromptTokens)
+	}
+	sent := fmt.Sprintf("%d tok", max(s.Knobs.PromptTokens, s.PrefixTokens+1))
+	for _, ph := range s.Phases {
+		if ph.Current && ph.Completed > 0 {
+			sent = fmt.Sprintf("≈%d tok", (ph.InTokens+ph.Completed/2)/ph.Completed)
+		}
+	}
+	return fmt.Sprintf("%s (%d shared)", sent, s.PrefixTokens)
 }
 
 func lengthLabel(l load.Length, centre int) string {

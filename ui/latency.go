@@ -2,6 +2,7 @@ package ui
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +61,15 @@ func (m *Model) latencyTable(w, h int) string {
 		// From the intended send time first: what a user of the endpoint
 		// would have waited; then the service times and the queue.
 		metrics = []load.Metric{load.TTFTIntended, load.TPOT, load.ITL, load.E2EIntended, load.Queue, load.TTFT, load.E2E}
+	}
+	switch {
+	case embeds(s): // nothing streams: no TTFT, TPOT or ITL to show
+		metrics = []load.Metric{load.E2E, load.TTFB}
+		if open {
+			metrics = []load.Metric{load.E2EIntended, load.Queue, load.E2E, load.TTFB}
+		}
+	case s.Run.ReasoningTokens > 0: // a reasoning model: the answer's first token beside the first
+		metrics = slices.Insert(metrics, 1, load.TTFO)
 	}
 	if room := h - 3; len(metrics) > room { // title, head and the note line
 		metrics = metrics[:max(room, 4)]

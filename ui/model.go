@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
@@ -514,7 +515,7 @@ func (m *Model) footer(w int) string {
 		return m.askFooter(w)
 	}
 	var parts []part
-	for i, b := range m.keys.ShortHelp() {
+	for i, b := range m.footerKeys() {
 		prio := 1 + i // the earlier in the table, the longer kept
 		if k := b.Keys()[0]; k == "?" || k == "q" {
 			prio = 0
@@ -533,6 +534,25 @@ func (m *Model) footer(w int) string {
 	// most three lines above the keys.
 	lines := wrapInto(t.Accent.Render(notice), w, 3, t.Muted.Render("…"))
 	return block(append(lines, keys), w, len(lines)+1)
+}
+
+// footerKeys are the footer's keys for the state the dashboard is in: a
+// watcher's are those that act on its own view (the load's are locked to
+// it), and the open loop's load keys are the rate's, not the
+// concurrency's, which move nothing there.
+func (m *Model) footerKeys() []key.Binding {
+	open := m.snap.Knobs.Mode == load.OpenLoop
+	var bs []key.Binding
+	for _, d := range m.keys {
+		k := d.binding.Keys()[0]
+		switch {
+		case m.readOnly && d.onLoad:
+		case open && (k == "up" || k == "down"):
+		case d.short || open && (k == "+" || k == "-"):
+			bs = append(bs, d.binding)
+		}
+	}
+	return bs
 }
 
 // visiblePhases counts the phase table's rows (phasesPanel's filter).

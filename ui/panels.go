@@ -63,8 +63,28 @@ type sparkDrawing struct {
 	lines []string
 }
 
+// embeds reports whether the target is an embeddings API: nothing
+// streams, so the TTFT and output panels give way to E2E and inputs.
+func embeds(s *load.Snapshot) bool {
+	kind, _, _ := strings.Cut(s.Target.API, ",") // "openai-embeddings, not streamed"
+	return probe.Kind(kind).Embeds()
+}
+
+// e2ePanel stands in for the TTFT panel where nothing streams.
+func (m *Model) e2ePanel(w, h int) string {
+	t, s := m.theme, &m.snap
+	d := s.Latency[load.E2E]
+	lines := []string{m.title("E2E", "", w), t.Muted.Render("p50 ") + t.P50.Render(Duration(d.P50)),
+		t.Muted.Render("p99 ") + t.P99.Render(Duration(d.P99))}
+	lines = append(lines, m.spark("e2e", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.E2EP99) })...)
+	return block(lines, w, h)
+}
+
 func (m *Model) ttftPanel(w, h int) string {
 	t, s := m.theme, &m.snap
+	if embeds(s) {
+		return m.e2ePanel(w, h)
+	}
 	d := s.Latency[load.TTFT]
 	p99, last := t.Muted.Render("p99 ")+t.P99.Render(Duration(d.P99)), t.Muted.Render("last s "+Duration(lastPoint(s).TTFTP99))
 	lines := []string{m.title("TTFT", "", w), t.Muted.Render("p50 ") + t.P50.Render(Duration(d.P50))}
@@ -89,6 +109,15 @@ func (m *Model) throughputPanel(w, h int) string {
 	est := ""
 	if s.OutputEstimated {
 		est = "~"
+	}
+	if embeds(s) { // no output: requests and input tokens, over time the input
+		lines := []string{
+			m.title("Throughput", "", w),
+			t.Value.Render(num(s.ReqPerSec)) + t.Muted.Render(" req/s"),
+			t.Text.Render(num(s.InTokPerSec)) + t.Muted.Render(" tok/s in"),
+		}
+		lines = append(lines, m.spark("intokens", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.InTokens) })...)
+		return block(lines, w, h)
 	}
 	lines := []string{
 		m.title("Throughput", "", w),
@@ -279,6 +308,9 @@ func (m *Model) phasesPanel(w, h int) string {
 		errs := "0"
 		if n := ph.Completed + ph.Failed; ph.Failed > 0 {
 			errs = pct(float64(ph.Failed) / float64(n))
+			if ph.Completed == 0 { // "100.0%" fills the column and runs into tok/s ("0100.0%")
+				errs = "100%"
+			}
 		}
 		span := ph.End - ph.Start
 		if ph.Current {

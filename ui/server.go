@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/telemetry"
@@ -23,10 +24,11 @@ func (m *Model) serverPanel(w int) string {
 	sep := t.Muted.Render(" · ")
 	item := func(label, value string) string { return t.Muted.Render(label+" ") + t.Value.Render(value) }
 	var lines []string
-	// The server's percentiles come from its histogram buckets: an
-	// estimate (interpolated inside a bucket), unlike the client's exact
-	// figures beside it, so each carries ≈ and the title says why.
-	lines = append(lines, m.title("Server", "its own metrics, ≈ estimated from histogram buckets", w))
+	// The server's percentiles come from its histogram buckets: unlike the
+	// client's exact figures beside them, all a bucket says is a range, so
+	// a wide one is shown as its bound (≤ 5s) and only a narrow one as a
+	// point (≈); the title says why.
+	lines = append(lines, m.title("Server", "its own metrics; latencies as their histogram buckets", w))
 	if s := v.Server; s != nil {
 		var parts []string
 		switch {
@@ -44,11 +46,15 @@ func (m *Model) serverPanel(w int) string {
 			if s.HasPreempt {
 				parts = append(parts, item("preempted", fmt.Sprintf("%.0f", s.Preemptions)))
 			}
+			q := func(label string, p50, p99 float64, b [2]telemetry.Bucket) string {
+				a, c := bucketed(p50, b[0]), bucketed(p99, b[1])
+				return t.Muted.Render(label+" p50 "+a[0]) + t.P50.Render(a[1]) + t.Muted.Render(" p99 "+c[0]) + t.P99.Render(c[1])
+			}
 			if s.HasTTFT {
-				parts = append(parts, t.Muted.Render("server TTFT p50 ≈")+t.P50.Render(Duration(secs(s.TTFTP50)))+t.Muted.Render(" p99 ≈")+t.P99.Render(Duration(secs(s.TTFTP99))))
+				parts = append(parts, q("server TTFT", s.TTFTP50, s.TTFTP99, s.TTFTBuckets))
 			}
 			if s.HasITL {
-				parts = append(parts, t.Muted.Render("ITL p50 ≈")+t.P50.Render(Duration(secs(s.ITLP50)))+t.Muted.Render(" p99 ≈")+t.P99.Render(Duration(secs(s.ITLP99))))
+				parts = append(parts, q("ITL", s.ITLP50, s.ITLP99, s.ITLBuckets))
 			}
 			if s.Stale {
 				parts = append(parts, t.Warn.Render(fmt.Sprintf("stale %s: %s", clock(s.Age), clean(s.Err))))
@@ -107,4 +113,20 @@ func watts(w float64) string {
 		return fmt.Sprintf("%.2f kW", w/1000)
 	}
 	return fmt.Sprintf("%.0f W", w)
+}
+
+// bucketed is a server quantile as its histogram knows it: a point (≈)
+// inside a narrow bucket, else the bucket's upper bound (≤), or its lower
+// one past the last finite bound (>). An interpolated point inside
+// vLLM's wide buckets read 4.97 s as the p99 of TTFTs whose largest was
+// 2.83 s at the client. It returns the relation and the value apart,
+// styled apart.
+func bucketed(est float64, b telemetry.Bucket) [2]string {
+	switch {
+	case b.Narrow() || (b == telemetry.Bucket{}):
+		return [2]string{"≈", Duration(secs(est))}
+	case math.IsInf(b.Hi, 1):
+		return [2]string{"> ", Duration(secs(b.Lo))}
+	}
+	return [2]string{"≤ ", Duration(secs(b.Hi))}
 }

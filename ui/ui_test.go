@@ -413,7 +413,7 @@ func TestSLOBannerAndSave(t *testing.T) {
 	}
 	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 100, Height: 30}, SnapshotMsg(fixedSnapshot()))
 	v := m.View()
-	if !strings.Contains(v, "SLO BREACHED over the 30s window: ttft_p99<=500ms (1.702s)") || strings.Contains(v, "e2el_p99<=10s (") {
+	if !strings.Contains(v, "SLO BREACHED over the 30s window: ttft_p99<=500ms (1.70s)") || strings.Contains(v, "e2el_p99<=10s (") {
 		t.Fatalf("banner:\n%s", v)
 	}
 	if n := len(strings.Split(v, "\n")); n != 30 {

@@ -3,9 +3,13 @@ package htmlreport
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/report"
 )
 
 // minimal is a result with a manifest and little else, as a hand-made
@@ -13,36 +17,51 @@ import (
 const minimal = `{"infertop":{"manifest":{"tool":"infertop","model":"<script>alert(1)</script>","knobs":{"mode":"closed"}},
 "run":{"id":0,"knobs":{"mode":"closed"},"latency":{}},"phases":[]}}`
 
-// A capacity search and a comparison are drawn when present; text from
-// the endpoint is escaped; a result with no series still draws.
+// A capacity search and a comparison, written with report's and
+// compare's types, are drawn when present; text from the endpoint is
+// escaped; a result with no series still draws.
 func TestCapacityCompareEscaping(t *testing.T) {
-	var res map[string]any
-	json.Unmarshal([]byte(minimal), &res)
-	inf := res["infertop"].(map[string]any)
-	inf["capacity"] = map[string]any{"over": "concurrency", "max_load": 16, "objectives": []string{"ttft_p99<=500ms"},
-		"steps": []map[string]any{
-			{"load": 4, "req_per_s": 10, "output_tok_per_s": 900, "goodput": 10, "ttft_p50_ms": 50, "ttft_p99_ms": 90, "e2e_p50_ms": 800, "e2e_p99_ms": 900, "error_rate": 0, "held": true},
-			{"load": 16, "req_per_s": 30, "output_tok_per_s": 2500, "goodput": 29, "ttft_p50_ms": 150, "ttft_p99_ms": 400, "e2e_p50_ms": 1200, "e2e_p99_ms": 1500, "error_rate": 0, "held": true},
-			{"load": 32, "req_per_s": 31, "output_tok_per_s": 2600, "goodput": 12, "ttft_p50_ms": 900, "ttft_p99_ms": 2400, "e2e_p50_ms": 3000, "e2e_p99_ms": 5000, "error_rate": 0.01, "held": false},
-		}}
-	inf["compare"] = map[string]any{"metrics": []map[string]any{
-		{"name": "ttft_p99_ms", "baseline": 120, "canary": 180, "delta": 60, "low": 40, "high": 80, "verdict": "worse"}}}
-	doc, _ := json.Marshal(res)
-	var b bytes.Buffer
-	if err := Write(&b, []Run{{Name: "a", JSON: doc}, {Name: "b", JSON: []byte(minimal)}}); err != nil {
+	var res struct {
+		Infertop report.InfertopJSON `json:"infertop"`
+	}
+	if err := json.Unmarshal([]byte(minimal), &res); err != nil {
 		t.Fatal(err)
 	}
-	page := b.String()
-	for _, want := range []string{`id="capacity-latency-0" data-lines="4"`, `id="capacity-throughput-0"`, "most concurrency that held: 16",
-		"Baseline against canary", `class="bad">worse`, "&lt;script&gt;alert(1)&lt;/script&gt;"} {
+	inf := &res.Infertop
+	maxLoad := 16.0
+	steps := []report.StepJSON{
+		{N: 1, Load: 4, ReqPerSec: 10, OutTokPerSec: 900, GoodPerSec: 10, P50TTFT: 50, P99TTFT: 90, P50E2E: 800, P99E2E: 900, Held: true},
+		{N: 2, Load: 16, ReqPerSec: 30, OutTokPerSec: 2500, GoodPerSec: 29, P50TTFT: 150, P99TTFT: 400, P50E2E: 1200, P99E2E: 1500, Held: true},
+		{N: 3, Load: 32, ReqPerSec: 31, OutTokPerSec: 2600, GoodPerSec: 12, P50TTFT: 900, P99TTFT: 2400, P50E2E: 3000, P99E2E: 5000, ErrorRate: 0.01},
+	}
+	inf.Capacity = &report.CapacityJSON{Over: "concurrency", Objectives: []string{"ttft_p99<=500ms"},
+		SearchJSON: report.SearchJSON{Found: true, MaxLoad: &maxLoad, Steps: steps, At: &report.AtJSON{Step: 2, Load: 16},
+			SearchRunJSON: &report.SearchRunJSON{Prompt: 64, Output: 8, Why: "resolved", BrokeAt: 32}}}
+	b, c, d := 120.0, 180.0, 0.5
+	inf.Compare = &report.Compare{Pair: &compare.PairJSON{ComparisonJSON: compare.ComparisonJSON{Confidence: 0.99, FamilyConfidence: 0.95, Resamples: 100,
+		Metrics: []compare.ResultJSON{{Name: "ttft_p99", Unit: "ms", DeltaUnit: "relative", Baseline: &b, Canary: &c, Delta: &d,
+			Interval: []float64{0.3, 0.7}, NBaseline: 300, NCanary: 310, Verdict: "canary worse"}},
+		Regressions: []compare.GateJSON{{Expr: "ttft_p99<+10%", Judged: true, Breached: true, Text: "ttft_p99<+10%: breached"}}, Regressed: true}}}
+	doc, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Write(&out, []Run{{Name: "a", JSON: doc}, {Name: "b", JSON: []byte(minimal)}}); err != nil {
+		t.Fatal(err)
+	}
+	page := html.UnescapeString(out.String())
+	for _, want := range []string{`id="capacity-latency-0" data-lines="4"`, `id="capacity-throughput-0"`, "the most at which ttft_p99<=500ms held: 16",
+		"◀ knee", "Baseline against canary", `class="text bad">canary worse`, "+30%…+70%", "120.00ms", "+50%", "the canary regressed",
+		"<script>alert(1)</script>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	if strings.Contains(page, "<script>") {
+	if strings.Contains(out.String(), "<script>") {
 		t.Error("the endpoint's text went into the page unescaped")
 	}
-	if err := Write(&b, []Run{{Name: "x", JSON: []byte(`{"date":"x"}`)}}); err == nil {
+	if err := Write(&out, []Run{{Name: "x", JSON: []byte(`{"date":"x"}`)}}); err == nil {
 		t.Error("a JSON that is not a result drew")
 	}
 }

@@ -19,6 +19,7 @@ type Flags struct {
 	preset string
 	faults string
 	canary string
+	reason string
 	p      sim.Params
 	fs     *pflag.FlagSet
 	prefix string
@@ -47,6 +48,7 @@ func Add(fs *pflag.FlagSet, prefix string) *Flags {
 	fs.Uint64Var(&f.p.Seed, prefix+"seed", d.Seed, "seed for jitter, faults, the canary's share and text")
 	fs.IntVar(&f.p.GPUs, prefix+"gpus", d.GPUs, "simulated GPUs reported at /dcgm in DCGM's names")
 	fs.IntVar(&f.p.PrefixCacheBlocks, prefix+"prefix-cache", d.PrefixCacheBlocks, "prefix cache size in blocks of 16 tokens, an LRU; cached prompt tokens skip their prefill (0: off)")
+	fs.StringVar(&f.reason, prefix+"reasoning-tokens", "", "think before answering: N reasoning tokens, or a fraction (0.5, 50%) of each answer's, streamed apart (reasoning_content, reasoning_text, thinking)")
 	return f
 }
 
@@ -71,6 +73,13 @@ func (f *Flags) Params() (sim.Params, error) {
 			return p, fmt.Errorf("--%scanary: %w", prefix, err)
 		}
 		p.Canary = c
+	}
+	if f.reason != "" {
+		r, err := sim.ParseReasoning(f.reason)
+		if err != nil {
+			return p, fmt.Errorf("--%sreasoning-tokens: %w", prefix, err)
+		}
+		p.Reasoning = r
 	}
 	set := map[string]func(){
 		"model": func() { p.Model = f.p.Model }, "slots": func() { p.Slots = f.p.Slots },
@@ -103,6 +112,7 @@ var flagOf = map[string]string{
 	sim.ParamStepPerKTok: "step-per-ktok", sim.ParamJitter: "jitter", sim.ParamHTTP500: "error-rate",
 	sim.ParamHTTP429: "rate-limit-rate", sim.ParamFaults: "faults", sim.ParamGPUs: "gpus", sim.ParamCanary: "canary",
 	sim.ParamPrefixCache: "prefix-cache",
+	sim.ParamReasoning:   "reasoning-tokens",
 }
 
 // flagError says which flag a parameter out of range came from. The fault

@@ -12,7 +12,7 @@ import (
 type Bounds struct {
 	// Growth is how far the Go heap's peak over the last third may exceed
 	// its peak over the middle third: a factor and an allowance (1.25 and
-	// 64 MiB: a huge-line fault's buffer grows to 16 MiB by doubling, and
+	// 64 MiB: a huge-line fault's buffer grows to 1 MiB by doubling, and
 	// a few can be in flight at once). The
 	// first third is warm-up: pools, idle connections, the rolling window
 	// and five minutes of history filling. The heap, not the resident

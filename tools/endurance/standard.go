@@ -8,7 +8,7 @@ import (
 
 // Faults is the standard mix: every fault the sim has, a few percent each.
 // A stall (1.5 s) outlasts the dashboard's --timeout (1 s), so it ends as
-// a timeout; a huge line (17 MiB) is refused as malformed.
+// a timeout; a huge line (2 MiB) is refused as malformed.
 const Faults = "500=0.02,429=0.02,reset=0.02,stall=0.005,stall-mid=0.005,malformed=0.02,huge-line=0.002,trickle=0.005,pause=1500ms"
 
 // Standard is the run the bench makes for an hour and the tests for 30

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +90,16 @@ func Handler(kind Kind) http.Handler {
 // as a hostile server would (only quotes and backslashes escaped).
 func rawJSON(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
+}
+
+// Allocated returns the bytes the process allocated while fn ran, over
+// all its goroutines: a bound on what fn cost that holds under -race,
+// where the heap's size does not (tests' servers should write from
+// buffers built before).
+func Allocated(fn func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	fn()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
 }
