@@ -26,8 +26,8 @@ type Sessions struct {
 	// Think is the wait between an answer and the next turn.
 	Think time.Duration
 	// MaxBytes caps a session's context in bytes (0: DefaultSessionBytes):
-	// a session that would grow past it, or past MaxPromptTokens, starts
-	// again.
+	// a session that would grow past it, or past MaxPromptTokens or the
+	// model's context (Config.MaxContext) less the answer, starts again.
 	MaxBytes int
 }
 
@@ -264,11 +264,18 @@ func (c *conversation) done(res *probe.Result, prompt int) {
 	blockText(&b, c.s.seed^0x5e55, int64(c.id)<<8|int64(c.turn), max(res.OutputTokens, 1))
 	c.history = b.String()
 	c.turn++
-	most := c.s.cfg.MaxBytes
-	if most == 0 {
-		most = DefaultSessionBytes
+	mostBytes := c.s.cfg.MaxBytes
+	if mostBytes == 0 {
+		mostBytes = DefaultSessionBytes
 	}
-	if len(c.history) > most || len(strings.Fields(c.history))+c.e.Knobs().PromptTokens > MaxPromptTokens {
+	k := c.e.Knobs()
+	most := MaxPromptTokens
+	if limit := c.e.promptLimit(k.OutputTokens); limit > 0 { // the server's context, less the answer
+		most = min(most, limit)
+	}
+	// A word is a token or more: the next turn's words past the limit are
+	// tokens past it for sure.
+	if len(c.history) > mostBytes || len(strings.Fields(c.history))+k.PromptTokens > most {
 		c.turn = 0 // the context would pass its cap: a new session
 	}
 }

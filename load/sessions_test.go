@@ -101,3 +101,25 @@ func TestConversationGrows(t *testing.T) {
 		t.Errorf("figures: %+v", f)
 	}
 }
+
+// A session whose next turn would pass the model's context starts again.
+func TestConversationCapped(t *testing.T) {
+	e, err := New(Config{Do: traceEngine(t, &Trace{Entries: []TraceEntry{{Input: 1, Output: 1}}, Span: time.Second}, false).cfg.Do,
+		Knobs: Knobs{Concurrency: 1, PromptTokens: 30, OutputTokens: 5}, Sessions: Sessions{Turns: 10}, MaxContext: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.conversationFor()
+	turns := 0
+	for turns < 10 {
+		c.next(e.Knobs())
+		turns++
+		if c.done(&probe.Result{Class: probe.OK, OutputTokens: 5}, 0); c.turn == 0 {
+			break
+		}
+	}
+	// 30, 65: a third turn of 100 words and 5 of output would pass 100.
+	if turns != 2 {
+		t.Errorf("the session ran %d turns, want 2 under a context of 100", turns)
+	}
+}
