@@ -198,7 +198,7 @@ func (e *Engine) fire(ctx context.Context, a arrival, slot *slot) {
 			e.backlog, e.backlogHead = e.backlog[:0], 0
 		}
 		e.backlogLen.Store(int64(len(e.backlog) - e.backlogHead))
-		e.replaySentLocked()
+		e.replaySentLocked(a.intended)
 		e.mu.Unlock()
 	}
 }

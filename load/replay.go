@@ -206,7 +206,7 @@ func (e *Engine) runReplay(ctx context.Context) {
 				r.mu.Unlock()
 				e.mu.Lock()
 				e.replayEnded = true
-				e.replaySentLocked()
+				e.replaySentLocked(time.Time{})
 				e.mu.Unlock()
 				e.poke()
 				return
@@ -242,10 +242,21 @@ func (e *Engine) runReplay(ctx context.Context) {
 	}
 }
 
-// replaySentLocked ends the run once a trace that does not loop has had
-// every arrival sent: the last one dispatched, and the backlog empty (an
-// arrival waiting there is still the trace's, sent late, never dropped).
-func (e *Engine) replaySentLocked() {
+// replaySentLocked counts an arrival of the backlog sent now, intended
+// then (zero: none), in how far behind the replay fell, and ends the run
+// once a trace that does not loop has had every arrival sent: the last
+// one dispatched, and the backlog empty (an arrival waiting there is
+// still the trace's, sent late, never dropped).
+func (e *Engine) replaySentLocked(intended time.Time) {
+	r := e.replay
+	if r == nil {
+		return
+	}
+	if !intended.IsZero() {
+		r.mu.Lock()
+		r.maxBehind = max(r.maxBehind, time.Since(intended))
+		r.mu.Unlock()
+	}
 	if e.replayEnded && e.backlogHead == len(e.backlog) {
 		e.finishLocked(EndTrace)
 	}
