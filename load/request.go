@@ -29,7 +29,7 @@ func (e *Engine) admitLocked() bool {
 // the wait the server asked for (Retry-After) and whether its result was
 // delivered (false once the engine is stopping). sl is the sender's
 // slot: it shows the request's flight while it is out; item is a trace's
-// arrival (nil outside a replay).
+// arrival or a session's turn (nil for the plain loops).
 func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time, sl *slot, item *TraceEntry) (succeeded bool, retryAfter time.Duration, delivered bool) {
 	promptLen, outputLen := k.PromptTokens, k.OutputTokens
 	if n := e.reqSeq.Add(1); e.cfg.PromptLength.varies() || e.cfg.OutputLength.varies() {
@@ -64,11 +64,6 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	e.inflight.Add(1)
 	e.sentAll.Add(1)
 	f.start = time.Since(e.t0)
-	// A reused flight's Live still publishes its last request's messages
-	// until Do begins it: begun here, before the board shows the flight,
-	// the aggregator never folds them as this request's, nor reads an
-	// entry the new request then overwrites (a race).
-	f.live.Begin(e.t0.Add(f.start))
 	sl.cur.Store(f)
 	res, returned := e.do(ctx, req)
 	sl.cur.Store(nil)
