@@ -12,7 +12,7 @@
 # arithmetic and run without -race too. Cold build cache on two cores
 # (module cache warm): 5 m 30 s measured, green (root 58 s, load 24 s,
 # ui 13 s, probe 12 s, sim 10 s, sshserver 9 s of it under -race).
-.PHONY: test test-endurance test-compare test-slow build bench lint
+.PHONY: test test-endurance test-compare test-trace test-slow build bench lint
 
 # VERSION is what infertop --version says of a make build: the checkout's
 # tag, commits since and revision (git describe); "dev" outside git.
@@ -46,6 +46,12 @@ test-endurance:
 # About 3 minutes on two cores.
 test-compare:
 	INFERTOP_COMPARE=1 go test -count=1 -v -timeout 10m -run 'TestPairFalsePositives|TestPairDefaultSim' ./session
+
+# The trace replay's timing: 1,000 arrivals 2 ms apart, each within 5 ms
+# of its intended time by the sim's own receive times. A bound of
+# milliseconds needs a machine that is not busy, and no race detector.
+test-trace:
+	INFERTOP_TRACE_TIMING=1 go test -count=1 -v -timeout 5m -run 'TestReplayTiming' ./load
 
 # The slow stage: the capacity searches against the default sim at its
 # own pace (minutes), kept out of make test's five-minute budget.

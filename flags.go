@@ -38,6 +38,8 @@ type loadFlags struct {
 	version                                        bool
 	sim                                            *simflag.Flags
 	fs                                             *pflag.FlagSet
+	trace                                          traceFlags
+	sessions                                       sessionFlags
 }
 
 // addLoadFlags binds every load flag to fs, the embedded sim's with the
@@ -46,6 +48,8 @@ func addLoadFlags(fs *pflag.FlagSet) *loadFlags {
 	f := &loadFlags{fs: fs}
 	f.addEndpoint(fs)
 	f.addShape(fs)
+	f.addTrace(fs)
+	f.addSessions(fs)
 	f.addBody(fs)
 	f.addLimits(fs)
 	f.addObjectives(fs)
@@ -81,6 +85,7 @@ func (f *loadFlags) addBody(fs *pflag.FlagSet) {
 	fs.StringVar(&f.outputSpec, "output-tokens", fmt.Sprint(load.DefaultOutputTokens), "output tokens per request (the output limit): N, uniform:MIN-MAX or normal:MEAN,SD (1..32768)")
 	fs.StringVar(&f.datasetPath, "dataset", "", "prompts from a JSONL file ({\"prompt\"} or {\"messages\"} a line) or a ShareGPT JSON file, shuffled by --seed")
 	fs.IntVar(&l.PrefixTokens, "prefix-tokens", 0, "start every prompt with the same text of about N tokens (prefix-cache experiments)")
+	fs.IntVar(&l.PrefixGroups, "prefix-groups", 0, "with --prefix-tokens: G distinct prefixes, each shared by every G-th request (G system prompts)")
 	fs.BoolVar(&l.NoCalibrate, "no-calibrate", false, "send the asked number of words instead of learning the server's tokens per word from its usage")
 	fs.BoolVar(&f.fixedOutput, "fixed-output", false, "make every request produce exactly --output-tokens (ignore_eos and min_tokens, where the server takes them)")
 	fs.StringVar(&p.Body.MaxTokensField, "max-tokens-field", "max_tokens", "OpenAI output-limit field: max_tokens or max_completion_tokens")
@@ -253,6 +258,12 @@ func (f *loadFlags) shape(l *load.Config) error {
 		if l.Dataset, err = load.LoadDataset(f.datasetPath, l.Seed); err != nil {
 			return flagError(err)
 		}
+	}
+	if err := f.traceShape(l); err != nil {
+		return err
+	}
+	if err := f.sessionShape(l); err != nil {
+		return err
 	}
 	if l.Warmup, err = load.ParseWarmup(f.warmup); err != nil {
 		return usagef("--warmup: %v", err)

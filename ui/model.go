@@ -351,6 +351,10 @@ func atLimit(asked, got load.Knobs) string {
 // toggleLoop switches between the closed and the open loop; the open loop
 // opens at the rate the closed loop reached when it has no rate yet.
 func (m *Model) toggleLoop() tea.Cmd {
+	if m.snap.Trace.On {
+		m.flash = traceRefusal
+		return nil
+	}
 	achieved := m.snap.ReqPerSec
 	m.turn(func(k *load.Knobs) {
 		if k.Mode == load.OpenLoop {
@@ -506,7 +510,7 @@ func (m *Model) loadPanels(w, h int) string {
 	case h >= 30:
 		smallH = 7
 	}
-	phaseNeed := 2 + max(m.visiblePhases(), 1)
+	phaseNeed := 2 + max(m.visiblePhases(), 1) + m.turnsNeed()
 	rest := h - smallH - serverH
 	latH := min(max(rest-phaseNeed, 6), max(20, h*40/100))
 	rest -= latH
@@ -525,6 +529,10 @@ func (m *Model) loadPanels(w, h int) string {
 	parts = append(parts, m.smallPanels(w, smallH))
 	if server != "" {
 		parts = append(parts, server)
+	}
+	if n := min(m.turnsNeed(), rest); sessionsOn(&m.snap) && n > 2 { // the turns' table, above the phases'
+		parts = append(parts, m.turnsPanel(w, n))
+		rest -= n
 	}
 	if rest > 0 {
 		parts = append(parts, m.phasesPanel(w, rest))
