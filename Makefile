@@ -12,7 +12,11 @@
 # arithmetic and run without -race too. Cold build cache on two cores
 # (module cache warm): 5 m 30 s measured, green (root 58 s, load 24 s,
 # ui 13 s, probe 12 s, sim 10 s, sshserver 9 s of it under -race).
-.PHONY: test test-endurance test-compare test-slow build bench lint
+.PHONY: test test-endurance test-compare test-trace test-slow build bench lint
+
+# VERSION is what infertop --version says of a make build: the checkout's
+# tag, commits since and revision (git describe); "dev" outside git.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 # The race runtime sleeps a second before every binary built with it exits
 # (GORACE's atexit_sleep_ms, for goroutines still running to report a race
@@ -43,13 +47,19 @@ test-endurance:
 test-compare:
 	INFERTOP_COMPARE=1 go test -count=1 -v -timeout 10m -run 'TestPairFalsePositives|TestPairDefaultSim' ./session
 
+# The trace replay's timing: 1,000 arrivals 2 ms apart, each within 5 ms
+# of its intended time by the sim's own receive times. A bound of
+# milliseconds needs a machine that is not busy, and no race detector.
+test-trace:
+	INFERTOP_TRACE_TIMING=1 go test -count=1 -v -timeout 5m -run 'TestReplayTiming' ./load
+
 # The slow stage: the capacity searches against the default sim at its
 # own pace (minutes), kept out of make test's five-minute budget.
 test-slow:
 	INFERTOP_SLOW=1 go test -count=1 -v -timeout 20m -run 'TestKnees' ./capacity
 
 build:
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o infertop .
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o infertop .
 
 bench:
 	go test -run '^$$' -bench . -benchtime 2s ./...

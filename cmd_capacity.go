@@ -62,6 +62,8 @@ func (c *capacityFlags) plan(fs *pflag.FlagSet, f *loadFlags, rf *runFlags, cfg 
 		return nil, usagef("--duration and --requests do not go with --find-max or --matrix: the search ends the run")
 	case f.warmup != "":
 		return nil, usagef("--warmup does not go with --find-max or --matrix: each step has its own (--step-warmup)")
+	case l.Trace != nil || l.Sessions.Turns > 0:
+		return nil, usagef("--trace and --sessions do not go with --find-max or --matrix: the search walks the knobs of a synthetic load")
 	}
 	objs, err := slo.ParseAll(c.findMax)
 	if err != nil {

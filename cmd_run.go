@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -123,6 +125,24 @@ func (a *app) linger(sigs <-chan os.Signal, d time.Duration, addr string) {
 // headlessPlan is the load a headless run's flags describe, checked,
 // with its outputs.
 func (a *app) headlessPlan(fs *pflag.FlagSet, f *loadFlags, rf *runFlags, cf *compareFlags, capf *capacityFlags) (loadPlan, error) {
+	if fs.Changed("window") { // the dashboard's window, which is the SLOs' here
+		w := f.cfg.Load.Window
+		switch {
+		case fs.Changed("slo-window") && rf.sloWindow != w:
+			return loadPlan{}, usagef("--window and --slo-window are one window in a headless run: give one")
+		case !slices.Contains(load.Windows(), w):
+			var names []string
+			for _, d := range load.Windows() {
+				if d%time.Minute == 0 {
+					names = append(names, fmt.Sprintf("%dm", d/time.Minute))
+				} else {
+					names = append(names, fmt.Sprintf("%ds", d/time.Second))
+				}
+			}
+			return loadPlan{}, usagef("--window: %v is not one of %s (a headless run checks its SLOs over any --slo-window of 10s..5m)", w, strings.Join(names, ", "))
+		}
+		rf.sloWindow = w
+	}
 	f.cfg.Load.Window = rf.sloWindow // the window is the SLOs' window here
 	cfg, err := f.config()
 	if err != nil {

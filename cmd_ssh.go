@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/sshserver"
 	"github.com/infertop/infertop/termguard"
@@ -76,6 +77,9 @@ func (a *app) runSSH(args []string) error {
 	cfg, err := f.config()
 	if err != nil {
 		return err
+	}
+	if err := runner.CheckDir(sf.reportDir); err != nil {
+		return usagef("--report-dir: %v", err)
 	}
 	lp, err := cf.loadPlan(cfg, nil)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/termguard"
 	"github.com/infertop/infertop/ui"
@@ -55,6 +56,9 @@ func (a *app) runTUI(args []string) error {
 	cfg, err := f.config()
 	if err != nil {
 		return err
+	}
+	if err := runner.CheckDir(*reportDir); err != nil {
+		return usagef("--report-dir: %v", err)
 	}
 	find, err := capf.dashboardSearch(fs, f, &cfg)
 	if err != nil {

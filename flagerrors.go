@@ -43,6 +43,9 @@ var settingFlags = map[setting]string{
 	{pkgLoad, load.SettingBurstiness}:   "--burstiness",
 	{pkgLoad, load.SettingMaxInFlight}:  "--max-in-flight",
 	{pkgLoad, load.SettingDataset}:      "--dataset",
+	{pkgLoad, load.SettingTrace}:        "--trace",
+	{pkgLoad, load.SettingPrefixGroups}: "--prefix-groups",
+	{pkgLoad, load.SettingSessions}:     "--sessions",
 
 	{pkgProbe, probe.SettingURL}:            "--url",
 	{pkgProbe, probe.SettingAPI}:            "--api",

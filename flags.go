@@ -38,6 +38,8 @@ type loadFlags struct {
 	version                                        bool
 	sim                                            *simflag.Flags
 	fs                                             *pflag.FlagSet
+	trace                                          traceFlags
+	sessions                                       sessionFlags
 }
 
 // addLoadFlags binds every load flag to fs, the embedded sim's with the
@@ -46,6 +48,8 @@ func addLoadFlags(fs *pflag.FlagSet) *loadFlags {
 	f := &loadFlags{fs: fs}
 	f.addEndpoint(fs)
 	f.addShape(fs)
+	f.addTrace(fs)
+	f.addSessions(fs)
 	f.addBody(fs)
 	f.addLimits(fs)
 	f.addObjectives(fs)
@@ -81,6 +85,7 @@ func (f *loadFlags) addBody(fs *pflag.FlagSet) {
 	fs.StringVar(&f.outputSpec, "output-tokens", fmt.Sprint(load.DefaultOutputTokens), "output tokens per request (the output limit): N, uniform:MIN-MAX or normal:MEAN,SD (1..32768)")
 	fs.StringVar(&f.datasetPath, "dataset", "", "prompts from a JSONL file ({\"prompt\"} or {\"messages\"} a line) or a ShareGPT JSON file, shuffled by --seed")
 	fs.IntVar(&l.PrefixTokens, "prefix-tokens", 0, "start every prompt with the same text of about N tokens (prefix-cache experiments)")
+	fs.IntVar(&l.PrefixGroups, "prefix-groups", 0, "with --prefix-tokens: G distinct prefixes, each shared by every G-th request (G system prompts)")
 	fs.BoolVar(&l.NoCalibrate, "no-calibrate", false, "send the asked number of words instead of learning the server's tokens per word from its usage")
 	fs.BoolVar(&f.fixedOutput, "fixed-output", false, "make every request produce exactly --output-tokens (ignore_eos and min_tokens, where the server takes them)")
 	fs.StringVar(&p.Body.MaxTokensField, "max-tokens-field", "max_tokens", "OpenAI output-limit field: max_tokens or max_completion_tokens")
@@ -117,7 +122,7 @@ func (f *loadFlags) addLimits(fs *pflag.FlagSet) {
 	l := &f.cfg.Load
 	fs.DurationVar(&l.Duration, "duration", 0, "stop after this long (0: no limit); the dashboard counts down and stops")
 	fs.Int64Var(&l.MaxRequests, "requests", 0, "stop after this many requests (0: no limit)")
-	fs.DurationVar(&l.Drain, "drain", load.DefaultDrain, "at the end, how long requests in flight get to finish before they are cancelled and counted incomplete")
+	fs.DurationVar(&l.Drain, "drain", load.DefaultDrain, "at the end, how long requests in flight get to finish before they are cancelled and counted incomplete (0: none, as --no-drain)")
 	fs.BoolVar(&l.NoDrain, "no-drain", false, "at the end, cancel the requests in flight at once (counted incomplete) instead of giving them --drain")
 }
 
@@ -154,7 +159,7 @@ func (f *loadFlags) parse(args []string, stdout interface{ Write([]byte) (int, e
 // zeroMeansDefault are the duration flags whose setting reads zero as its
 // package's default: the flag shows that default, so a zero given is a
 // mistake to refuse, not a default to take quietly.
-var zeroMeansDefault = []string{"tick", "window", "timeout", "connect-timeout", "scrape-every", "drain"}
+var zeroMeansDefault = []string{"tick", "window", "timeout", "connect-timeout", "scrape-every"}
 
 // config checks what only the command line can (values of its own words,
 // flags that exclude each other), reads the flags that need reading, and
@@ -168,18 +173,21 @@ func (f *loadFlags) config() (runner.Config, error) {
 		return cfg, usagef("--gpu takes local (nvidia-smi on this machine), got %q", f.gpu)
 	case f.stages != "" && f.ramp != "":
 		return cfg, usagef("give --stages or --ramp, not both")
-	case l.NoDrain && f.fs.Changed("drain"):
+	case l.NoDrain && f.fs.Changed("drain") && l.Drain != 0:
 		return cfg, usagef("give --drain or --no-drain, not both")
+	}
+	if f.fs.Changed("drain") && l.Drain == 0 {
+		l.NoDrain = true // no drain is what a zero drain says; the engine's zero is its default
 	}
 	for _, name := range zeroMeansDefault {
 		if fl := f.fs.Lookup(name); fl != nil && f.fs.Changed(name) {
 			if d, err := time.ParseDuration(fl.Value.String()); err == nil && d == 0 {
-				if name == "drain" {
-					return cfg, usagef("--drain: 0s is no time to finish; --no-drain cancels what is in flight at once")
-				}
 				return cfg, usagef("--%s: 0s is not positive", name)
 			}
 		}
+	}
+	if f.fs.Changed("burstiness") && l.Arrivals.Kind != "gamma" {
+		return cfg, usagef("--burstiness shapes gamma arrivals only: add --arrivals gamma (now %s)", l.Arrivals.Kind)
 	}
 	if l.NoDrain {
 		l.Drain = 0 // the flag's default stands for a drain
@@ -250,6 +258,12 @@ func (f *loadFlags) shape(l *load.Config) error {
 		if l.Dataset, err = load.LoadDataset(f.datasetPath, l.Seed); err != nil {
 			return flagError(err)
 		}
+	}
+	if err := f.traceShape(l); err != nil {
+		return err
+	}
+	if err := f.sessionShape(l); err != nil {
+		return err
 	}
 	if l.Warmup, err = load.ParseWarmup(f.warmup); err != nil {
 		return usagef("--warmup: %v", err)

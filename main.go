@@ -29,18 +29,46 @@ import (
 	"github.com/infertop/infertop/runner"
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; else
-// the module version is used.
+// version is set at build time with -ldflags "-X main.version=..." (make
+// build sets it from git describe); else the module version, or the VCS
+// revision a build from a checkout records.
 var version = ""
 
 func versionString() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
 	}
-	return "dev"
+	return buildVersion(bi)
+}
+
+// buildVersion is the version bi says: the module's (go install
+// module@v1.2.3), else "dev-" and the first 12 digits of the VCS revision,
+// "-dirty" when the checkout had changes; "dev" with neither.
+func buildVersion(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	v := "dev-" + rev[:min(len(rev), 12)]
+	if modified == "true" {
+		v += "-dirty"
+	}
+	return v
 }
 
 // usageError is a bad command line: one line on stderr, exit code 2.
@@ -189,6 +217,19 @@ func newFlagSet(name, synopsis string, stdout io.Writer) *pflag.FlagSet {
 // plainFlagError says what a number flag wants instead of the strconv
 // detail pflag adds to a bad number.
 func plainFlagError(msg string) string {
+	// Go's own duration errors: "invalid argument "10" for "--duration"
+	// flag: time: missing unit in duration "10"".
+	durText := regexp.MustCompile(`^invalid argument "([^"]*)" for "(?:-\w, )?(--[\w-]+)" flag: time: (missing unit|invalid duration|unknown unit "([^"]*)")`)
+	if m := durText.FindStringSubmatch(msg); m != nil {
+		why := "is no duration"
+		switch {
+		case m[3] == "missing unit":
+			why = "needs a unit"
+		case m[4] != "":
+			why = fmt.Sprintf("has an unknown unit %q", m[4])
+		}
+		return fmt.Sprintf("%s: %q %s; want e.g. 10s, 500ms or 2m (units ns, us, ms, s, m, h)", m[2], m[1], why)
+	}
 	strconvText := regexp.MustCompile(`: strconv\.Parse\w+: parsing "[^"]*": (invalid syntax|value out of range)$`)
 	if m := strconvText.FindStringSubmatch(msg); m != nil {
 		want := ": want a number"

@@ -29,11 +29,14 @@ func (v Verdict) String() string { return v.text("canary") }
 // text is the verdict with who for its subject: a Pair's canary, a
 // split's newer group ("group worse").
 func (v Verdict) text(who string) string {
+	if who != "" {
+		who += " "
+	}
 	switch v {
 	case Worse:
-		return who + " worse"
+		return who + "worse"
 	case Better:
-		return who + " better"
+		return who + "better"
 	case NoDifference:
 		return "no difference"
 	}

@@ -191,7 +191,7 @@ func TestGroupingReport(t *testing.T) {
 	if strings.Contains(text, "\x1b") {
 		t.Errorf("an escape reached the table:\n%q", text)
 	}
-	for _, want := range []string{"Split by field:system_fingerprint", "baseline: group 1 (", "group 2 (fp_\\x1b]0;x\\ab)", "ttft_p50<+10%: breached", "regressed", "group worse"} {
+	for _, want := range []string{"Split by field:system_fingerprint", "baseline: group 1 (", "group 2 (fp_\\x1b]0;x\\ab)", "ttft_p50<+10%: breached", "regressed", "  worse\n"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %q in\n%s", want, text)
 		}

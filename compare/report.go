@@ -12,13 +12,44 @@ const Method = "paired block bootstrap over the seconds both sides ran (percenti
 
 // value formats one side's statistic.
 func value(r Result, v float64, n int) string {
+	unit := "ms"
+	if r.Stat.ErrorRate {
+		unit = "fraction"
+	}
+	return ValueText(unit, v, n)
+}
+
+// ValueText is one side's statistic as every table writes it (the text's,
+// the HTML report's), from the JSON's unit: a fraction in percent,
+// milliseconds to three figures at least (1235ms, 412ms, 15.1ms, as the
+// dashboard); "—" over no requests.
+func ValueText(unit string, v float64, n int) string {
 	switch {
 	case n == 0:
 		return "—"
-	case r.Stat.ErrorRate:
+	case unit == "fraction":
 		return fmt.Sprintf("%.2f%%", v*100)
+	case v >= 100:
+		return fmt.Sprintf("%.0fms", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1fms", v)
 	}
 	return fmt.Sprintf("%.2fms", v)
+}
+
+// RequestsText is the requests column: both sides' counts.
+func RequestsText(baseline, canary int) string { return fmt.Sprintf("%d/%d", baseline, canary) }
+
+// VerdictWord is a result's verdict as the tables write it, the word
+// alone ("worse", not the JSON's "canary worse"): the columns name the
+// sides.
+func VerdictWord(verdict string) string {
+	for _, w := range []Verdict{Worse, Better} {
+		if word := w.text(""); strings.HasSuffix(verdict, " "+word) || verdict == word {
+			return word
+		}
+	}
+	return verdict
 }
 
 // WriteTable writes the comparison as a table: each statistic on both
@@ -26,7 +57,7 @@ func value(r Result, v float64, n int) string {
 // regressions and the one-line verdict.
 func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 	var b strings.Builder
-	cols, word := [2]string{"baseline", "canary"}, "canary"
+	cols := [2]string{"baseline", "canary"}
 	if c.Sides == ([2]string{}) {
 		fmt.Fprintf(&b, "Comparison · baseline %s · canary %s\n", baseline, canary)
 	} else {
@@ -36,15 +67,17 @@ func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 		for i := range cols {
 			cols[i], _, _ = strings.Cut(c.side(i), " (")
 		}
-		word = "group"
 	}
 	fmt.Fprintf(&b, "  %.3g%% intervals (%.3g%% over all %d), %d resamples of the seconds both ran\n",
 		c.Confidence*100, c.Family*100, len(c.Results), c.Resamples)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  statistic\t%s\t%s\tdelta\tinterval\trequests\tverdict\n", cols[0], cols[1])
+	// The verdict's word alone (worse, better): the columns name the
+	// sides, and a table printed as the dashboard quits must fit the 80
+	// columns it ran in (with "canary worse" and "n / n" it took 88).
 	for _, r := range c.Results {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d / %d\t%s\n", r.Stat.Label(), value(r, r.Baseline, r.NBaseline),
-			value(r, r.Canary, r.NCanary), r.DeltaText(), r.Interval(), r.NBaseline, r.NCanary, r.Verdict.text(word))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Stat.Label(), value(r, r.Baseline, r.NBaseline),
+			value(r, r.Canary, r.NCanary), r.DeltaText(), r.Interval(), RequestsText(r.NBaseline, r.NCanary), r.Verdict.text(""))
 	}
 	tw.Flush()
 	if len(c.Gates) > 0 {

@@ -83,6 +83,7 @@ func (e *Engine) worker(ctx context.Context, id int, slot *slot) {
 	defer e.workers.Done()
 	defer crash.Recover()
 	fails := 0 // failures in a row
+	conv := e.conversationFor()
 	for ctx.Err() == nil {
 		k, ph, changed, ok := e.next(id)
 		if !ok {
@@ -95,12 +96,13 @@ func (e *Engine) worker(ctx context.Context, id int, slot *slot) {
 			}
 			continue
 		}
-		ok, retryAfter, delivered := e.send(ctx, k, ph, time.Time{}, slot)
+		ok, retryAfter, delivered := e.send(ctx, k, ph, time.Time{}, slot, conv.next(k))
 		if !delivered {
 			return
 		}
-		if ok { // full speed again at once
+		if ok { // full speed again at once (a session's next turn after its think time)
 			fails = 0
+			conv.think(ctx, changed)
 			continue
 		}
 		fails++

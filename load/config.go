@@ -77,6 +77,18 @@ type Config struct {
 	// PrefixTokens starts every prompt with the same text of about this
 	// many tokens (prefix-cache experiments); the rest stays unique.
 	PrefixTokens int
+	// PrefixGroups, past 1, makes that many distinct prefixes of
+	// PrefixTokens, each shared by every PrefixGroups-th request (G system
+	// prompts across the load); 0 or 1 is one prefix for all.
+	PrefixGroups int
+	// Trace, if set, is replayed: its arrivals at their times (scaled by
+	// Knobs.Speed), its lengths (scaled by the length knobs against their
+	// values at the start, which New sets to the trace's means), in the
+	// open loop, which it keeps (see Trace).
+	Trace *Trace
+	// Sessions, if set, makes each closed-loop worker a multi-turn
+	// conversation (see Sessions).
+	Sessions Sessions
 	// Dataset, if set, supplies the prompts (the prompt knob and the
 	// calibration then do not apply).
 	Dataset *Dataset

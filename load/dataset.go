@@ -1,7 +1,6 @@
 package load
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -48,33 +47,28 @@ func LoadDataset(path string, seed uint64) (*Dataset, error) {
 
 func jsonl(data []byte) ([]probe.Request, error) {
 	var out []probe.Request
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	err := jsonLines(data, func(n int, line []byte) error {
 		var item struct {
 			Prompt   *string         `json:"prompt"`
 			Messages []probe.Message `json:"messages"`
 		}
 		if err := json.Unmarshal(line, &item); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
+			return fmt.Errorf("line %d: %w", n, err)
 		}
 		switch {
 		case item.Prompt == nil && item.Messages == nil:
-			return nil, fmt.Errorf(`line %d: neither "prompt" nor "messages"`, n)
+			return fmt.Errorf(`line %d: neither "prompt" nor "messages"`, n)
 		case item.Messages == nil && *item.Prompt == "", item.Prompt == nil && len(item.Messages) == 0:
-			return nil, fmt.Errorf(`line %d: the prompt is empty`, n)
+			return fmt.Errorf(`line %d: the prompt is empty`, n)
 		}
 		prompt := ""
 		if item.Prompt != nil {
 			prompt = *item.Prompt
 		}
 		out = append(out, probe.Request{Prompt: prompt, Messages: item.Messages})
-	}
-	return out, sc.Err()
+		return nil
+	})
+	return out, err
 }
 
 func shareGPT(data []byte) ([]probe.Request, error) {

@@ -90,6 +90,10 @@ type Engine struct {
 	latest atomic.Pointer[Snapshot]
 
 	desk historyDesk // History's way to the aggregator
+
+	replay      *replay       // the trace replayed, nil when none
+	replayEnded bool          // its last arrival dispatched (behind mu)
+	sessions    *sessionStats // multi-turn sessions' figures, nil when none
 }
 
 // New returns an engine ready to Run. It refuses a configuration Validate
@@ -98,6 +102,12 @@ type Engine struct {
 func New(cfg Config) (*Engine, error) {
 	if cfg.Do == nil {
 		return nil, errors.New("no request function")
+	}
+	if err := cfg.prepareTrace(); err != nil {
+		return nil, err
+	}
+	if err := cfg.prepareSessions(); err != nil {
+		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -120,10 +130,11 @@ func New(cfg Config) (*Engine, error) {
 	// Validate has held the knobs to their limits; clamp only turns an
 	// open loop's concurrency of 0 into the 1 a closed loop starts at.
 	e := &Engine{
-		cfg: cfg, prompts: NewPromptGen(cfg.Seed, cfg.PrefixTokens), knobs: cfg.Knobs.clamp(), window: cfg.Window,
+		cfg: cfg, prompts: NewPromptGen(cfg.Seed, cfg.PrefixTokens).withGroups(cfg.PrefixGroups), knobs: cfg.Knobs.clamp(), window: cfg.Window,
 		changed: make(chan struct{}), alive: map[int]bool{}, results: make(chan *flight, 4096),
 		nudge: make(chan struct{}, 1), subs: map[chan Snapshot]struct{}{}, endingCh: make(chan struct{}),
 	}
+	e.replay, e.sessions = newReplay(&e.cfg), newSessionStats(&e.cfg)
 	e.phase = &phaseInfo{id: 1, knobs: e.knobs, warmup: cfg.Warmup.set()}
 	e.phaseSeq = 1
 	return e, nil
@@ -156,6 +167,7 @@ func (e *Engine) update(f func(*Knobs), newPhase bool) Knobs {
 	k := e.knobs
 	f(&k)
 	k = k.clamp()
+	e.holdTraceLocked(&k)
 	k.Concurrency = min(k.Concurrency, e.cfg.maxConcurrency()) // a key stops where the open files do
 	if k == e.knobs && !newPhase {
 		return k
@@ -357,6 +369,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		s.Limits = Limits{Duration: e.cfg.Duration, Requests: e.cfg.MaxRequests}
 		s.PromptLength, s.OutputLength, s.PrefixTokens = e.cfg.PromptLength, e.cfg.OutputLength, e.prompts.pwords
+		s.Trace, s.Sessions = e.traceStatus(), e.sessions.figures(int64(gen))
 		if e.cfg.Dataset != nil {
 			s.Dataset = e.cfg.Dataset.Len()
 		}

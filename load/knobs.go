@@ -52,6 +52,10 @@ type Knobs struct {
 	// loop a key may switch to).
 	Mode Mode
 	Rate float64
+	// Speed is a trace replay's speed, MinSpeed..MaxSpeed (1: the trace's
+	// own time; 0 when no trace is replayed). During a replay Rate is the
+	// trace's mean rate at this speed, and the lengths scale the trace's.
+	Speed float64
 }
 
 // clamp brings every knob inside its limits: a key held past a limit
@@ -70,7 +74,7 @@ func (k Knobs) clamp() Knobs {
 
 // samePhase reports whether a and b belong to one phase.
 func (k Knobs) samePhase(o Knobs) bool {
-	if k.Paused != o.Paused || k.Mode != o.Mode || k.Mode == OpenLoop && k.Rate != o.Rate {
+	if k.Paused != o.Paused || k.Mode != o.Mode || k.Mode == OpenLoop && k.Rate != o.Rate || k.Speed != o.Speed {
 		return false
 	}
 	return (k.Mode == OpenLoop || k.Concurrency == o.Concurrency) && k.PromptTokens == o.PromptTokens && k.OutputTokens == o.OutputTokens

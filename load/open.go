@@ -69,6 +69,7 @@ type arrival struct {
 	intended time.Time
 	knobs    Knobs
 	phase    *phaseInfo
+	item     *TraceEntry // a trace's arrival, nil otherwise
 }
 
 // dispatch is the open loop: it schedules arrivals at the rate knob and
@@ -78,15 +79,17 @@ type arrival struct {
 func (e *Engine) dispatch(ctx context.Context) {
 	defer e.workers.Done()
 	defer crash.Recover()
+	if e.replay != nil {
+		e.runReplay(ctx)
+		return
+	}
 	rng := rand.New(rand.NewPCG(e.cfg.Seed, e.cfg.Seed^0x51ed27))
 	var next time.Time
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		e.mu.Lock()
-		k, changed, stopping := e.knobs, e.changed, e.stopping || e.ending
-		e.mu.Unlock()
-		if stopping || ctx.Err() != nil {
+		k, changed, stop := e.dispatching(ctx)
+		if stop {
 			return
 		}
 		if k.Mode != OpenLoop || k.Paused || k.Rate <= 0 {
@@ -111,16 +114,24 @@ func (e *Engine) dispatch(ctx context.Context) {
 				return
 			}
 		}
-		if !e.arrive(ctx, next) {
+		if !e.arrive(ctx, next, nil) {
 			return
 		}
 		next = next.Add(e.cfg.Arrivals.gap(rng, k.Rate))
 	}
 }
 
-// arrive starts or queues one arrival due at intended; false when the
-// request limit is reached.
-func (e *Engine) arrive(ctx context.Context, intended time.Time) bool {
+// dispatching is what an open loop's dispatcher goes by: the knobs, a
+// channel closed at their next change, and whether it must stop.
+func (e *Engine) dispatching(ctx context.Context) (k Knobs, changed <-chan struct{}, stop bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.knobs, e.changed, e.stopping || e.ending || ctx.Err() != nil
+}
+
+// arrive starts or queues one arrival due at intended (a trace's item, or
+// nil); false when the request limit is reached.
+func (e *Engine) arrive(ctx context.Context, intended time.Time, item *TraceEntry) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.admitLocked() {
@@ -132,7 +143,7 @@ func (e *Engine) arrive(ctx context.Context, intended time.Time) bool {
 	}
 	e.begunAll.Add(1)
 	e.phase.outstanding.Add(1)
-	a := arrival{intended: intended, knobs: e.knobs, phase: e.phase}
+	a := arrival{intended: intended, knobs: e.knobs, phase: e.phase, item: item}
 	if most := e.maxOpenInFlight(); e.openInFlight >= most {
 		e.backlog = append(e.backlog, a)
 		e.backlogLen.Store(int64(len(e.backlog) - e.backlogHead))
@@ -171,7 +182,7 @@ func (e *Engine) fire(ctx context.Context, a arrival, slot *slot) {
 	for {
 		// No back-off here: the open loop keeps its schedule and counts
 		// the failures (the result went to the aggregator).
-		e.send(ctx, a.knobs, a.phase, a.intended, slot) //nolint:errcheck // see above
+		e.send(ctx, a.knobs, a.phase, a.intended, slot, a.item) //nolint:errcheck // see above
 
 		e.mu.Lock()
 		if e.backlogHead == len(e.backlog) || ctx.Err() != nil || e.stopping || e.ending {
@@ -187,6 +198,7 @@ func (e *Engine) fire(ctx context.Context, a arrival, slot *slot) {
 			e.backlog, e.backlogHead = e.backlog[:0], 0
 		}
 		e.backlogLen.Store(int64(len(e.backlog) - e.backlogHead))
+		e.replaySentLocked(a.intended)
 		e.mu.Unlock()
 	}
 }

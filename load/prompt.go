@@ -26,6 +26,8 @@ type PromptGen struct {
 	seq    atomic.Uint64
 	prefix string // shared by every prompt (prefix-cache experiments)
 	pwords int
+	groups []string // the prefixes of groups of prompts, when more than one (withGroups)
+	seed   uint64
 }
 
 // textWords is the length of the base text; prompts longer than this wrap.
@@ -35,7 +37,7 @@ const textWords = MaxPromptTokens + 4096
 // same prefixWords words when prefixWords > 0.
 func NewPromptGen(seed uint64, prefixWords int) *PromptGen {
 	var b strings.Builder
-	g := &PromptGen{starts: make([]int, 0, textWords)}
+	g := &PromptGen{starts: make([]int, 0, textWords), seed: seed}
 	x := seed*0x9e3779b97f4a7c15 + 1
 	for range textWords {
 		x ^= x << 13
@@ -63,14 +65,19 @@ func (g *PromptGen) words(n int) int {
 }
 
 // Next returns a fresh prompt of about tokens tokens.
-func (g *PromptGen) Next(tokens int) string {
+func (g *PromptGen) Next(tokens int) string { return g.next(tokens, true) }
+
+// next is a fresh prompt of about tokens tokens, starting with the shared
+// prefix when prefixed (a session's later turns have it in their context
+// already).
+func (g *PromptGen) next(tokens int, prefixed bool) string {
 	n := g.seq.Add(1)
 	tokens = max(tokens, 1)
 	var b strings.Builder
 	b.Grow(tokens*6 + len(g.prefix) + 16)
 	rest := tokens - 1
-	if g.pwords > 0 { // a prefix longer than the prompt is honoured: the prompt grows to hold it
-		b.WriteString(g.prefix)
+	if g.pwords > 0 && prefixed { // a prefix longer than the prompt is honoured: the prompt grows to hold it
+		b.WriteString(g.prefixOf(n))
 		b.WriteByte(' ')
 		rest = max(rest-g.pwords, 0)
 	}

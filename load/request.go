@@ -28,8 +28,9 @@ func (e *Engine) admitLocked() bool {
 // is zero in the closed loop. It reports whether the request succeeded,
 // the wait the server asked for (Retry-After) and whether its result was
 // delivered (false once the engine is stopping). sl is the sender's
-// slot: it shows the request's flight while it is out.
-func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time, sl *slot) (succeeded bool, retryAfter time.Duration, delivered bool) {
+// slot: it shows the request's flight while it is out; item is a trace's
+// arrival or a session's turn (nil for the plain loops).
+func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time, sl *slot, item *TraceEntry) (succeeded bool, retryAfter time.Duration, delivered bool) {
 	promptLen, outputLen := k.PromptTokens, k.OutputTokens
 	if n := e.reqSeq.Add(1); e.cfg.PromptLength.varies() || e.cfg.OutputLength.varies() {
 		rng := rand.New(rand.NewPCG(e.cfg.Seed^0xa0761d6478bd642f, n))
@@ -38,7 +39,11 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	}
 	words := promptLen
 	var req probe.Request
-	if e.cfg.Dataset != nil {
+	if item != nil && item.turn != nil { // a session's turn: its context so far
+		req.Prompt, words, promptLen = item.Prompt, 0, item.Input
+	} else if item != nil {
+		req, words, promptLen, outputLen = e.traceRequest(item, k)
+	} else if e.cfg.Dataset != nil {
 		req = e.cfg.Dataset.take()
 		words, promptLen = 0, len(strings.Fields(req.Prompt))
 		for _, m := range req.Messages {
@@ -71,6 +76,9 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 		return false, 0, false
 	}
 	f.res = res
+	if item != nil && item.turn != nil { // the session's context grows by the answer
+		item.turn.done(&res, promptLen)
+	}
 	select {
 	case e.results <- f:
 	case <-ctx.Done():

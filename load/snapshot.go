@@ -76,6 +76,11 @@ type Snapshot struct {
 	// prompts are synthesised and the prompt knob applies).
 	PromptLength, OutputLength Length
 	Dataset                    int
+	// Trace is where a trace replay is (the zero value: none).
+	Trace TraceStatus
+	// Sessions are the multi-turn sessions' figures, turn by turn (the
+	// zero value: none).
+	Sessions SessionFigures
 	// PrefixTokens is the shared prefix every prompt starts with (0:
 	// none); a prompt shorter than it grows to hold it.
 	PrefixTokens int

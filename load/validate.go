@@ -44,6 +44,9 @@ const (
 	SettingBurstiness   = "burstiness"          // Arrivals.Burstiness
 	SettingMaxInFlight  = "in-flight cap"       // MaxInFlight
 	SettingDataset      = "dataset"             // LoadDataset's path
+	SettingTrace        = "trace"               // Trace, LoadTrace's path
+	SettingPrefixGroups = "prefix groups"       // PrefixGroups
+	SettingSessions     = "sessions"            // Sessions
 )
 
 // MinTick is the shortest snapshot interval: every tick merges the
@@ -91,6 +94,10 @@ func (c Config) Validate() error {
 		return &SettingError{SettingGoodput, errors.New("a limit is negative")}
 	case c.PrefixTokens < 0 || c.PrefixTokens > MaxPromptTokens:
 		return &SettingError{SettingPrefixTokens, fmt.Errorf("%d is not within 0..%d", c.PrefixTokens, MaxPromptTokens)}
+	case c.PrefixGroups < 0 || c.PrefixGroups > MaxPrefixGroups:
+		return &SettingError{SettingPrefixGroups, fmt.Errorf("%d is not within 0..%d", c.PrefixGroups, MaxPrefixGroups)}
+	case c.PrefixGroups > 1 && c.PrefixTokens == 0:
+		return &SettingError{SettingPrefixGroups, errors.New("groups of prefixes need a prefix length (--prefix-tokens)")}
 	case c.Warmup.Requests < 0:
 		return &SettingError{SettingWarmup, fmt.Errorf("%d requests is negative", c.Warmup.Requests)}
 	case c.Warmup.Duration < 0:

@@ -116,14 +116,26 @@ func CheckURL(raw string) error {
 	return err
 }
 
+// schemeHint is a hint for a URL typed without its scheme
+// (127.0.0.1:8000, localhost:8000/v1): the URL with http:// before it.
+func schemeHint(raw string) string {
+	if strings.Contains(raw, "://") || !strings.ContainsAny(raw, ":./") || strings.ContainsAny(raw, " \t") {
+		return "" // a bare word is no host a person meant
+	}
+	if _, err := url.Parse("http://" + raw); err != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", RedactURL("http://"+raw))
+}
+
 // parseBase parses an endpoint as a user gave it.
 func parseBase(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, &SettingError{SettingURL, fmt.Errorf("%q is no URL, want http(s)://host[:port][/path]", RedactURL(raw))}
+		return nil, &SettingError{SettingURL, fmt.Errorf("%q is no URL, want http(s)://host[:port][/path]%s", RedactURL(raw), schemeHint(raw))}
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, &SettingError{SettingURL, fmt.Errorf("%q is not http(s)://host[:port][/path]", RedactURL(raw))}
+		return nil, &SettingError{SettingURL, fmt.Errorf("%q is not http(s)://host[:port][/path]%s", RedactURL(raw), schemeHint(raw))}
 	}
 	return u, nil
 }

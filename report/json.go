@@ -174,6 +174,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		inf.Energy = ej
 	}
 	r.addHistory(&inf)
+	inf.Sessions, inf.Trace = sessionsJSON(r.Final.Sessions), traceJSON(r.Final.Trace)
 	if r.Capacity != nil {
 		inf.Capacity = capacityJSON(r.Capacity)
 	}
@@ -302,6 +303,10 @@ type InfertopJSON struct {
 	// comparison's (--compare, --split-by).
 	Capacity *CapacityJSON `json:"capacity,omitempty"`
 	Compare  *Compare      `json:"compare,omitempty"`
+	// Sessions is a sessions run's per-turn table (--sessions), Trace a
+	// replay's account (--trace).
+	Sessions *SessionsJSON `json:"sessions,omitempty"`
+	Trace    *TraceJSON    `json:"trace,omitempty"`
 	// Merged is a merged result's (infertop merge): the runs it holds.
 	Merged *MergedJSON `json:"merged,omitempty"`
 }

@@ -63,6 +63,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Energy != nil {
 		writeEnergy(&b, r.Energy.Source, r.Energy.Run)
 	}
+	writeTurns(&b, r.Final.Sessions)
 	if r.Capacity != nil {
 		writeCapacity(&b, r.Capacity)
 	}
@@ -94,6 +95,9 @@ func writeCounts(b *strings.Builder, s load.Snapshot) {
 		// Over the time requests were being sent: the drain sends none.
 		fmt.Fprintf(b, "  open loop: %d arrivals scheduled, %d sent (%.1f req/s sent over %s)\n", s.Scheduled, run.Sent(), run.SentPerSec,
 			run.Sending.Round(time.Millisecond))
+	}
+	if s.Trace.On { // how far behind the trace the client fell, if it did
+		fmt.Fprintf(b, "  %s\n", s.Trace.Summary())
 	}
 	if run.Incomplete > 0 {
 		fmt.Fprintf(b, "  %d requests were still in flight after the drain and were cancelled: incomplete, counted as failed in error_rate, not in the percentiles below\n", run.Incomplete)

@@ -54,21 +54,59 @@ func Write(rep *report.Report, o Outputs) error {
 // ReplaceFile writes data to a new file in path's directory and renames it
 // to path, which replaces whatever was there (a symlink included): how
 // the s key's files are written, and any file saved beside them.
+// Its errors name path, never the temporary file's name, which means
+// nothing to the person who asked for path.
 func ReplaceFile(path string, data []byte) error {
+	fail := func(err error) error {
+		var pe *os.PathError
+		var le *os.LinkError
+		switch {
+		case errors.As(err, &pe):
+			err = pe.Err
+		case errors.As(err, &le):
+			err = le.Err
+		}
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	fh, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return fail(err)
 	}
 	_, werr := fh.Write(data)
 	if err := errors.Join(werr, fh.Chmod(0o644), fh.Close()); err != nil {
 		os.Remove(fh.Name())
-		return fmt.Errorf("report: %w", err)
+		return fail(err)
 	}
 	if err := os.Rename(fh.Name(), path); err != nil {
 		os.Remove(fh.Name())
-		return fmt.Errorf("report: %w", err)
+		return fail(err)
 	}
 	return nil
+}
+
+// CheckDir makes sure, before a run, that the s key can write its
+// reports into dir: a directory that takes a new file. A typo must not
+// wait for the first save to be found.
+func CheckDir(dir string) error {
+	st, err := os.Stat(dir)
+	var pe *os.PathError
+	switch {
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s: %w", dir, pe.Err)
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	fh, err := os.CreateTemp(dir, ".infertop-check.*")
+	if err != nil {
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("cannot write in %s: %w", dir, err)
+	}
+	fh.Close()
+	return os.Remove(fh.Name())
 }
 
 // CheckOutputs makes sure, before a run, that every path can be written

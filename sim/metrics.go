@@ -90,7 +90,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	counter := func(name, help, extra string, v int64) {
 		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n%s{%s%s} %d\n", name, help, name, name, l, extra, v)
 	}
-	var running, waiting, kvUsed, prompt, gen, steps int64
+	var running, waiting, kvUsed, prompt, gen, steps, queries, hits int64
 	pods := s.pods()
 	for _, sc := range pods {
 		running += sc.nRunning.Load()
@@ -99,6 +99,10 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 		prompt += sc.promptTotal.Load()
 		gen += sc.genTotal.Load()
 		steps += sc.steps.Load()
+		if sc.prefix != nil {
+			queries += sc.prefix.queries.Load()
+			hits += sc.prefix.hits.Load()
+		}
 	}
 	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(running))
 	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(waiting))
@@ -107,6 +111,8 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", `source="sim"`, gen)
 	counter("vllm:request_success_total", "Count of successfully processed requests.", `finished_reason="length"`, s.metrics.success.Load())
 	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", `source="sim"`, 0)
+	counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", `source="sim"`, queries)
+	counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", `source="sim"`, hits)
 	counter("infertop_sim_requests_failed_total", "Requests answered with an injected error.", `source="sim"`, s.metrics.failed.Load())
 	counter("infertop_sim_requests_cancelled_total", "Requests the client abandoned.", `source="sim"`, s.metrics.cancelled.Load())
 	counter("infertop_sim_steps_total", "Engine steps run.", `source="sim"`, steps)

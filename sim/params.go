@@ -43,6 +43,12 @@ type Params struct {
 	Jitter float64
 	// ChatOverhead is the prompt tokens a chat template adds per request.
 	ChatOverhead int
+	// PrefixCacheBlocks is the size of the automatic prefix cache in
+	// blocks of BlockTokens tokens (0: DefaultBlockTokens), kept in an
+	// LRU: a prompt whose leading blocks are cached skips their prefill,
+	// and /metrics counts vLLM's prefix_cache_queries and _hits. 0 is no
+	// cache.
+	PrefixCacheBlocks, BlockTokens int
 	// Faults are injected failures, each a probability per request.
 	Faults Faults
 	// GPUs is how many GPUs /dcgm reports, each drawing IdleW plus up to
@@ -330,7 +336,7 @@ var presets = map[string]Params{
 		Model: "sim-llama-8b", Slots: 32, KVTokens: 131072, MaxModelLen: 40960, MaxBatchTokens: 8192,
 		PrefillRate: 16000, StepBase: 6 * time.Millisecond, StepPerSeq: 250 * time.Microsecond,
 		StepPerKTok: 50 * time.Microsecond, MinStep: 500 * time.Microsecond, Jitter: 0.05, ChatOverhead: 7, Seed: 1,
-		GPUs: 1, IdleW: 90, BusyW: 610,
+		GPUs: 1, IdleW: 90, BusyW: 610, PrefixCacheBlocks: 131072 / DefaultBlockTokens,
 	},
 	"fast": {
 		Model: "sim-llama-8b", Slots: 100000, KVTokens: 1 << 40, MaxModelLen: 1 << 30, MaxBatchTokens: 1 << 30,
@@ -341,13 +347,13 @@ var presets = map[string]Params{
 		Model: "sim-llama-8b", Slots: 8, KVTokens: 32768, MaxModelLen: 40960, MaxBatchTokens: 4096,
 		PrefillRate: 8000, StepBase: 10 * time.Millisecond, StepPerSeq: 1 * time.Millisecond,
 		StepPerKTok: 100 * time.Microsecond, MinStep: 500 * time.Microsecond, Jitter: 0.05, ChatOverhead: 7, Seed: 1,
-		GPUs: 1, IdleW: 60, BusyW: 290,
+		GPUs: 1, IdleW: 60, BusyW: 290, PrefixCacheBlocks: 32768 / DefaultBlockTokens,
 	},
 	"large": {
 		Model: "sim-llama-70b", Slots: 256, KVTokens: 1 << 20, MaxModelLen: 131072, MaxBatchTokens: 16384,
 		PrefillRate: 40000, StepBase: 12 * time.Millisecond, StepPerSeq: 80 * time.Microsecond,
 		StepPerKTok: 10 * time.Microsecond, MinStep: 500 * time.Microsecond, Jitter: 0.05, ChatOverhead: 7, Seed: 1,
-		GPUs: 8, IdleW: 90, BusyW: 610,
+		GPUs: 8, IdleW: 90, BusyW: 610, PrefixCacheBlocks: (1 << 20) / DefaultBlockTokens,
 	},
 }
 
@@ -403,6 +409,7 @@ const (
 	ParamWatts          = "watts"     // IdleW, BusyW
 	ParamCanary         = "canary"    // Canary
 	ParamReasoning      = "reasoning" // Reasoning
+	ParamPrefixCache    = "prefix cache"
 )
 
 // Validate reports the first parameter out of range, as a *ParamError.
@@ -436,6 +443,10 @@ func (p Params) Validate() error {
 		return bad(ParamJitter, "%v is not within 0..1", p.Jitter)
 	case p.ChatOverhead < 0:
 		return bad(ParamChatOverhead, "%d tokens is negative", p.ChatOverhead)
+	case p.PrefixCacheBlocks < 0 || p.PrefixCacheBlocks > 1<<26:
+		return bad(ParamPrefixCache, "%d blocks is not within 0..%d", p.PrefixCacheBlocks, 1<<26)
+	case p.BlockTokens < 0 || p.BlockTokens > 1<<16:
+		return bad(ParamPrefixCache, "a block of %d tokens is not within 0..%d", p.BlockTokens, 1<<16)
 	case !(p.Faults.HTTP500 >= 0 && p.Faults.HTTP500 <= 1):
 		return bad(ParamHTTP500, "%v is not within 0..1", p.Faults.HTTP500)
 	case !(p.Faults.HTTP429 >= 0 && p.Faults.HTTP429 <= 1):

@@ -36,8 +36,9 @@ func (s *seq) notify() {
 
 // scheduler is the continuous-batching loop.
 type scheduler struct {
-	p   Params
-	rng *rand.Rand
+	p      Params
+	rng    *rand.Rand
+	prefix *prefixCache // the pod's prefix cache, nil when off
 
 	mu      sync.Mutex
 	waiting []*seq
@@ -57,7 +58,8 @@ type scheduler struct {
 }
 
 func newScheduler(p Params) *scheduler {
-	return &scheduler{p: p, rng: rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15)), arrive: make(chan struct{}, 1)}
+	return &scheduler{p: p, rng: rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15)), arrive: make(chan struct{}, 1),
+		prefix: newPrefixCache(p.PrefixCacheBlocks, p.BlockTokens)}
 }
 
 func (s *scheduler) submit(q *seq) {

@@ -326,9 +326,13 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			return
 		}
 
-		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt, arrived: arrived, wake: make(chan struct{}, 1), embed: kind.embeds()}
+		cached := 0
+		if pod.prefix != nil && !kind.embeds() {
+			cached = pod.prefix.match(cacheText(kind, &req), prompt)
+		}
+		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt - cached, arrived: arrived, wake: make(chan struct{}, 1), embed: kind.embeds()}
 		q.queued.Store(-1)
-		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, Stream: req.Stream, Canary: canary, Inputs: inputs}
+		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary, Inputs: inputs}
 		pod.submit(q)
 		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp,
 			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
@@ -699,8 +703,11 @@ type Record struct {
 	// written and flushed to the connection.
 	FirstToken, LastToken      time.Time
 	PromptTokens, OutputTokens int
-	Status                     int
-	Stream                     bool
+	// CachedTokens is how many of the prompt's tokens the prefix cache
+	// held (their prefill skipped).
+	CachedTokens int
+	Status       int
+	Stream       bool
 	// Cancelled is true when the client left (or the server stopped) early.
 	Cancelled bool
 	// Canary is true when the canary build served it (Params.Canary).

@@ -329,9 +329,13 @@ type ServerView struct {
 	HasTTFT                    bool
 	ITLP50, ITLP99             float64 // the server\'s inter-token latency, seconds
 	HasITL                     bool
-	Age                        time.Duration
-	Stale                      bool
-	Err                        string
+	// PrefixHitRate is the prefix cache's share of prompt tokens found
+	// cached over the window, 0..1 (HasPrefix false when not reported).
+	PrefixHitRate float64
+	HasPrefix     bool
+	Age           time.Duration
+	Stale         bool
+	Err           string
 
 	// TTFTBuckets and ITLBuckets are the buckets the p50 and the p99 lie
 	// in: what the histogram knows of them, where the figures above are
@@ -378,6 +382,7 @@ func (s *Scraper) View(window time.Duration) View {
 			sv.GenPerSec = max(last.S.GenTokens-first.S.GenTokens, 0) / dt
 			sv.Preemptions = max(last.S.Preemptions-first.S.Preemptions, 0)
 		}
+		sv.PrefixHitRate, sv.HasPrefix = prefixHitRate(first.S.Prefix, last.S.Prefix)
 		var prevTTFT, prevITL *Histogram
 		if first.At.Before(last.At) {
 			prevTTFT, prevITL = first.S.TTFT, first.S.ITL

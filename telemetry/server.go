@@ -35,6 +35,9 @@ type Server struct {
 	// TTFT and ITL are the server's histograms, in seconds (nil when not
 	// reported).
 	TTFT, ITL *Histogram
+	// Prefix is the prefix cache's reading (vLLM's counters, SGLang's hit
+	// rate), its zero value when not reported.
+	Prefix prefixCache
 }
 
 // Histogram is a cumulative Prometheus histogram.
@@ -171,6 +174,7 @@ func ParseServer(r io.Reader) (s Server, ok bool, err error) {
 		s.GenTokens, _ = sum(fams, n.gen)
 		s.Preemptions, s.HasPreempt = sum(fams, n.preempt)
 		s.TTFT, s.ITL = hist(fams, n.ttft), hist(fams, n.itl)
+		s.Prefix = readPrefix(fams, n.kind)
 		return s, true, nil
 	}
 	return s, false, nil
@@ -182,6 +186,7 @@ func serverFamilies() func(string) bool {
 	for _, n := range names {
 		all = append(all, n.running, n.waiting, n.kv, n.kvOld, n.prompt, n.gen, n.preempt, n.ttft, n.itl)
 	}
+	all = append(all, prefixFamilies()...)
 	return wantedSet(all...)
 }
 

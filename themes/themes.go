@@ -17,6 +17,10 @@ type Palette struct {
 	Good, Warn, Bad                    string
 	P50, P95, P99, Spark, Marker, Key  string
 	BannerFg, BannerBg                 string
+	// Background is the screen's colour ("": the terminal's own). A
+	// light palette needs its own: on a dark terminal its dark text is
+	// otherwise unreadable.
+	Background string
 }
 
 // Palettes returns the built-in palettes in cycling order.
@@ -27,7 +31,8 @@ func Palettes() []Palette {
 			Spark: "#81A1C1", Marker: "#B48EAD", Key: "#88C0D0", BannerFg: "#2E3440", BannerBg: "#BF616A"},
 		{Name: "light", Text: "#24292F", Muted: "#6E7781", Accent: "#0969DA", Border: "#AFB8C1", Title: "#8250DF",
 			Good: "#1A7F37", Warn: "#9A6700", Bad: "#CF222E", P50: "#1A7F37", P95: "#9A6700", P99: "#CF222E",
-			Spark: "#0969DA", Marker: "#8250DF", Key: "#0969DA", BannerFg: "#FFFFFF", BannerBg: "#CF222E"},
+			Spark: "#0969DA", Marker: "#8250DF", Key: "#0969DA", BannerFg: "#FFFFFF", BannerBg: "#CF222E",
+			Background: "#FFFFFF"},
 		{Name: "high-contrast", Text: "15", Muted: "7", Accent: "14", Border: "15", Title: "11",
 			Good: "10", Warn: "11", Bad: "9", P50: "10", P95: "11", P99: "9",
 			Spark: "14", Marker: "13", Key: "11", BannerFg: "0", BannerBg: "9"},
@@ -63,30 +68,37 @@ type Theme struct {
 	Good, Warn, Bad                      lipgloss.Style
 	P50, P95, P99, Spark, Marker, Border lipgloss.Style
 	Key, KeyDesc, Banner, Header         lipgloss.Style
+	// Background is the palette's screen colour, nil for the terminal's.
+	Background lipgloss.TerminalColor
 }
 
 // New builds the styles of p on r.
 func New(r *lipgloss.Renderer, p Palette) Theme {
 	c := func(s string) lipgloss.Style { return r.NewStyle().Foreground(lipgloss.Color(s)) }
+	var bg lipgloss.TerminalColor
+	if p.Background != "" {
+		bg = lipgloss.Color(p.Background)
+	}
 	return Theme{
-		Name:    p.Name,
-		Text:    c(p.Text),
-		Muted:   c(p.Muted),
-		Value:   c(p.Text).Bold(true),
-		Title:   c(p.Title).Bold(true),
-		Accent:  c(p.Accent),
-		Good:    c(p.Good),
-		Warn:    c(p.Warn).Bold(true),
-		Bad:     c(p.Bad).Bold(true),
-		P50:     c(p.P50),
-		P95:     c(p.P95),
-		P99:     c(p.P99),
-		Spark:   c(p.Spark),
-		Marker:  c(p.Marker),
-		Border:  c(p.Border),
-		Key:     c(p.Key).Bold(true),
-		KeyDesc: c(p.Muted),
-		Banner:  r.NewStyle().Foreground(lipgloss.Color(p.BannerFg)).Background(lipgloss.Color(p.BannerBg)).Bold(true),
-		Header:  c(p.Accent).Bold(true),
+		Background: bg,
+		Name:       p.Name,
+		Text:       c(p.Text),
+		Muted:      c(p.Muted),
+		Value:      c(p.Text).Bold(true),
+		Title:      c(p.Title).Bold(true),
+		Accent:     c(p.Accent),
+		Good:       c(p.Good),
+		Warn:       c(p.Warn).Bold(true),
+		Bad:        c(p.Bad).Bold(true),
+		P50:        c(p.P50),
+		P95:        c(p.P95),
+		P99:        c(p.P99),
+		Spark:      c(p.Spark),
+		Marker:     c(p.Marker),
+		Border:     c(p.Border),
+		Key:        c(p.Key).Bold(true),
+		KeyDesc:    c(p.Muted),
+		Banner:     r.NewStyle().Foreground(lipgloss.Color(p.BannerFg)).Background(lipgloss.Color(p.BannerBg)).Bold(true),
+		Header:     c(p.Accent).Bold(true),
 	}
 }

@@ -101,6 +101,9 @@ func (m *Model) findKey() tea.Cmd {
 	case c.running:
 		m.flash = "a search is running: a knob key hands it back"
 		return nil
+	case m.snap.Trace.On:
+		m.flash = "a trace sets the load: the capacity search does not apply to a replay"
+		return nil
 	case len(c.given) > 0:
 		m.startSearch(c.given)
 		return nil

@@ -1,11 +1,15 @@
 package ui
 
 import (
+	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/telemetry"
@@ -63,7 +67,7 @@ func TestPhaseTableAllFailed(t *testing.T) {
 	m := newTestModel(t, nil)
 	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(s))
 	v := m.View()
-	if strings.Contains(v, "0100.0%") || !strings.Contains(v, "0  100%") {
+	if strings.Contains(v, "0100.0%") || !strings.Contains(v, "  100%   0:35") {
 		t.Fatalf("the phase table:\n%s", v)
 	}
 }
@@ -107,5 +111,69 @@ func TestFooterKeysThatAct(t *testing.T) {
 	w = press[tea.Msg](w, tea.WindowSizeMsg{Width: 120, Height: 40}, SnapshotMsg(fixedSnapshot()))
 	if f := footer(w); strings.Contains(f, "concurrency") || strings.Contains(f, "pause") || !strings.Contains(f, "? help") {
 		t.Errorf("watcher: %q", f)
+	}
+}
+
+// TestSaveFailureInALine: a save that failed on several files says so in
+// one line, without the literal "\n" the sanitiser made of the newlines
+// that join the files' errors (on main: "save failed: write a.json: ...\nwrite
+// a.csv: ...").
+func TestSaveFailureInALine(t *testing.T) {
+	save := func(load.Snapshot) (string, error) {
+		return "", errors.Join(errors.New("write /r/a.json: permission denied"), errors.New("write /r/a.csv: permission denied"))
+	}
+	m, _ := New(newEngine(t), Options{Renderer: asciiRenderer(), Save: save})
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 40}, SnapshotMsg(fixedSnapshot()))
+	next, cmd := m.Update(runes("s"))
+	m = press(next.(Model), cmd())
+	if v := m.View(); !strings.Contains(v, "save failed: write /r/a.json: permission denied; write /r/a.csv: permission denied") || strings.Contains(v, `\n`) {
+		t.Fatalf("the flash:\n%s", v)
+	}
+}
+
+// TestLightThemePaintsItsBackground: the light theme lays its white under
+// every cell, after every style's reset too, so its dark text is readable
+// on a dark terminal; the dark theme keeps the terminal's (on main the
+// light theme painted no background at all).
+func TestLightThemePaintsItsBackground(t *testing.T) {
+	r := lipgloss.NewRenderer(io.Discard)
+	r.SetColorProfile(termenv.TrueColor)
+	bg := "\x1b[48;2;255;255;255m"
+	for _, theme := range []string{"light", "dark"} {
+		m, err := New(nil, Options{Renderer: r, Theme: theme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 100, Height: 30}, SnapshotMsg(fixedSnapshot()))
+		v := m.View()
+		if theme == "dark" {
+			if strings.Contains(v, bg) {
+				t.Error("the dark theme painted a background")
+			}
+			continue
+		}
+		for i, l := range strings.Split(v, "\n") {
+			if !strings.HasPrefix(l, bg) {
+				t.Fatalf("line %d starts without the background: %q", i, l)
+			}
+			if n := strings.Count(l, "\x1b[0m"); strings.Count(l, "\x1b[0m"+bg) != n-1 {
+				t.Fatalf("line %d: a reset not followed by the background: %q", i, l)
+			}
+		}
+	}
+}
+
+// TestWatcherHelpSaysLocked: a watcher's help screen says which keys are
+// a controller's (on main it listed the knobs as if they were its own).
+func TestWatcherHelpSaysLocked(t *testing.T) {
+	w, _ := New(nil, Options{Renderer: asciiRenderer(), ReadOnly: true})
+	w = press[tea.Msg](w, tea.WindowSizeMsg{Width: 120, Height: 40}, SnapshotMsg(fixedSnapshot()), runes("?"))
+	if v := w.View(); !strings.Contains(v, "This session watches: the keys on the load") {
+		t.Fatalf("the watcher's help:\n%s", v)
+	}
+	m := newTestModel(t, newEngine(t))
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 40}, SnapshotMsg(fixedSnapshot()), runes("?"))
+	if strings.Contains(m.View(), "This session watches") {
+		t.Fatal("a controller's help says it watches")
 	}
 }

@@ -59,6 +59,9 @@ func (m *Model) header(w int) string {
 			loop += t.Warn.Render(fmt.Sprintf(" backlog %d", s.Backlog))
 		}
 	}
+	if s.Trace.On {
+		loop = m.traceItem()
+	}
 	if s.BackingOff > 0 {
 		// The load is below the concurrency knob on purpose: say so, or a
 		// failing server looks like one that is simply answering slower.
@@ -79,6 +82,11 @@ func (m *Model) header(w int) string {
 	}
 	if s.Dataset > 0 {
 		parts[1].text = item("prompts", fmt.Sprintf("dataset of %d", s.Dataset))
+	}
+	if s.Trace.On {
+		parts[1].text = item("prompt", traceLength(k.PromptTokens, s.Trace.Prompt))
+		parts[2].text = item("output", traceLength(k.OutputTokens, s.Trace.Output))
+		parts = append(parts, part{t.Muted.Render(traceName(s.Trace)), 3})
 	}
 	if w >= 110 {
 		parts = append(parts, part{item("theme", m.theme.Name), 3})

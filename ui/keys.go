@@ -92,6 +92,10 @@ func toggle(s screen) func(*Model) tea.Cmd {
 // rate moves the open loop's rate by the factor f (to two decimals).
 func rate(f float64) func(*Model) tea.Cmd {
 	return func(m *Model) tea.Cmd {
+		if m.snap.Trace.On { // the trace's speed, by the rate's steps
+			m.turn(func(k *load.Knobs) { k.Speed = math.Round(k.Speed*f*100) / 100 })
+			return nil
+		}
 		if m.snap.Knobs.Mode != load.OpenLoop {
 			m.flash = "the rate sets the open loop: press o to open it"
 			return nil

@@ -16,6 +16,8 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/crash"
@@ -270,7 +272,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case savedMsg:
 		m.saving = false
 		if msg.err != nil {
-			m.flash = "save failed: " + sanitize.Text(msg.err.Error()) // a push gateway's answer may be quoted
+			// A push gateway's answer may be quoted; several files' errors
+			// are joined by newlines, which the flash shows as "; ".
+			m.flash = "save failed: " + sanitize.Text(strings.ReplaceAll(msg.err.Error(), "\n", "; "))
 		} else {
 			m.flash = "saved " + msg.where
 		}
@@ -347,6 +351,10 @@ func atLimit(asked, got load.Knobs) string {
 // toggleLoop switches between the closed and the open loop; the open loop
 // opens at the rate the closed loop reached when it has no rate yet.
 func (m *Model) toggleLoop() tea.Cmd {
+	if m.snap.Trace.On {
+		m.flash = traceRefusal
+		return nil
+	}
 	achieved := m.snap.ReqPerSec
 	m.turn(func(k *load.Knobs) {
 		if k.Mode == load.OpenLoop {
@@ -433,7 +441,37 @@ func (m *Model) render() {
 	default:
 		body = m.dashboard(w, avail)
 	}
-	m.cache = lipgloss.JoinVertical(lipgloss.Left, header, body, footer)
+	m.cache = m.paint(lipgloss.JoinVertical(lipgloss.Left, header, body, footer), w)
+}
+
+// paint lays the theme's background (if it has one) under every cell of
+// view, lines of w cells: at the start of each line and again after every
+// reset a style ends with, since a style without a background of its own
+// would end it. Without this a light theme on a dark terminal painted its
+// dark text on the terminal's dark background.
+func (m *Model) paint(view string, w int) string {
+	if m.theme.Background == nil {
+		return view
+	}
+	seq := m.renderer.ColorProfile().Color(colorString(m.theme.Background)).Sequence(true)
+	if seq == "" { // a profile without colour (NO_COLOR, Ascii)
+		return view
+	}
+	bg := termenv.CSI + seq + "m"
+	lines := strings.Split(view, "\n")
+	for i, l := range lines {
+		pad := strings.Repeat(" ", max(w-ansi.StringWidth(l), 0))
+		lines[i] = bg + strings.ReplaceAll(l, termenv.CSI+termenv.ResetSeq+"m", termenv.CSI+termenv.ResetSeq+"m"+bg) + pad + termenv.CSI + termenv.ResetSeq + "m"
+	}
+	return strings.Join(lines, "\n")
+}
+
+// colorString is a lipgloss colour's string (a hex or an ANSI number).
+func colorString(c lipgloss.TerminalColor) string {
+	if s, ok := c.(lipgloss.Color); ok {
+		return string(s)
+	}
+	return ""
 }
 
 // dashboard lays the panels out in h lines. A bigger terminal shows more,
@@ -472,7 +510,7 @@ func (m *Model) loadPanels(w, h int) string {
 	case h >= 30:
 		smallH = 7
 	}
-	phaseNeed := 2 + max(m.visiblePhases(), 1)
+	phaseNeed := 2 + max(m.visiblePhases(), 1) + m.turnsNeed()
 	rest := h - smallH - serverH
 	latH := min(max(rest-phaseNeed, 6), max(20, h*40/100))
 	rest -= latH
@@ -491,6 +529,10 @@ func (m *Model) loadPanels(w, h int) string {
 	parts = append(parts, m.smallPanels(w, smallH))
 	if server != "" {
 		parts = append(parts, server)
+	}
+	if n := min(m.turnsNeed(), rest); sessionsOn(&m.snap) && n > 2 { // the turns' table, above the phases'
+		parts = append(parts, m.turnsPanel(w, n))
+		rest -= n
 	}
 	if rest > 0 {
 		parts = append(parts, m.phasesPanel(w, rest))
@@ -618,6 +660,9 @@ func (m *Model) helpScreen(w, h int) string {
 		start = end
 	}
 	lines = append(lines, "")
+	if m.readOnly { // the table lists every key; a watcher's turn nothing of the load
+		lines = append(lines, wrap(t.Warn.Render("This session watches: the keys on the load (the knobs, o, f, w, r, s) are a controller's; c, t, e, ? and q are yours."), w)...)
+	}
 	for _, note := range []string{
 		"Latency figures are over the rolling window; the phase table keeps one row per knob setting.",
 		"TTFT: time to the first output-bearing message. ITL: gaps between messages. TPOT: (E2E−TTFT)/(tokens−1).",

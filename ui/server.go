@@ -39,6 +39,9 @@ func (m *Model) serverPanel(w int) string {
 			if s.HasKV {
 				parts = append(parts, item("KV", pct(s.KVUsage)))
 			}
+			if s.HasPrefix {
+				parts = append(parts, item("prefix cache hits", pct(s.PrefixHitRate)))
+			}
 			parts = append(parts, item("gen", num(s.GenPerSec)+" tok/s"), item("prefill", num(s.PromptTokPerSec)+" tok/s"))
 			if s.HasPreempt {
 				parts = append(parts, item("preempted", fmt.Sprintf("%.0f", s.Preemptions)))

@@ -168,8 +168,8 @@ func comparison(c compare.ComparisonJSON, heading string, cols [2]string, who st
 		if st, err := compare.ParseStat(m.Name); err == nil {
 			label = st.Label()
 		}
-		row := compareRow{Stat: label, Baseline: statValue(m.Unit, m.Baseline), Canary: statValue(m.Unit, m.Canary),
-			Delta: "—", Interval: "—", Requests: fmt.Sprintf("%d / %d", m.NBaseline, m.NCanary), Verdict: sanitize.Text(m.Verdict)}
+		row := compareRow{Stat: label, Baseline: statValue(m.Unit, m.Baseline, m.NBaseline), Canary: statValue(m.Unit, m.Canary, m.NCanary),
+			Delta: "—", Interval: "—", Requests: compare.RequestsText(m.NBaseline, m.NCanary), Verdict: sanitize.Text(compare.VerdictWord(m.Verdict))}
 		if m.Delta != nil {
 			row.Delta = deltaText(m.DeltaUnit, *m.Delta)
 		}
@@ -208,14 +208,11 @@ func comparison(c compare.ComparisonJSON, heading string, cols [2]string, who st
 }
 
 // statValue is one side's statistic as the text writes it.
-func statValue(unit string, v *float64) string {
-	switch {
-	case v == nil:
+func statValue(unit string, v *float64, n int) string {
+	if v == nil {
 		return "—"
-	case unit == "fraction":
-		return fmt.Sprintf("%.2f%%", *v*100)
 	}
-	return fmt.Sprintf("%.2fms", *v)
+	return compare.ValueText(unit, *v, n)
 }
 
 // deltaText is a difference as the text writes it: relative as a signed

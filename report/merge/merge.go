@@ -130,6 +130,8 @@ func Decode(name string, b []byte) (Input, error) {
 		return Input{}, fmt.Errorf("merge: %s: a comparison's result: %w (merge each side's)", name, ErrBadResult)
 	case r.Capacity != nil:
 		return Input{}, fmt.Errorf("merge: %s: a capacity search's result: %w", name, ErrBadResult)
+	case r.Sessions != nil || r.Trace != nil:
+		return Input{}, fmt.Errorf("merge: %s: a sessions run's or a trace replay's result: %w (not merged yet)", name, ErrBadResult)
 	case r.Histograms == nil:
 		return Input{}, fmt.Errorf("merge: %s: no histograms (infertop.histograms): %w", name, ErrBadResult)
 	}

@@ -47,6 +47,7 @@ func Add(fs *pflag.FlagSet, prefix string) *Flags {
 	fs.StringVar(&f.canary, prefix+"canary", "", "serve a canary build: FRACTION:SLOWDOWN[:ERROR_RATE[:DELAY]], e.g. 0.25:1.5 (a quarter of requests 1.5× slower), marked by the X-Infertop-Backend header and system_fingerprint")
 	fs.Uint64Var(&f.p.Seed, prefix+"seed", d.Seed, "seed for jitter, faults, the canary's share and text")
 	fs.IntVar(&f.p.GPUs, prefix+"gpus", d.GPUs, "simulated GPUs reported at /dcgm in DCGM's names")
+	fs.IntVar(&f.p.PrefixCacheBlocks, prefix+"prefix-cache", d.PrefixCacheBlocks, "prefix cache size in blocks of 16 tokens, an LRU; cached prompt tokens skip their prefill (0: off)")
 	fs.StringVar(&f.reason, prefix+"reasoning-tokens", "", "think before answering: N reasoning tokens, or a fraction (0.5, 50%) of each answer's, streamed apart (reasoning_content, reasoning_text, thinking)")
 	return f
 }
@@ -88,6 +89,7 @@ func (f *Flags) Params() (sim.Params, error) {
 		"step-per-ktok": func() { p.StepPerKTok = f.p.StepPerKTok }, "jitter": func() { p.Jitter = f.p.Jitter },
 		"error-rate": func() { p.Faults.HTTP500 = f.p.Faults.HTTP500 }, "rate-limit-rate": func() { p.Faults.HTTP429 = f.p.Faults.HTTP429 },
 		"seed": func() { p.Seed = f.p.Seed }, "gpus": func() { p.GPUs = f.p.GPUs },
+		"prefix-cache": func() { p.PrefixCacheBlocks = f.p.PrefixCacheBlocks },
 	}
 	for name, apply := range set {
 		if f.fs.Changed(prefix + name) {
@@ -109,7 +111,8 @@ var flagOf = map[string]string{
 	sim.ParamPrefillRate: "prefill-rate", sim.ParamStepBase: "step-base", sim.ParamStepPerSeq: "step-per-seq",
 	sim.ParamStepPerKTok: "step-per-ktok", sim.ParamJitter: "jitter", sim.ParamHTTP500: "error-rate",
 	sim.ParamHTTP429: "rate-limit-rate", sim.ParamFaults: "faults", sim.ParamGPUs: "gpus", sim.ParamCanary: "canary",
-	sim.ParamReasoning: "reasoning-tokens",
+	sim.ParamPrefixCache: "prefix-cache",
+	sim.ParamReasoning:   "reasoning-tokens",
 }
 
 // flagError says which flag a parameter out of range came from. The fault

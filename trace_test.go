@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// A trace replays headless against the embedded sim, and the summary
+// says how the replay went; bad trace flags are usage errors.
+func TestRunTrace(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	jsonPath := t.TempDir() + "/r.json"
+	code := run([]string{"run", "--trace", "load/testdata/trace/mooncake.jsonl", "--trace-speed", "2", "--sim-preset", "fast", "--json", jsonPath}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	doc, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, doc)
+	var res struct {
+		Infertop struct {
+			Trace map[string]any `json:"trace"`
+		} `json:"infertop"`
+	}
+	json.Unmarshal(doc, &res)
+	if tr := res.Infertop.Trace; tr["arrivals"] != 5.0 || tr["speed"] != 2.0 || tr["format"] != "mooncake" {
+		t.Errorf("the JSON's trace: %v", tr)
+	}
+	for _, want := range []string{"requests 5 ok, 0 failed", "trace mooncake.jsonl (mooncake), 2× speed: 5 arrivals of 5", "the trace ended"} {
+		if !strings.Contains(out.String()+errb.String(), want) {
+			t.Errorf("summary lacks %q:\n%s%s", want, out.String(), errb.String())
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--trace", "load/testdata/trace/bad-plain.jsonl"}, `--trace: load/testdata/trace/bad-plain.jsonl: line 2: want one of "prompt" and "prompt_tokens"` + "\n"},
+		{[]string{"--trace", "load/testdata/trace/plain.jsonl", "-c", "3"}, "--trace sets the arrivals and the lengths: it does not go with --concurrency\n"},
+		{[]string{"--trace", "load/testdata/trace/plain.jsonl", "--trace-speed", "0"}, "--trace-speed: 0 is not within 0.01..1000\n"},
+		{[]string{"--trace", "load/testdata/trace/plain.jsonl", "--trace-window", "5"}, "--trace-window: bad trace window"},
+		{[]string{"--trace-window", "1m-2m"}, "--trace-window needs --trace\n"},
+		{[]string{"--trace", "load/testdata/trace/azure.csv", "--trace-format", "csv"}, `unknown trace format "csv"`},
+		{[]string{"--trace", "load/testdata/trace/plain.jsonl", "--find-max", "ttft_p99<=1s"}, "--trace and --sessions do not go with --find-max"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"run"}, c.args...), &out, &errb); code != 2 || !strings.Contains(errb.String(), c.err) || strings.Count(errb.String(), "\n") != 1 {
+			t.Errorf("%v: exit %d, %q; want 2 and one line with %q", c.args, code, errb.String(), c.err)
+		}
+	}
+}
+
+// Sessions run headless: the summary's table of turns, the JSON's.
+func TestRunSessions(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	jsonPath := t.TempDir() + "/r.json"
+	code := run([]string{"run", "--sessions", "2", "--turns", "3", "--think", "1ms", "--requests", "12", "--prompt-tokens", "20", "--output-tokens", "4",
+		"--sim-preset", "fast", "--json", jsonPath}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	for _, want := range []string{"Sessions of 3 turns (think 1ms)", "turn  done  failed  prompt tok"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+	doc, _ := os.ReadFile(jsonPath)
+	validate(t, doc)
+	var res struct {
+		Infertop struct {
+			Sessions struct {
+				Turns []struct {
+					Turn      int   `json:"turn"`
+					Completed int64 `json:"completed"`
+				} `json:"turns"`
+			} `json:"sessions"`
+		} `json:"infertop"`
+	}
+	json.Unmarshal(doc, &res)
+	turns, done := res.Infertop.Sessions.Turns, int64(0)
+	for _, tr := range turns {
+		done += tr.Completed
+	}
+	if len(turns) != 3 || turns[2].Turn != 3 || done != 12 {
+		t.Errorf("the JSON's turns: %+v", turns)
+	}
+	for _, c := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--turns", "3"}, "--turns needs --sessions N"},
+		{[]string{"--sessions", "2", "-c", "4"}, "--sessions sets the concurrency and the prompts: it does not go with --concurrency"},
+		{[]string{"--sessions", "2", "--turns", "0"}, "--turns: 0 is not within 1..100"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"run"}, c.args...), &out, &errb); code != 2 || !strings.Contains(errb.String(), c.err) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, errb.String(), c.err)
+		}
+	}
+}
