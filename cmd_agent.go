@@ -60,7 +60,7 @@ func (a *app) runAgent(args []string) error {
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
-	for _, name := range []string{"stages", "ramp", "dataset", "trace"} {
+	for _, name := range []string{"stages", "ramp", "dataset", "trace", "sessions"} {
 		if fs.Lookup(name) != nil && fs.Changed(name) {
 			return usagef("agent: --%s is not split between agents yet", name)
 		}
