@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/session"
 )
 
@@ -141,7 +144,21 @@ func (a *app) runAgent(args []string) error {
 		defer logMu.Unlock()
 		fmt.Fprintf(a.stderr, "infertop "+format+"\n", args...)
 	}
-	h := agent.NewHandler(token, state, logf)
+	// The result so far, as the run's JSON will be at its end: what a
+	// dashboard merges (report/merge) while the agents run.
+	result := func(ctx context.Context, w io.Writer) error {
+		mu.Lock()
+		sd := side
+		mu.Unlock()
+		r, ok := sd.(interface {
+			Report(context.Context, load.Snapshot) *report.Report
+		})
+		if !ok {
+			return errors.New("the load has not started")
+		}
+		return r.Report(ctx, sd.Latest()).WriteJSON(w)
+	}
+	h := agent.NewHandler(token, state, result, logf)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)

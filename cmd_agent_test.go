@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/report/merge"
 	"github.com/infertop/infertop/sim"
 	"github.com/infertop/infertop/sim/simtest"
 )
@@ -75,6 +77,7 @@ func TestTwoAgents(t *testing.T) {
 		return resp, st
 	}
 	var seeds []uint64
+	var live []merge.Input
 	for i, ar := range agents {
 		var a string
 		deadline := time.Now().Add(20 * time.Second)
@@ -115,6 +118,27 @@ func TestTwoAgents(t *testing.T) {
 			t.Errorf("agent %d started %.1f ms from the start (%v)", i, st.OffsetMS, st.StartAt)
 		}
 		seeds = append(seeds, st.Seed)
+		// The result so far: a run's JSON, with its histograms.
+		req, _ := http.NewRequest(http.MethodGet, "http://"+a+"/result", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("agent %d's /result: %s %v", i, resp.Status, err)
+		}
+		in, err := merge.Decode("agent"+string(rune('0'+i)), b)
+		if err != nil {
+			t.Fatalf("agent %d's /result: %v", i, err)
+		}
+		live = append(live, in)
+	}
+	// The live results merge as the final ones do.
+	if m, err := merge.Merge(live, merge.Options{}); err != nil || m.Result.Run.Sent != live[0].Result.Run.Sent+live[1].Result.Run.Sent {
+		t.Errorf("the live results merged: %v", err)
 	}
 	wg.Wait()
 	if seeds[0] == seeds[1] {

@@ -163,23 +163,27 @@ type State struct {
 }
 
 // Handler serves an agent: /healthz to anyone (it says "ok" and nothing
-// more, for a readiness probe), /state only with "Authorization: Bearer
-// TOKEN", compared in constant time. A refused request is counted and
-// told to logf (with its address, never what it sent).
+// more, for a readiness probe); /state and /result only with
+// "Authorization: Bearer TOKEN", compared in constant time. A refused
+// request is counted and told to logf (with its address, never what it
+// sent).
 type Handler struct {
 	token   []byte
 	state   func() State
+	result  func(context.Context, io.Writer) error
 	logf    func(format string, args ...any)
 	refused atomic.Int64
 }
 
-// NewHandler serves state behind token; logf (nil: none) hears of every
-// refusal.
-func NewHandler(token []byte, state func() State, logf func(string, ...any)) *Handler {
+// NewHandler serves state and result behind token. result (nil: none,
+// /result is 404) writes the run's result so far as a run JSON (with its
+// HdrHistograms, so report/merge merges the agents' exactly); logf (nil:
+// none) hears of every refusal.
+func NewHandler(token []byte, state func() State, result func(context.Context, io.Writer) error, logf func(string, ...any)) *Handler {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &Handler{token: bytes.Clone(token), state: state, logf: logf}
+	return &Handler{token: bytes.Clone(token), state: state, result: result, logf: logf}
 }
 
 // Refused counts the requests refused for their token.
@@ -191,7 +195,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/healthz":
 		io.WriteString(w, "ok\n")
 		return
-	case "/state":
+	case "/state", "/result":
 	default:
 		http.NotFound(w, r)
 		return
@@ -209,7 +213,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(h.state())
+	if r.URL.Path == "/state" {
+		_ = json.NewEncoder(w).Encode(h.state())
+		return
+	}
+	if h.result == nil {
+		http.NotFound(w, r)
+		return
+	}
+	var b bytes.Buffer
+	if err := h.result(r.Context(), &b); err != nil {
+		h.logf("agent: /result: %v", err)
+		http.Error(w, "no result now", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write(b.Bytes())
 }
 
 // Serve serves h on ln until ctx ends, then shuts the server down.

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -50,7 +52,10 @@ func TestShare(t *testing.T) {
 func TestToken(t *testing.T) {
 	var mu sync.Mutex
 	var logs []string
-	h := NewHandler([]byte("0123456789abcdef"), func() State { return State{Index: 1, Of: 2} }, func(f string, a ...any) {
+	h := NewHandler([]byte("0123456789abcdef"), func() State { return State{Index: 1, Of: 2} }, func(_ context.Context, w io.Writer) error {
+		_, err := io.WriteString(w, `{"infertop":{}}`)
+		return err
+	}, func(f string, a ...any) {
 		mu.Lock()
 		defer mu.Unlock()
 		logs = append(logs, f)
@@ -65,6 +70,8 @@ func TestToken(t *testing.T) {
 		{"/state", "", 401},
 		{"/state", "Basic 0123456789abcdef", 401},
 		{"/healthz", "", 200},
+		{"/result", "Bearer 0123456789abcdef", 200},
+		{"/result", "Bearer nope", 401},
 		{"/other", "Bearer 0123456789abcdef", 404},
 	} {
 		r := httptest.NewRequest(http.MethodGet, tt.path, nil)
@@ -77,7 +84,7 @@ func TestToken(t *testing.T) {
 			t.Errorf("%s with %q: %d %s", tt.path, tt.auth, w.Code, w.Body.String())
 		}
 	}
-	if h.Refused() != 4 || len(logs) != 4 {
+	if h.Refused() != 5 || len(logs) != 5 {
 		t.Errorf("%d refused, %d logged", h.Refused(), len(logs))
 	}
 	dir := t.TempDir()

@@ -41,7 +41,7 @@ func TestServeTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- Serve(ctx, ln, NewHandler([]byte("0123456789abcdef"), func() State { return State{Of: 1} }, nil))
+		served <- Serve(ctx, ln, NewHandler([]byte("0123456789abcdef"), func() State { return State{Of: 1} }, nil, nil))
 	}()
 	defer func() {
 		cancel()

@@ -146,16 +146,17 @@ func Decode(name string, b []byte) (Input, error) {
 	return Input{Name: name, Result: f.Infertop, MaxConcurrency: max(f.MaxConcurrency, 0)}, nil
 }
 
-// counted holds a phase to sent = completed + failed + incomplete, every
-// count non-negative.
+// counted holds a phase to sent = completed + failed + incomplete + in
+// flight, every count non-negative: a finished run's result has none in
+// flight, a running agent's (its /result) those it was waiting for.
 func counted(p report.PhaseJSON) error {
 	for _, n := range []int64{p.Sent, p.Completed, p.Failed, p.Incomplete, p.Retried, p.Good} {
 		if n < 0 || n > math.MaxInt64/MaxInputs {
 			return fmt.Errorf("a count of %d: %w", n, ErrBadResult)
 		}
 	}
-	if p.Sent != p.Completed+p.Failed+p.Incomplete {
-		return fmt.Errorf("sent %d is not completed %d + failed %d + incomplete %d: %w", p.Sent, p.Completed, p.Failed, p.Incomplete, ErrBadResult)
+	if p.Sent < p.Completed+p.Failed+p.Incomplete {
+		return fmt.Errorf("sent %d is less than completed %d + failed %d + incomplete %d: %w", p.Sent, p.Completed, p.Failed, p.Incomplete, ErrBadResult)
 	}
 	return nil
 }
@@ -450,7 +451,9 @@ func rates(p *report.PhaseJSON) []*float64 {
 var distQuantiles = []float64{50, 90, 95, 99, 99.9}
 
 // mergeDist merges one metric: the count, mean and deviation from the
-// runs' exact moments, the minimum and maximum from theirs, the
+// runs' exact moments (from a histogram's own where its count is not the
+// figures', as in a running agent's result), the minimum and maximum
+// from theirs, the
 // percentiles from the sum of their histograms (clamped to the exact
 // range, as load does: a bucket's top can pass the maximum). It returns
 // the sum's encoding too, so a merged result merges again.
@@ -475,7 +478,11 @@ func mergeDist(parts []part, key string) (report.DistJSON, string, error) {
 			return out, "", fmt.Errorf("%s: %w", p.name, err)
 		}
 		if h.TotalCount() != d.Count {
-			return out, "", fmt.Errorf("%s: the histogram holds %d values, the figures %d: %w", p.name, h.TotalCount(), d.Count, ErrBadResult)
+			// A running agent's /result: its figures are of the last
+			// snapshot, its histograms of a moment later. The histogram
+			// is the whole: its own moments, within its precision.
+			d = report.DistJSON{Count: h.TotalCount(), Mean: h.Mean() / 1000, Std: h.StdDev() / 1000, Min: float64(h.Min()) / 1000,
+				Max: float64(h.Max()) / 1000}
 		}
 		if sum == nil {
 			sum = h
