@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"time"
 
@@ -72,13 +73,13 @@ func (a *app) runAgent(args []string) error {
 	if err := share.Check(); err != nil {
 		return usagef("%v (give --index and --of)", err)
 	}
-	var startAt *time.Time
+	b := &agentBoard{share: share}
 	if af.startAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, af.startAt)
 		if err != nil {
 			return usagef("agent: --start-at %q: want an RFC 3339 instant such as 2026-12-02T00:00:00Z", af.startAt)
 		}
-		startAt = &t
+		b.startAt = &t
 	}
 	if err := rf.check(f, &compareFlags{}); err != nil {
 		return err
@@ -103,69 +104,33 @@ func (a *app) runAgent(args []string) error {
 	if err != nil {
 		return err
 	}
-	l := &lp.run.Load
-	whole := l.Knobs.Concurrency
-	l.Knobs.Concurrency = int(share.Count(int64(whole)))
-	if l.Knobs.Concurrency == 0 && l.Knobs.Rate == 0 {
-		return usagef("agent: a concurrency of %d split %d ways leaves agent %d none", whole, share.Of, share.Index)
+	if err := b.cut(&lp.run.Load, fs.Changed("requests")); err != nil {
+		return err
 	}
-	l.Knobs.Rate = share.Rate(l.Knobs.Rate)
-	l.MaxRequests = share.Count(l.MaxRequests)
-	if fs.Changed("requests") && l.MaxRequests == 0 {
-		return usagef("agent: --requests split %d ways leaves agent %d none", share.Of, share.Index)
-	}
-	l.Seed = share.Seed(l.Seed)
+	return a.serveAgent(b, ln, token, lp, rf)
+}
+
+// serveAgent serves the agent's state from the first moment (the wait
+// included, so a dashboard sees every agent that is up), waits for the
+// start, and runs the share to its end.
+func (a *app) serveAgent(b *agentBoard, ln net.Listener, token []byte, lp loadPlan, rf *runFlags) error {
 	sigs, stopSignals := a.interrupts()
 	defer stopSignals()
-
-	// The state is served from the first moment, the wait included, so a
-	// dashboard sees every agent that is up.
-	var mu sync.Mutex
-	var side session.Side
-	var started time.Time
-	state := func() agent.State {
-		mu.Lock()
-		sd, at := side, started
-		mu.Unlock()
-		st := agent.State{Version: versionString(), Index: share.Index, Of: share.Of, StartAt: startAt, Started: at, Seed: l.Seed}
-		if startAt != nil && !at.IsZero() {
-			st.OffsetMS = float64(at.Sub(*startAt)) / 1e6
-		}
-		if sd == nil {
-			return st
-		}
-		s := sd.Latest()
-		fillState(&st, s)
-		return st
-	}
 	var logMu sync.Mutex
 	logf := func(format string, args ...any) {
 		logMu.Lock()
 		defer logMu.Unlock()
 		fmt.Fprintf(a.stderr, "infertop "+format+"\n", args...)
 	}
-	// The result so far, as the run's JSON will be at its end: what a
-	// dashboard merges (report/merge) while the agents run.
-	result := func(ctx context.Context, w io.Writer) error {
-		mu.Lock()
-		sd := side
-		mu.Unlock()
-		r, ok := sd.(interface {
-			Report(context.Context, load.Snapshot) *report.Report
-		})
-		if !ok {
-			return errors.New("the load has not started")
-		}
-		return r.Report(ctx, sd.Latest()).WriteJSON(w)
-	}
-	h := agent.NewHandler(token, state, result, logf)
+	h := agent.NewHandler(token, b.state, b.result, logf)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
 	go func() { served <- agent.Serve(ctx, ln, h) }()
 	defer func() { cancel(); <-served }()
-	logf("agent: %d of %d serving on %s (concurrency %d, rate %g, seed %d)", share.Index, share.Of, ln.Addr(), l.Knobs.Concurrency, l.Knobs.Rate, l.Seed)
-	if startAt != nil {
+	l := lp.run.Load
+	logf("agent: %d of %d serving on %s (concurrency %d, rate %g, seed %d)", b.share.Index, b.share.Of, ln.Addr(), l.Knobs.Concurrency, l.Knobs.Rate, l.Seed)
+	if b.startAt != nil {
 		wctx, wcancel := context.WithCancel(ctx)
 		go func() {
 			select {
@@ -174,7 +139,7 @@ func (a *app) runAgent(args []string) error {
 			case <-wctx.Done():
 			}
 		}()
-		err := agent.WaitUntil(wctx, *startAt)
+		err := agent.WaitUntil(wctx, *b.startAt)
 		wcancel()
 		if err != nil {
 			return err
@@ -186,13 +151,78 @@ func (a *app) runAgent(args []string) error {
 	}
 	defer s.Stop()
 	defer s.Release()
-	mu.Lock()
-	side, started = s.Sides()[0], time.Now()
-	mu.Unlock()
+	b.started(s.Sides()[0])
 	fl := session.Follower{Stderr: a.stderr, Live: false, ProgressEvery: rf.progressEvery,
 		Gate: session.Gate{On: rf.failFast, Window: rf.sloWindow}, Signals: sigs}
 	fo := fl.Follow(s)
 	return a.conclude(session.End(s, fo, a.reportTimeout), rf.outputs())
+}
+
+// agentBoard is what the agent serves: its share, and its load once it
+// has started (behind mu: the handler reads it from its own goroutines).
+type agentBoard struct {
+	share   agent.Share
+	startAt *time.Time
+	seed    uint64
+
+	mu    sync.Mutex
+	side  session.Side
+	since time.Time
+}
+
+// cut makes l this agent's share of the whole load it describes.
+func (b *agentBoard) cut(l *load.Config, requestsGiven bool) error {
+	share := b.share
+	whole := l.Knobs.Concurrency
+	l.Knobs.Concurrency = int(share.Count(int64(whole)))
+	if l.Knobs.Concurrency == 0 && l.Knobs.Rate == 0 {
+		return usagef("agent: a concurrency of %d split %d ways leaves agent %d none", whole, share.Of, share.Index)
+	}
+	l.Knobs.Rate = share.Rate(l.Knobs.Rate)
+	l.MaxRequests = share.Count(l.MaxRequests)
+	if requestsGiven && l.MaxRequests == 0 {
+		return usagef("agent: --requests split %d ways leaves agent %d none", share.Of, share.Index)
+	}
+	l.Seed = share.Seed(l.Seed)
+	b.seed = l.Seed
+	return nil
+}
+
+// started records the load's side, once it runs.
+func (b *agentBoard) started(side session.Side) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.side, b.since = side, time.Now()
+}
+
+// state is the agent's state now (agent.Handler's GET /state).
+func (b *agentBoard) state() agent.State {
+	b.mu.Lock()
+	sd, at := b.side, b.since
+	b.mu.Unlock()
+	st := agent.State{Version: versionString(), Index: b.share.Index, Of: b.share.Of, StartAt: b.startAt, Started: at, Seed: b.seed}
+	if b.startAt != nil && !at.IsZero() {
+		st.OffsetMS = float64(at.Sub(*b.startAt)) / 1e6
+	}
+	if sd != nil {
+		fillState(&st, sd.Latest())
+	}
+	return st
+}
+
+// result writes the result so far, as the run's JSON will be at its end:
+// what a dashboard merges (report/merge) while the agents run.
+func (b *agentBoard) result(ctx context.Context, w io.Writer) error {
+	b.mu.Lock()
+	sd := b.side
+	b.mu.Unlock()
+	r, ok := sd.(interface {
+		Report(context.Context, load.Snapshot) *report.Report
+	})
+	if !ok {
+		return errors.New("the load has not started")
+	}
+	return r.Report(ctx, sd.Latest()).WriteJSON(w)
 }
 
 // fillState takes the counters and knobs of snapshot s.
