@@ -5,9 +5,11 @@ package themes
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 )
 
 // Palette is a named set of colours (hex or ANSI numbers).
@@ -74,10 +76,11 @@ type Theme struct {
 
 // New builds the styles of p on r.
 func New(r *lipgloss.Renderer, p Palette) Theme {
-	c := func(s string) lipgloss.Style { return r.NewStyle().Foreground(lipgloss.Color(s)) }
+	col := profileColor(r.ColorProfile())
+	c := func(s string) lipgloss.Style { return r.NewStyle().Foreground(col(s)) }
 	var bg lipgloss.TerminalColor
 	if p.Background != "" {
-		bg = lipgloss.Color(p.Background)
+		bg = col(p.Background)
 	}
 	return Theme{
 		Background: bg,
@@ -98,7 +101,27 @@ func New(r *lipgloss.Renderer, p Palette) Theme {
 		Border:     c(p.Border),
 		Key:        c(p.Key).Bold(true),
 		KeyDesc:    c(p.Muted),
-		Banner:     r.NewStyle().Foreground(lipgloss.Color(p.BannerFg)).Background(lipgloss.Color(p.BannerBg)).Bold(true),
+		Banner:     r.NewStyle().Foreground(col(p.BannerFg)).Background(col(p.BannerBg)).Bold(true),
 		Header:     c(p.Accent).Bold(true),
+	}
+}
+
+// profileColor turns a palette's hex colour into the one profile shows,
+// once, when the styles are built: lipgloss converts a hex colour to a
+// 256- or 16-colour terminal's nearest on every Render (by HSLuv
+// distance: a sixth of a dashboard frame's cost in tmux), and takes a
+// colour number as it is.
+func profileColor(profile termenv.Profile) func(string) lipgloss.Color {
+	return func(s string) lipgloss.Color {
+		if !strings.HasPrefix(s, "#") {
+			return lipgloss.Color(s)
+		}
+		switch c := profile.Convert(termenv.RGBColor(s)).(type) {
+		case termenv.ANSI256Color:
+			return lipgloss.Color(strconv.Itoa(int(c)))
+		case termenv.ANSIColor:
+			return lipgloss.Color(strconv.Itoa(int(c)))
+		}
+		return lipgloss.Color(s)
 	}
 }

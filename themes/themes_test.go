@@ -30,3 +30,25 @@ func TestPalettes(t *testing.T) {
 		t.Error("unknown palette found")
 	}
 }
+
+// TestColoursConvertedOnce: the styles built for a 256-, a 16-colour and
+// a true-colour terminal draw exactly what lipgloss draws from the hex
+// colour (converting it on every Render); only the conversion moved.
+func TestColoursConvertedOnce(t *testing.T) {
+	for _, prof := range []termenv.Profile{termenv.ANSI256, termenv.ANSI, termenv.TrueColor} {
+		r := lipgloss.NewRenderer(io.Discard)
+		r.SetColorProfile(prof)
+		for _, p := range Palettes() {
+			th := New(r, p)
+			for _, c := range []struct {
+				got lipgloss.Style
+				hex string
+			}{{th.Text, p.Text}, {th.Muted, p.Muted}, {th.P99, p.P99}, {th.Border, p.Border}} {
+				want := r.NewStyle().Foreground(lipgloss.Color(c.hex)).Render("x")
+				if got := c.got.Render("x"); got != want {
+					t.Errorf("%s, profile %d, %s: %q, lipgloss draws %q", p.Name, prof, c.hex, got, want)
+				}
+			}
+		}
+	}
+}
