@@ -12,7 +12,7 @@
 # arithmetic and run without -race too. Cold build cache on two cores
 # (module cache warm): 5 m 30 s measured, green (root 58 s, load 24 s,
 # ui 13 s, probe 12 s, sim 10 s, sshserver 9 s of it under -race).
-.PHONY: test test-endurance test-compare test-trace test-slow build bench lint
+.PHONY: test test-endurance test-compare test-manifests test-trace test-slow build bench lint
 
 # VERSION is what infertop --version says of a make build: the checkout's
 # tag, commits since and revision (git describe); "dev" outside git.
@@ -31,6 +31,12 @@ test:
 	go test -race -count=1 -p 1 ./...
 	go test -count=1 -p 1 -run 'TestEngineMatchesSim|TestMemoryFlat' ./load ./tools/bench
 	go test -count=1 -run 'FalsePositives' ./compare
+
+# The Kubernetes manifests decoded strictly with k8s.io/api's own types,
+# in a stage of their own (.ci/run runs it after make test): those types
+# take about a minute to build under -race, for a test that races nothing.
+test-manifests:
+	go test -count=1 -tags manifests ./deploy/kubernetes
 
 # The endurance test in a stage of its own (.ci/run runs it after make
 # test): 35 s of the real dashboard in tmux against every fault.

@@ -1,3 +1,5 @@
+//go:build manifests
+
 // Package kubernetes holds the manifests that run infertop agents on
 // Kubernetes (an Indexed Job, a headless Service, the Secrets) and the
 // test that decodes them strictly with the Kubernetes API's own types.
