@@ -465,7 +465,18 @@ func statOf(st Stat, d *sideData, w []int) (float64, bool) {
 // pct formats a difference of a statistic: a relative one as a signed
 // percentage, the error rate's in percentage points.
 func pct(st Stat, d float64) string {
+	unit := "relative"
 	if st.ErrorRate {
+		unit = "rate"
+	}
+	return DeltaText(unit, d)
+}
+
+// DeltaText is a difference as every table writes it (the text's, the
+// HTML report's), from the JSON's delta_unit: a rate's in percentage
+// points, a relative one as a signed percentage.
+func DeltaText(unit string, d float64) string {
+	if unit == "rate" {
 		return fmt.Sprintf("%+.2fpp", d*100)
 	}
 	if math.Abs(d) < 0.1 {

@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/infertop/infertop/capacity"
@@ -171,10 +170,10 @@ func comparison(c compare.ComparisonJSON, heading string, cols [2]string, who st
 		row := compareRow{Stat: label, Baseline: statValue(m.Unit, m.Baseline, m.NBaseline), Canary: statValue(m.Unit, m.Canary, m.NCanary),
 			Delta: "—", Interval: "—", Requests: compare.RequestsText(m.NBaseline, m.NCanary), Verdict: sanitize.Text(compare.VerdictWord(m.Verdict))}
 		if m.Delta != nil {
-			row.Delta = deltaText(m.DeltaUnit, *m.Delta)
+			row.Delta = compare.DeltaText(m.DeltaUnit, *m.Delta)
 		}
 		if len(m.Interval) == 2 {
-			row.Interval = deltaText(m.DeltaUnit, m.Interval[0]) + "…" + deltaText(m.DeltaUnit, m.Interval[1])
+			row.Interval = compare.DeltaText(m.DeltaUnit, m.Interval[0]) + "…" + compare.DeltaText(m.DeltaUnit, m.Interval[1])
 		}
 		switch {
 		case strings.HasSuffix(m.Verdict, "worse"):
@@ -213,18 +212,6 @@ func statValue(unit string, v *float64, n int) string {
 		return "—"
 	}
 	return compare.ValueText(unit, *v, n)
-}
-
-// deltaText is a difference as the text writes it: relative as a signed
-// percentage, a rate's in percentage points.
-func deltaText(unit string, d float64) string {
-	if unit == "rate" {
-		return fmt.Sprintf("%+.2fpp", d*100)
-	}
-	if math.Abs(d) < 0.1 {
-		return fmt.Sprintf("%+.1f%%", d*100)
-	}
-	return fmt.Sprintf("%+.0f%%", d*100)
 }
 
 // splitView is a split: its groups, a comparison per newer group, the
