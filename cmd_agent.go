@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -13,9 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/agent"
-	"github.com/infertop/infertop/load"
-	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/session"
+	"github.com/infertop/infertop/session/sessionflag"
 )
 
 const agentSynopsis = `Usage: infertop agent --index I --of N --token-file FILE (--tls-cert F --tls-key F | --plain-http-loopback) [flags]
@@ -48,11 +44,10 @@ func (f *agentFlags) add(fs *pflag.FlagSet) {
 }
 
 // agentFlagSet is the agent's flags: the load's, the run's and its own.
-func (a *app) agentFlagSet() (*pflag.FlagSet, *loadFlags, *runFlags, *agentFlags) {
+func (a *app) agentFlagSet() (*pflag.FlagSet, *loadFlags, *sessionflag.Run, *agentFlags) {
 	fs := newFlagSet("agent", agentSynopsis, a.stdout)
 	f := addLoadFlags(fs)
-	rf, af := &runFlags{}, &agentFlags{}
-	rf.add(fs)
+	rf, af := sessionflag.AddRun(fs), &agentFlags{}
 	af.add(fs)
 	return fs, f, rf, af
 }
@@ -73,22 +68,22 @@ func (a *app) runAgent(args []string) error {
 	if err := share.Check(); err != nil {
 		return usagef("%v (give --index and --of)", err)
 	}
-	b := &agentBoard{share: share}
+	b := &agent.Board{Share: share, Version: versionString()}
 	if af.startAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, af.startAt)
 		if err != nil {
 			return usagef("agent: --start-at %q: want an RFC 3339 instant such as 2026-12-02T00:00:00Z", af.startAt)
 		}
-		b.startAt = &t
+		b.StartAt = &t
 	}
-	if err := rf.check(f, &compareFlags{}); err != nil {
-		return err
+	if err := rf.Check(len(f.slos) > 0); err != nil {
+		return usageError{err}
 	}
 	token, err := agent.ReadToken(af.tokenFile)
 	if err != nil {
 		return usageError{err}
 	}
-	tc, err := af.tls()
+	tc, err := agent.LoadTLS(af.tlsCert, af.tlsKey)
 	if err != nil {
 		return usageError{err}
 	}
@@ -100,12 +95,12 @@ func (a *app) runAgent(args []string) error {
 	// The plan is made of the whole load (its manifest's settings are
 	// the flags as given, which the merge holds the agents to), then cut
 	// to this agent's share.
-	lp, err := a.headlessPlan(fs, f, rf, &compareFlags{}, &capacityFlags{})
+	lp, err := a.headlessPlan(fs, f, rf, &sessionflag.Flags{}, nil)
 	if err != nil {
 		return err
 	}
-	if err := b.cut(&lp.run.Load, fs.Changed("requests")); err != nil {
-		return err
+	if err := b.Cut(&lp.Run.Load, fs.Changed("requests")); err != nil {
+		return usageError{err}
 	}
 	return a.serveAgent(b, ln, token, lp, rf)
 }
@@ -113,7 +108,7 @@ func (a *app) runAgent(args []string) error {
 // serveAgent serves the agent's state from the first moment (the wait
 // included, so a dashboard sees every agent that is up), waits for the
 // start, and runs the share to its end.
-func (a *app) serveAgent(b *agentBoard, ln net.Listener, token []byte, lp loadPlan, rf *runFlags) error {
+func (a *app) serveAgent(b *agent.Board, ln net.Listener, token []byte, lp session.Spec, rf *sessionflag.Run) error {
 	sigs, stopSignals := a.interrupts()
 	defer stopSignals()
 	var logMu sync.Mutex
@@ -122,15 +117,15 @@ func (a *app) serveAgent(b *agentBoard, ln net.Listener, token []byte, lp loadPl
 		defer logMu.Unlock()
 		fmt.Fprintf(a.stderr, "infertop "+format+"\n", args...)
 	}
-	h := agent.NewHandler(token, b.state, b.result, logf)
+	h := agent.NewHandler(token, b.State, b.Result, logf)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
 	go func() { served <- agent.Serve(ctx, ln, h) }()
 	defer func() { cancel(); <-served }()
-	l := lp.run.Load
-	logf("agent: %d of %d serving on %s (concurrency %d, rate %g, seed %d)", b.share.Index, b.share.Of, ln.Addr(), l.Knobs.Concurrency, l.Knobs.Rate, l.Seed)
-	if b.startAt != nil {
+	l := lp.Run.Load
+	logf("agent: %d of %d serving on %s (concurrency %d, rate %g, seed %d)", b.Share.Index, b.Share.Of, ln.Addr(), l.Knobs.Concurrency, l.Knobs.Rate, l.Seed)
+	if b.StartAt != nil {
 		wctx, wcancel := context.WithCancel(ctx)
 		go func() {
 			select {
@@ -139,7 +134,7 @@ func (a *app) serveAgent(b *agentBoard, ln net.Listener, token []byte, lp loadPl
 			case <-wctx.Done():
 			}
 		}()
-		err := agent.WaitUntil(wctx, *b.startAt)
+		err := agent.WaitUntil(wctx, *b.StartAt)
 		wcancel()
 		if err != nil {
 			return err
@@ -151,100 +146,9 @@ func (a *app) serveAgent(b *agentBoard, ln net.Listener, token []byte, lp loadPl
 	}
 	defer s.Stop()
 	defer s.Release()
-	b.started(s.Sides()[0])
-	fl := session.Follower{Stderr: a.stderr, Live: false, ProgressEvery: rf.progressEvery,
-		Gate: session.Gate{On: rf.failFast, Window: rf.sloWindow}, Signals: sigs}
-	fo := fl.Follow(s)
-	return a.conclude(session.End(s, fo, a.reportTimeout), rf.outputs())
-}
-
-// agentBoard is what the agent serves: its share, and its load once it
-// has started (behind mu: the handler reads it from its own goroutines).
-type agentBoard struct {
-	share   agent.Share
-	startAt *time.Time
-	seed    uint64
-
-	mu    sync.Mutex
-	side  session.Side
-	since time.Time
-}
-
-// cut makes l this agent's share of the whole load it describes.
-func (b *agentBoard) cut(l *load.Config, requestsGiven bool) error {
-	share := b.share
-	whole := l.Knobs.Concurrency
-	l.Knobs.Concurrency = int(share.Count(int64(whole)))
-	if l.Knobs.Concurrency == 0 && l.Knobs.Rate == 0 {
-		return usagef("agent: a concurrency of %d split %d ways leaves agent %d none", whole, share.Of, share.Index)
+	if l, ok := s.Sides()[0].(agent.Load); ok {
+		b.Started(l)
 	}
-	l.Knobs.Rate = share.Rate(l.Knobs.Rate)
-	l.MaxRequests = share.Count(l.MaxRequests)
-	if requestsGiven && l.MaxRequests == 0 {
-		return usagef("agent: --requests split %d ways leaves agent %d none", share.Of, share.Index)
-	}
-	l.Seed = share.Seed(l.Seed)
-	b.seed = l.Seed
-	return nil
-}
-
-// started records the load's side, once it runs.
-func (b *agentBoard) started(side session.Side) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.side, b.since = side, time.Now()
-}
-
-// state is the agent's state now (agent.Handler's GET /state).
-func (b *agentBoard) state() agent.State {
-	b.mu.Lock()
-	sd, at := b.side, b.since
-	b.mu.Unlock()
-	st := agent.State{Version: versionString(), Index: b.share.Index, Of: b.share.Of, StartAt: b.startAt, Started: at, Seed: b.seed}
-	if b.startAt != nil && !at.IsZero() {
-		st.OffsetMS = float64(at.Sub(*b.startAt)) / 1e6
-	}
-	if sd != nil {
-		fillState(&st, sd.Latest())
-	}
-	return st
-}
-
-// result writes the result so far, as the run's JSON will be at its end:
-// what a dashboard merges (report/merge) while the agents run.
-func (b *agentBoard) result(ctx context.Context, w io.Writer) error {
-	b.mu.Lock()
-	sd := b.side
-	b.mu.Unlock()
-	r, ok := sd.(interface {
-		Report(context.Context, load.Snapshot) *report.Report
-	})
-	if !ok {
-		return errors.New("the load has not started")
-	}
-	return r.Report(ctx, sd.Latest()).WriteJSON(w)
-}
-
-// fillState takes the counters and knobs of snapshot s.
-func fillState(st *agent.State, s load.Snapshot) {
-	r := s.Run
-	st.Mode, st.Concurrency, st.Rate = s.Knobs.Mode.String(), s.Knobs.Concurrency, s.Knobs.Rate
-	st.Sent, st.Completed, st.Failed, st.Incomplete, st.InFlight = r.Sent(), r.Completed, r.Failed, r.Incomplete, r.Pending
-	st.TTFTP99MS = float64(r.Latency[load.TTFT].P99) / 1e6
-	st.Done = s.Done
-}
-
-// tls is the agent's TLS configuration, nil without a certificate.
-func (f *agentFlags) tls() (*tls.Config, error) {
-	if f.tlsCert == "" && f.tlsKey == "" {
-		return nil, nil
-	}
-	if f.tlsCert == "" || f.tlsKey == "" {
-		return nil, fmt.Errorf("agent: give --tls-cert and --tls-key together")
-	}
-	cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
-	if err != nil {
-		return nil, fmt.Errorf("agent: the certificate: %w", err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+	fo := rf.Follower(a.stderr, false, sigs).Follow(s)
+	return a.conclude(session.End(s, fo, a.reportTimeout), rf.Outputs())
 }

@@ -206,12 +206,13 @@ func TestJobArgsParse(t *testing.T) {
 	if c.Args[0] != "agent" {
 		t.Fatalf("the job runs %q", c.Args[0])
 	}
-	fs, f, _, af := (&app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}).agentFlagSet()
+	fs, _, _, af := (&app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}).agentFlagSet()
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("the job's arguments: %v", err)
 	}
-	if af.index != 3 || af.of != int(*job.Spec.Parallelism) || af.tokenFile == "" || af.tlsCert == "" || af.plainLoopback || len(f.headers) != 1 {
-		t.Errorf("parsed %+v, headers %d", af, len(f.headers))
+	headers, _ := fs.GetStringArray("header")
+	if af.index != 3 || af.of != int(*job.Spec.Parallelism) || af.tokenFile == "" || af.tlsCert == "" || af.plainLoopback || len(headers) != 1 {
+		t.Errorf("parsed %+v, headers %d", af, len(headers))
 	}
 	if _, err := time.Parse(time.RFC3339Nano, af.startAt); err != nil {
 		t.Errorf("START_AT: %v", err)

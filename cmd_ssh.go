@@ -2,20 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/dashboard"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
+	"github.com/infertop/infertop/session/sessionflag"
 	"github.com/infertop/infertop/sshserver"
+	"github.com/infertop/infertop/sshserver/sshflag"
 	"github.com/infertop/infertop/termguard"
-	"github.com/spf13/pflag"
 )
 
 const sshSynopsis = `Usage: infertop ssh [flags]
@@ -33,67 +32,39 @@ the live verdict, and a controller's keys move both loads; with --split-by
 the groups of the endpoint's answers. When the server stops (Ctrl+C) the
 comparison's table is printed.`
 
-// sshFlags are `infertop ssh`'s own flags, bound to the server's
-// configuration.
-type sshFlags struct {
-	srv                        sshserver.Config
-	listen, logPath, reportDir string
-	local                      bool
-}
-
-func (sf *sshFlags) add(fs *pflag.FlagSet) {
-	home, _ := os.UserHomeDir()
-	confDir, err := os.UserConfigDir()
-	if err != nil {
-		confDir = filepath.Join(home, ".config")
-	}
-	c := &sf.srv
-	fs.StringVar(&sf.listen, "listen", "127.0.0.1:2222", "address to serve SSH on")
-	fs.StringVar(&c.AuthorizedKeys, "authorized-keys", filepath.Join(home, ".ssh", "authorized_keys"), "public keys that may connect")
-	fs.BoolVar(&c.AllowAnyKey, "allow-any-key", false, "let any public key connect (watchers unless in --controllers)")
-	fs.StringVar(&c.Controllers, "controllers", "", "public keys (authorized_keys format) that may turn the knobs")
-	fs.StringVar(&c.HostKeyPath, "host-key", filepath.Join(confDir, "infertop", "ssh_host_ed25519"), "the server's key, generated (ed25519) on first start and reused")
-	fs.IntVar(&c.MaxSessions, "max-sessions", 16, "most sessions at once")
-	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 10*time.Minute, "end a connection that sends and receives nothing for this long (0: never)")
-	fs.BoolVar(&sf.local, "local", false, "show the dashboard on this terminal too, as a controller")
-	fs.StringVar(&sf.logPath, "log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
-	fs.StringVar(&sf.reportDir, "report-dir", ".", "where a controller's s key writes the reports")
-}
-
 // runSSH is `infertop ssh`: one load, served to every session until a
 // signal; with --local on this terminal too.
 func (a *app) runSSH(args []string) error {
 	fs := newFlagSet("ssh", sshSynopsis, a.stdout)
 	f := addLoadFlags(fs)
-	var sf sshFlags
-	sf.add(fs)
-	cf := addCompareFlags(fs, false)
+	sf := sshflag.Add(fs)
+	cf := sessionflag.Add(fs, false)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
-	if sf.srv.MaxSessions < 1 || sf.srv.IdleTimeout < 0 {
-		return usagef("--max-sessions must be at least 1 and --idle-timeout not negative")
+	if err := sf.Check(); err != nil {
+		return usageError{err}
 	}
 	cfg, err := f.config()
 	if err != nil {
 		return err
 	}
-	if err := runner.CheckDir(sf.reportDir); err != nil {
+	if err := runner.CheckDir(sf.ReportDir); err != nil {
 		return usagef("--report-dir: %v", err)
 	}
-	lp, err := cf.loadPlan(cfg, nil)
+	lp, err := cf.Spec(cfg, nil)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	var term *os.File
-	if sf.local {
+	if sf.Local {
 		t, ok := a.stdout.(*os.File)
 		if !ok || !isTerminal(t) {
 			return usagef("--local needs a terminal")
 		}
 		term = t
 	}
-	logw, closeLog, err := a.sshLog(&sf)
+	logw, closeLog, err := a.sshLog(sf)
 	if err != nil {
 		return err
 	}
@@ -114,14 +85,14 @@ func (a *app) runSSH(args []string) error {
 		return err
 	}
 	defer s.Stop()
-	d := dashboardOptions{theme: f.theme, reportDir: sf.reportDir}
-	c := sf.srv
-	c.Log, c.Watch, c.Controller, c.Canary, c.View = logw, s.Sides()[0], s.Controller(), s.View().Canary, a.viewOptions(s, d)
+	d := a.dashboardOptions(f.theme, sf.ReportDir, nil)
+	c := sf.Server
+	c.Log, c.Watch, c.Controller, c.Canary, c.View = logw, s.Sides()[0], s.Controller(), s.View().Canary, dashboard.ViewOptions(s, d)
 	srv, err := sshserver.New(c)
 	if err != nil {
-		return sshError(err)
+		return usageError{sshflag.ServerError(err)}
 	}
-	ln, err := net.Listen("tcp", sf.listen)
+	ln, err := net.Listen("tcp", sf.Listen)
 	if err != nil {
 		return usagef("--listen: %v", err)
 	}
@@ -131,15 +102,15 @@ func (a *app) runSSH(args []string) error {
 
 // sshLog is where the connection lines go: --log, else stderr, or
 // nowhere beside --local's dashboard.
-func (a *app) sshLog(sf *sshFlags) (io.Writer, func(), error) {
+func (a *app) sshLog(sf *sshflag.Flags) (io.Writer, func(), error) {
 	switch {
-	case sf.logPath != "":
-		fh, err := os.OpenFile(sf.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	case sf.LogPath != "":
+		fh, err := os.OpenFile(sf.LogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
 			return nil, nil, usagef("--log: %v", err)
 		}
 		return fh, func() { fh.Close() }, nil
-	case sf.local:
+	case sf.Local:
 		return io.Discard, func() {}, nil
 	}
 	return a.stderr, func() {}, nil
@@ -147,7 +118,7 @@ func (a *app) sshLog(sf *sshFlags) (io.Writer, func(), error) {
 
 // serveSSH serves srv on ln until ctx ends (a signal) and, with term (--local),
 // shows the dashboard there too; then the load's last word.
-func (a *app) serveSSH(ctx context.Context, srv *sshserver.Server, ln net.Listener, s session.Session, term *os.File, d dashboardOptions) error {
+func (a *app) serveSSH(ctx context.Context, srv *sshserver.Server, ln net.Listener, s session.Session, term *os.File, d dashboard.Options) error {
 	srvCtx, stopServer := context.WithCancel(ctx)
 	serveErr := make(chan error, 1)
 	go func() { defer crash.Recover(); serveErr <- srv.Serve(srvCtx, ln) }()
@@ -187,19 +158,6 @@ func (a *app) serveSSH(ctx context.Context, srv *sshserver.Server, ln net.Listen
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	return a.lastWord(s)
-}
-
-// sshError names the flag behind an error of the SSH server's set-up.
-func sshError(err error) error {
-	for _, m := range []struct {
-		err  error
-		flag string
-	}{{sshserver.ErrAuthorizedKeys, "--authorized-keys"}, {sshserver.ErrControllers, "--controllers"}, {sshserver.ErrHostKey, "--host-key"}} {
-		if errors.Is(err, m.err) {
-			return usagef("%s: %v", m.flag, err)
-		}
-	}
-	return usageError{err}
 }
 
 func portOf(a net.Addr) string {

@@ -4,20 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
 	"github.com/mattn/go-isatty"
-	"github.com/muesli/termenv"
 
 	"github.com/infertop/infertop/capacity"
+	"github.com/infertop/infertop/capacity/capflag"
 	"github.com/infertop/infertop/crash"
-	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/dashboard"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
+	"github.com/infertop/infertop/session/sessionflag"
 	"github.com/infertop/infertop/termguard"
-	"github.com/infertop/infertop/ui"
 )
 
 const tuiSynopsis = `Usage: infertop [flags]          the live dashboard
@@ -34,10 +32,6 @@ errors, in-flight requests and a table of phases, live. Without --url it starts 
 embedded simulated endpoint and watches that. Keys change the load while it
 runs; press ? in the dashboard for all of them.`
 
-// defaultSaveTimeout bounds an s key's save: the server's description
-// and the engine's history, read within it.
-const defaultSaveTimeout = 5 * time.Second
-
 // runTUI is `infertop`: the dashboard on this terminal, of one load, of a
 // pair (--compare: both sides, the keys moving both loads, the live
 // verdict under the header) or of a split (--split-by: the one load and
@@ -47,9 +41,8 @@ func (a *app) runTUI(args []string) error {
 	fs := newFlagSet("infertop", tuiSynopsis, a.stdout)
 	f := addLoadFlags(fs)
 	reportDir := fs.String("report-dir", ".", "where the s key writes the reports (infertop-START.json, .csv, .txt)")
-	cf := addCompareFlags(fs, false)
-	var capf capacityFlags
-	capf.add(fs)
+	cf := sessionflag.Add(fs, false)
+	capf := capflag.Add(fs)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
@@ -60,16 +53,16 @@ func (a *app) runTUI(args []string) error {
 	if err := runner.CheckDir(*reportDir); err != nil {
 		return usagef("--report-dir: %v", err)
 	}
-	find, err := capf.dashboardSearch(fs, f, &cfg)
+	find, err := dashboardSearch(fs, capf, f, &cfg)
 	if err != nil {
 		return err
 	}
-	if cf.used() && len(find.Objectives) > 0 {
+	if cf.Used() && len(find.Objectives) > 0 {
 		return usagef("--find-max does not work with --compare yet")
 	}
-	lp, err := cf.loadPlan(cfg, nil)
+	lp, err := cf.Spec(cfg, nil)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	term, ok := a.stdout.(*os.File)
 	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(a.input().Fd()) {
@@ -82,7 +75,7 @@ func (a *app) runTUI(args []string) error {
 		return err
 	}
 	defer s.Stop()
-	p, done, err := a.dashboard(context.Background(), s, term, dashboardOptions{theme: f.theme, reportDir: *reportDir, find: &find})
+	p, done, err := a.dashboard(context.Background(), s, term, a.dashboardOptions(f.theme, *reportDir, &find))
 	if err != nil {
 		return err
 	}
@@ -94,93 +87,22 @@ func (a *app) runTUI(args []string) error {
 	return a.lastWord(s)
 }
 
-// dashboardOptions are a dashboard's own settings: its theme, where its
-// s key saves, and its capacity searches' template (nil: the defaults,
-// over the loop the load runs).
-type dashboardOptions struct {
-	theme, reportDir string
-	find             *capacity.Search
+// dashboardOptions are the options of the dashboard on this terminal:
+// theme, the s key's folder and the searches' template from the flags,
+// the rest from the app (its input, NO_COLOR, its hooks).
+func (a *app) dashboardOptions(theme, reportDir string, find *capacity.Search) dashboard.Options {
+	return dashboard.Options{Theme: theme, ReportDir: reportDir, Find: find, SaveTimeout: a.saveTimeout,
+		NoColor: a.env("NO_COLOR") != "", Input: a.stdin, Wrap: a.wrapModel}
 }
 
-// viewOptions are the options of every view of s, local or over SSH,
-// without a subscription (each view makes its own): the first side's
-// objectives and figures, the s key's save, and what the session
-// compares.
-func (a *app) viewOptions(s session.Session, d dashboardOptions) ui.Options {
-	main := s.Sides()[0]
-	v := s.View()
-	timeout := a.saveTimeout
-	if timeout <= 0 {
-		timeout = defaultSaveTimeout
-	}
-	return ui.Options{
-		Theme: d.theme, Objectives: main.Objectives(), Figures: main.Figures, Compare: v.Compare, Groups: v.Groups,
-		Save: func(snap load.Snapshot) (string, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			return s.Save(ctx, snap, d.reportDir)
-		},
-	}
-}
-
-// dashboard builds the dashboard program of s on term: the one builder
-// for `infertop` and `infertop ssh --local`, of every kind of load. The
-// program ends with ctx; done ends its subscriptions once it has run.
-func (a *app) dashboard(ctx context.Context, s session.Session, term *os.File, d dashboardOptions) (p *tea.Program, done func(), err error) {
-	rd := lipgloss.NewRenderer(term)
-	if a.env("NO_COLOR") != "" {
-		rd.SetColorProfile(termenv.Ascii)
-	}
-	o := a.viewOptions(s, d)
-	main := s.Sides()[0]
-	snaps, unsubscribe := main.Subscribe()
-	o.Renderer, o.Snapshots = rd, snaps
-	v := s.View()
-	if v.Canary != nil {
-		canary, unsubscribeCanary := v.Canary()
-		o.Canary = canary
-		base := unsubscribe
-		unsubscribe = func() { base(); unsubscribeCanary() }
-	}
-	closeSearcher := func() {}
-	if v.Search != nil { // none in a pair: it would leave the canary behind (its f key says so)
-		searcher := searcher(v.Search, main, d.find, &o)
-		closeSearcher = searcher.Close
-	}
-	model, err := ui.New(s.Controller(), o)
+// dashboard is dashboard.Program with its refusal in the command line's
+// words.
+func (a *app) dashboard(ctx context.Context, s session.Session, term *os.File, d dashboard.Options) (*tea.Program, func(), error) {
+	p, done, err := dashboard.Program(ctx, s, term, d)
 	if err != nil {
-		closeSearcher()
-		unsubscribe()
 		return nil, nil, usageError{err}
 	}
-	var m tea.Model = model
-	if a.wrapModel != nil {
-		m = a.wrapModel(m)
-	}
-	// Panics are crash's, not bubbletea's: bubbletea would print a panic in
-	// a command's goroutine into the alternate screen, where it is lost.
-	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics()}
-	if a.stdin != nil {
-		opts = append(opts, tea.WithInput(a.stdin))
-	}
-	p = tea.NewProgram(m, opts...)
-	return p, func() { closeSearcher(); unsubscribe() }, nil
-}
-
-// searcher is the dashboard's capacity searches over eng, its f key's
-// (and --find-max's, at once, from find), set in o; the dashboard's
-// command closes it. Without find the searches are the defaults, over
-// the loop the load runs.
-func searcher(eng capacity.Engine, side session.Side, find *capacity.Search, o *ui.Options) *capacity.Live {
-	tmpl := capacity.Search{}
-	if find != nil {
-		tmpl = *find
-	} else if k, ok := eng.(interface{ Knobs() load.Knobs }); ok && k.Knobs().Mode == load.OpenLoop {
-		tmpl.Over = capacity.Rate
-	}
-	s := capacity.NewLive(tmpl, eng, side.Subscribe)
-	o.Finder, o.FindMax = s, tmpl.Objectives
-	return s
+	return p, done, nil
 }
 
 // lastWord prints a comparison's table on stdout once the load has

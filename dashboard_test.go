@@ -14,6 +14,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/infertop/infertop/dashboard"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/runner"
@@ -54,7 +55,7 @@ func TestSaveWhileServerHangs(t *testing.T) {
 	}
 	defer r.Stop()
 	a := &app{saveTimeout: 300 * time.Millisecond} // the save gives up on the hung server in 300 ms
-	m, err := ui.New(r.Engine(), a.viewOptions(session.NewSingle(r), dashboardOptions{theme: "dark", reportDir: t.TempDir()}))
+	m, err := ui.New(r.Engine(), dashboard.ViewOptions(session.NewSingle(r), dashboard.Options{Theme: "dark", ReportDir: t.TempDir(), SaveTimeout: a.saveTimeout}))
 	if err != nil {
 		t.Fatal(err)
 	}

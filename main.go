@@ -3,9 +3,11 @@
 // --url it starts an embedded simulated endpoint and watches that.
 //
 // The root package is wiring only: main.go dispatches from a table of
-// commands, each cmd_*.go is one command with its flag set, flags.go turns
-// the load's flags into a runner.Config; package session owns the load of
-// every kind (its follower, its epilogue, its exit code).
+// commands, each cmd_*.go is one command with its flag set, flags.go joins
+// the flag binders of the configuration's owners (runflag, loadflag,
+// probeflag, simflag) into a runner.Config; package session owns the load
+// of every kind (its start, its follower, its epilogue, its exit code),
+// package dashboard its dashboard.
 package main
 
 import (
@@ -16,7 +18,6 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -27,49 +28,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/runner"
+	ver "github.com/infertop/infertop/version"
 )
 
 // version is set at build time with -ldflags "-X main.version=..." (make
-// build sets it from git describe); else the module version, or the VCS
-// revision a build from a checkout records.
+// build sets it from git describe); else package version says.
 var version = ""
 
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "dev"
-	}
-	return buildVersion(bi)
-}
-
-// buildVersion is the version bi says: the module's (go install
-// module@v1.2.3), else "dev-" and the first 12 digits of the VCS revision,
-// "-dirty" when the checkout had changes; "dev" with neither.
-func buildVersion(bi *debug.BuildInfo) string {
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
-	if rev == "" {
-		return "dev"
-	}
-	v := "dev-" + rev[:min(len(rev), 12)]
-	if modified == "true" {
-		v += "-dirty"
-	}
-	return v
-}
+func versionString() string { return ver.Of(version) }
 
 // usageError is a bad command line: one line on stderr, exit code 2.
 type usageError struct{ err error }

@@ -1,6 +1,7 @@
-package main
+package loadflag
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -16,7 +17,7 @@ type traceFlags struct {
 }
 
 // addTrace: a recorded load replayed instead of a synthetic one.
-func (f *loadFlags) addTrace(fs *pflag.FlagSet) {
+func (f *Flags) addTrace(fs *pflag.FlagSet) {
 	t := &f.trace
 	fs.StringVar(&t.path, "trace", "", "replay a trace's arrivals and lengths: Mooncake JSONL (timestamp ms, input_length, output_length, hash_ids), Azure's or BurstGPT's CSV, or JSONL of {\"at\": s, \"prompt\"|\"prompt_tokens\", \"max_tokens\"}")
 	fs.StringVar(&t.format, "trace-format", "", "the trace's format: mooncake, azure, burstgpt or jsonl (default: told from the file)")
@@ -27,31 +28,31 @@ func (f *loadFlags) addTrace(fs *pflag.FlagSet) {
 }
 
 // traceShape reads the trace flags into l.
-func (f *loadFlags) traceShape(l *load.Config) error {
+func (f *Flags) traceShape(l *load.Config) error {
 	t := &f.trace
 	if t.path == "" {
 		for _, name := range []string{"trace-format", "trace-speed", "trace-loop", "trace-window", "trace-model"} {
 			if f.fs.Changed(name) {
-				return usagef("--%s needs --trace", name)
+				return fmt.Errorf("--%s needs --trace", name)
 			}
 		}
 		return nil
 	}
 	for _, name := range []string{"rate", "concurrency", "dataset", "stages", "ramp", "prompt-tokens", "output-tokens"} {
 		if f.fs.Changed(name) {
-			return usagef("--trace sets the arrivals and the lengths: it does not go with --%s", name)
+			return fmt.Errorf("--trace sets the arrivals and the lengths: it does not go with --%s", name)
 		}
 	}
 	if !(t.speed >= load.MinSpeed && t.speed <= load.MaxSpeed) {
-		return usagef("--trace-speed: %v is not within %v..%v", t.speed, load.MinSpeed, load.MaxSpeed)
+		return fmt.Errorf("--trace-speed: %v is not within %v..%v", t.speed, load.MinSpeed, load.MaxSpeed)
 	}
 	from, to, err := load.ParseTraceWindow(t.window)
 	if err != nil {
-		return usagef("--trace-window: %v", err)
+		return fmt.Errorf("--trace-window: %v", err)
 	}
 	tr, err := load.LoadTrace(t.path, load.TraceOptions{Format: t.format, Model: t.model, From: from, To: to, Loop: t.loop})
 	if err != nil {
-		return flagError(err)
+		return f.FlagError(err)
 	}
 	l.Trace, l.Knobs.Speed = tr, t.speed
 	return nil
@@ -64,7 +65,7 @@ type sessionFlags struct {
 }
 
 // addSessions: conversations of several turns instead of single requests.
-func (f *loadFlags) addSessions(fs *pflag.FlagSet) {
+func (f *Flags) addSessions(fs *pflag.FlagSet) {
 	s := &f.sessions
 	fs.IntVar(&s.n, "sessions", 0, "multi-turn sessions: N conversations at once (the closed loop's concurrency), each turn's prompt the context so far")
 	fs.IntVar(&s.turns, "turns", 5, "with --sessions: turns in a session, then a new one starts")
@@ -72,29 +73,29 @@ func (f *loadFlags) addSessions(fs *pflag.FlagSet) {
 }
 
 // sessionShape reads the session flags into l.
-func (f *loadFlags) sessionShape(l *load.Config) error {
+func (f *Flags) sessionShape(l *load.Config) error {
 	s := &f.sessions
 	if s.n == 0 {
 		for _, name := range []string{"turns", "think", "sessions"} {
 			if f.fs.Changed(name) {
-				return usagef("--%s needs --sessions N (N at least 1)", name)
+				return fmt.Errorf("--%s needs --sessions N (N at least 1)", name)
 			}
 		}
 		return nil
 	}
 	for _, name := range []string{"concurrency", "rate", "dataset", "trace", "stages", "ramp"} {
 		if f.fs.Changed(name) {
-			return usagef("--sessions sets the concurrency and the prompts: it does not go with --%s", name)
+			return fmt.Errorf("--sessions sets the concurrency and the prompts: it does not go with --%s", name)
 		}
 	}
 	if s.n < 0 || s.n > load.MaxConcurrency {
-		return usagef("--sessions: %d is not within 1..%d", s.n, load.MaxConcurrency)
+		return fmt.Errorf("--sessions: %d is not within 1..%d", s.n, load.MaxConcurrency)
 	}
 	if s.turns < 1 || s.turns > load.MaxTurns {
-		return usagef("--turns: %d is not within 1..%d", s.turns, load.MaxTurns)
+		return fmt.Errorf("--turns: %d is not within 1..%d", s.turns, load.MaxTurns)
 	}
 	if s.think < 0 {
-		return usagef("--think: %v is negative", s.think)
+		return fmt.Errorf("--think: %v is negative", s.think)
 	}
 	l.Knobs.Concurrency, l.Knobs.Mode = s.n, load.ClosedLoop
 	l.Sessions = load.Sessions{Turns: s.turns, Think: s.think}

@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/report"
+)
+
+// Load is the load an agent runs, as its board reads it: the newest
+// snapshot, and the report of a snapshot (a runner is one).
+type Load interface {
+	Latest() load.Snapshot
+	Report(ctx context.Context, s load.Snapshot) *report.Report
+}
+
+// Board is what an agent serves: its share, and its load once it has
+// started (behind mu: the handler reads it from its own goroutines).
+type Board struct {
+	Share   Share
+	StartAt *time.Time
+	Version string
+	seed    uint64
+
+	mu    sync.Mutex
+	load  Load
+	since time.Time
+}
+
+// Cut makes l this agent's share of the whole load it describes: the
+// concurrency and the request count split with the remainder spread, the
+// rate split, the seed derived from the index. requestsGiven says a
+// count of requests was asked for (a share of none is then refused).
+func (b *Board) Cut(l *load.Config, requestsGiven bool) error {
+	share := b.Share
+	whole := l.Knobs.Concurrency
+	l.Knobs.Concurrency = int(share.Count(int64(whole)))
+	if l.Knobs.Concurrency == 0 && l.Knobs.Rate == 0 {
+		return fmt.Errorf("agent: a concurrency of %d split %d ways leaves agent %d none", whole, share.Of, share.Index)
+	}
+	l.Knobs.Rate = share.Rate(l.Knobs.Rate)
+	l.MaxRequests = share.Count(l.MaxRequests)
+	if requestsGiven && l.MaxRequests == 0 {
+		return fmt.Errorf("agent: --requests split %d ways leaves agent %d none", share.Of, share.Index)
+	}
+	l.Seed = share.Seed(l.Seed)
+	b.seed = l.Seed
+	return nil
+}
+
+// Started records the load, once it runs.
+func (b *Board) Started(l Load) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.load, b.since = l, time.Now()
+}
+
+// State is the agent's state now (Handler's GET /state).
+func (b *Board) State() State {
+	b.mu.Lock()
+	l, at := b.load, b.since
+	b.mu.Unlock()
+	st := State{Version: b.Version, Index: b.Share.Index, Of: b.Share.Of, StartAt: b.StartAt, Started: at, Seed: b.seed}
+	if b.StartAt != nil && !at.IsZero() {
+		st.OffsetMS = float64(at.Sub(*b.StartAt)) / 1e6
+	}
+	if l != nil {
+		st.fill(l.Latest())
+	}
+	return st
+}
+
+// Result writes the result so far, as the run's JSON will be at its end:
+// what a dashboard merges (report/merge) while the agents run (Handler's
+// GET /result).
+func (b *Board) Result(ctx context.Context, w io.Writer) error {
+	b.mu.Lock()
+	l := b.load
+	b.mu.Unlock()
+	if l == nil {
+		return errors.New("the load has not started")
+	}
+	return l.Report(ctx, l.Latest()).WriteJSON(w)
+}
+
+// fill takes the counters and knobs of snapshot s.
+func (st *State) fill(s load.Snapshot) {
+	r := s.Run
+	st.Mode, st.Concurrency, st.Rate = s.Knobs.Mode.String(), s.Knobs.Concurrency, s.Knobs.Rate
+	st.Sent, st.Completed, st.Failed, st.Incomplete, st.InFlight = r.Sent(), r.Completed, r.Failed, r.Incomplete, r.Pending
+	st.TTFTP99MS = float64(r.Latency[load.TTFT].P99) / 1e6
+	st.Done = s.Done
+}
+
+// LoadTLS is an agent's TLS configuration from a certificate and its key
+// (PEM files), nil with neither.
+func LoadTLS(certFile, keyFile string) (*tls.Config, error) {
+	if certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, fmt.Errorf("agent: give --tls-cert and --tls-key together")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("agent: the certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}

@@ -1,0 +1,124 @@
+// Package dashboard builds the live dashboard of a followed load of any
+// kind: the ui's model over a session's snapshots and controller, the s
+// key's save, a pair's canary, the f key's capacity searches, in a
+// bubbletea program on a terminal. infertop and infertop ssh --local run
+// it on this terminal; sshserver builds each SSH session's view from the
+// same ViewOptions. ui knows nothing of sessions; this is where they meet.
+package dashboard
+
+import (
+	"context"
+	"os"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"github.com/infertop/infertop/capacity"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/session"
+	"github.com/infertop/infertop/ui"
+)
+
+// DefaultSaveTimeout bounds an s key's save: the server's description
+// and the engine's history, read within it.
+const DefaultSaveTimeout = 5 * time.Second
+
+// Options are a dashboard's own settings. Zero fields are the defaults.
+type Options struct {
+	// Theme names the theme; ReportDir is where the s key saves.
+	Theme, ReportDir string
+	// Find is the template of the capacity searches (nil: the defaults,
+	// over the loop the load runs); with objectives, one starts at once.
+	Find *capacity.Search
+	// SaveTimeout bounds an s key's save (0: DefaultSaveTimeout).
+	SaveTimeout time.Duration
+	// NoColor draws without colour (NO_COLOR).
+	NoColor bool
+	// Input is the terminal read (nil: the program's default, stdin).
+	Input *os.File
+	// Wrap wraps the model (to make it panic, in tests).
+	Wrap func(tea.Model) tea.Model
+}
+
+// ViewOptions are the options of every view of s, local or over SSH,
+// without a subscription (each view makes its own): the first side's
+// objectives and figures, the s key's save, and what the session
+// compares.
+func ViewOptions(s session.Session, o Options) ui.Options {
+	main := s.Sides()[0]
+	v := s.View()
+	timeout := o.SaveTimeout
+	if timeout <= 0 {
+		timeout = DefaultSaveTimeout
+	}
+	return ui.Options{
+		Theme: o.Theme, Objectives: main.Objectives(), Figures: main.Figures, Compare: v.Compare, Groups: v.Groups,
+		Save: func(snap load.Snapshot) (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			return s.Save(ctx, snap, o.ReportDir)
+		},
+	}
+}
+
+// Program builds the dashboard program of s on term, of every kind of
+// load. The program ends with ctx; done ends its subscriptions once it
+// has run. An error is the ui's refusal of the options (a bad theme).
+func Program(ctx context.Context, s session.Session, term *os.File, d Options) (p *tea.Program, done func(), err error) {
+	rd := lipgloss.NewRenderer(term)
+	if d.NoColor {
+		rd.SetColorProfile(termenv.Ascii)
+	}
+	o := ViewOptions(s, d)
+	main := s.Sides()[0]
+	snaps, unsubscribe := main.Subscribe()
+	o.Renderer, o.Snapshots = rd, snaps
+	v := s.View()
+	if v.Canary != nil {
+		canary, unsubscribeCanary := v.Canary()
+		o.Canary = canary
+		base := unsubscribe
+		unsubscribe = func() { base(); unsubscribeCanary() }
+	}
+	closeSearcher := func() {}
+	if v.Search != nil { // none in a pair: it would leave the canary behind (its f key says so)
+		searcher := searcher(v.Search, main, d.Find, &o)
+		closeSearcher = searcher.Close
+	}
+	model, err := ui.New(s.Controller(), o)
+	if err != nil {
+		closeSearcher()
+		unsubscribe()
+		return nil, nil, err
+	}
+	var m tea.Model = model
+	if d.Wrap != nil {
+		m = d.Wrap(m)
+	}
+	// Panics are crash's, not bubbletea's: bubbletea would print a panic in
+	// a command's goroutine into the alternate screen, where it is lost.
+	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics()}
+	if d.Input != nil {
+		opts = append(opts, tea.WithInput(d.Input))
+	}
+	p = tea.NewProgram(m, opts...)
+	return p, func() { closeSearcher(); unsubscribe() }, nil
+}
+
+// searcher is the dashboard's capacity searches over eng, its f key's
+// (and --find-max's, at once, from find), set in o; the dashboard's
+// command closes it. Without find the searches are the defaults, over
+// the loop the load runs.
+func searcher(eng capacity.Engine, side session.Side, find *capacity.Search, o *ui.Options) *capacity.Live {
+	tmpl := capacity.Search{}
+	if find != nil {
+		tmpl = *find
+	} else if k, ok := eng.(interface{ Knobs() load.Knobs }); ok && k.Knobs().Mode == load.OpenLoop {
+		tmpl.Over = capacity.Rate
+	}
+	s := capacity.NewLive(tmpl, eng, side.Subscribe)
+	o.Finder, o.FindMax = s, tmpl.Objectives
+	return s
+}

@@ -1,0 +1,70 @@
+// Package sshflag binds the SSH server's configuration (sshserver.Config)
+// and infertop ssh's own settings to command-line flags (pflag): where it
+// listens, who may connect and who may turn the knobs, its host key, its
+// limits; sshserver itself knows nothing of flags.
+package sshflag
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/infertop/infertop/sshserver"
+)
+
+// Flags are infertop ssh's flags, bound to the server's configuration.
+type Flags struct {
+	Server                     sshserver.Config
+	Listen, LogPath, ReportDir string
+	// Local shows the dashboard on this terminal too, as a controller.
+	Local bool
+}
+
+// Add binds the flags to fs, the files' defaults under the user's home
+// and configuration folders.
+func Add(fs *pflag.FlagSet) *Flags {
+	sf := &Flags{}
+	home, _ := os.UserHomeDir()
+	confDir, err := os.UserConfigDir()
+	if err != nil {
+		confDir = filepath.Join(home, ".config")
+	}
+	c := &sf.Server
+	fs.StringVar(&sf.Listen, "listen", "127.0.0.1:2222", "address to serve SSH on")
+	fs.StringVar(&c.AuthorizedKeys, "authorized-keys", filepath.Join(home, ".ssh", "authorized_keys"), "public keys that may connect")
+	fs.BoolVar(&c.AllowAnyKey, "allow-any-key", false, "let any public key connect (watchers unless in --controllers)")
+	fs.StringVar(&c.Controllers, "controllers", "", "public keys (authorized_keys format) that may turn the knobs")
+	fs.StringVar(&c.HostKeyPath, "host-key", filepath.Join(confDir, "infertop", "ssh_host_ed25519"), "the server's key, generated (ed25519) on first start and reused")
+	fs.IntVar(&c.MaxSessions, "max-sessions", 16, "most sessions at once")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 10*time.Minute, "end a connection that sends and receives nothing for this long (0: never)")
+	fs.BoolVar(&sf.Local, "local", false, "show the dashboard on this terminal too, as a controller")
+	fs.StringVar(&sf.LogPath, "log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
+	fs.StringVar(&sf.ReportDir, "report-dir", ".", "where a controller's s key writes the reports")
+	return sf
+}
+
+// Check checks the server's limits.
+func (sf *Flags) Check() error {
+	if sf.Server.MaxSessions < 1 || sf.Server.IdleTimeout < 0 {
+		return errors.New("--max-sessions must be at least 1 and --idle-timeout not negative")
+	}
+	return nil
+}
+
+// ServerError names the flag behind an error of the SSH server's set-up;
+// an error of no flag's is returned as it is.
+func ServerError(err error) error {
+	for _, m := range []struct {
+		err  error
+		flag string
+	}{{sshserver.ErrAuthorizedKeys, "--authorized-keys"}, {sshserver.ErrControllers, "--controllers"}, {sshserver.ErrHostKey, "--host-key"}} {
+		if errors.Is(err, m.err) {
+			return fmt.Errorf("%s: %w", m.flag, err)
+		}
+	}
+	return err
+}
