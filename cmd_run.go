@@ -2,18 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/capacity/capflag"
-	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/session/sessionflag"
@@ -70,25 +65,12 @@ func (a *app) runHeadless(args []string) error {
 // headlessPlan is the load a headless run's flags describe, checked,
 // with its outputs.
 func (a *app) headlessPlan(fs *pflag.FlagSet, f *loadFlags, rf *sessionflag.Run, cf *sessionflag.Flags, capf *capflag.Flags) (session.Spec, error) {
-	if fs.Changed("window") { // the dashboard's window, which is the SLOs' here
-		w := f.load.Window()
-		switch {
-		case fs.Changed("slo-window") && rf.SLOWindow != w:
-			return session.Spec{}, usagef("--window and --slo-window are one window in a headless run: give one")
-		case !slices.Contains(load.Windows(), w):
-			var names []string
-			for _, d := range load.Windows() {
-				if d%time.Minute == 0 {
-					names = append(names, fmt.Sprintf("%dm", d/time.Minute))
-				} else {
-					names = append(names, fmt.Sprintf("%ds", d/time.Second))
-				}
-			}
-			return session.Spec{}, usagef("--window: %v is not one of %s (a headless run checks its SLOs over any --slo-window of 10s..5m)", w, strings.Join(names, ", "))
-		}
-		rf.SLOWindow = w
+	w, err := f.load.HeadlessWindow(rf.SLOWindow, fs.Changed("slo-window"))
+	if err != nil {
+		return session.Spec{}, usageError{err}
 	}
-	f.window = rf.SLOWindow // the window is the SLOs' window here
+	rf.SLOWindow = w
+	f.window = w // the window is the SLOs' window here
 	cfg, err := f.config()
 	if err != nil {
 		return session.Spec{}, err
@@ -101,7 +83,6 @@ func (a *app) headlessPlan(fs *pflag.FlagSet, f *loadFlags, rf *sessionflag.Run,
 			return session.Spec{}, err
 		}
 	}
-	outs := map[string]string{"--json": rf.JSON, "--csv": rf.CSV, "--requests-log": rf.RequestsLog, "--html": rf.HTML}
 	// A walk ends the run when it is over, unless a duration or a request
 	// count says how long to hold the last stage.
 	cfg.Load.EndAfterStages = cfg.Load.Duration == 0 && cfg.Load.MaxRequests == 0
@@ -109,11 +90,12 @@ func (a *app) headlessPlan(fs *pflag.FlagSet, f *loadFlags, rf *sessionflag.Run,
 	if err != nil {
 		return session.Spec{}, usageError{err}
 	}
+	canaryLog := ""
 	if lp.Pair != nil {
-		lp.Pair.CanaryRequestsLog = session.CanaryPath(rf.RequestsLog)
-		outs["--requests-log (the canary's)"] = lp.Pair.CanaryRequestsLog
+		canaryLog = session.CanaryPath(rf.RequestsLog)
+		lp.Pair.CanaryRequestsLog = canaryLog
 	}
-	if err := runner.CheckOutputs(outs); err != nil {
+	if err := rf.CheckOutputs(canaryLog); err != nil {
 		return session.Spec{}, usageError{err}
 	}
 	return lp, nil

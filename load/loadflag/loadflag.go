@@ -8,6 +8,8 @@ package loadflag
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -188,5 +190,27 @@ func FlagError(err error) error {
 	return err
 }
 
-// Window is the load's window as the flags give it.
-func (f *Flags) Window() time.Duration { return f.cfg.Window }
+// HeadlessWindow is the window of a headless run, which is its SLOs'
+// window (sloWindow, given when sloGiven): --window, when given, must be
+// that window and one of the dashboard's.
+func (f *Flags) HeadlessWindow(sloWindow time.Duration, sloGiven bool) (time.Duration, error) {
+	if !f.fs.Changed("window") {
+		return sloWindow, nil
+	}
+	w := f.cfg.Window
+	switch {
+	case sloGiven && sloWindow != w:
+		return 0, errors.New("--window and --slo-window are one window in a headless run: give one")
+	case !slices.Contains(load.Windows(), w):
+		var names []string
+		for _, d := range load.Windows() {
+			if d%time.Minute == 0 {
+				names = append(names, fmt.Sprintf("%dm", d/time.Minute))
+			} else {
+				names = append(names, fmt.Sprintf("%ds", d/time.Second))
+			}
+		}
+		return 0, fmt.Errorf("--window: %v is not one of %s (a headless run checks its SLOs over any --slo-window of 10s..5m)", w, strings.Join(names, ", "))
+	}
+	return w, nil
+}

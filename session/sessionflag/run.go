@@ -59,6 +59,16 @@ func (r *Run) Outputs() runner.Outputs {
 	return runner.Outputs{JSON: r.JSON, CSV: r.CSV, HTML: r.HTML}
 }
 
+// CheckOutputs checks that the run's files can be written, and a pair's
+// canary's requests log (canaryLog, "" for none) beside them.
+func (r *Run) CheckOutputs(canaryLog string) error {
+	outs := map[string]string{"--json": r.JSON, "--csv": r.CSV, "--requests-log": r.RequestsLog, "--html": r.HTML}
+	if canaryLog != "" {
+		outs["--requests-log (the canary's)"] = canaryLog
+	}
+	return runner.CheckOutputs(outs)
+}
+
 // Follower is the run's follower: its progress on stderr (a live line
 // when live, a terminal), its gate, the signals that end it.
 func (r *Run) Follower(stderr io.Writer, live bool, sigs <-chan os.Signal) *session.Follower {
