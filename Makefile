@@ -1,18 +1,15 @@
-# The test suite: everything with the race detector, one package at a time
-# (the timing tests of load and sim share two cores badly), then the
-# client-versus-server accuracy test again without it, against its 2 ms / 5 %
-# bounds (the race detector's slowdown of both HTTP stacks is larger), and
-# the bench's memory test (the detector's shadow memory would be most of
-# the resident memory it judges), one after the other so that neither
-# disturbs the other.
-# -p 1 serializes the builds too, so a first pass that runs no test builds
-# everything on every core. go test runs vet's high-confidence checks
-# itself; the full vet is in lint (a separate vet compiles every dependency
-# again without -race). The compare package's 100-run properties are pure
-# arithmetic and run without -race too. Cold build cache on two cores
-# (module cache warm): 5 m 30 s measured, green (root 58 s, load 24 s,
-# ui 13 s, probe 12 s, sim 10 s, sshserver 9 s of it under -race).
-.PHONY: test test-endurance test-compare test-manifests test-trace test-slow build bench lint
+# The test suite: everything with the race detector, two packages at a
+# time (go test's default on two cores: the tests wait for events, not
+# for time, so a busy machine moves nothing but the clock). The first
+# pass runs no test: it builds every test binary on every core, so that
+# no build competes with a running test. go test runs vet's
+# high-confidence checks itself; the full vet is in lint (a separate vet
+# compiles every dependency again without -race). The timing tests that
+# need a build without the race detector (the client-versus-server
+# accuracy test, the bench's memory test, compare's 100-run properties)
+# are test-accuracy's, a stage of their own that .ci/run runs beside
+# test-compare, which shares its build.
+.PHONY: test test-accuracy test-endurance test-compare test-manifests test-trace test-slow build bench lint
 
 # VERSION is what infertop --version says of a make build: the checkout's
 # tag, commits since and revision (git describe); "dev" outside git.
@@ -28,7 +25,16 @@ export GORACE := $(GORACE) atexit_sleep_ms=0
 
 test:
 	go test -race -count=1 -run '^$$' ./... >/dev/null
-	go test -race -count=1 -p 1 ./...
+	go test -race -count=1 ./...
+
+# The client-versus-server accuracy test again without the race detector,
+# against its 2 ms / 5 % bounds (the detector's slowdown of both HTTP
+# stacks is larger), and the bench's memory test (the detector's shadow
+# memory would be most of the resident memory it judges), one after the
+# other so that neither disturbs the other; then compare's 100-run
+# properties, pure arithmetic, too slow under the detector. .ci/run runs
+# it after make test.
+test-accuracy:
 	go test -count=1 -p 1 -run 'TestEngineMatchesSim|TestMemoryFlat' ./load ./tools/bench
 	go test -count=1 -run 'FalsePositives' ./compare
 

@@ -46,6 +46,7 @@ func TestAnthropicKeyEnv(t *testing.T) {
 // TestEmbeddingsGoodput: a goodput limit that needs a stream is refused
 // for an embeddings API at the start, an e2el one taken.
 func TestEmbeddingsGoodput(t *testing.T) {
+	t.Parallel()
 	for args, ok := range map[string]bool{"ttft:1s": false, "ttfo:1s": false, "e2el:1s": true} {
 		f := addLoadFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
 		if _, err := f.parse([]string{"--api", "openai-embeddings", "--goodput", args}, io.Discard); err != nil {

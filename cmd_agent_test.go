@@ -27,6 +27,7 @@ import (
 // seeds of their own, each state served to the token and refused (and
 // logged) without it; their results merge to the whole.
 func TestTwoAgents(t *testing.T) {
+	t.Parallel()
 	p, _ := sim.Preset("fast")
 	srv := simtest.Start(t, p)
 	dir := t.TempDir()
@@ -166,6 +167,7 @@ func TestTwoAgents(t *testing.T) {
 // agent are flags `infertop agent` has, with its environment's values
 // in place of $(VAR).
 func TestJobArgsParse(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("deploy/kubernetes/job.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -47,6 +47,7 @@ var fastSearch = []string{"--sim-preset", "small", "--prompt-tokens", "64", "--o
 // the default 5 % walks two steps more to 9 and 10. Serial: its
 // objective is a latency, which a parallel test's load would move.
 func TestRunFindMax(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	jsonPath, csvPath := dir+"/r.json", dir+"/r.csv"
 	var out, errb bytes.Buffer
@@ -131,6 +132,7 @@ func TestRunMatrix(t *testing.T) {
 
 // TestRunFindMaxUsage: what does not go with a search is refused, exit 2.
 func TestRunFindMaxUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"run", "--find-max", "ttft_p99<=1s", "--slo", "ttft_p99<=1s"},
 		{"run", "--find-max", "ttft_p99<=1s", "--duration", "10s"},

@@ -103,6 +103,7 @@ func mean(vs []float64) float64 {
 // and `infertop report` draws it. A run of other knobs is refused by
 // name, and merged with --force.
 func TestMergeEqualsUnionOfLogs(t *testing.T) {
+	t.Parallel()
 	p, _ := sim.Preset("fast")
 	srv := simtest.Start(t, p)
 	dir := t.TempDir()

@@ -21,6 +21,7 @@ import (
 // read off the screen); s saves both sides' reports and the comparison;
 // q quits and the comparison table follows.
 func TestCompareDashboardInTmux(t *testing.T) {
+	t.Parallel()
 	self := selfForTmux(t)
 	// Both sims the fast preset with a 5 ms step: at no model cost the two
 	// loads at concurrency 16 took every core, and the s key's save of
@@ -76,6 +77,7 @@ func TestCompareDashboardInTmux(t *testing.T) {
 // the baseline, which answered first), s saves the report with the
 // groups' comparison, and q prints the groups' tables.
 func TestSplitDashboardInTmux(t *testing.T) {
+	t.Parallel()
 	self := selfForTmux(t)
 	srv := rollingServer(t, 3)
 	dir := t.TempDir()

@@ -26,9 +26,10 @@ import (
 
 // TestSaveWhileServerHangs: the s key waits on the server's description
 // (its /v1/models hangs) in a command, so the dashboard still answers a
-// knob key at once, and the save ends when its time is up. Serial: it
-// times a key (100 ms), which a parallel test's load would stretch.
+// knob key at once (before the save is over: the key does not wait on
+// it), and the save ends when its time is up.
 func TestSaveWhileServerHangs(t *testing.T) {
+	t.Parallel()
 	p, _ := sim.Preset("fast")
 	backend := simtest.Start(t, p)
 	target, _ := url.Parse(backend.Origin)
@@ -54,7 +55,7 @@ func TestSaveWhileServerHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Stop()
-	a := &app{saveTimeout: 300 * time.Millisecond} // the save gives up on the hung server in 300 ms
+	a := &app{saveTimeout: 2 * time.Second} // the save gives up on the hung server in 2 s
 	m, err := ui.New(r.Engine(), dashboard.ViewOptions(session.NewSingle(r), dashboard.Options{Theme: "dark", ReportDir: t.TempDir(), SaveTimeout: a.saveTimeout}))
 	if err != nil {
 		t.Fatal(err)
@@ -68,10 +69,11 @@ func TestSaveWhileServerHangs(t *testing.T) {
 	}
 	saved := make(chan tea.Msg, 1)
 	go func() { saved <- save() }()
-	start := time.Now()
 	model, _ = model.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'k'}})
-	if took := time.Since(start); took > 100*time.Millisecond {
-		t.Fatalf("a key took %v while a save waited", took)
+	select {
+	case <-saved:
+		t.Fatal("the key was answered only once the save was over")
+	default:
 	}
 	if c := r.Engine().Knobs().Concurrency; c != 3 {
 		t.Fatalf("concurrency %d after k, want 3", c)

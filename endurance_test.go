@@ -16,6 +16,7 @@ import (
 // the load is paused and drained, every fault is counted in its class,
 // keys are answered throughout and q quits cleanly.
 func TestEndurance(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("INFERTOP_ENDURANCE") == "" {
 		t.Skip("35 s of the dashboard against every fault: its own stage (make test-endurance, run by .ci/run)")
 	}

@@ -12,6 +12,7 @@ import (
 // the warm-up out of it, and the open loop's sent rate over the time
 // requests were being sent, the drain out of it.
 func TestRunFigures(t *testing.T) {
+	t.Parallel()
 	path := t.TempDir() + "/r.json"
 	var out, errb bytes.Buffer
 	code := run([]string{"run", "--rate", "20", "--warmup", "1s", "--duration", "2s", "--prompt-tokens", "16", "--output-tokens", "32",

@@ -46,6 +46,7 @@ func TestHostileTextStaysOut(t *testing.T) {
 // errors and model name hold escapes keeps its pane title and its screen,
 // and still answers keys.
 func TestHostileDashboard(t *testing.T) {
+	t.Parallel()
 	self := selfForTmux(t)
 	url := hostile.Start(t, hostile.ModelName)
 	term := tmuxterm.New(t, fmt.Sprintf("infertop-hostile-%d", os.Getpid()), 200, 50,

@@ -16,6 +16,7 @@ import (
 // link (ui importing the runner, compare the exporter) changes the
 // table, and a reviewer sees it.
 func TestImportPicture(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)

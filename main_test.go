@@ -17,6 +17,7 @@ import (
 )
 
 func TestCommandLine(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args     []string
 		code     int
@@ -323,6 +324,7 @@ func TestSecretsStayOut(t *testing.T) {
 
 // TestHelpOnce: every help text is printed once.
 func TestHelpOnce(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"run", "--help"}, {"sim", "--help"}, {"ssh", "--help"}} {
 		var out, errb bytes.Buffer
 		if code := run(args, &out, &errb); code != 0 || strings.Count(out.String(), "Usage:") != 1 || errb.Len() != 0 {

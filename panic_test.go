@@ -50,6 +50,7 @@ func (p panicky) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // after: the panic and its stack on the main screen, the cursor shown, the
 // terminal back in cooked mode, exit status 2.
 func TestPanicRestoresTerminal(t *testing.T) {
+	t.Parallel()
 	self := selfForTmux(t)
 	for _, where := range []string{"update", "worker"} {
 		t.Run(where, func(t *testing.T) {

@@ -74,6 +74,7 @@ func checkCharts(dom string) (map[string]bool, error) {
 // console message, every chart drew one path per series, and a screenshot
 // is kept. A report with a chart's data missing fails the same check.
 func TestHTMLReportInBrowser(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("no chromium (.ci/run installs Debian's)")

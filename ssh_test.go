@@ -181,6 +181,7 @@ func (srv *sshServer) interrupt(t *testing.T, client *gossh.Client, sess *gossh.
 // sides, and at SIGINT the session reads that the server stopped and the
 // comparison's table is printed on stdout, exit 0.
 func TestSSHCompare(t *testing.T) {
+	t.Parallel()
 	// Both sims with a 5 ms step: at the fast preset's no cost the two
 	// loads take every core (TestCompareDashboardInTmux).
 	p, err := sim.Preset("fast")
@@ -215,6 +216,7 @@ func TestSSHCompare(t *testing.T) {
 // the groups' panel, a row for each, and at SIGINT the groups' tables are
 // printed on stdout.
 func TestSSHSplit(t *testing.T) {
+	t.Parallel()
 	backends := rollingServer(t, 3)
 	srv := startSSH(t, regexp.MustCompile(`serving \S+, its answers split by header:X-Backend on (127\.0\.0\.1:\d+)`),
 		"--url", backends.URL+"/v1", "--api", "openai-chat", "--model", "m", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "4",

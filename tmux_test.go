@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 // 80x24 (tmux), watching the embedded sim; it reads the screen, presses
 // keys and quits.
 func TestDashboardInTmux(t *testing.T) {
+	t.Parallel()
 	self := selfForTmux(t)
 	term := tmuxterm.New(t, fmt.Sprintf("infertop-test-%d", os.Getpid()), 80, 24,
 		fmt.Sprintf("env INFERTOP_TEST_MAIN=1 TERM=xterm-256color %q --tick 100ms; echo EXITED $?; sleep 30", self))
@@ -80,6 +81,7 @@ func selfForTmux(t *testing.T) string {
 // TestHeaderStopsAtDone: once --duration is reached the header says done
 // and its clock stops, as the engine's snapshots do.
 func TestHeaderStopsAtDone(t *testing.T) {
+	t.Parallel()
 	self := selfForTmux(t)
 	term := tmuxterm.New(t, fmt.Sprintf("infertop-done-%d", os.Getpid()), 100, 30,
 		fmt.Sprintf("env INFERTOP_TEST_MAIN=1 TERM=xterm-256color %q --tick 100ms --duration 1s -c 2 --prompt-tokens 16 --output-tokens 8 --sim-preset fast; echo EXITED $?; sleep 30", self))
@@ -105,6 +107,7 @@ func TestHeaderStopsAtDone(t *testing.T) {
 // TestFindMaxInTmux: --find-max in the dashboard runs the search, the
 // header says what it does, and a knob key hands the load back.
 func TestFindMaxInTmux(t *testing.T) {
+	t.Parallel()
 	self := selfForTmux(t)
 	term := tmuxterm.New(t, fmt.Sprintf("infertop-findmax-%d", os.Getpid()), 100, 30,
 		fmt.Sprintf("env INFERTOP_TEST_MAIN=1 TERM=xterm-256color %q --tick 100ms --find-max 'ttft_p99<=2s' --from 2 --to 4 --sim-preset fast; echo EXITED $?; sleep 30", self))

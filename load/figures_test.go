@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/infertop/infertop/probe"
@@ -85,8 +86,10 @@ func timedDo(d time.Duration) func(context.Context, probe.Request) probe.Result 
 // one, so the burst at the resume is the new phase's; the time paused,
 // once the requests it found in flight are back, is in no rate's
 // denominator: neither a phase's, the run's nor the window's (which the o
-// key opens the open loop at).
-func TestPauseEndsAPhase(t *testing.T) {
+// key opens the open loop at). The times are a synctest bubble's.
+func TestPauseEndsAPhase(t *testing.T) { synctest.Test(t, testPauseEndsAPhase) }
+
+func testPauseEndsAPhase(t *testing.T) {
 	const latency, pause = 50 * time.Millisecond, 500 * time.Millisecond
 	e, stop := startEngine(t, Config{Do: timedDo(latency), Knobs: Knobs{Concurrency: 4, PromptTokens: 4, OutputTokens: 2}})
 	defer stop()

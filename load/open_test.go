@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/probe"
-	"github.com/infertop/infertop/sim"
 )
 
 // arrivalStats is what arrival times (run time) show over [from,
@@ -150,29 +149,31 @@ func TestOpenLoopFollowsSchedule(t *testing.T) {
 	}
 }
 
-// TestOpenLoopRate is the live check of the schedule: the open loop at
-// 200 req/s of constant arrivals against the sim, in real time. The
+// TestOpenLoopRate is the check of the schedule through the engine: the
+// open loop at 200 req/s of constant arrivals against requests of 20 ms,
+// in a synctest bubble's time (a busy machine moves nothing). The
 // requests actually sent in [0.5 s, 2.5 s) keep to the schedule within
 // 2 % (the dispatcher times each arrival from its intended send time, so
-// one that falls behind catches up), and so to the target. The
-// processes' rates and dispersions are arithmetic (TestArrivalSchedule,
-// TestOpenLoopFollowsSchedule).
-func TestOpenLoopRate(t *testing.T) {
-	p, _ := sim.Preset("fast")
+// one that falls behind catches up), and so to the target. The processes'
+// rates and dispersions are arithmetic (TestArrivalSchedule,
+// TestOpenLoopFollowsSchedule); the real sim's timing is
+// TestEngineMatchesSim's.
+func TestOpenLoopRate(t *testing.T) { synctest.Test(t, testOpenLoopRate) }
+
+func testOpenLoopRate(t *testing.T) {
 	var mu sync.Mutex
 	var starts, actual []time.Duration
-	r := startRig(t, p, Knobs{Mode: OpenLoop, Rate: 200, PromptTokens: 4, OutputTokens: 2}, func(c *Config) {
-		c.OnResult = func(rec Record) {
+	e, stop := startEngine(t, Config{Do: timedDo(20 * time.Millisecond), Knobs: Knobs{Mode: OpenLoop, Rate: 200, PromptTokens: 4, OutputTokens: 2},
+		OnResult: func(rec Record) {
 			mu.Lock()
 			starts = append(starts, rec.At-rec.Queue) // the intended send time
 			actual = append(actual, rec.At)
 			mu.Unlock()
-		}
-	})
+		}})
 	from, span := 500*time.Millisecond, 2*time.Second
-	waitFor(t, r.eng, 30*time.Second, "2.5 s of arrivals", func(s Snapshot) bool { return s.Elapsed > from+span+300*time.Millisecond })
-	r.stop()
-	s := r.eng.Latest()
+	waitFor(t, e, 30*time.Second, "2.5 s of arrivals", func(s Snapshot) bool { return s.Elapsed > from+span+300*time.Millisecond })
+	stop()
+	s := e.Latest()
 	if s.TotalFailed > 0 {
 		t.Fatalf("%d failures: %s", s.TotalFailed, s.LastError)
 	}
@@ -259,21 +260,23 @@ func testOpenLoopStall(t *testing.T) {
 	}
 }
 
-// TestModeSwitch: the loop opens and closes without a restart. The
-// deadlines are for a busy machine: each wait ends at its event.
-func TestModeSwitch(t *testing.T) {
-	p, _ := sim.Preset("default")
-	r := startRig(t, p, Knobs{Concurrency: 3, PromptTokens: 8, OutputTokens: 32})
-	waitFor(t, r.eng, 10*time.Second, "3 in flight", func(s Snapshot) bool { return s.InFlight == 3 })
-	r.eng.Update(func(k *Knobs) { k.Mode, k.Rate = OpenLoop, 40 })
-	s := waitFor(t, r.eng, 10*time.Second, "open loop", func(s Snapshot) bool {
+// TestModeSwitch: the loop opens and closes without a restart, in a
+// synctest bubble's time.
+func TestModeSwitch(t *testing.T) { synctest.Test(t, testModeSwitch) }
+
+func testModeSwitch(t *testing.T) {
+	e, stop := startEngine(t, Config{Do: timedDo(100 * time.Millisecond), Knobs: Knobs{Concurrency: 3, PromptTokens: 8, OutputTokens: 32}})
+	defer stop()
+	waitFor(t, e, 10*time.Second, "3 in flight", func(s Snapshot) bool { return s.InFlight == 3 })
+	e.Update(func(k *Knobs) { k.Mode, k.Rate = OpenLoop, 40 })
+	s := waitFor(t, e, 10*time.Second, "open loop", func(s Snapshot) bool {
 		return s.Knobs.Mode == OpenLoop && len(s.Phases) == 2 && s.Phases[1].Completed > 10
 	})
 	if s.Phases[1].Knobs.Rate != 40 {
 		t.Fatalf("phase 2 %+v", s.Phases[1].Knobs)
 	}
-	r.eng.Update(func(k *Knobs) { k.Mode = ClosedLoop })
-	waitFor(t, r.eng, 10*time.Second, "closed again", func(s Snapshot) bool { return s.InFlight == 3 && len(s.Phases) == 3 })
+	e.Update(func(k *Knobs) { k.Mode = ClosedLoop })
+	waitFor(t, e, 10*time.Second, "closed again", func(s Snapshot) bool { return s.InFlight == 3 && len(s.Phases) == 3 })
 }
 
 // BenchmarkOpenLoopOverhead runs the open loop at 5,000 req/s against a
