@@ -118,7 +118,7 @@ func TestPairIdenticalSims(t *testing.T) {
 	}
 }
 
-// TestPairDetectsSlowCanary: a canary whose every cost is 1.2× is called
+// TestPairDetectsSlowCanary: a canary whose every cost is 1.5× is called
 // slower within 60 s (the fast preset with a model cost); whether TTFT p99
 // itself was judged by then is logged. The seconds a statistic needs
 // before it is judged are lowered from the dashboard's 20 (MinSeconds) to
@@ -127,7 +127,10 @@ func TestPairIdenticalSims(t *testing.T) {
 // not how long the dashboard waits to say so (TestPairDefaultSim, in make
 // test-compare, holds that at the default options).
 func TestPairDetectsSlowCanary(t *testing.T) {
-	p := startPair(t, quick(t, 1), slower(quick(t, 1), 1.2),
+	// 1.5×, not less: the suite runs two packages at once on two cores,
+	// and a smaller difference drowned in their scheduling's noise; 20 %
+	// at the default's settings is TestPairDefaultSim's (make test-compare).
+	p := startPair(t, quick(t, 1), slower(quick(t, 1), 1.5),
 		load.Config{Knobs: load.Knobs{Concurrency: 8, PromptTokens: 256, OutputTokens: 16}, Seed: 1},
 		compare.Options{MinSeconds: slowCanarySeconds})
 	c, took := waitVerdict(p, 60*time.Second, compare.Comparison.Worse)
