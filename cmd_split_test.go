@@ -69,7 +69,8 @@ func rollingServer(t *testing.T, slow float64) *httptest.Server {
 // TestRunSplit: the exit codes of a split: 2 for usage errors; 1 when the
 // newer group (three times as slow) breaches e2el_p50<+10% with confidence, by
 // header and by field; 0 when both groups are alike. The minimum seconds
-// are lowered (the hidden --compare-min-seconds) so each run takes 4 s.
+// are lowered (the hidden --compare-min-seconds) so each run takes about
+// 4 s on an idle machine.
 func TestRunSplit(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--split-by", "cookie:x"},
@@ -109,12 +110,16 @@ func TestRunSplit(t *testing.T) {
 			jsonPath := filepath.Join(t.TempDir(), "run.json")
 			var out, errb bytes.Buffer
 			start := time.Now()
-			args := []string{"run", "--url", srv.URL + "/v1", "--api", "openai-chat", "--model", "m", "--server-metrics", "off",
-				"--duration", "4s", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "4", "--split-by", tc.by,
-				"--regression", "e2el_p50<+10%", "--compare-min-seconds", "3", "--json", jsonPath}
+			// A count of requests, not a duration: the verdict needs the
+			// requests, which a busy machine spreads over more seconds (at
+			// 4 s, 125 came back at load average 8, too few to judge).
+			limit := []string{"--requests", "600"}
 			if tc.failFast {
-				args = append(args, "--fail-fast", "--duration", "60s")
+				limit = []string{"--duration", "60s", "--fail-fast"}
 			}
+			args := append([]string{"run", "--url", srv.URL + "/v1", "--api", "openai-chat", "--model", "m", "--server-metrics", "off",
+				"-c", "8", "--prompt-tokens", "8", "--output-tokens", "4", "--split-by", tc.by,
+				"--regression", "e2el_p50<+10%", "--compare-min-seconds", "3", "--json", jsonPath}, limit...)
 			code := run(args, &out, &errb)
 			took := time.Since(start)
 			t.Logf("%s: exit %d in %v", tc.name, code, took.Round(time.Millisecond))
@@ -174,7 +179,7 @@ func TestRunSplitBaselineGroup(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "run.json")
 	var out, errb bytes.Buffer
 	code := run([]string{"run", "--url", srv.URL + "/v1", "--api", "openai-chat", "--model", "m", "--server-metrics", "off",
-		"--duration", "4s", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "4", "--split-by", "header:X-Backend",
+		"--requests", "600", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "4", "--split-by", "header:X-Backend",
 		"--baseline-group", "new", "--regression", "e2el_p50<+10%", "--compare-min-seconds", "3", "--json", jsonPath}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d, want 0\n%s\n%s", code, out.String(), errb.String())
@@ -259,7 +264,7 @@ func TestRunSplitSimCanary(t *testing.T) {
 			jsonPath := filepath.Join(t.TempDir(), "run.json")
 			var out, errb bytes.Buffer
 			code := run([]string{"run", "--sim-preset", "fast", "--sim-step-base", "10ms", "--sim-canary", "0.5:3:0:1s", "--split-by", tc.by,
-				"--duration", "5s", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "4",
+				"--requests", "400", "-c", "8", "--prompt-tokens", "8", "--output-tokens", "4",
 				"--regression", "e2el_p50<+10%", "--compare-min-seconds", "3", "--json", jsonPath}, &out, &errb)
 			if code != 1 {
 				t.Fatalf("exit %d, want 1\n%s\n%s", code, out.String(), errb.String())
