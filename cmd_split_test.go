@@ -67,7 +67,8 @@ func rollingServer(t *testing.T, slow float64) *httptest.Server {
 }
 
 // TestRunSplit: the exit codes of a split: 2 for usage errors; 1 when the
-// newer group (three times as slow) breaches e2el_p50<+10% with confidence, by
+// newer group (four times as slow: at three, a machine at load average 12
+// measured +66 %, +7.7 %…+224 %) breaches e2el_p50<+10% with confidence, by
 // header and by field; 0 when both groups are alike. The minimum seconds
 // are lowered (the hidden --compare-min-seconds) so each run takes about
 // 4 s on an idle machine.
@@ -96,13 +97,13 @@ func TestRunSplit(t *testing.T) {
 		code     int
 		failFast bool
 	}{
-		{"header", "header:X-Backend", 3, 1, false},
-		{"field", "field:system_fingerprint", 3, 1, false},
+		{"header", "header:X-Backend", 4, 1, false},
+		{"field", "field:system_fingerprint", 4, 1, false},
 		{"alike", "header:x-backend", 1, 0, false},
 		// --fail-fast ends the run at the gate's first live breach, long
 		// before its 60 s (in about 5 s idle, 9 s at load average 10;
 		// past 30 s it failed).
-		{"fail fast", "header:X-Backend", 3, 1, true},
+		{"fail fast", "header:X-Backend", 4, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

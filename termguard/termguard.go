@@ -42,6 +42,11 @@ func Install(term *os.File, stderr io.Writer) *Terminal {
 			case <-g.ran:
 			case <-time.After(2 * time.Second):
 			}
+			// A panic in the event loop unwinds Run without stopping the
+			// renderer, whose ticker would flush a last frame onto the main
+			// screen over the panic's first lines: stop it (and the input
+			// reader) first. After a clean Run it has stopped already.
+			_ = p.ReleaseTerminal()
 		}
 		// Again by hand, for a panic in the event loop itself, which
 		// unwinds Run without its cleanup: bracketed paste and mouse off,
