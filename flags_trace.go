@@ -67,7 +67,7 @@ type sessionFlags struct {
 func (f *loadFlags) addSessions(fs *pflag.FlagSet) {
 	s := &f.sessions
 	fs.IntVar(&s.n, "sessions", 0, "multi-turn sessions: N conversations at once (the closed loop's concurrency), each turn's prompt the context so far")
-	fs.IntVar(&s.turns, "turns", 5, "with --sessions: turns in a session, then a new one starts")
+	fs.IntVar(&s.turns, "turns", 5, "with --sessions: turns in a session, then a new one starts (with a ShareGPT --dataset: its conversations' human turns, up to --turns if given)")
 	fs.DurationVar(&s.think, "think", 0, "with --sessions: the wait between an answer and the session's next turn")
 }
 
@@ -82,13 +82,16 @@ func (f *loadFlags) sessionShape(l *load.Config) error {
 		}
 		return nil
 	}
-	for _, name := range []string{"concurrency", "rate", "dataset", "trace", "stages", "ramp"} {
+	for _, name := range []string{"concurrency", "rate", "trace", "stages", "ramp"} {
 		if f.fs.Changed(name) {
 			return usagef("--sessions sets the concurrency and the prompts: it does not go with --%s", name)
 		}
 	}
 	if s.n < 0 || s.n > load.MaxConcurrency {
 		return usagef("--sessions: %d is not within 1..%d", s.n, load.MaxConcurrency)
+	}
+	if l.Dataset != nil && !f.fs.Changed("turns") { // a conversation's own length (load refuses a dataset of none)
+		s.turns = max(l.Dataset.MostTurns(), 1)
 	}
 	if s.turns < 1 || s.turns > load.MaxTurns {
 		return usagef("--turns: %d is not within 1..%d", s.turns, load.MaxTurns)

@@ -40,7 +40,7 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	words := promptLen
 	var req probe.Request
 	if item != nil && item.turn != nil { // a session's turn: its context so far
-		req.Prompt, words, promptLen = item.Prompt, 0, item.Input
+		req, words, promptLen = item.turn.request(), 0, item.Input
 	} else if item != nil {
 		req, words, promptLen, outputLen = e.traceRequest(item, k)
 	} else if e.cfg.Dataset != nil {
