@@ -312,8 +312,9 @@ func (c *conversation) request() probe.Request {
 
 // done takes the answer to the turn in flight: the context grows by the
 // answer's text as the server sent it, or the session ends (its last
-// turn, a failed turn, an answer past the cap).
-func (c *conversation) done(res *probe.Result, prompt int) {
+// turn, a failed turn, an answer past the cap). It returns the whole
+// session's time when the turn completed one.
+func (c *conversation) done(res *probe.Result, prompt int) time.Duration {
 	gen := c.e.curGen.Load()
 	if res.InputTokens > 0 && !res.InputEstimated { // the server's count, the chat template in it
 		prompt = res.InputTokens
@@ -321,12 +322,13 @@ func (c *conversation) done(res *probe.Result, prompt int) {
 	c.s.turnDone(gen, c.turn, res, prompt)
 	if !res.OK() {
 		c.turn = 0
-		return
+		return 0
 	}
 	if c.turn == c.turns {
-		c.s.sessionDone(gen, time.Since(c.began))
+		d := time.Since(c.began)
+		c.s.sessionDone(gen, d)
 		c.turn = 0
-		return
+		return d
 	}
 	if text := c.answer.String(); text != "" { // an answer of no text (reasoning only) adds no turn
 		c.msgs = append(c.msgs, probe.Message{Role: "assistant", Content: text})
@@ -340,6 +342,7 @@ func (c *conversation) done(res *probe.Result, prompt int) {
 	if c.answer.Truncated() || c.bytes > c.maxBytes() {
 		c.turn = 0 // the context passed its cap: a new session
 	}
+	return 0
 }
 
 // think waits the think time before a session's next turn (none before a
