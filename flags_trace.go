@@ -59,8 +59,8 @@ func (f *loadFlags) traceShape(l *load.Config) error {
 
 // sessionFlags are the flags of multi-turn sessions.
 type sessionFlags struct {
-	n, turns int
-	think    time.Duration
+	n, turns, bytes int
+	think           time.Duration
 }
 
 // addSessions: conversations of several turns instead of single requests.
@@ -69,13 +69,14 @@ func (f *loadFlags) addSessions(fs *pflag.FlagSet) {
 	fs.IntVar(&s.n, "sessions", 0, "multi-turn sessions: N conversations at once (the closed loop's concurrency), each turn's prompt the context so far")
 	fs.IntVar(&s.turns, "turns", 5, "with --sessions: turns in a session, then a new one starts (with a ShareGPT --dataset: its conversations' human turns, up to --turns if given)")
 	fs.DurationVar(&s.think, "think", 0, "with --sessions: the wait between an answer and the session's next turn")
+	fs.IntVar(&s.bytes, "session-bytes", load.DefaultSessionBytes, "with --sessions: the cap on a session's context in bytes, past which it starts again")
 }
 
 // sessionShape reads the session flags into l.
 func (f *loadFlags) sessionShape(l *load.Config) error {
 	s := &f.sessions
 	if s.n == 0 {
-		for _, name := range []string{"turns", "think", "sessions"} {
+		for _, name := range []string{"turns", "think", "session-bytes", "sessions"} {
 			if f.fs.Changed(name) {
 				return usagef("--%s needs --sessions N (N at least 1)", name)
 			}
@@ -100,6 +101,6 @@ func (f *loadFlags) sessionShape(l *load.Config) error {
 		return usagef("--think: %v is negative", s.think)
 	}
 	l.Knobs.Concurrency, l.Knobs.Mode = s.n, load.ClosedLoop
-	l.Sessions = load.Sessions{Turns: s.turns, Think: s.think}
+	l.Sessions = load.Sessions{Turns: s.turns, Think: s.think, MaxBytes: s.bytes} // load refuses a negative cap
 	return nil
 }

@@ -113,6 +113,12 @@ func TestRunSessions(t *testing.T) {
 			t.Errorf("%v: exit %d, %s\n%s", c.args, code, errb.String(), out.String())
 		}
 	}
+	// A context cap of 1500 bytes holds two turns of 100 words.
+	out.Reset()
+	if code := run([]string{"run", "--sessions", "1", "--session-bytes", "1500", "--prompt-tokens", "100", "--output-tokens", "3", "--requests", "5", "--sim-preset", "fast"}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "0 sessions done · 2 started again at the context's cap") {
+		t.Errorf("--session-bytes 1500: exit %d\n%s", code, out.String())
+	}
 	for _, c := range []struct {
 		args []string
 		err  string
@@ -121,6 +127,8 @@ func TestRunSessions(t *testing.T) {
 		{[]string{"--sessions", "2", "-c", "4"}, "--sessions sets the concurrency and the prompts: it does not go with --concurrency"},
 		{[]string{"--sessions", "2", "--turns", "0"}, "--turns: 0 is not within 1..100"},
 		{[]string{"--sessions", "2", "--dataset", "load/testdata/prompts.jsonl"}, "a JSONL dataset is single prompts"},
+		{[]string{"--sessions", "2", "--session-bytes", "-1"}, "the context cap -1 bytes is negative"},
+		{[]string{"--session-bytes", "100"}, "--session-bytes needs --sessions N"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(append([]string{"run"}, c.args...), &out, &errb); code != 2 || !strings.Contains(errb.String(), c.err) {

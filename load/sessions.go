@@ -99,9 +99,13 @@ type TurnFigures struct {
 // time of whole sessions (first turn's start to last answer, think times
 // included). The zero value is no sessions.
 type SessionFigures struct {
-	On           bool
-	Turns        []TurnFigures
-	Completed    int64 // sessions that ran every turn
+	On        bool
+	Turns     []TurnFigures
+	Completed int64 // sessions that ran every turn
+	// Capped counts the sessions started again before their last turn
+	// because the context would pass its cap (Sessions.MaxBytes, the
+	// model's context).
+	Capped       int64
 	SessionTime  Dist
 	Think        time.Duration
 	TurnsPerSess int
@@ -117,6 +121,7 @@ type sessionStats struct {
 	gen      int64
 	turns    []turnHist
 	sessions turnHist
+	capped   int64
 }
 
 type turnHist struct {
@@ -141,6 +146,7 @@ func (s *sessionStats) clear() {
 		s.turns[i] = turnHist{ttft: newHist(), e2e: newHist()}
 	}
 	s.sessions = turnHist{e2e: newHist()}
+	s.capped = 0
 }
 
 // resetTo forgets the figures once the engine's reset generation moved
@@ -185,6 +191,14 @@ func (s *sessionStats) sessionDone(gen int64, d time.Duration) {
 	record(s.sessions.e2e, &s.sessions.e2eM, d)
 }
 
+// cut counts a session started again at the context's cap.
+func (s *sessionStats) cut(gen int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resetTo(gen)
+	s.capped++
+}
+
 // figures are the sessions' figures now.
 func (s *sessionStats) figures(gen int64) SessionFigures {
 	if s == nil {
@@ -193,7 +207,7 @@ func (s *sessionStats) figures(gen int64) SessionFigures {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resetTo(gen)
-	f := SessionFigures{On: true, Completed: s.sessions.ok, SessionTime: summarise(s.sessions.e2e, s.sessions.e2eM),
+	f := SessionFigures{On: true, Completed: s.sessions.ok, Capped: s.capped, SessionTime: summarise(s.sessions.e2e, s.sessions.e2eM),
 		Think: s.cfg.Think, TurnsPerSess: s.cfg.Turns}
 	for i, t := range s.turns {
 		tf := TurnFigures{Turn: i + 1, Completed: t.ok, Failed: t.failed, TTFT: summarise(t.ttft, t.ttftM), E2E: summarise(t.e2e, t.e2eM)}
@@ -267,6 +281,7 @@ func (c *conversation) next(k Knobs) *TraceEntry {
 	}
 	text := c.userText(k)
 	if c.turn > 1 && c.passesCap(k, text) {
+		c.s.cut(c.e.curGen.Load())
 		c.start()
 		text = c.userText(k)
 	}
@@ -340,6 +355,7 @@ func (c *conversation) done(res *probe.Result, prompt int) time.Duration {
 	}
 	c.turn++
 	if c.answer.Truncated() || c.bytes > c.maxBytes() {
+		c.s.cut(gen)
 		c.turn = 0 // the context passed its cap: a new session
 	}
 	return 0

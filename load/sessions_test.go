@@ -273,5 +273,8 @@ func TestConversationCapped(t *testing.T) {
 		if !slices.Equal(turns, tc.want) {
 			t.Errorf("%s: turns %v, want %v", tc.name, turns, tc.want)
 		}
+		if f := e.sessions.figures(0); f.Capped != 2 || f.Completed != 0 {
+			t.Errorf("%s: %d sessions cut at the cap, %d done; want 2 and 0", tc.name, f.Capped, f.Completed)
+		}
 	}
 }

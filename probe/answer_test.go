@@ -1,10 +1,12 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/infertop/infertop/sim"
@@ -116,4 +118,26 @@ func TestAnswerTextCapped(t *testing.T) {
 	if a.Len() != 0 || a.Truncated() {
 		t.Errorf("after Reset: %q %v", a.String(), a.Truncated())
 	}
+}
+
+// BenchmarkReadStreamAnswer is BenchmarkReadStream's stream read by a
+// request that keeps its answer's text (a session's turn): the cost of the
+// second read of each message, paid by such requests only.
+func BenchmarkReadStreamAnswer(b *testing.B) {
+	payload := []byte(benchStream(b))
+	c, _ := New(Config{URL: "http://127.0.0.1:1/v1/chat/completions"})
+	live := &Live{Origin: time.Now()}
+	live.Reserve(256)
+	ans := &AnswerText{}
+	b.ReportAllocs()
+	for b.Loop() {
+		res := Result{Start: time.Now()}
+		live.Begin(res.Start)
+		ans.Reset()
+		c.readStream(context.Background(), bytes.NewReader(payload), frameSSE, &res, Request{MaxTokens: 200, Live: live, Answer: ans})
+		if !res.OK() || res.Messages != 200 || ans.Len() == 0 {
+			b.Fatalf("%d messages, %v, %d bytes of answer", res.Messages, res.Err, ans.Len())
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*200), "ns/msg")
 }

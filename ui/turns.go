@@ -23,6 +23,9 @@ func (m *Model) turnsPanel(w, h int) string {
 	if f.SessionTime.Count > 0 {
 		extra += ", session p50 " + Duration(f.SessionTime.P50)
 	}
+	if f.Capped > 0 {
+		extra += fmt.Sprintf(", %d cut at the cap", f.Capped)
+	}
 	lines := []string{m.title("Turns", extra, w)}
 	cols := []struct {
 		name  string

@@ -44,6 +44,9 @@ type traceView struct {
 func turns(name string, s *report.SessionsJSON) turnsView {
 	v := turnsView{Name: name, Sessions: s.Completed,
 		Head: fmt.Sprintf("Sessions of %d turns (think %s) · %d sessions done", s.TurnsPerSession, fmtDuration(s.ThinkS*1000), s.Completed)}
+	if s.Capped > 0 {
+		v.Head += fmt.Sprintf(" · %d started again at the context's cap", s.Capped)
+	}
 	if d := s.SessionTime; d.Count > 0 {
 		v.Session = fmt.Sprintf("A whole session (first turn's start to last answer, think times in it): p50 %s, p90 %s, p99 %s, mean %s, max %s over %d sessions",
 			fmtMS(d.P50), fmtMS(d.P90), fmtMS(d.P99), fmtMS(d.Mean), fmtMS(d.Max), d.Count)

@@ -18,7 +18,7 @@ func withSessions(t *testing.T, n int) []byte {
 	if err := json.Unmarshal([]byte(minimal), &res); err != nil {
 		t.Fatal(err)
 	}
-	s := &report.SessionsJSON{TurnsPerSession: n, ThinkS: 2, Completed: 4, SessionTime: report.DistJSON{Count: 4, P50: 9100, P90: 9800, P99: 9900, Mean: 9200, Max: 9950}}
+	s := &report.SessionsJSON{TurnsPerSession: n, ThinkS: 2, Completed: 4, Capped: 2, SessionTime: report.DistJSON{Count: 4, P50: 9100, P90: 9800, P99: 9900, Mean: 9200, Max: 9950}}
 	for i := range n {
 		s.Turns = append(s.Turns, report.TurnJSON{Turn: i + 1, Completed: 4, Failed: int64(i % 2), PromptTokens: float64(250 * (i + 1)),
 			TTFT: report.DistJSON{Count: 4, P50: 80 + float64(i), P99: 120 + float64(i), Mean: 90}, E2E: report.DistJSON{Count: 4, P50: 700, P99: 900}})
@@ -44,7 +44,7 @@ func TestTurnsAndTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := html.UnescapeString(out.String())
-	for _, want := range []string{"Sessions, turn by turn", "Sessions of 5 turns (think 2 s) · 4 sessions done",
+	for _, want := range []string{"Sessions, turn by turn", "Sessions of 5 turns (think 2 s) · 4 sessions done · 2 started again at the context's cap",
 		"A whole session (first turn's start to last answer, think times in it): p50 9100 ms, p90 9800 ms, p99 9900 ms, mean 9200 ms, max 9950 ms over 4 sessions",
 		"<tr><td>1</td><td>4</td><td>0</td><td>250</td><td>80.0 ms</td><td>120 ms</td><td>90.0 ms</td><td>700 ms</td><td>900 ms</td></tr>",
 		`<td class="bad">1</td><td>500</td><td>81.0 ms</td>`, `id="turns-ttft" data-lines="2"`,
