@@ -141,3 +141,30 @@ func BenchmarkReadStreamAnswer(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*200), "ns/msg")
 }
+
+// FuzzAnswerText: any message, in any protocol, adds at most the cap and
+// never panics; a whole answer too.
+func FuzzAnswerText(f *testing.F) {
+	for _, s := range []string{
+		`{"choices":[{"index":0,"delta":{"content":" hello"}}]}`, `{"choices":[{"text":" w"}]}`,
+		`{"message":{"content":"Hi"},"done":false}`, `{"token":{"text":" Deep","special":false}}`,
+		`{"type":"response.output_text.delta","delta":" x"}`, `{"type":"content_block_delta","delta":{"type":"text_delta","text":"é"}}`,
+		`{"output":"the sea"}`, `[{"generated_text":"a"}]`, `{"choices":[null]}`, `{"type":"message","content":[{"type":"text","text":"t"}]}`,
+	} {
+		for kind := range 7 {
+			f.Add(uint8(kind), false, []byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, whole bool, data []byte) {
+		protos := []protocol{&openaiProto{chat: true, stream: true}, &openaiProto{stream: true}, &ollamaProto{chat: true, stream: true},
+			&tgiProto{stream: !whole}, &responsesProto{stream: !whole}, &anthropicProto{stream: !whole},
+			&genericProto{opts: GenericOptions{OutputPath: "output", Stream: "none"}}}
+		a := &AnswerText{Max: 16}
+		for range 3 {
+			a.take(protos[int(kind)%len(protos)], data, whole)
+		}
+		if a.Len() > 16 {
+			t.Fatalf("%d bytes kept past a cap of 16", a.Len())
+		}
+	})
+}
