@@ -105,17 +105,21 @@ type SessionFigures struct {
 	// Capped counts the sessions started again before their last turn
 	// because the context would pass its cap (Sessions.MaxBytes, the
 	// model's context).
-	Capped       int64
-	SessionTime  Dist
-	Think        time.Duration
-	TurnsPerSess int
+	Capped int64
+	// Conversations is true when the sessions are a dataset's
+	// conversations: each runs its own turns, up to TurnsPerSess.
+	Conversations bool
+	SessionTime   Dist
+	Think         time.Duration
+	TurnsPerSess  int
 }
 
 // sessionStats are the sessions' histograms, kept by the workers under
 // mu (one lock a request, off the per-message path).
 type sessionStats struct {
-	cfg Sessions
-	seq atomic.Uint64 // numbers sessions
+	cfg   Sessions
+	convs bool          // the sessions are a dataset's conversations
+	seq   atomic.Uint64 // numbers sessions
 
 	mu       sync.Mutex
 	gen      int64
@@ -135,7 +139,7 @@ func newSessionStats(c *Config) *sessionStats {
 	if !c.Sessions.set() {
 		return nil
 	}
-	s := &sessionStats{cfg: c.Sessions}
+	s := &sessionStats{cfg: c.Sessions, convs: c.Dataset != nil}
 	s.clear()
 	return s
 }
@@ -207,7 +211,7 @@ func (s *sessionStats) figures(gen int64) SessionFigures {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resetTo(gen)
-	f := SessionFigures{On: true, Completed: s.sessions.ok, Capped: s.capped, SessionTime: summarise(s.sessions.e2e, s.sessions.e2eM),
+	f := SessionFigures{On: true, Completed: s.sessions.ok, Capped: s.capped, Conversations: s.convs, SessionTime: summarise(s.sessions.e2e, s.sessions.e2eM),
 		Think: s.cfg.Think, TurnsPerSess: s.cfg.Turns}
 	for i, t := range s.turns {
 		tf := TurnFigures{Turn: i + 1, Completed: t.ok, Failed: t.failed, TTFT: summarise(t.ttft, t.ttftM), E2E: summarise(t.e2e, t.e2eM)}

@@ -234,7 +234,7 @@ func TestSessionsFromShareGPT(t *testing.T) {
 	if !slices.Equal(lens[:3], []int{3, 1, 3}) && !slices.Equal(lens[:3], []int{1, 3, 3}) && !slices.Equal(lens[:3], []int{3, 3, 1}) {
 		t.Errorf("sessions of %v turns, want 3, 1 and 3 in some order", lens)
 	}
-	if f := snap.Sessions; len(f.Turns) != 3 || f.Completed < 3 || f.Turns[0].Completed < f.Turns[2].Completed || f.Turns[0].Completed == f.Turns[1].Completed {
+	if f := snap.Sessions; len(f.Turns) != 3 || f.Completed < 3 || !f.Conversations || f.Turns[0].Completed < f.Turns[2].Completed || f.Turns[0].Completed == f.Turns[1].Completed {
 		t.Errorf("figures: %+v", f)
 	}
 }

@@ -42,8 +42,12 @@ type traceView struct {
 }
 
 func turns(name string, s *report.SessionsJSON) turnsView {
+	upTo := ""
+	if s.Conversations { // a dataset's: each ran its own turns
+		upTo = "up to "
+	}
 	v := turnsView{Name: name, Sessions: s.Completed,
-		Head: fmt.Sprintf("Sessions of %d turns (think %s) · %d sessions done", s.TurnsPerSession, fmtDuration(s.ThinkS*1000), s.Completed)}
+		Head: fmt.Sprintf("Sessions of %s%d turns (think %s) · %d sessions done", upTo, s.TurnsPerSession, fmtDuration(s.ThinkS*1000), s.Completed)}
 	if s.Capped > 0 {
 		v.Head += fmt.Sprintf(" · %d started again at the context's cap", s.Capped)
 	}

@@ -66,6 +66,14 @@ func TestTurnsAndTrace(t *testing.T) {
 	if n := strings.Count(page, "<tr><td>"); n != maxTurnRows+3+2 || !strings.Contains(page, "the first 100 turns of 300 shown") || !strings.Contains(page, `data-lines="4"`) {
 		t.Errorf("%d rows of 300 and 3 turns, want %d and a note, and 4 lines on the chart", n, maxTurnRows+3+2)
 	}
+	var conv result
+	json.Unmarshal(withSessions(t, 3), &conv)
+	conv.Infertop.Sessions.Conversations = true
+	doc, _ := json.Marshal(conv)
+	out.Reset()
+	if err := Write(&out, []Run{{Name: "c", JSON: doc}}); err != nil || !strings.Contains(out.String(), "Sessions of up to 3 turns") {
+		t.Errorf("a dataset's conversations: %v", err)
+	}
 	out.Reset()
 	if err := Write(&out, []Run{{Name: "plain", JSON: []byte(minimal)}}); err != nil {
 		t.Fatal(err)
