@@ -239,6 +239,11 @@ type conversation struct {
 	bytes, words int      // msgs' contents, in bytes and in words
 	tokens       int      // the server's count of the last prompt plus its answer (0: not known)
 	user         []string // a dataset conversation's user turns; nil: synthesised
+	// pending is the next turn's user message, made when the last answer
+	// came (to know before the think time whether it passes the cap),
+	// for a prompt knob of pendingFor tokens.
+	pending    string
+	pendingFor int
 	answer       probe.AnswerText
 	began        time.Time
 	entry        TraceEntry
@@ -263,7 +268,7 @@ func (c *conversation) maxBytes() int {
 // start begins a new session.
 func (c *conversation) start() {
 	c.id, c.turn, c.turns, c.began = c.s.seq.Add(1), 1, c.s.cfg.Turns, time.Now()
-	c.msgs, c.bytes, c.words, c.tokens, c.user = c.msgs[:0], 0, 0, 0, nil
+	c.msgs, c.bytes, c.words, c.tokens, c.user, c.pending = c.msgs[:0], 0, 0, 0, nil, ""
 	if d := c.e.cfg.Dataset; d != nil {
 		c.user = d.takeConversation()
 		c.turns = min(c.turns, len(c.user))
@@ -296,8 +301,15 @@ func (c *conversation) next(k Knobs) *TraceEntry {
 	return &c.entry
 }
 
-// userText is the user's message of the turn to send.
+// userText is the user's message of the turn to send: the one made when
+// the last answer came, unless the prompt knob has moved since.
 func (c *conversation) userText(k Knobs) string {
+	if text := c.pending; text != "" {
+		c.pending = ""
+		if c.user != nil || c.pendingFor == k.PromptTokens {
+			return text
+		}
+	}
 	if c.user != nil {
 		return c.user[c.turn-1]
 	}
@@ -358,7 +370,11 @@ func (c *conversation) done(res *probe.Result, prompt int) time.Duration {
 		c.tokens = res.InputTokens + res.AnswerTokens() // the reasoning is not in the context
 	}
 	c.turn++
-	if c.answer.Truncated() || c.bytes > c.maxBytes() {
+	// The next turn's message now: a session it would take past the cap
+	// ends here, and the next starts without a think time.
+	k := c.e.Knobs()
+	c.pending, c.pendingFor = c.userText(k), k.PromptTokens
+	if c.answer.Truncated() || c.bytes > c.maxBytes() || c.passesCap(k, c.pending) {
 		c.s.cut(gen)
 		c.turn = 0 // the context passed its cap: a new session
 	}

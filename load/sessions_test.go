@@ -261,7 +261,7 @@ func TestConversationCapped(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := e.conversationFor()
-		var turns []int
+		var turns, after []int
 		for range 5 {
 			en := c.next(e.Knobs())
 			turns = append(turns, c.turn)
@@ -269,6 +269,12 @@ func TestConversationCapped(t *testing.T) {
 				t.Errorf("%s: turn %d's context is %d bytes, over the cap", tc.name, c.turn, c.bytes)
 			}
 			c.done(&probe.Result{Class: probe.OK, InputTokens: en.Input + 2, OutputTokens: 5}, 0)
+			after = append(after, c.turn)
+		}
+		// The cut is known when the answer comes: no think time before
+		// the new session (think waits only before a turn past the first).
+		if !slices.Equal(after, []int{2, 0, 2, 0, 2}) {
+			t.Errorf("%s: the next turns after each answer %v, want [2 0 2 0 2]", tc.name, after)
 		}
 		if !slices.Equal(turns, tc.want) {
 			t.Errorf("%s: turns %v, want %v", tc.name, turns, tc.want)
