@@ -244,9 +244,9 @@ type conversation struct {
 	// for a prompt knob of pendingFor tokens.
 	pending    string
 	pendingFor int
-	answer       probe.AnswerText
-	began        time.Time
-	entry        TraceEntry
+	answer     probe.AnswerText
+	began      time.Time
+	entry      TraceEntry
 }
 
 // conversationFor is worker's session, nil without sessions.
