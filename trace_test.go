@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -13,10 +14,13 @@ import (
 func TestRunTrace(t *testing.T) {
 	t.Parallel()
 	var out, errb bytes.Buffer
-	jsonPath := t.TempDir() + "/r.json"
-	code := run([]string{"run", "--trace", "load/testdata/trace/mooncake.jsonl", "--trace-speed", "2", "--sim-preset", "fast", "--json", jsonPath}, &out, &errb)
+	jsonPath, htmlPath := t.TempDir()+"/r.json", t.TempDir()+"/r.html"
+	code := run([]string{"run", "--trace", "load/testdata/trace/mooncake.jsonl", "--trace-speed", "2", "--sim-preset", "fast", "--json", jsonPath, "--html", htmlPath}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	if page, _ := os.ReadFile(htmlPath); !strings.Contains(string(page), `<section id="trace"><h2>Trace replay</h2>`) || !strings.Contains(string(page), "5 arrivals of 5 entries") {
+		t.Errorf("the HTML report lacks the replay:\n%s", page)
 	}
 	doc, err := os.ReadFile(jsonPath)
 	if err != nil {
@@ -60,11 +64,17 @@ func TestRunTrace(t *testing.T) {
 func TestRunSessions(t *testing.T) {
 	t.Parallel()
 	var out, errb bytes.Buffer
-	jsonPath := t.TempDir() + "/r.json"
+	jsonPath, htmlPath := t.TempDir()+"/r.json", t.TempDir()+"/r.html"
 	code := run([]string{"run", "--sessions", "2", "--turns", "3", "--think", "1ms", "--requests", "12", "--prompt-tokens", "20", "--output-tokens", "4",
-		"--sim-preset", "fast", "--json", jsonPath}, &out, &errb)
+		"--sim-preset", "fast", "--json", jsonPath, "--html", htmlPath}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	page, _ := os.ReadFile(htmlPath)
+	for _, want := range []string{"Sessions, turn by turn", "Sessions of 3 turns (think 1 ms)", "A whole session", `id="turns-ttft"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the HTML report lacks %q", want)
+		}
 	}
 	for _, want := range []string{"Sessions of 3 turns (think 1ms)", "turn  done  failed  prompt tok"} {
 		if !strings.Contains(out.String(), want) {
@@ -91,6 +101,24 @@ func TestRunSessions(t *testing.T) {
 	if len(turns) != 3 || turns[2].Turn != 3 || done != 12 {
 		t.Errorf("the JSON's turns: %+v", turns)
 	}
+	// A ShareGPT file's conversations: as many turns as the longest has
+	// human turns, unless --turns says fewer.
+	for _, c := range []struct {
+		args  []string
+		turns int
+	}{{nil, 4}, {[]string{"--turns", "2"}, 2}} {
+		var out, errb bytes.Buffer
+		args := append([]string{"run", "--sessions", "1", "--dataset", "load/testdata/sharegpt-sessions.json", "--requests", "8", "--output-tokens", "3", "--sim-preset", "fast"}, c.args...)
+		if code := run(args, &out, &errb); code != 0 || !strings.Contains(out.String(), fmt.Sprintf("Sessions of up to %d turns", c.turns)) {
+			t.Errorf("%v: exit %d, %s\n%s", c.args, code, errb.String(), out.String())
+		}
+	}
+	// A context cap of 1500 bytes holds two turns of 100 words.
+	out.Reset()
+	if code := run([]string{"run", "--sessions", "1", "--session-bytes", "1500", "--prompt-tokens", "100", "--output-tokens", "3", "--requests", "5", "--sim-preset", "fast"}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "0 sessions done · 2 started again at the context's cap") {
+		t.Errorf("--session-bytes 1500: exit %d\n%s", code, out.String())
+	}
 	for _, c := range []struct {
 		args []string
 		err  string
@@ -98,6 +126,9 @@ func TestRunSessions(t *testing.T) {
 		{[]string{"--turns", "3"}, "--turns needs --sessions N"},
 		{[]string{"--sessions", "2", "-c", "4"}, "--sessions sets the concurrency and the prompts: it does not go with --concurrency"},
 		{[]string{"--sessions", "2", "--turns", "0"}, "--turns: 0 is not within 1..100"},
+		{[]string{"--sessions", "2", "--dataset", "load/testdata/prompts.jsonl"}, "a JSONL dataset is single prompts"},
+		{[]string{"--sessions", "2", "--session-bytes", "-1"}, "the context cap -1 bytes is negative"},
+		{[]string{"--session-bytes", "100"}, "--session-bytes needs --sessions N"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(append([]string{"run"}, c.args...), &out, &errb); code != 2 || !strings.Contains(errb.String(), c.err) {

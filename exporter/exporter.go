@@ -1,7 +1,8 @@
 // Package exporter serves infertop's client-side view of the load in the
 // Prometheus exposition format (--metrics-addr), so a dashboard can follow
 // a rollout: request, TTFT, TPOT, ITL and E2E histograms, token and error
-// counters by class, in-flight and knob gauges, and the SLOs' state.
+// counters by class, in-flight and knob gauges, and the SLOs' state; a
+// sessions run's TTFT by turn and session time, a replay's lag.
 package exporter
 
 import (
@@ -91,6 +92,9 @@ type Exporter struct {
 	// the counter has not yet paid (see Progress), behind tokMu.
 	tokMu   sync.Mutex
 	tokOwed int64
+	// sessions and trace are a sessions run's and a replay's series.
+	sessions *sessionSeries
+	trace    *traceSeries
 }
 
 // New builds an exporter for the given objectives.
@@ -149,7 +153,8 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 	x.groupTPOT = groupHist("infertop_group_tpot_seconds", "Time per output token after the first, by the group that answered (--split-by).", tokBuckets())
 	x.groupE2E = groupHist("infertop_group_e2e_seconds", "Time to the last output-bearing message, by the group that answered (--split-by).", e2eBuckets())
 	x.groupNames = map[string]string{}
-	reg.MustRegister(x.windowQ, x.window, x.flow, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.ttfo, x.outTok, x.inTok,
+	x.sessions, x.trace = newSessionSeries(), newTraceSeries()
+	reg.MustRegister(x.sessions.ttft, x.sessions.session, x.trace, x.windowQ, x.window, x.flow, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.ttfo, x.outTok, x.inTok,
 		x.conc, x.prompt, x.output, x.paused, x.sloHeld, x.groupReq, x.groupTTFT, x.groupTPOT, x.groupE2E)
 	if process {
 		x.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -165,6 +170,9 @@ func (x *Exporter) Observe(r load.Record) {
 	x.flow.finish(r.Class)
 	if r.Group != "" {
 		x.observeGroup(r)
+	}
+	if r.Turn > 0 {
+		x.sessions.observe(r)
 	}
 	if !r.OK() {
 		return
@@ -275,6 +283,7 @@ func (x *Exporter) Update(s load.Snapshot, fig slo.Figures) {
 	// Never the run's figures, which a reset sets back to zero: a
 	// Prometheus counter only goes up.
 	x.flow.set(s.SentEver, s.IncompleteEver)
+	x.trace.set(s.Trace)
 	x.conc.Set(float64(s.Knobs.Concurrency))
 	x.prompt.Set(float64(s.Knobs.PromptTokens))
 	x.output.Set(float64(s.Knobs.OutputTokens))

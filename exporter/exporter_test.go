@@ -151,7 +151,10 @@ func TestGrafanaDashboard(t *testing.T) {
 	x.Observe(load.Record{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: time.Millisecond, E2E: time.Millisecond}})
 	// A split's request: the group series show only once one is seen.
 	x.Observe(load.Record{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: time.Millisecond, E2E: time.Millisecond, Group: "g"}})
-	x.Update(load.Snapshot{}, slo.Figures{})
+	// A session's turn and a replay's snapshot: their series show only
+	// in such runs.
+	x.Observe(load.Record{Result: probe.Result{Status: 200, HasTTFT: true, TTFT: time.Millisecond, E2E: time.Millisecond}, Turn: 1})
+	x.Update(load.Snapshot{Trace: load.TraceStatus{On: true, Speed: 1}}, slo.Figures{})
 	fams, err := x.reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -206,6 +206,10 @@ type Record struct {
 	// Good is true when the request met the goodput limits; Warmup when it
 	// belongs to the warm-up.
 	Good, Warmup bool
+	// Turn is a session's turn the request was (1..Sessions.Turns; 0: no
+	// session), Session the whole session's time when it ended one.
+	Turn    int
+	Session time.Duration
 
 	// Live holds the request's message times, valid during the OnResult
 	// call that received the record only (the engine reuses it after).

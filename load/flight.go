@@ -23,6 +23,8 @@ type flight struct {
 	intended time.Time     // the open loop's scheduled send time (zero when closed)
 	prompt   int           // the prompt length asked for, when the server reports none
 	words    int           // the prompt's length in the generator's words
+	turn     int           // a session's turn (0: none); session, the whole session's time when it ended one
+	session  time.Duration
 
 	res probe.Result // set when it ended, before it is handed to the aggregator
 

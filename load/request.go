@@ -40,7 +40,7 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	words := promptLen
 	var req probe.Request
 	if item != nil && item.turn != nil { // a session's turn: its context so far
-		req.Prompt, words, promptLen = item.Prompt, 0, item.Input
+		req, words, promptLen = item.turn.request(), 0, item.Input
 	} else if item != nil {
 		req, words, promptLen, outputLen = e.traceRequest(item, k)
 	} else if e.cfg.Dataset != nil {
@@ -60,6 +60,10 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	req.MaxTokens = outputLen
 	f := sl.take(e.t0)
 	f.phase, f.intended, f.prompt, f.words = ph, intended, promptLen, words
+	f.turn, f.session = 0, 0
+	if item != nil && item.turn != nil {
+		f.turn = item.turn.turn
+	}
 	req.Live = &f.live
 	e.inflight.Add(1)
 	e.sentAll.Add(1)
@@ -77,7 +81,7 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	}
 	f.res = res
 	if item != nil && item.turn != nil { // the session's context grows by the answer
-		item.turn.done(&res, promptLen)
+		f.session = item.turn.done(&res, promptLen)
 	}
 	select {
 	case e.results <- f:

@@ -16,10 +16,15 @@ import (
 
 // Sessions are multi-turn conversations: each closed-loop worker holds one
 // session, sending its next turn when the last answer has come and Think
-// has passed, the prompt growing by every turn (the last prompt, the
-// answer's stand-in, a new user message of about the prompt knob's
-// tokens); after Turns turns it starts a new session. The zero value is
-// no sessions.
+// has passed, the context growing by every turn: the user's messages and
+// the server's real answers (their text as it was sent, kept per session
+// off the per-message path, see probe.AnswerText). The chat APIs get the
+// turns as messages (user, assistant, ...), the others one prompt of
+// them joined. A user message is one of about the prompt knob's tokens,
+// or, with a dataset (Config.Dataset, a ShareGPT file), the next human
+// turn of the session's conversation, which then runs its turns up to
+// Turns. After its last turn a worker starts a new session. The zero
+// value is no sessions.
 type Sessions struct {
 	// Turns is the number of turns in a session (at least 1 when set).
 	Turns int
@@ -54,7 +59,7 @@ func (s Sessions) check() error {
 }
 
 // prepareSessions checks a configuration's sessions: the closed loop,
-// synthesised prompts.
+// synthesised prompts or a dataset's conversations.
 func (c *Config) prepareSessions() error {
 	s := c.Sessions
 	if !s.set() && s == (Sessions{}) {
@@ -66,8 +71,10 @@ func (c *Config) prepareSessions() error {
 	switch {
 	case !s.set():
 		return &SettingError{SettingSessions, errors.New("a think time or a context cap needs a number of turns")}
-	case c.Trace != nil || c.Dataset != nil:
-		return &SettingError{SettingSessions, errors.New("sessions synthesise their turns: they do not go with a trace or a dataset")}
+	case c.Trace != nil:
+		return &SettingError{SettingSessions, errors.New("sessions send conversations: they do not go with a trace")}
+	case c.Dataset != nil && c.Dataset.Conversations() == 0:
+		return &SettingError{SettingSessions, errors.New("sessions take a dataset's conversations, and this one has none: give a ShareGPT file (a JSONL dataset is single prompts)")}
 	case c.Knobs.Mode == OpenLoop:
 		return &SettingError{SettingSessions, errors.New("sessions are the closed loop's (one a worker): they do not go with a rate")}
 	}
@@ -92,25 +99,33 @@ type TurnFigures struct {
 // time of whole sessions (first turn's start to last answer, think times
 // included). The zero value is no sessions.
 type SessionFigures struct {
-	On           bool
-	Turns        []TurnFigures
-	Completed    int64 // sessions that ran every turn
-	SessionTime  Dist
-	Think        time.Duration
-	TurnsPerSess int
+	On        bool
+	Turns     []TurnFigures
+	Completed int64 // sessions that ran every turn
+	// Capped counts the sessions started again before their last turn
+	// because the context would pass its cap (Sessions.MaxBytes, the
+	// model's context).
+	Capped int64
+	// Conversations is true when the sessions are a dataset's
+	// conversations: each runs its own turns, up to TurnsPerSess.
+	Conversations bool
+	SessionTime   Dist
+	Think         time.Duration
+	TurnsPerSess  int
 }
 
 // sessionStats are the sessions' histograms, kept by the workers under
 // mu (one lock a request, off the per-message path).
 type sessionStats struct {
-	cfg  Sessions
-	seed uint64
-	seq  atomic.Uint64 // numbers sessions
+	cfg   Sessions
+	convs bool          // the sessions are a dataset's conversations
+	seq   atomic.Uint64 // numbers sessions
 
 	mu       sync.Mutex
 	gen      int64
 	turns    []turnHist
 	sessions turnHist
+	capped   int64
 }
 
 type turnHist struct {
@@ -124,7 +139,7 @@ func newSessionStats(c *Config) *sessionStats {
 	if !c.Sessions.set() {
 		return nil
 	}
-	s := &sessionStats{cfg: c.Sessions, seed: c.Seed}
+	s := &sessionStats{cfg: c.Sessions, convs: c.Dataset != nil}
 	s.clear()
 	return s
 }
@@ -135,6 +150,7 @@ func (s *sessionStats) clear() {
 		s.turns[i] = turnHist{ttft: newHist(), e2e: newHist()}
 	}
 	s.sessions = turnHist{e2e: newHist()}
+	s.capped = 0
 }
 
 // resetTo forgets the figures once the engine's reset generation moved
@@ -179,6 +195,14 @@ func (s *sessionStats) sessionDone(gen int64, d time.Duration) {
 	record(s.sessions.e2e, &s.sessions.e2eM, d)
 }
 
+// cut counts a session started again at the context's cap.
+func (s *sessionStats) cut(gen int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resetTo(gen)
+	s.capped++
+}
+
 // figures are the sessions' figures now.
 func (s *sessionStats) figures(gen int64) SessionFigures {
 	if s == nil {
@@ -187,7 +211,7 @@ func (s *sessionStats) figures(gen int64) SessionFigures {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resetTo(gen)
-	f := SessionFigures{On: true, Completed: s.sessions.ok, SessionTime: summarise(s.sessions.e2e, s.sessions.e2eM),
+	f := SessionFigures{On: true, Completed: s.sessions.ok, Capped: s.capped, Conversations: s.convs, SessionTime: summarise(s.sessions.e2e, s.sessions.e2eM),
 		Think: s.cfg.Think, TurnsPerSess: s.cfg.Turns}
 	for i, t := range s.turns {
 		tf := TurnFigures{Turn: i + 1, Completed: t.ok, Failed: t.failed, TTFT: summarise(t.ttft, t.ttftM), E2E: summarise(t.e2e, t.e2eM)}
@@ -200,16 +224,29 @@ func (s *sessionStats) figures(gen int64) SessionFigures {
 }
 
 // conversation is one worker's session: its context so far and the turn
-// it is at. Only its worker touches it.
+// it is at. Only its worker touches it (and, while a turn is out, the
+// request's goroutine its answer).
 type conversation struct {
-	e       *Engine
-	s       *sessionStats
-	id      uint64
-	turn    int // the turn to send next, 1..Turns; 0: a new session
-	history string
-	prompt  string // the turn in flight's prompt
-	began   time.Time
-	entry   TraceEntry
+	e     *Engine
+	s     *sessionStats
+	id    uint64
+	turn  int // the turn to send next, 1..turns; 0: a new session
+	turns int // this session's turns: Sessions.Turns, or fewer from a dataset's conversation
+	// msgs is the context: the user's turns and the answers, ending with
+	// the turn in flight's message. Sent as messages by the chat APIs,
+	// joined into one prompt by the others.
+	msgs         []probe.Message
+	bytes, words int      // msgs' contents, in bytes and in words
+	tokens       int      // the server's count of the last prompt plus its answer (0: not known)
+	user         []string // a dataset conversation's user turns; nil: synthesised
+	// pending is the next turn's user message, made when the last answer
+	// came (to know before the think time whether it passes the cap),
+	// for a prompt knob of pendingFor tokens.
+	pending    string
+	pendingFor int
+	answer     probe.AnswerText
+	began      time.Time
+	entry      TraceEntry
 }
 
 // conversationFor is worker's session, nil without sessions.
@@ -220,29 +257,95 @@ func (e *Engine) conversationFor() *conversation {
 	return &conversation{e: e, s: e.sessions}
 }
 
+// maxBytes is the cap on a session's context in bytes.
+func (c *conversation) maxBytes() int {
+	if c.s.cfg.MaxBytes > 0 {
+		return c.s.cfg.MaxBytes
+	}
+	return DefaultSessionBytes
+}
+
+// start begins a new session.
+func (c *conversation) start() {
+	c.id, c.turn, c.turns, c.began = c.s.seq.Add(1), 1, c.s.cfg.Turns, time.Now()
+	c.msgs, c.bytes, c.words, c.tokens, c.user, c.pending = c.msgs[:0], 0, 0, 0, nil, ""
+	if d := c.e.cfg.Dataset; d != nil {
+		c.user = d.takeConversation()
+		c.turns = min(c.turns, len(c.user))
+	}
+}
+
 // next is the turn to send under the knobs k (nil without sessions): the
-// context so far and a new user message of about k.PromptTokens tokens.
+// context so far and a new user message, the dataset conversation's next
+// or one of about k.PromptTokens tokens. A session whose context would
+// pass its cap with it (bytes, MaxPromptTokens, the model's context less
+// the answer) starts again: a new session's first turn is sent whatever
+// its length, as a single prompt would be.
 func (c *conversation) next(k Knobs) *TraceEntry {
 	if c == nil {
 		return nil
 	}
 	if c.turn == 0 {
-		c.id, c.turn, c.history, c.began = c.s.seq.Add(1), 1, "", time.Now()
+		c.start()
 	}
-	user := c.e.prompts.next(k.PromptTokens, c.turn == 1) // the shared prefix (a system prompt) opens the session only
-	c.prompt = user
-	if c.history != "" {
-		c.prompt = c.history + " " + user
+	text := c.userText(k)
+	if c.turn > 1 && c.passesCap(k, text) {
+		c.s.cut(c.e.curGen.Load())
+		c.start()
+		text = c.userText(k)
 	}
-	c.entry = TraceEntry{Prompt: c.prompt, Input: len(strings.Fields(c.prompt)), turn: c}
+	c.msgs = append(c.msgs, probe.Message{Role: "user", Content: text})
+	c.grow(text)
+	c.answer.Max = c.maxBytes()
+	c.entry = TraceEntry{Input: c.words, turn: c}
 	return &c.entry
 }
 
+// userText is the user's message of the turn to send: the one made when
+// the last answer came, unless the prompt knob has moved since.
+func (c *conversation) userText(k Knobs) string {
+	if text := c.pending; text != "" {
+		c.pending = ""
+		if c.user != nil || c.pendingFor == k.PromptTokens {
+			return text
+		}
+	}
+	if c.user != nil {
+		return c.user[c.turn-1]
+	}
+	// The shared prefix (a system prompt) opens the session only.
+	return c.e.prompts.next(k.PromptTokens, c.turn == 1)
+}
+
+// grow counts text into the context's size.
+func (c *conversation) grow(text string) {
+	c.bytes += len(text) + 1 // and the separator the prompt joins it with
+	c.words += len(strings.Fields(text))
+}
+
+// passesCap reports whether the context with text added would pass a cap.
+// A word is a token or more, and the server's count (its chat template
+// in it) is the better where it gave one.
+func (c *conversation) passesCap(k Knobs, text string) bool {
+	most := MaxPromptTokens
+	if limit := c.e.promptLimit(k.OutputTokens); limit > 0 { // the server's context, less the answer
+		most = min(most, limit)
+	}
+	words := len(strings.Fields(text))
+	return c.bytes+len(text) > c.maxBytes() || max(c.words, c.tokens)+words > most
+}
+
+// request is the turn's request: the context so far, and a buffer for the
+// answer's text, which the next turn carries.
+func (c *conversation) request() probe.Request {
+	return probe.Request{Messages: c.msgs, Answer: &c.answer}
+}
+
 // done takes the answer to the turn in flight: the context grows by the
-// prompt and a stand-in for the answer of as many tokens (the same text
-// for the same session and turn), or the session ends early (a failed
-// turn, a context past its cap).
-func (c *conversation) done(res *probe.Result, prompt int) {
+// answer's text as the server sent it, or the session ends (its last
+// turn, a failed turn, an answer past the cap). It returns the whole
+// session's time when the turn completed one.
+func (c *conversation) done(res *probe.Result, prompt int) time.Duration {
 	gen := c.e.curGen.Load()
 	if res.InputTokens > 0 && !res.InputEstimated { // the server's count, the chat template in it
 		prompt = res.InputTokens
@@ -250,34 +353,32 @@ func (c *conversation) done(res *probe.Result, prompt int) {
 	c.s.turnDone(gen, c.turn, res, prompt)
 	if !res.OK() {
 		c.turn = 0
-		return
+		return 0
 	}
-	if c.turn == c.s.cfg.Turns {
-		c.s.sessionDone(gen, time.Since(c.began))
+	if c.turn == c.turns {
+		d := time.Since(c.began)
+		c.s.sessionDone(gen, d)
 		c.turn = 0
-		return
+		return d
 	}
-	var b strings.Builder
-	b.Grow(len(c.prompt) + 8*res.OutputTokens)
-	b.WriteString(c.prompt)
-	b.WriteByte(' ')
-	blockText(&b, c.s.seed^0x5e55, int64(c.id)<<8|int64(c.turn), max(res.OutputTokens, 1))
-	c.history = b.String()
+	if text := c.answer.String(); text != "" { // an answer of no text (reasoning only) adds no turn
+		c.msgs = append(c.msgs, probe.Message{Role: "assistant", Content: text})
+		c.grow(text)
+	}
+	c.tokens = 0
+	if res.InputTokens > 0 && !res.InputEstimated && !res.OutputEstimated {
+		c.tokens = res.InputTokens + res.AnswerTokens() // the reasoning is not in the context
+	}
 	c.turn++
-	mostBytes := c.s.cfg.MaxBytes
-	if mostBytes == 0 {
-		mostBytes = DefaultSessionBytes
-	}
+	// The next turn's message now: a session it would take past the cap
+	// ends here, and the next starts without a think time.
 	k := c.e.Knobs()
-	most := MaxPromptTokens
-	if limit := c.e.promptLimit(k.OutputTokens); limit > 0 { // the server's context, less the answer
-		most = min(most, limit)
+	c.pending, c.pendingFor = c.userText(k), k.PromptTokens
+	if c.answer.Truncated() || c.bytes > c.maxBytes() || c.passesCap(k, c.pending) {
+		c.s.cut(gen)
+		c.turn = 0 // the context passed its cap: a new session
 	}
-	// A word is a token or more: the next turn's words past the limit are
-	// tokens past it for sure.
-	if len(c.history) > mostBytes || len(strings.Fields(c.history))+k.PromptTokens > most {
-		c.turn = 0 // the context would pass its cap: a new session
-	}
+	return 0
 }
 
 // think waits the think time before a session's next turn (none before a

@@ -233,7 +233,8 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 	good := a.goodput.good(r)
 	warm := f.phase.warmup
 	if a.onResult != nil {
-		rec := Record{Result: *r, PromptTokens: f.prompt, Good: good, At: r.Start.Sub(a.t0), Phase: f.phase.id, Knobs: f.phase.knobs, Warmup: warm, Live: &f.live}
+		rec := Record{Result: *r, PromptTokens: f.prompt, Good: good, At: r.Start.Sub(a.t0), Phase: f.phase.id, Knobs: f.phase.knobs, Warmup: warm, Live: &f.live,
+			Turn: f.turn, Session: f.session}
 		if !f.intended.IsZero() && !warm {
 			rec.Queue = max(r.Start.Sub(f.intended), 0)
 		}

@@ -96,6 +96,9 @@ type Request struct {
 	// Live, if set, is told of every timed message as it arrives (see
 	// Live); Do begins it at the request's Start.
 	Live *Live
+	// Answer, if set, is given the answer's text (see AnswerText); Do
+	// resets it at the request's start.
+	Answer *AnswerText
 }
 
 // Message is one turn of a conversation.
@@ -428,6 +431,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	req.Live.Reserve(min(max(req.MaxTokens, 16), 4096))
 	res.Start = time.Now()
 	req.Live.Begin(res.Start)
+	req.Answer.Reset()
 	resp, err := c.http.Do(hreq)
 	if err != nil && mayRetry(ctx, rctx, tr, err) {
 		// A new timing: the lost attempt's trace may still be written to
@@ -474,7 +478,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	}
 	var u *usage
 	if fr == frameWhole {
-		u = c.readWhole(ctx, resp.Body, &res)
+		u = c.readWhole(ctx, resp.Body, &res, req.Answer)
 	} else {
 		u = c.readStream(ctx, resp.Body, fr, &res, req)
 	}
@@ -717,6 +721,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		if info.output {
 			res.Messages++
 			noteOutput(res, &info, now)
+			if req.Answer != nil && !info.reasoningOnly() {
+				req.Answer.take(c.proto, data, false)
+			}
 		}
 		// In first-chunk mode every message with choices is timed, as vLLM's
 		// benchmark does; otherwise only messages that carry output.
@@ -754,8 +761,9 @@ func capRule(maxTokens int) string {
 }
 
 // readWhole reads a non-streamed JSON answer: no TTFT can be observed, and
-// none is reported (never E2E in its place). It returns the server's usage.
-func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) *usage {
+// none is reported (never E2E in its place). It returns the server's usage;
+// answer, if not nil, is given the answer's text.
+func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result, answer *AnswerText) *usage {
 	whole := c.proto.limits().whole
 	data, err := io.ReadAll(io.LimitReader(body, int64(whole)+1))
 	res.E2E = time.Since(res.Start)
@@ -788,6 +796,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result) *us
 		if info.reasoningOnly() {
 			res.ReasoningMessages = 1
 		}
+		answer.take(c.proto, data, true)
 	}
 	res.Inputs = info.vectors
 	return info.usage

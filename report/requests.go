@@ -150,6 +150,10 @@ type requestLine struct {
 	TTFO            *float64 `json:"ttfo_ms,omitempty"`
 	ReasoningTokens int      `json:"reasoning_tokens,omitempty"`
 	Inputs          int      `json:"inputs,omitempty"`
+	// A session's (--sessions): the turn the request was, from 1, and
+	// the whole session's time when the request ended one.
+	Turn     int     `json:"turn,omitempty"`
+	SessionS float64 `json:"session_s,omitempty"`
 }
 
 // Write logs one request; it reaches the file within FlushEvery. Once
@@ -162,6 +166,7 @@ func (l *RequestsLog) Write(r load.Record) {
 		DNS: ms(r.DNS), Connect: ms(r.Connect), TLS: ms(r.TLS), Reused: r.ConnReused, Proto: r.Proto,
 		RetryAfterS: r.RetryAfter.Seconds(), Good: r.Good, ID: r.ID, ITL: []float64{},
 		Retried: r.Retried, UsageIgnored: r.UsageIgnored, ReasoningTokens: r.ReasoningTokens, Inputs: r.Inputs,
+		Turn: r.Turn, SessionS: r.Session.Seconds(),
 	}
 	if r.HasTTFR {
 		v := ms(r.TTFR)

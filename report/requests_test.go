@@ -84,7 +84,7 @@ func TestRequestsLog(t *testing.T) {
 	if got := strings.Count(s.String(), "\n"); got != 1 {
 		t.Fatalf("%d lines after a tick, want 1: %q", got, s.String())
 	}
-	l.Write(load.Record{Result: probe.Result{Status: 503, Class: probe.HTTP5xx, Err: "HTTP 503: busy", E2E: time.Millisecond}, Phase: 1})
+	l.Write(load.Record{Result: probe.Result{Status: 503, Class: probe.HTTP5xx, Err: "HTTP 503: busy", E2E: time.Millisecond}, Phase: 1, Turn: 3, Session: 1500 * time.Millisecond})
 	if got := strings.Count(s.String(), "\n"); got != 1 {
 		t.Fatalf("%d lines before the next tick, want 1: Write wrote", got)
 	}
@@ -103,6 +103,9 @@ func TestRequestsLog(t *testing.T) {
 	json.Unmarshal([]byte(lines[1]), &second)
 	if first["ttft_ms"] != 20.0 || first["tpot_ms"] != 12.5 || len(first["itl_ms"].([]any)) != 2 || first["good"] != true {
 		t.Errorf("first %v", first)
+	}
+	if first["turn"] != nil || second["turn"] != 3.0 || second["session_s"] != 1.5 {
+		t.Errorf("turns: a plain request's %v, a session's %v (session %v)", first["turn"], second["turn"], second["session_s"])
 	}
 	if second["class"] != "5xx" || second["ttft_ms"] != nil || second["error"] != "HTTP 503: busy" {
 		t.Errorf("second %v", second)

@@ -16,7 +16,10 @@ func writeTurns(b *strings.Builder, f load.SessionFigures) {
 	if !f.On {
 		return
 	}
-	fmt.Fprintf(b, "\nSessions of %d turns (think %s) · %d sessions done", f.TurnsPerSess, f.Think, f.Completed)
+	fmt.Fprintf(b, "\nSessions of %s%d turns (think %s) · %d sessions done", upTo(f.Conversations), f.TurnsPerSess, f.Think, f.Completed)
+	if f.Capped > 0 {
+		fmt.Fprintf(b, " · %d started again at the context's cap", f.Capped)
+	}
 	if d := f.SessionTime; d.Count > 0 {
 		fmt.Fprintf(b, " · session time p50 %s, p99 %s", fms(d.P50), fms(d.P99))
 	}
@@ -30,12 +33,23 @@ func writeTurns(b *strings.Builder, f load.SessionFigures) {
 	tw.Flush()
 }
 
+// upTo is what a sessions heading says of a dataset's conversations:
+// each runs its own turns, up to the turns configured.
+func upTo(conversations bool) string {
+	if conversations {
+		return "up to "
+	}
+	return ""
+}
+
 // SessionsJSON is a result's infertop.sessions: the per-turn table of a
 // sessions run (--sessions) and the time of whole sessions.
 type SessionsJSON struct {
 	TurnsPerSession int        `json:"turns_per_session"`
 	ThinkS          float64    `json:"think_s"`
 	Completed       int64      `json:"sessions_completed"`
+	Capped          int64      `json:"sessions_capped"`
+	Conversations   bool       `json:"conversations"`
 	SessionTime     DistJSON   `json:"session_time"`
 	Turns           []TurnJSON `json:"turns"`
 }
@@ -54,7 +68,7 @@ func sessionsJSON(f load.SessionFigures) *SessionsJSON {
 	if !f.On {
 		return nil
 	}
-	s := &SessionsJSON{TurnsPerSession: f.TurnsPerSess, ThinkS: f.Think.Seconds(), Completed: f.Completed, SessionTime: dist(f.SessionTime), Turns: []TurnJSON{}}
+	s := &SessionsJSON{TurnsPerSession: f.TurnsPerSess, ThinkS: f.Think.Seconds(), Completed: f.Completed, Capped: f.Capped, Conversations: f.Conversations, SessionTime: dist(f.SessionTime), Turns: []TurnJSON{}}
 	for _, t := range f.Turns {
 		s.Turns = append(s.Turns, TurnJSON{Turn: t.Turn, Completed: t.Completed, Failed: t.Failed, PromptTokens: t.PromptTokens, TTFT: dist(t.TTFT), E2E: dist(t.E2E)})
 	}

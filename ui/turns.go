@@ -20,8 +20,14 @@ func (m *Model) turnsNeed() int {
 func (m *Model) turnsPanel(w, h int) string {
 	t, f := m.theme, m.snap.Sessions
 	extra := fmt.Sprintf("%d sessions of %d turns done", f.Completed, f.TurnsPerSess)
+	if f.Conversations {
+		extra = fmt.Sprintf("%d conversations of up to %d turns done", f.Completed, f.TurnsPerSess)
+	}
 	if f.SessionTime.Count > 0 {
 		extra += ", session p50 " + Duration(f.SessionTime.P50)
+	}
+	if f.Capped > 0 {
+		extra += fmt.Sprintf(", %d cut at the cap", f.Capped)
 	}
 	lines := []string{m.title("Turns", extra, w)}
 	cols := []struct {

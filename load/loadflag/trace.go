@@ -60,36 +60,40 @@ func (f *Flags) traceShape(l *load.Config) error {
 
 // sessionFlags are the flags of multi-turn sessions.
 type sessionFlags struct {
-	n, turns int
-	think    time.Duration
+	n, turns, bytes int
+	think           time.Duration
 }
 
 // addSessions: conversations of several turns instead of single requests.
 func (f *Flags) addSessions(fs *pflag.FlagSet) {
 	s := &f.sessions
 	fs.IntVar(&s.n, "sessions", 0, "multi-turn sessions: N conversations at once (the closed loop's concurrency), each turn's prompt the context so far")
-	fs.IntVar(&s.turns, "turns", 5, "with --sessions: turns in a session, then a new one starts")
+	fs.IntVar(&s.turns, "turns", 5, "with --sessions: turns in a session, then a new one starts (with a ShareGPT --dataset: its conversations' human turns, up to --turns if given)")
 	fs.DurationVar(&s.think, "think", 0, "with --sessions: the wait between an answer and the session's next turn")
+	fs.IntVar(&s.bytes, "session-bytes", load.DefaultSessionBytes, "with --sessions: the cap on a session's context in bytes, past which it starts again")
 }
 
 // sessionShape reads the session flags into l.
 func (f *Flags) sessionShape(l *load.Config) error {
 	s := &f.sessions
 	if s.n == 0 {
-		for _, name := range []string{"turns", "think", "sessions"} {
+		for _, name := range []string{"turns", "think", "session-bytes", "sessions"} {
 			if f.fs.Changed(name) {
 				return fmt.Errorf("--%s needs --sessions N (N at least 1)", name)
 			}
 		}
 		return nil
 	}
-	for _, name := range []string{"concurrency", "rate", "dataset", "trace", "stages", "ramp"} {
+	for _, name := range []string{"concurrency", "rate", "trace", "stages", "ramp"} {
 		if f.fs.Changed(name) {
 			return fmt.Errorf("--sessions sets the concurrency and the prompts: it does not go with --%s", name)
 		}
 	}
 	if s.n < 0 || s.n > load.MaxConcurrency {
 		return fmt.Errorf("--sessions: %d is not within 1..%d", s.n, load.MaxConcurrency)
+	}
+	if l.Dataset != nil && !f.fs.Changed("turns") { // a conversation's own length (load refuses a dataset of none)
+		s.turns = max(l.Dataset.MostTurns(), 1)
 	}
 	if s.turns < 1 || s.turns > load.MaxTurns {
 		return fmt.Errorf("--turns: %d is not within 1..%d", s.turns, load.MaxTurns)
@@ -98,6 +102,6 @@ func (f *Flags) sessionShape(l *load.Config) error {
 		return fmt.Errorf("--think: %v is negative", s.think)
 	}
 	l.Knobs.Concurrency, l.Knobs.Mode = s.n, load.ClosedLoop
-	l.Sessions = load.Sessions{Turns: s.turns, Think: s.think}
+	l.Sessions = load.Sessions{Turns: s.turns, Think: s.think, MaxBytes: s.bytes} // load refuses a negative cap
 	return nil
 }

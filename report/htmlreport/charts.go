@@ -151,6 +151,7 @@ func (pg *page) build() {
 		}
 	}
 	pg.buildKinds()
+	pg.buildTurns()
 	lat.Charts = []*chart{ttft, e2e}
 	thr.Charts = []*chart{tok, req, infl}
 	dist.Charts = []*chart{dttft, de2e}

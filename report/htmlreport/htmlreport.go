@@ -188,6 +188,11 @@ type page struct {
 	Split    *splitView
 	Capacity []capacityView
 	Matrix   *matrixView
+	// Turns and Traces are each run's sessions table and trace replay,
+	// TurnCharts the TTFT by turn.
+	Turns      []turnsView
+	TurnCharts []*chart
+	Traces     []traceView
 }
 
 type pageRun struct {
