@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -34,6 +36,7 @@ type agentFlags struct {
 	startAt                            string
 	listen, tokenFile, tlsCert, tlsKey string
 	plainLoopback                      bool
+	linger                             time.Duration
 }
 
 func (f *agentFlags) add(fs *pflag.FlagSet) {
@@ -45,6 +48,7 @@ func (f *agentFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "the agent's TLS certificate (PEM)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the certificate's key (PEM)")
 	fs.BoolVar(&f.plainLoopback, "plain-http-loopback", false, "serve plain HTTP, allowed only on a loopback --listen (tests, one machine)")
+	fs.DurationVar(&f.linger, "linger", time.Minute, "after the run, serve the final result this long, or until a follower (run --agents) has fetched it")
 }
 
 // agentFlagSet is the agent's flags: the load's, the run's and its own.
@@ -107,6 +111,7 @@ func (a *app) runAgent(args []string) error {
 	if err := b.cut(&lp.run.Load, fs.Changed("requests")); err != nil {
 		return err
 	}
+	b.linger = af.linger
 	return a.serveAgent(b, ln, token, lp, rf)
 }
 
@@ -155,7 +160,13 @@ func (a *app) serveAgent(b *agentBoard, ln net.Listener, token []byte, lp loadPl
 	fl := session.Follower{Stderr: a.stderr, Live: false, ProgressEvery: rf.progressEvery,
 		Gate: session.Gate{On: rf.failFast, Window: rf.sloWindow}, Signals: sigs}
 	fo := fl.Follow(s)
-	return a.conclude(session.End(s, fo, a.reportTimeout), rf.outputs())
+	o := session.End(s, fo, a.reportTimeout)
+	b.finish(o)
+	err = a.conclude(o, rf.outputs())
+	if fo.Signals < 2 {
+		b.wait(sigs)
+	}
+	return err
 }
 
 // agentBoard is what the agent serves: its share, and its load once it
@@ -165,9 +176,42 @@ type agentBoard struct {
 	startAt *time.Time
 	seed    uint64
 
-	mu    sync.Mutex
-	side  session.Side
-	since time.Time
+	linger time.Duration
+
+	mu      sync.Mutex
+	side    session.Side
+	since   time.Time
+	final   []byte        // the last word's result JSON (nil: not yet)
+	fetched chan struct{} // closed once a follower has fetched final
+}
+
+// finish keeps the outcome's result as the final one /result serves.
+func (b *agentBoard) finish(o session.Outcome) {
+	var buf bytes.Buffer
+	if len(o.Reports) == 0 || o.Reports[0].WriteJSON(&buf) != nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.final, b.fetched = buf.Bytes(), make(chan struct{})
+}
+
+// wait serves the final result until a follower has fetched it, the
+// linger is over or a signal comes.
+func (b *agentBoard) wait(sigs <-chan os.Signal) {
+	b.mu.Lock()
+	fetched := b.fetched
+	b.mu.Unlock()
+	if fetched == nil || b.linger <= 0 {
+		return
+	}
+	t := time.NewTimer(b.linger)
+	defer t.Stop()
+	select {
+	case <-fetched:
+	case <-t.C:
+	case <-sigs:
+	}
 }
 
 // cut makes l this agent's share of the whole load it describes.
@@ -198,9 +242,10 @@ func (b *agentBoard) started(side session.Side) {
 // state is the agent's state now (agent.Handler's GET /state).
 func (b *agentBoard) state() agent.State {
 	b.mu.Lock()
-	sd, at := b.side, b.since
+	sd, at, final := b.side, b.since, b.final != nil
 	b.mu.Unlock()
-	st := agent.State{Version: versionString(), Index: b.share.Index, Of: b.share.Of, StartAt: b.startAt, Started: at, Seed: b.seed}
+	st := agent.State{Version: versionString(), Index: b.share.Index, Of: b.share.Of, StartAt: b.startAt, Started: at, Seed: b.seed,
+		Now: time.Now(), Final: final}
 	if b.startAt != nil && !at.IsZero() {
 		st.OffsetMS = float64(at.Sub(*b.startAt)) / 1e6
 	}
@@ -214,8 +259,19 @@ func (b *agentBoard) state() agent.State {
 // what a dashboard merges (report/merge) while the agents run.
 func (b *agentBoard) result(ctx context.Context, w io.Writer) error {
 	b.mu.Lock()
-	sd := b.side
+	sd, final, fetched := b.side, b.final, b.fetched
+	if final != nil {
+		select {
+		case <-fetched:
+		default:
+			close(fetched)
+		}
+	}
 	b.mu.Unlock()
+	if final != nil {
+		_, err := w.Write(final)
+		return err
+	}
 	r, ok := sd.(interface {
 		Report(context.Context, load.Snapshot) *report.Report
 	})
@@ -229,6 +285,7 @@ func (b *agentBoard) result(ctx context.Context, w io.Writer) error {
 func fillState(st *agent.State, s load.Snapshot) {
 	r := s.Run
 	st.Mode, st.Concurrency, st.Rate = s.Knobs.Mode.String(), s.Knobs.Concurrency, s.Knobs.Rate
+	st.PromptTokens, st.OutputTokens = s.Knobs.PromptTokens, s.Knobs.OutputTokens
 	st.Sent, st.Completed, st.Failed, st.Incomplete, st.InFlight = r.Sent(), r.Completed, r.Failed, r.Incomplete, r.Pending
 	st.TTFTP99MS = float64(r.Latency[load.TTFT].P99) / 1e6
 	st.Done = s.Done

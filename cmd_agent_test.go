@@ -52,7 +52,7 @@ func TestTwoAgents(t *testing.T) {
 			defer wg.Done()
 			var out bytes.Buffer
 			ar.code = run([]string{"agent", "--index", string(rune('0' + i)), "--of", "2", "--start-at", startAt, "--listen", "127.0.0.1:0",
-				"--plain-http-loopback", "--token-file", tokenFile, "--url", srv.URL, "--server-metrics", "off", "-c", "5", "--requests", "61",
+				"--plain-http-loopback", "--token-file", tokenFile, "--linger", "0", "--url", srv.URL, "--server-metrics", "off", "-c", "5", "--requests", "61",
 				"--duration", "30s", "--prompt-tokens", "16", "--output-tokens", "40", "--json", ar.json}, &out, &ar.stderr)
 		}()
 	}

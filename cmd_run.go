@@ -12,6 +12,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/fleet"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
@@ -81,8 +82,15 @@ func (a *app) runHeadless(args []string) error {
 	cf := addCompareFlags(fs, true)
 	var capf capacityFlags
 	capf.add(fs)
+	var agf fleet.Flags
+	agf.Add(fs)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
+	}
+	if err := agf.Check(fs); err != nil {
+		return usageError{err}
+	} else if agf.On() {
+		return a.runAgents(fs, f, &rf, &agf)
 	}
 	if err := rf.check(f, cf); err != nil {
 		return err

@@ -146,11 +146,16 @@ type State struct {
 	StartAt  *time.Time `json:"start_at,omitempty"`
 	Started  time.Time  `json:"started"`
 	OffsetMS float64    `json:"start_offset_ms"`
+	// Now is the agent's clock as it answered: a follower estimates the
+	// offset of the agent's clock from its own with it.
+	Now time.Time `json:"now"`
 	// The share's knobs as they are now.
-	Mode        string  `json:"mode"`
-	Concurrency int     `json:"concurrency"`
-	Rate        float64 `json:"rate"`
-	Seed        uint64  `json:"seed"`
+	Mode         string  `json:"mode"`
+	Concurrency  int     `json:"concurrency"`
+	Rate         float64 `json:"rate"`
+	PromptTokens int     `json:"prompt_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	Seed         uint64  `json:"seed"`
 	// Sent = Completed + Failed + Incomplete + InFlight, over the run.
 	Sent       int64 `json:"sent"`
 	Completed  int64 `json:"completed"`
@@ -160,6 +165,9 @@ type State struct {
 	// TTFTP99MS is the run's TTFT p99 so far.
 	TTFTP99MS float64 `json:"ttft_p99_ms"`
 	Done      bool    `json:"done"`
+	// Final says /result is the run's last word: the load is over and
+	// its reports are written. The agent serves it a while (--linger).
+	Final bool `json:"final"`
 }
 
 // Handler serves an agent: /healthz to anyone (it says "ok" and nothing
