@@ -269,6 +269,9 @@ func (f *Fleet) publish(v View) {
 type member struct {
 	Agent
 	cancel context.CancelFunc
+	// other says why its load is not the others' ("": it is); logged
+	// says that was told to Logf.
+	other, logged string
 }
 
 // loop owns the agents: it starts a poller for every address found,
@@ -280,7 +283,6 @@ func (f *Fleet) loop(ctx context.Context) {
 	defer wg.Wait()
 	cfg := f.cfg
 	members := map[string]*member{}
-	var ref *member // the first accepted agent: the load all are held to
 	v := f.latest
 	lastChange := v.Started
 	go func() { // the resolver: its own goroutine, since DNS may hang
@@ -332,15 +334,20 @@ func (f *Fleet) loop(ctx context.Context) {
 			if m == nil || m.Status == report.AgentRefused {
 				break
 			}
-			if f.fold(m, o, &ref) {
+			if f.fold(m, o) {
 				lastChange = cfg.Now()
 			}
 		case <-tick.C:
 		}
 		now := cfg.Now()
+		judge(members)
 		for _, m := range members {
 			if f.age(m, now) {
 				lastChange = now
+			}
+			if m.other != "" && m.logged != m.other {
+				m.logged = m.other
+				cfg.Logf("fleet: refused the agent at %s: %s", m.Addr, m.other)
 			}
 		}
 		v.Seq++
@@ -362,7 +369,7 @@ func (f *Fleet) loop(ctx context.Context) {
 
 // fold takes one poll's observation into m; it says whether m's status
 // changed.
-func (f *Fleet) fold(m *member, o observation, ref **member) bool {
+func (f *Fleet) fold(m *member, o observation) bool {
 	before := m.Status
 	if o.err != nil {
 		m.LastErr = sanitize.Text(o.err.Error())
@@ -374,24 +381,15 @@ func (f *Fleet) fold(m *member, o observation, ref **member) bool {
 	m.LastSeen, m.LastErr = o.at, ""
 	if st := o.state; st != nil {
 		m.State, m.HasState, m.ClockOffset = *st, true, o.offset
-		if why := f.differs(m, *ref); why != "" {
+		if why := f.foreign(*st); why != "" {
 			f.refuse(m, why)
 			return true
 		}
-		if *ref == nil {
-			*ref = m
-		}
 		if m.Status != report.AgentDone {
-			m.Status = report.AgentRunning
+			m.Status, m.Why = report.AgentRunning, ""
 		}
 	}
 	if o.result != nil {
-		if r := *ref; r != nil && r != m && r.Result != nil {
-			if d := merge.Differences(&r.Result.Result, &o.result.Result); len(d) > 0 {
-				f.refuse(m, fmt.Sprintf("its result is of another load than %s's: %s", r.name(), strings.Join(d, "; ")))
-				return true
-			}
-		}
 		m.Result, m.Raw = o.result, o.raw
 		if o.final {
 			m.Final, m.Status = true, report.AgentDone
@@ -401,27 +399,67 @@ func (f *Fleet) fold(m *member, o observation, ref **member) bool {
 	return m.Status != before
 }
 
-// differs says why m's state is not of the load ref's is ("": it is), or
-// not of this follower's version.
-func (f *Fleet) differs(m, ref *member) string {
-	st := m.State
+// foreign says why an agent's state is none this follower takes ("": it
+// takes it): another version, or no share.
+func (f *Fleet) foreign(st agent.State) string {
 	switch {
 	case f.cfg.Version != "" && st.Version != f.cfg.Version:
 		return sanitize.Text(fmt.Sprintf("version %q, not this infertop's %q", st.Version, f.cfg.Version))
 	case st.Of < 1 || st.Of > agent.MaxAgents || st.Index < 0 || st.Index >= st.Of:
 		return sanitize.Text(fmt.Sprintf("index %d of %d is no share", st.Index, st.Of))
-	case ref == nil || ref == m:
-		return ""
-	}
-	r := ref.State
-	switch {
-	case st.Of != r.Of:
-		return fmt.Sprintf("a share of a load split %d ways, not %d as %s's", st.Of, r.Of, ref.name())
-	case st.Mode != r.Mode || st.PromptTokens != r.PromptTokens || st.OutputTokens != r.OutputTokens:
-		return sanitize.Text(fmt.Sprintf("other knobs (%s loop, prompt %d, output %d; not %s's %s loop, prompt %d, output %d)",
-			st.Mode, st.PromptTokens, st.OutputTokens, ref.name(), r.Mode, r.PromptTokens, r.OutputTokens))
 	}
 	return ""
+}
+
+// loadKey is what the shares of one load have alike in their states.
+func loadKey(st agent.State) string {
+	return fmt.Sprint(st.Of, st.Mode, st.PromptTokens, st.OutputTokens)
+}
+
+// judge holds the agents to one load: the one most of them run (a tie:
+// the lowest index's). An agent of another is refused by name while it
+// is (m.other), and taken again should the most turn to its load.
+func judge(members map[string]*member) {
+	count := map[string]int{}
+	var ref *member
+	for _, m := range members {
+		if m.HasState && m.Status != report.AgentRefused {
+			count[loadKey(m.State)]++
+		}
+	}
+	for _, m := range members {
+		if !m.HasState || m.Status == report.AgentRefused {
+			continue
+		}
+		k := loadKey(m.State)
+		if ref == nil {
+			ref = m
+			continue
+		}
+		rk := loadKey(ref.State)
+		if count[k] > count[rk] || count[k] == count[rk] && (m.State.Index < ref.State.Index ||
+			m.State.Index == ref.State.Index && m.Addr < ref.Addr) {
+			ref = m
+		}
+	}
+	for _, m := range members {
+		m.other = ""
+		if ref == nil || m == ref || !m.HasState || m.Status == report.AgentRefused {
+			continue
+		}
+		st, r := m.State, ref.State
+		switch {
+		case st.Of != r.Of:
+			m.other = fmt.Sprintf("a share of a load split %d ways, not %d as %s's", st.Of, r.Of, ref.name())
+		case loadKey(st) != loadKey(r):
+			m.other = sanitize.Text(fmt.Sprintf("other knobs (%s loop, prompt %d, output %d; not %s's %s loop, prompt %d, output %d)",
+				st.Mode, st.PromptTokens, st.OutputTokens, ref.name(), r.Mode, r.PromptTokens, r.OutputTokens))
+		case m.Result != nil && ref.Result != nil:
+			if d := merge.Differences(&ref.Result.Result, &m.Result.Result); len(d) > 0 {
+				m.other = sanitize.Text(fmt.Sprintf("its result is of another load than %s's: %s", ref.name(), strings.Join(d, "; ")))
+			}
+		}
+	}
 }
 
 // refuse marks m refused for why, stops polling it and says so.
@@ -474,8 +512,8 @@ func (f *Fleet) view(v View, members map[string]*member) View {
 	v.Agents = make([]Agent, 0, len(members))
 	for _, m := range members {
 		a := m.Agent
-		if m.Status == report.AgentRunning && !m.LastSeen.IsZero() && f.cfg.Now().Sub(m.LastSeen) >= f.cfg.LostAfter {
-			a.Status = report.AgentLost
+		if m.other != "" {
+			a.Status, a.Why = report.AgentRefused, m.other
 		}
 		v.Agents = append(v.Agents, a)
 	}
