@@ -12,7 +12,7 @@
 # arithmetic and run without -race too. Cold build cache on two cores
 # (module cache warm): 5 m 30 s measured, green (root 58 s, load 24 s,
 # ui 13 s, probe 12 s, sim 10 s, sshserver 9 s of it under -race).
-.PHONY: test test-endurance test-compare test-manifests test-trace test-slow build bench lint
+.PHONY: test test-endurance test-compare test-manifests test-agents test-trace test-slow build bench lint
 
 # VERSION is what infertop --version says of a make build: the checkout's
 # tag, commits since and revision (git describe); "dev" outside git.
@@ -37,6 +37,13 @@ test:
 # take about a minute to build under -race, for a test that races nothing.
 test-manifests:
 	go test -count=1 -tags manifests ./deploy/kubernetes
+
+# Agents as processes of their own (this test binary as infertop agent,
+# each on 127.0.0.1 at its own port) against one sim, followed by run
+# --agents: four merged exactly, and one killed mid-run (.ci/run runs it
+# after make test). About 20 s: the processes' start and their --start-at.
+test-agents:
+	INFERTOP_AGENTS=1 go test -race -count=1 -v -run 'TestFourAgents|TestAgentLost' .
 
 # The endurance test in a stage of its own (.ci/run runs it after make
 # test): 35 s of the real dashboard in tmux against every fault.

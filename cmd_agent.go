@@ -257,7 +257,7 @@ func (b *agentBoard) state() agent.State {
 
 // result writes the result so far, as the run's JSON will be at its end:
 // what a dashboard merges (report/merge) while the agents run.
-func (b *agentBoard) result(ctx context.Context, w io.Writer) error {
+func (b *agentBoard) result(ctx context.Context, w io.Writer) (bool, error) {
 	b.mu.Lock()
 	sd, final, fetched := b.side, b.final, b.fetched
 	if final != nil {
@@ -270,15 +270,15 @@ func (b *agentBoard) result(ctx context.Context, w io.Writer) error {
 	b.mu.Unlock()
 	if final != nil {
 		_, err := w.Write(final)
-		return err
+		return true, err
 	}
 	r, ok := sd.(interface {
 		Report(context.Context, load.Snapshot) *report.Report
 	})
 	if !ok {
-		return errors.New("the load has not started")
+		return false, errors.New("the load has not started")
 	}
-	return r.Report(ctx, sd.Latest()).WriteJSON(w)
+	return false, r.Report(ctx, sd.Latest()).WriteJSON(w)
 }
 
 // fillState takes the counters and knobs of snapshot s.

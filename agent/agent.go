@@ -178,16 +178,26 @@ type State struct {
 type Handler struct {
 	token   []byte
 	state   func() State
-	result  func(context.Context, io.Writer) error
+	result  func(context.Context, io.Writer) (bool, error)
 	logf    func(format string, args ...any)
 	refused atomic.Int64
 }
 
+// ResultHeader is the header of a /result that says whether it is the
+// run's last word (ResultFinal) or its figures so far: a follower knows
+// from the answer itself, whatever /state said a moment before.
+const (
+	ResultHeader = "Infertop-Result"
+	ResultFinal  = "final"
+	ResultSoFar  = "so far"
+)
+
 // NewHandler serves state and result behind token. result (nil: none,
 // /result is 404) writes the run's result so far as a run JSON (with its
-// HdrHistograms, so report/merge merges the agents' exactly); logf (nil:
-// none) hears of every refusal.
-func NewHandler(token []byte, state func() State, result func(context.Context, io.Writer) error, logf func(string, ...any)) *Handler {
+// HdrHistograms, so report/merge merges the agents' exactly) and says
+// whether it is final (ResultHeader); logf (nil: none) hears of every
+// refusal.
+func NewHandler(token []byte, state func() State, result func(context.Context, io.Writer) (bool, error), logf func(string, ...any)) *Handler {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
@@ -230,10 +240,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b bytes.Buffer
-	if err := h.result(r.Context(), &b); err != nil {
+	final, err := h.result(r.Context(), &b)
+	if err != nil {
 		h.logf("agent: /result: %v", err)
 		http.Error(w, "no result now", http.StatusServiceUnavailable)
 		return
+	}
+	w.Header().Set(ResultHeader, ResultSoFar)
+	if final {
+		w.Header().Set(ResultHeader, ResultFinal)
 	}
 	_, _ = w.Write(b.Bytes())
 }

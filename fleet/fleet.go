@@ -606,7 +606,7 @@ func (f *Fleet) poll(ctx context.Context, a Addr) {
 	for {
 		o := observation{addr: a.HostPort}
 		sent := cfg.Now()
-		b, err := f.get(ctx, client, base+"/state", MaxStateBytes, cfg.Timeout)
+		b, _, err := f.get(ctx, client, base+"/state", MaxStateBytes, cfg.Timeout)
 		o.at = cfg.Now()
 		var st agent.State
 		if err == nil {
@@ -621,11 +621,13 @@ func (f *Fleet) poll(ctx context.Context, a Addr) {
 			o.offset = st.Now.Sub(sent.Add(o.at.Sub(sent) / 2))
 			if st.Final || o.at.Sub(lastResult) >= cfg.ResultEvery {
 				lastResult = o.at
-				raw, rerr := f.get(ctx, client, base+"/result", htmlreport.MaxResultBytes, 4*cfg.Timeout)
+				raw, h, rerr := f.get(ctx, client, base+"/result", htmlreport.MaxResultBytes, 4*cfg.Timeout)
 				if rerr == nil {
 					in, derr := merge.Decode(fmt.Sprintf("agent %d (%s)", st.Index, a.HostPort), raw)
 					if derr == nil {
-						o.result, o.raw, o.final = &in, raw, st.Final
+						// Final by the answer's own word: the run may have
+						// ended between the state and the result.
+						o.result, o.raw, o.final = &in, raw, h.Get(agent.ResultHeader) == agent.ResultFinal
 					} else {
 						rerr = derr
 					}
@@ -665,35 +667,36 @@ func (f *Fleet) client(a Addr) (*http.Client, string) {
 	return &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: tc, MaxIdleConnsPerHost: 1}}, "https://" + a.HostPort
 }
 
-// get reads url with the token, within timeout, at most limit bytes.
-func (f *Fleet) get(ctx context.Context, c *http.Client, url string, limit int, timeout time.Duration) ([]byte, error) {
+// get reads url with the token, within timeout, at most limit bytes; it
+// returns the answer's header too.
+func (f *Fleet) get(ctx context.Context, c *http.Client, url string, limit int, timeout time.Duration) ([]byte, http.Header, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("fleet: %w", err)
+		return nil, nil, fmt.Errorf("fleet: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+string(f.cfg.Token))
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), unwrapURL(err))
+		return nil, nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), unwrapURL(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusUnauthorized {
-		return nil, errDenied
+		return nil, nil, errDenied
 	}
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return nil, fmt.Errorf("%s: HTTP %d", strings.TrimPrefix(req.URL.Path, "/"), resp.StatusCode)
+		return nil, nil, fmt.Errorf("%s: HTTP %d", strings.TrimPrefix(req.URL.Path, "/"), resp.StatusCode)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), err)
+		return nil, nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), err)
 	}
 	if len(b) > limit {
-		return nil, fmt.Errorf("%s: past %d bytes", strings.TrimPrefix(req.URL.Path, "/"), limit)
+		return nil, nil, fmt.Errorf("%s: past %d bytes", strings.TrimPrefix(req.URL.Path, "/"), limit)
 	}
-	return b, nil
+	return b, resp.Header, nil
 }
 
 // unwrapURL drops url.Error's repetition of the URL: the address is

@@ -79,11 +79,11 @@ func newFake(t *testing.T, token string, st agent.State, res []byte) *fake {
 		s := f.st
 		s.Now = time.Now()
 		return s
-	}, func(_ context.Context, w io.Writer) error {
+	}, func(_ context.Context, w io.Writer) (bool, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		_, err := w.Write(f.res)
-		return err
+		return f.st.Final, err
 	}, nil)
 	f.srv = httptest.NewServer(h)
 	t.Cleanup(f.srv.Close)

@@ -278,6 +278,6 @@ func (d side) Figures(snap load.Snapshot) telemetry.Figures { return telemetry.J
 // still is a controller that moves nothing.
 type still struct{ s *Session }
 
-func (c still) Update(func(*load.Knobs)) load.Knobs { return side{c.s}.Latest().Knobs }
+func (c still) Update(func(*load.Knobs)) load.Knobs { return side(c).Latest().Knobs }
 func (c still) SetWindow(time.Duration)             {}
 func (c still) Reset()                              {}
