@@ -13,6 +13,7 @@ import (
 
 	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/fleet"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
@@ -50,8 +51,15 @@ func (a *app) runTUI(args []string) error {
 	cf := addCompareFlags(fs, false)
 	var capf capacityFlags
 	capf.add(fs)
+	var agf fleet.Flags
+	agf.Add(fs)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
+	}
+	if err := agf.Check(fs); err != nil {
+		return usageError{err}
+	} else if agf.On() {
+		return a.agentsTUI(fs, f, &agf, *reportDir)
 	}
 	cfg, err := f.config()
 	if err != nil {
@@ -100,6 +108,7 @@ func (a *app) runTUI(args []string) error {
 type dashboardOptions struct {
 	theme, reportDir string
 	find             *capacity.Search
+	agents           func() ui.Agents // the agents' panel (--agents)
 }
 
 // viewOptions are the options of every view of s, local or over SSH,
@@ -114,7 +123,8 @@ func (a *app) viewOptions(s session.Session, d dashboardOptions) ui.Options {
 		timeout = defaultSaveTimeout
 	}
 	return ui.Options{
-		Theme: d.theme, Objectives: main.Objectives(), Figures: main.Figures, Compare: v.Compare, Groups: v.Groups,
+		Theme: d.theme, Objectives: main.Objectives(), Figures: main.Figures, Compare: v.Compare, Groups: v.Groups, Agents: d.agents,
+		ReadOnly: d.agents != nil, // the agents take no knob changes yet
 		Save: func(snap load.Snapshot) (string, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()

@@ -39,7 +39,7 @@ func (f *Flags) On() bool { return f.Agents != "" }
 // load's, which are the agents' own.
 var follower = []string{"agents", "agents-token-file", "agents-cacert", "agents-server-name", "agents-plain-loopback", "agents-poll",
 	"agents-result-every", "agents-lost-after", "slo", "slo-window", "fail-fast", "json", "csv", "html", "progress-every", "theme",
-	"no-color", "log", "window"}
+	"report-dir"}
 
 // Check refuses, with --agents, a flag of the load: the agents were
 // given the load, and run it.

@@ -198,6 +198,7 @@ func phaseOf(p PhaseJSON) load.Phase {
 		OutTokens: p.OutputTokens, InTokens: p.InputTokens, DeliveredTokens: p.DeliveredTokens, FailedOutTokens: p.FailedOutputTokens,
 		ReasoningTokens: p.ReasoningTokens, Inputs: p.Inputs,
 		OutTokPerSec: p.OutputThroughput, InTokPerSec: p.InputThroughput, ReqPerSec: p.RequestThroughput, GoodPerSec: p.RequestGoodput}
+	out.End = out.Start + out.Duration // a result's phases are over, as far as it knows
 	out.Pending = max(p.Sent-p.Completed-p.Failed-p.Incomplete, 0)
 	if p.DurationS > 0 {
 		out.DeliveredPerSec = float64(p.DeliveredTokens) / p.DurationS
