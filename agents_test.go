@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -287,5 +288,41 @@ func TestAgentLost(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "lost: silent") || !strings.Contains(errb.String(), "1 done, 1 lost") {
 		t.Errorf("the summary:\n%s\n%s", out.String(), errb.String())
+	}
+}
+
+// TestAgentsBadInput: run --agents refuses the load's flags, a missing
+// token, a bad address and the follower's flags without --agents, each
+// in one line; agents that never answer end the run (exit 2) within the
+// bound, naming them.
+func TestAgentsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile, _ := tokenIn(t, dir)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "-c", "4"}, "--concurrency is the load's"},
+		{[]string{"--agents", "127.0.0.1:1"}, "needs --agents-token-file"},
+		{[]string{"--agents-token-file", tokenFile, "--duration", "1s"}, "--agents-token-file needs --agents"},
+		{[]string{"--agents", "no-port", "--agents-token-file", tokenFile}, "--agents \"no-port\""},
+		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", filepath.Join(dir, "none")}, "token file"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"run"}, c.args...), &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), c.want) || strings.Count(strings.TrimSpace(errb.String()), "\n") > 0 {
+			t.Errorf("%v: exit %d, %q; want 2 and %q in one line", c.args, code, errb.String(), c.want)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--agents", ln.Addr().String(), "--agents-token-file", tokenFile, "--agents-plain-loopback", "--agents-poll", "50ms",
+		"--agents-result-every", "50ms", "--agents-lost-after", "400ms"}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "1 unreachable") || !strings.Contains(errb.String(), "nothing completed") {
+		t.Errorf("an agent that never answers: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 }
