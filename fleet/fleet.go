@@ -70,7 +70,8 @@ type Config struct {
 	// its /result (the exact figures so far), ResolveEvery the DNS names;
 	// Timeout bounds each request (a /result's four times it); LostAfter
 	// is the silence after which an agent that answered is lost, and one
-	// that never did unreachable. Zero: the defaults above.
+	// that never did unreachable (every request ends within half of it).
+	// Zero: the defaults above.
 	PollEvery, ResultEvery, ResolveEvery, Timeout, LostAfter time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
@@ -285,12 +286,16 @@ func (f *Fleet) loop(ctx context.Context) {
 	members := map[string]*member{}
 	v := f.latest
 	lastChange := v.Started
+	rctx, stopResolving := context.WithCancel(ctx)
+	wg.Add(1)
 	go func() { // the resolver: its own goroutine, since DNS may hang
-		f.resolve(ctx)
+		defer wg.Done()
+		f.resolve(rctx)
 	}()
 	tick := time.NewTicker(cfg.PollEvery)
 	defer tick.Stop()
 	stopAll := func() {
+		stopResolving()
 		for _, m := range members {
 			if m.cancel != nil {
 				m.cancel()
@@ -606,7 +611,7 @@ func (f *Fleet) poll(ctx context.Context, a Addr) {
 	for {
 		o := observation{addr: a.HostPort}
 		sent := cfg.Now()
-		b, _, err := f.get(ctx, client, base+"/state", MaxStateBytes, cfg.Timeout)
+		b, _, err := f.get(ctx, client, base+"/state", MaxStateBytes, min(cfg.Timeout, cfg.LostAfter/2))
 		o.at = cfg.Now()
 		var st agent.State
 		if err == nil {
@@ -621,7 +626,10 @@ func (f *Fleet) poll(ctx context.Context, a Addr) {
 			o.offset = st.Now.Sub(sent.Add(o.at.Sub(sent) / 2))
 			if st.Final || o.at.Sub(lastResult) >= cfg.ResultEvery {
 				lastResult = o.at
-				raw, h, rerr := f.get(ctx, client, base+"/result", htmlreport.MaxResultBytes, 4*cfg.Timeout)
+				// Within half the silence that makes an agent lost: a
+				// poll ends, answered or failed, before the agent could
+				// be called lost while it was answering.
+				raw, h, rerr := f.get(ctx, client, base+"/result", htmlreport.MaxResultBytes, min(4*cfg.Timeout, cfg.LostAfter/2))
 				if rerr == nil {
 					in, derr := merge.Decode(fmt.Sprintf("agent %d (%s)", st.Index, a.HostPort), raw)
 					if derr == nil {

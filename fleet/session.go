@@ -61,15 +61,19 @@ func (s *Session) run() {
 	views, unsubscribe := s.f.Subscribe()
 	defer unsubscribe()
 	var base load.Snapshot
+	var merged time.Time
 	results := map[string]any{}
+	changed := false
 	for v := range views {
-		changed := false
 		for _, a := range v.Agents {
 			if a.Result != nil && results[a.Addr] != any(a.Result) {
 				results[a.Addr], changed = a.Result, true
 			}
 		}
-		if changed || v.Done {
+		// At most one merge every ResultEvery (the agents' results come
+		// at their own moments): a merge decodes every histogram.
+		if now := s.f.cfg.Now(); changed && now.Sub(merged) >= s.f.cfg.ResultEvery || v.Done {
+			merged, changed = now, false
 			if m, err := Merge(v); err == nil {
 				base = report.SnapshotOf(m.Result, m.MaxConcurrency)
 				if v.Done {
