@@ -224,7 +224,7 @@ func TestFourAgents(t *testing.T) {
 			own.Infertop.Run.DurationS, own.Infertop.Run.Sent)
 		if a.Index != i || a.State != report.AgentDone || a.Sent != own.Infertop.Run.Sent || own.Infertop.Manifest.Knobs.Concurrency != 2 {
 			t.Errorf("agent %d: index %d, %s, sent %d (its own %d), its own concurrency %d", i, a.Index, a.State, a.Sent, own.Infertop.Run.Sent,
-			own.Infertop.Manifest.Knobs.Concurrency)
+				own.Infertop.Manifest.Knobs.Concurrency)
 		}
 		if a.StartOffsetMS < 0 || math.Abs(a.ClockOffsetMS) > 1000 {
 			t.Errorf("agent %d started %.1f ms after --start-at, its clock %.1f ms off", i, a.StartOffsetMS, a.ClockOffsetMS)
