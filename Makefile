@@ -9,7 +9,7 @@
 # accuracy test, the bench's memory test, compare's 100-run properties)
 # are test-accuracy's, a stage of their own that .ci/run runs beside
 # test-compare, which shares its build.
-.PHONY: test test-accuracy test-endurance test-compare test-manifests test-trace test-slow build bench lint
+.PHONY: test test-accuracy test-endurance test-compare test-manifests test-agents test-trace test-slow build bench lint
 
 # VERSION is what infertop --version says of a make build: the checkout's
 # tag, commits since and revision (git describe); "dev" outside git.
@@ -43,6 +43,13 @@ test-accuracy:
 # take about a minute to build under -race, for a test that races nothing.
 test-manifests:
 	go test -count=1 -tags manifests ./deploy/kubernetes
+
+# Agents as processes of their own (this test binary as infertop agent,
+# each on 127.0.0.1 at its own port) against one sim, followed by run
+# --agents: four merged exactly, and one killed mid-run (.ci/run runs it
+# after make test). About 20 s: the processes' start and their --start-at.
+test-agents:
+	INFERTOP_AGENTS=1 go test -race -count=1 -v -run 'TestFourAgents|TestAgentLost' .
 
 # The endurance test in a stage of its own (.ci/run runs it after make
 # test): 35 s of the real dashboard in tmux against every fault.

@@ -53,7 +53,7 @@ func TestTwoAgents(t *testing.T) {
 			defer wg.Done()
 			var out bytes.Buffer
 			ar.code = run([]string{"agent", "--index", string(rune('0' + i)), "--of", "2", "--start-at", startAt, "--listen", "127.0.0.1:0",
-				"--plain-http-loopback", "--token-file", tokenFile, "--url", srv.URL, "--server-metrics", "off", "-c", "5", "--requests", "61",
+				"--plain-http-loopback", "--token-file", tokenFile, "--linger", "0", "--url", srv.URL, "--server-metrics", "off", "-c", "5", "--requests", "61",
 				"--duration", "30s", "--prompt-tokens", "16", "--output-tokens", "40", "--json", ar.json}, &out, &ar.stderr)
 		}()
 	}
@@ -213,10 +213,10 @@ func TestJobArgsParse(t *testing.T) {
 		t.Fatalf("the job's arguments: %v", err)
 	}
 	headers, _ := fs.GetStringArray("header")
-	if af.index != 3 || af.of != int(*job.Spec.Parallelism) || af.tokenFile == "" || af.tlsCert == "" || af.plainLoopback || len(headers) != 1 {
+	if af.Index != 3 || af.Of != int(*job.Spec.Parallelism) || af.TokenFile == "" || af.TLSCert == "" || af.PlainLoopback || len(headers) != 1 {
 		t.Errorf("parsed %+v, headers %d", af, len(headers))
 	}
-	if _, err := time.Parse(time.RFC3339Nano, af.startAt); err != nil {
+	if _, err := time.Parse(time.RFC3339Nano, af.StartAt); err != nil {
 		t.Errorf("START_AT: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/capacity/capflag"
+	"github.com/infertop/infertop/fleet"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/session/sessionflag"
@@ -36,18 +37,33 @@ func (a *app) runHeadless(args []string) error {
 	rf := sessionflag.AddRun(fs)
 	cf := sessionflag.Add(fs, true)
 	capf := capflag.Add(fs)
+	agf := fleet.AddFlags(fs)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
 	if err := rf.Check(len(f.slos) > 0 || cf.Regressions()); err != nil {
 		return usageError{err}
 	}
+	if err := agf.Check(fs); err != nil {
+		return usageError{err}
+	}
+	sigs, stopSignals := a.interrupts()
+	defer stopSignals()
+	if agf.On() { // the agents' load, merged (package fleet)
+		if err := rf.CheckOutputs(""); err != nil {
+			return usageError{err}
+		}
+		s, err := a.followAgents(f, agf, false)
+		if err != nil {
+			return err
+		}
+		defer s.Stop()
+		return a.conclude(session.End(s, rf.Follower(a.stderr, isTerminal(a.stderr), sigs).Follow(s), a.reportTimeout), rf.Outputs())
+	}
 	lp, err := a.headlessPlan(fs, f, rf, cf, capf)
 	if err != nil {
 		return err
 	}
-	sigs, stopSignals := a.interrupts()
-	defer stopSignals()
 	s, err := a.startUnder(sigs, lp)
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 
@@ -64,9 +63,9 @@ func (a *app) runSSH(args []string) error {
 		}
 		term = t
 	}
-	logw, closeLog, err := a.sshLog(sf)
+	logw, closeLog, err := sf.Log(a.stderr)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	defer closeLog()
 	sigs, stopSignals := a.interrupts()
@@ -98,22 +97,6 @@ func (a *app) runSSH(args []string) error {
 	}
 	fmt.Fprintf(logw, "infertop ssh: serving %s on %s (ssh -t -p %s HOST); Ctrl+C stops\n", s.What(), ln.Addr(), portOf(ln.Addr()))
 	return a.serveSSH(ctx, srv, ln, s, term, d)
-}
-
-// sshLog is where the connection lines go: --log, else stderr, or
-// nowhere beside --local's dashboard.
-func (a *app) sshLog(sf *sshflag.Flags) (io.Writer, func(), error) {
-	switch {
-	case sf.LogPath != "":
-		fh, err := os.OpenFile(sf.LogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return nil, nil, usagef("--log: %v", err)
-		}
-		return fh, func() { fh.Close() }, nil
-	case sf.Local:
-		return io.Discard, func() {}, nil
-	}
-	return a.stderr, func() {}, nil
 }
 
 // serveSSH serves srv on ln until ctx ends (a signal) and, with term (--local),

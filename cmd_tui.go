@@ -7,11 +7,13 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/mattn/go-isatty"
+	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/capacity/capflag"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/dashboard"
+	"github.com/infertop/infertop/fleet"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/session/sessionflag"
@@ -43,26 +45,23 @@ func (a *app) runTUI(args []string) error {
 	reportDir := fs.String("report-dir", ".", "where the s key writes the reports (infertop-START.json, .csv, .txt)")
 	cf := sessionflag.Add(fs, false)
 	capf := capflag.Add(fs)
+	agf := fleet.AddFlags(fs)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
-	cfg, err := f.config()
-	if err != nil {
-		return err
+	if err := agf.Check(fs); err != nil {
+		return usageError{err}
+	}
+	var lp session.Spec
+	var find capacity.Search
+	if !agf.On() { // else the agents' load, merged (package fleet)
+		var err error
+		if lp, find, err = dashboardSpec(fs, f, cf, capf); err != nil {
+			return err
+		}
 	}
 	if err := runner.CheckDir(*reportDir); err != nil {
 		return usagef("--report-dir: %v", err)
-	}
-	find, err := dashboardSearch(fs, capf, f, &cfg)
-	if err != nil {
-		return err
-	}
-	if cf.Used() && len(find.Objectives) > 0 {
-		return usagef("--find-max does not work with --compare yet")
-	}
-	lp, err := cf.Spec(cfg, nil)
-	if err != nil {
-		return usageError{err}
 	}
 	term, ok := a.stdout.(*os.File)
 	if !ok || !isatty.IsTerminal(term.Fd()) || !isatty.IsTerminal(a.input().Fd()) {
@@ -70,7 +69,13 @@ func (a *app) runTUI(args []string) error {
 	}
 	guard := termguard.Install(term, a.stderr)
 	defer crash.Handle(nil)
-	s, err := a.start(context.Background(), lp)
+	var s session.Session
+	var err error
+	if agf.On() {
+		s, err = a.followAgents(f, agf, true)
+	} else {
+		s, err = a.start(context.Background(), lp)
+	}
 	if err != nil {
 		return err
 	}
@@ -85,6 +90,27 @@ func (a *app) runTUI(args []string) error {
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	return a.lastWord(s)
+}
+
+// dashboardSpec is the load the dashboard's flags describe, and the
+// template of its capacity searches.
+func dashboardSpec(fs *pflag.FlagSet, f *loadFlags, cf *sessionflag.Flags, capf *capflag.Flags) (session.Spec, capacity.Search, error) {
+	cfg, err := f.config()
+	if err != nil {
+		return session.Spec{}, capacity.Search{}, err
+	}
+	find, err := dashboardSearch(fs, capf, f, &cfg)
+	if err != nil {
+		return session.Spec{}, capacity.Search{}, err
+	}
+	if cf.Used() && len(find.Objectives) > 0 {
+		return session.Spec{}, capacity.Search{}, usagef("--find-max does not work with --compare yet")
+	}
+	lp, err := cf.Spec(cfg, nil)
+	if err != nil {
+		return session.Spec{}, capacity.Search{}, usageError{err}
+	}
+	return lp, find, nil
 }
 
 // dashboardOptions are the options of the dashboard on this terminal:

@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -74,6 +75,16 @@ type app struct {
 	wrapModel func(tea.Model) tea.Model
 	// wrapDo wraps every request (to make one panic in a worker, in tests).
 	wrapDo func(runner.Do) runner.Do
+	// logMu keeps logf's lines whole.
+	logMu sync.Mutex
+}
+
+// logf prints a line on stderr from any goroutine ("infertop " and the
+// line): an agent's, a follower's notes.
+func (a *app) logf(format string, args ...any) {
+	a.logMu.Lock()
+	defer a.logMu.Unlock()
+	fmt.Fprintf(a.stderr, "infertop "+format+"\n", args...)
 }
 
 func main() {

@@ -5,8 +5,10 @@ import (
 	"errors"
 
 	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/fleet"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/session"
+	"github.com/infertop/infertop/slo"
 )
 
 // start starts the load spec describes with the app's hooks and its notes
@@ -24,6 +26,25 @@ func (a *app) start(ctx context.Context, spec session.Spec) (session.Session, er
 		err = se.Err
 	}
 	return nil, startError(err)
+}
+
+// followAgents follows the agents agf names (package fleet), their merge
+// checked against the --slo objectives; quiet keeps their notes off the
+// terminal (the dashboard's panel names refusals).
+func (a *app) followAgents(f *loadFlags, agf *fleet.Flags, quiet bool) (session.Session, error) {
+	objs, err := slo.ParseAll(f.slos)
+	if err != nil {
+		return nil, usagef("--slo: %v", err)
+	}
+	logf := a.logf
+	if quiet {
+		logf = nil
+	}
+	s, err := agf.Follow(objs, versionString(), logf)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return s, nil
 }
 
 // startError says in the command line's words why a load could not start:

@@ -146,11 +146,16 @@ type State struct {
 	StartAt  *time.Time `json:"start_at,omitempty"`
 	Started  time.Time  `json:"started"`
 	OffsetMS float64    `json:"start_offset_ms"`
+	// Now is the agent's clock as it answered: a follower estimates the
+	// offset of the agent's clock from its own with it.
+	Now time.Time `json:"now"`
 	// The share's knobs as they are now.
-	Mode        string  `json:"mode"`
-	Concurrency int     `json:"concurrency"`
-	Rate        float64 `json:"rate"`
-	Seed        uint64  `json:"seed"`
+	Mode         string  `json:"mode"`
+	Concurrency  int     `json:"concurrency"`
+	Rate         float64 `json:"rate"`
+	PromptTokens int     `json:"prompt_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	Seed         uint64  `json:"seed"`
 	// Sent = Completed + Failed + Incomplete + InFlight, over the run.
 	Sent       int64 `json:"sent"`
 	Completed  int64 `json:"completed"`
@@ -160,6 +165,9 @@ type State struct {
 	// TTFTP99MS is the run's TTFT p99 so far.
 	TTFTP99MS float64 `json:"ttft_p99_ms"`
 	Done      bool    `json:"done"`
+	// Final says /result is the run's last word: the load is over and
+	// its reports are written. The agent serves it a while (--linger).
+	Final bool `json:"final"`
 }
 
 // Handler serves an agent: /healthz to anyone (it says "ok" and nothing
@@ -170,16 +178,26 @@ type State struct {
 type Handler struct {
 	token   []byte
 	state   func() State
-	result  func(context.Context, io.Writer) error
+	result  func(context.Context, io.Writer) (bool, error)
 	logf    func(format string, args ...any)
 	refused atomic.Int64
 }
 
+// ResultHeader is the header of a /result that says whether it is the
+// run's last word (ResultFinal) or its figures so far: a follower knows
+// from the answer itself, whatever /state said a moment before.
+const (
+	ResultHeader = "Infertop-Result"
+	ResultFinal  = "final"
+	ResultSoFar  = "so far"
+)
+
 // NewHandler serves state and result behind token. result (nil: none,
 // /result is 404) writes the run's result so far as a run JSON (with its
-// HdrHistograms, so report/merge merges the agents' exactly); logf (nil:
-// none) hears of every refusal.
-func NewHandler(token []byte, state func() State, result func(context.Context, io.Writer) error, logf func(string, ...any)) *Handler {
+// HdrHistograms, so report/merge merges the agents' exactly) and says
+// whether it is final (ResultHeader); logf (nil: none) hears of every
+// refusal.
+func NewHandler(token []byte, state func() State, result func(context.Context, io.Writer) (bool, error), logf func(string, ...any)) *Handler {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
@@ -222,10 +240,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b bytes.Buffer
-	if err := h.result(r.Context(), &b); err != nil {
+	final, err := h.result(r.Context(), &b)
+	if err != nil {
 		h.logf("agent: /result: %v", err)
 		http.Error(w, "no result now", http.StatusServiceUnavailable)
 		return
+	}
+	w.Header().Set(ResultHeader, ResultSoFar)
+	if final {
+		w.Header().Set(ResultHeader, ResultFinal)
 	}
 	_, _ = w.Write(b.Bytes())
 }

@@ -52,9 +52,9 @@ func TestShare(t *testing.T) {
 func TestToken(t *testing.T) {
 	var mu sync.Mutex
 	var logs []string
-	h := NewHandler([]byte("0123456789abcdef"), func() State { return State{Index: 1, Of: 2} }, func(_ context.Context, w io.Writer) error {
+	h := NewHandler([]byte("0123456789abcdef"), func() State { return State{Index: 1, Of: 2} }, func(_ context.Context, w io.Writer) (bool, error) {
 		_, err := io.WriteString(w, `{"infertop":{}}`)
-		return err
+		return false, err
 	}, func(f string, a ...any) {
 		mu.Lock()
 		defer mu.Unlock()

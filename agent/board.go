@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -28,9 +30,11 @@ type Board struct {
 	Version string
 	seed    uint64
 
-	mu    sync.Mutex
-	load  Load
-	since time.Time
+	mu      sync.Mutex
+	load    Load
+	since   time.Time
+	final   []byte        // the last word's result JSON (nil: not yet)
+	fetched chan struct{} // closed once a follower has fetched final
 }
 
 // Cut makes l this agent's share of the whole load it describes: the
@@ -54,6 +58,24 @@ func (b *Board) Cut(l *load.Config, requestsGiven bool) error {
 	return nil
 }
 
+// WaitStart waits for the common start (StartAt; none: no wait), or for a
+// signal on sigs or the end of ctx, which end the wait with an error.
+func (b *Board) WaitStart(ctx context.Context, sigs <-chan os.Signal) error {
+	if b.StartAt == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return WaitUntil(ctx, *b.StartAt)
+}
+
 // Started records the load, once it runs.
 func (b *Board) Started(l Load) {
 	b.mu.Lock()
@@ -66,7 +88,11 @@ func (b *Board) State() State {
 	b.mu.Lock()
 	l, at := b.load, b.since
 	b.mu.Unlock()
-	st := State{Version: b.Version, Index: b.Share.Index, Of: b.Share.Of, StartAt: b.StartAt, Started: at, Seed: b.seed}
+	b.mu.Lock()
+	final := b.final != nil
+	b.mu.Unlock()
+	st := State{Version: b.Version, Index: b.Share.Index, Of: b.Share.Of, StartAt: b.StartAt, Started: at, Seed: b.seed,
+		Now: time.Now(), Final: final}
 	if b.StartAt != nil && !at.IsZero() {
 		st.OffsetMS = float64(at.Sub(*b.StartAt)) / 1e6
 	}
@@ -78,21 +104,64 @@ func (b *Board) State() State {
 
 // Result writes the result so far, as the run's JSON will be at its end:
 // what a dashboard merges (report/merge) while the agents run (Handler's
-// GET /result).
-func (b *Board) Result(ctx context.Context, w io.Writer) error {
+// GET /result); final says it is the run's last word (Finish), whose
+// first fetch ends Linger.
+func (b *Board) Result(ctx context.Context, w io.Writer) (final bool, err error) {
 	b.mu.Lock()
-	l := b.load
-	b.mu.Unlock()
-	if l == nil {
-		return errors.New("the load has not started")
+	l, last, fetched := b.load, b.final, b.fetched
+	if last != nil {
+		select {
+		case <-fetched:
+		default:
+			close(fetched)
+		}
 	}
-	return l.Report(ctx, l.Latest()).WriteJSON(w)
+	b.mu.Unlock()
+	if last != nil {
+		_, err := w.Write(last)
+		return true, err
+	}
+	if l == nil {
+		return false, errors.New("the load has not started")
+	}
+	return false, l.Report(ctx, l.Latest()).WriteJSON(w)
+}
+
+// Finish keeps r, the run's last word, as the result /result serves from
+// now on.
+func (b *Board) Finish(r *report.Report) {
+	var buf bytes.Buffer
+	if r == nil || r.WriteJSON(&buf) != nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.final, b.fetched = buf.Bytes(), make(chan struct{})
+}
+
+// Linger serves the final result until a follower has fetched it, d is
+// over or a signal comes on sigs; at once without a final result.
+func (b *Board) Linger(d time.Duration, sigs <-chan os.Signal) {
+	b.mu.Lock()
+	fetched := b.fetched
+	b.mu.Unlock()
+	if fetched == nil || d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-fetched:
+	case <-t.C:
+	case <-sigs:
+	}
 }
 
 // fill takes the counters and knobs of snapshot s.
 func (st *State) fill(s load.Snapshot) {
 	r := s.Run
 	st.Mode, st.Concurrency, st.Rate = s.Knobs.Mode.String(), s.Knobs.Concurrency, s.Knobs.Rate
+	st.PromptTokens, st.OutputTokens = s.Knobs.PromptTokens, s.Knobs.OutputTokens
 	st.Sent, st.Completed, st.Failed, st.Incomplete, st.InFlight = r.Sent(), r.Completed, r.Failed, r.Incomplete, r.Pending
 	st.TTFTP99MS = float64(r.Latency[load.TTFT].P99) / 1e6
 	st.Done = s.Done

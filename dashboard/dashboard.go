@@ -3,7 +3,8 @@
 // key's save, a pair's canary, the f key's capacity searches, in a
 // bubbletea program on a terminal. infertop and infertop ssh --local run
 // it on this terminal; sshserver builds each SSH session's view from the
-// same ViewOptions. ui knows nothing of sessions; this is where they meet.
+// same ViewOptions. ui knows nothing of sessions; this is where they meet
+// (a fleet of agents' session adds its agents' panel).
 package dashboard
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/infertop/infertop/capacity"
+	"github.com/infertop/infertop/fleet"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/ui"
@@ -53,7 +55,7 @@ func ViewOptions(s session.Session, o Options) ui.Options {
 	if timeout <= 0 {
 		timeout = DefaultSaveTimeout
 	}
-	return ui.Options{
+	uo := ui.Options{
 		Theme: o.Theme, Objectives: main.Objectives(), Figures: main.Figures, Compare: v.Compare, Groups: v.Groups,
 		Save: func(snap load.Snapshot) (string, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -61,6 +63,25 @@ func ViewOptions(s session.Session, o Options) ui.Options {
 			return s.Save(ctx, snap, o.ReportDir)
 		},
 	}
+	if fs, ok := s.(*fleet.Session); ok { // the agents' panel; the agents take no knob changes yet
+		uo.Agents, uo.ReadOnly = func() ui.Agents { return agentsPanel(fs.AgentsView()) }, true
+	}
+	return uo
+}
+
+// agentsPanel is v as the dashboard's agents panel shows it.
+func agentsPanel(v fleet.View) ui.Agents {
+	out := ui.Agents{Source: v.Source, Of: v.Of, Missing: v.Missing}
+	for _, ag := range v.Agents {
+		r := fleet.AgentRow(ag)
+		row := ui.AgentRow{Index: r.Index, Addr: r.Address, State: r.State, Why: r.Why, Sent: r.Sent, Completed: r.Completed, Failed: r.Failed,
+			Incomplete: r.Incomplete, InFlight: r.InFlight, ClockOffset: ag.ClockOffset, Seen: r.LastSeen != nil}
+		if r.TTFTP99MS != nil {
+			row.TTFTP99 = time.Duration(*r.TTFTP99MS * float64(time.Millisecond))
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	return out
 }
 
 // Program builds the dashboard program of s on term, of every kind of

@@ -128,6 +128,9 @@ type VerdictJSON struct {
 // WriteJSON writes the result: vLLM's keys at the top level for the whole
 // run, infertop's own under "infertop".
 func (r *Report) WriteJSON(w io.Writer) error {
+	if r.Merged != nil {
+		return r.writeMergedJSON(w)
+	}
 	run := r.Final.Run
 	top := vllmKeys(r.Manifest, phaseJSON(run), max(r.Final.MaxInFlight, 1)) // vLLM's max_concurrency: the most in flight, not the knob
 	var phases []PhaseJSON
@@ -309,6 +312,8 @@ type InfertopJSON struct {
 	Trace    *TraceJSON    `json:"trace,omitempty"`
 	// Merged is a merged result's (infertop merge): the runs it holds.
 	Merged *MergedJSON `json:"merged,omitempty"`
+	// Agents are a run --agents' agents, each with its own result.
+	Agents *AgentsJSON `json:"agents,omitempty"`
 }
 
 // Compare is a result's infertop.compare: a pair's (--compare: the

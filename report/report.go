@@ -82,6 +82,10 @@ type Report struct {
 	// section of the summary, infertop.capacity in the JSON, and the CSV's
 	// rows, one per step.
 	Capacity *capacity.Outcome
+	// Merged is a report of other runs' results merged (the agents' of
+	// run --agents): its JSON is the merged result, Final the snapshot
+	// SnapshotOf makes of it. Nil in any other run.
+	Merged *MergedResult
 }
 
 // Verdicts checks objs over the whole run and every phase with requests;

@@ -64,6 +64,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		writeEnergy(&b, r.Energy.Source, r.Energy.Run)
 	}
 	writeTurns(&b, r.Final.Sessions)
+	if r.Merged != nil && r.Merged.Result.Agents != nil {
+		writeAgents(&b, r.Merged.Result.Agents)
+	}
 	if r.Capacity != nil {
 		writeCapacity(&b, r.Capacity)
 	}

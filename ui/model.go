@@ -79,6 +79,9 @@ type Options struct {
 	// each newer group's differences from the baseline group. It makes
 	// the view a split's; not with Canary or Compare.
 	Groups func() (compare.Grouping, bool)
+	// Agents, if set, is the agents followed (--agents): a panel above
+	// the merged load's shows each one's state and figures.
+	Agents func() Agents
 	// Finder, if set, runs capacity searches (the f key); FindMax, if
 	// given too, are the objectives of one started at once and of the f
 	// key's (without, the key asks for them).
@@ -146,6 +149,8 @@ type Model struct {
 	cmp compareView
 	// split is the groups' side when the view is a split's.
 	split splitView
+	// agents is the agents' panel's (--agents).
+	agents agentsView
 
 	// cache is the rendered screen; View returns it.
 	cache string
@@ -181,6 +186,7 @@ func New(ctl Controller, o Options) (Model, error) {
 	m.flash = o.Notice
 	m.cmp = newCompareView(o)
 	m.split = newSplitView(o)
+	m.agents = newAgentsView(o)
 	if m.cmp.on && m.split.on {
 		return Model{}, errors.New("a dashboard compares two endpoints or splits one, not both")
 	}
@@ -246,6 +252,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.verdicts = slo.CheckAll(m.objs, m.fig.Window, "window")
 		m.cmp.refresh()
 		m.split.refresh()
+		m.agents.refresh()
 		m.render()
 		return m, listen(m.snaps)
 	case CanarySnapshotMsg, canaryDoneMsg:
@@ -486,6 +493,8 @@ func (m *Model) dashboard(w, h int) string {
 		return m.compareDashboard(w, h)
 	case m.split.on:
 		return m.splitDashboard(w, h)
+	case m.agents.on:
+		return m.agentsDashboard(w, h)
 	}
 	return m.loadPanels(w, h)
 }

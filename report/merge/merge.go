@@ -166,6 +166,9 @@ type Options struct {
 	// Force merges results that differ (endpoint, knobs, version,
 	// phases), naming each difference in infertop.merged.forced.
 	Force bool
+	// One takes a single result too (run --agents with one agent
+	// answering): its merge is itself, in the merged form.
+	One bool
 }
 
 // Merged is the merged result: its infertop object, and the most
@@ -182,13 +185,13 @@ func (m *Merged) Write(w io.Writer) error {
 
 // Merge merges two or more results.
 func Merge(ins []Input, opt Options) (*Merged, error) {
-	if len(ins) < 2 {
+	if len(ins) < 2 && !(opt.One && len(ins) == 1) {
 		return nil, fmt.Errorf("merge: %d results, want two or more: %w", len(ins), ErrBadResult)
 	}
 	first := &ins[0].Result
 	var forced []string
 	for _, in := range ins[1:] {
-		for _, d := range differences(first, &in.Result) {
+		for _, d := range Differences(first, &in.Result) {
 			if !opt.Force {
 				return nil, fmt.Errorf("merge: %s and %s: %s: %w (--force merges them anyway)", ins[0].Name, in.Name, d, ErrNotMergeable)
 			}
@@ -269,9 +272,10 @@ func Merge(ins []Input, opt Options) (*Merged, error) {
 	return m, nil
 }
 
-// differences name what makes b another load than a: the endpoint, the
-// starting knobs, the version that measured it.
-func differences(a, b *report.InfertopJSON) []string {
+// Differences name what makes b another load than a (what Merge refuses
+// unless forced): the endpoint, the starting knobs, the version that
+// measured it.
+func Differences(a, b *report.InfertopJSON) []string {
 	var out []string
 	am, bm := a.Manifest, b.Manifest
 	if am.URL != bm.URL || am.API != bm.API {

@@ -7,6 +7,7 @@ package sshflag
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -53,6 +54,22 @@ func (sf *Flags) Check() error {
 		return errors.New("--max-sessions must be at least 1 and --idle-timeout not negative")
 	}
 	return nil
+}
+
+// Log is where the connection lines go: --log, else stderr, or nowhere
+// beside --local's dashboard; closeLog closes a --log file.
+func (sf *Flags) Log(stderr io.Writer) (w io.Writer, closeLog func(), err error) {
+	switch {
+	case sf.LogPath != "":
+		fh, err := os.OpenFile(sf.LogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--log: %w", err)
+		}
+		return fh, func() { fh.Close() }, nil
+	case sf.Local:
+		return io.Discard, func() {}, nil
+	}
+	return stderr, func() {}, nil
 }
 
 // ServerError names the flag behind an error of the SSH server's set-up;

@@ -1,0 +1,720 @@
+// Package fleet follows infertop agents (package agent) from one place:
+// it finds them (a list of addresses, or DNS names re-resolved, A or SRV
+// records), polls each one's /state and /result with the shared token
+// over TLS (plain HTTP to a loopback address only, when allowed), tells
+// running, done, lost, unreachable and refused agents apart, and merges
+// their results exactly (report/merge). Session is the merged agents as
+// one more kind of session.Session, so that run --agents and the
+// dashboard follow them with the follower and epilogue of every run.
+//
+// Everything an agent sends is untrusted: its bodies are bounded, its
+// results decoded by merge.Decode's bounds, its text sanitised before it
+// is shown; an agent that never answers blocks nothing, since each is
+// polled by a goroutine of its own with a timeout per request.
+package fleet
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/report/htmlreport"
+	"github.com/infertop/infertop/report/merge"
+	"github.com/infertop/infertop/sanitize"
+)
+
+// Defaults of a Config's durations.
+const (
+	DefaultPollEvery    = time.Second
+	DefaultResultEvery  = 5 * time.Second
+	DefaultResolveEvery = 5 * time.Second
+	DefaultTimeout      = 3 * time.Second
+	DefaultLostAfter    = 30 * time.Second
+)
+
+// MaxStateBytes bounds an agent's /state.
+const MaxStateBytes = 64 << 10
+
+// Config says which agents to follow and how.
+type Config struct {
+	// Source is where the agents are; Resolver resolves its DNS names
+	// (nil: net.DefaultResolver).
+	Source   Source
+	Resolver Resolver
+	// Token is the shared token, sent as Authorization: Bearer.
+	Token []byte
+	// RootCAs verify the agents' certificates (nil: the system's);
+	// ServerName, when set, is the name every certificate must hold
+	// (else the name each address was found under).
+	RootCAs    *x509.CertPool
+	ServerName string
+	// PlainLoopback polls agents on a loopback address over plain HTTP
+	// (the agents' --plain-http-loopback); any other address is polled
+	// over TLS whatever it says.
+	PlainLoopback bool
+	// Version is the follower's: an agent of another is refused.
+	Version string
+	// PollEvery is how often each agent's /state is read, ResultEvery
+	// its /result (the exact figures so far), ResolveEvery the DNS names;
+	// Timeout bounds each request (a /result's four times it); LostAfter
+	// is the silence after which an agent that answered is lost, and one
+	// that never did unreachable (every request ends within half of it).
+	// Zero: the defaults above.
+	PollEvery, ResultEvery, ResolveEvery, Timeout, LostAfter time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// Logf hears of refusals and resolution errors (nil: none).
+	Logf func(format string, args ...any)
+}
+
+// Agent is one agent as the fleet sees it at a moment. Its pointers are
+// never written once published.
+type Agent struct {
+	// Addr is where it is polled, ServerName its certificate's name.
+	Addr, ServerName string
+	// Status is one of report's Agent* states; Why says why it is lost,
+	// unreachable or refused, LastErr the last failed poll's reason.
+	Status       string
+	Why, LastErr string
+	// State is its last /state (HasState: one came).
+	State    agent.State
+	HasState bool
+	// Result is its last /result decoded, Raw its bytes, Final whether it
+	// is the last word.
+	Result *merge.Input
+	Raw    []byte
+	Final  bool
+	// Added is when it was first named, LastSeen when it last answered;
+	// ClockOffset is its clock less ours, at the middle of the round trip.
+	Added, LastSeen time.Time
+	ClockOffset     time.Duration
+}
+
+// Index is the agent's index, -1 before its first state.
+func (a Agent) Index() int {
+	if !a.HasState {
+		return -1
+	}
+	return a.State.Index
+}
+
+// View is the fleet at a moment.
+type View struct {
+	// Seq counts views from 1.
+	Seq    uint64
+	Source string
+	// Of is the split (the first accepted agent's --of; 0 before one).
+	Of int
+	// Agents are sorted by index, then address.
+	Agents []Agent
+	// Missing are the indexes of 0..Of-1 no accepted agent has.
+	Missing []int
+	// Done says the fleet is over: every agent done, lost, unreachable or
+	// refused (or Finish was called); DoneWhy says so in a line.
+	Done    bool
+	DoneWhy string
+	// Started is when the fleet started; ResolveErr the last resolution's
+	// error ("" none).
+	Started    time.Time
+	ResolveErr string
+}
+
+// Fleet follows agents. Its methods are safe from any goroutine.
+type Fleet struct {
+	cfg    Config
+	cancel context.CancelFunc
+	done   chan struct{}
+	obs    chan observation
+	finish chan string
+
+	mu     sync.Mutex
+	latest View
+	subs   []chan View
+}
+
+// observation is what one poll found.
+type observation struct {
+	addr   string
+	at     time.Time
+	state  *agent.State
+	offset time.Duration
+	result *merge.Input
+	raw    []byte
+	final  bool
+	err    error
+	denied bool // 401: the token refused
+	addrs  []Addr
+	resErr error
+	isAddr bool // a resolution, not a poll
+}
+
+// Start starts following cfg's agents.
+func Start(cfg Config) (*Fleet, error) {
+	if len(cfg.Token) == 0 {
+		return nil, errors.New("fleet: no token (--agents-token-file)")
+	}
+	if len(cfg.Source.entries) == 0 {
+		return nil, fmt.Errorf("fleet: %w", ErrSource)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.PollEvery, DefaultPollEvery)
+	def(&cfg.ResultEvery, DefaultResultEvery)
+	def(&cfg.ResolveEvery, DefaultResolveEvery)
+	def(&cfg.Timeout, DefaultTimeout)
+	def(&cfg.LostAfter, DefaultLostAfter)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &Fleet{cfg: cfg, cancel: cancel, done: make(chan struct{}), obs: make(chan observation, 64), finish: make(chan string, 1)}
+	f.latest = View{Source: cfg.Source.String(), Started: cfg.Now()}
+	go f.loop(ctx)
+	return f, nil
+}
+
+// Subscribe is a subscription to the fleet's views (latest wins); the
+// channel closes after the last (Done) view, or at Stop.
+func (f *Fleet) Subscribe() (<-chan View, func()) {
+	ch := make(chan View, 1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch <- f.latest
+	if f.latest.Done || f.closed() {
+		close(ch)
+		return ch, func() {}
+	}
+	f.subs = append(f.subs, ch)
+	return ch, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if i := slices.Index(f.subs, ch); i >= 0 {
+			f.subs = slices.Delete(f.subs, i, i+1)
+			close(ch)
+		}
+	}
+}
+
+func (f *Fleet) closed() bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Latest is the newest view.
+func (f *Fleet) Latest() View {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.latest
+}
+
+// Finish stops waiting for the agents: the next view is Done, with why.
+func (f *Fleet) Finish(why string) {
+	select {
+	case f.finish <- why:
+	default:
+	}
+}
+
+// Stop stops following (the agents run on); it waits for every poller.
+func (f *Fleet) Stop() {
+	f.cancel()
+	<-f.done
+}
+
+// publish makes v the latest view and offers it to every subscriber.
+func (f *Fleet) publish(v View) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.latest = v
+	for _, ch := range f.subs {
+		select {
+		case <-ch: // latest wins
+		default:
+		}
+		ch <- v
+		if v.Done {
+			close(ch)
+		}
+	}
+	if v.Done {
+		f.subs = nil
+	}
+}
+
+// member is the loop's record of one agent.
+type member struct {
+	Agent
+	cancel context.CancelFunc
+	// other says why its load is not the others' ("": it is); logged
+	// says that was told to Logf.
+	other, logged string
+}
+
+// loop owns the agents: it starts a poller for every address found,
+// folds their observations, marks the lost and the unreachable, and
+// publishes a view on every change and every PollEvery.
+func (f *Fleet) loop(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer close(f.done)
+	defer wg.Wait()
+	cfg := f.cfg
+	members := map[string]*member{}
+	v := f.latest
+	lastChange := v.Started
+	rctx, stopResolving := context.WithCancel(ctx)
+	wg.Add(1)
+	go func() { // the resolver: its own goroutine, since DNS may hang
+		defer wg.Done()
+		f.resolve(rctx)
+	}()
+	tick := time.NewTicker(cfg.PollEvery)
+	defer tick.Stop()
+	stopAll := func() {
+		stopResolving()
+		for _, m := range members {
+			if m.cancel != nil {
+				m.cancel()
+			}
+		}
+	}
+	defer stopAll()
+	finishing := ""
+	for {
+		select {
+		case <-ctx.Done():
+			v.Done, v.DoneWhy = true, "stopped"
+			f.publish(f.view(v, members))
+			return
+		case why := <-f.finish:
+			finishing = why
+		case o := <-f.obs:
+			if o.isAddr {
+				v.ResolveErr = ""
+				if o.resErr != nil {
+					v.ResolveErr = sanitize.Text(o.resErr.Error())
+				}
+				for _, a := range o.addrs {
+					if members[a.HostPort] != nil || len(members) >= MaxAddresses {
+						continue
+					}
+					m := &member{Agent: Agent{Addr: a.HostPort, ServerName: a.ServerName, Status: report.AgentWaiting, Added: cfg.Now()}}
+					pctx, cancel := context.WithCancel(ctx)
+					m.cancel = cancel
+					members[a.HostPort] = m
+					lastChange = cfg.Now()
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						f.poll(pctx, a)
+					}()
+				}
+				break
+			}
+			m := members[o.addr]
+			if m == nil || m.Status == report.AgentRefused {
+				break
+			}
+			if f.fold(m, o) {
+				lastChange = cfg.Now()
+			}
+		case <-tick.C:
+		}
+		now := cfg.Now()
+		judge(members)
+		for _, m := range members {
+			if f.age(m, now) {
+				lastChange = now
+			}
+			if m.other != "" && m.logged != m.other {
+				m.logged = m.other
+				cfg.Logf("fleet: refused the agent at %s: %s", m.Addr, m.other)
+			}
+		}
+		v.Seq++
+		out := f.view(v, members)
+		switch {
+		case finishing != "":
+			out.Done, out.DoneWhy = true, finishing
+		case len(members) == 0 && now.Sub(v.Started) >= cfg.LostAfter:
+			out.Done, out.DoneWhy = true, "no agent found at "+sanitize.Text(cfg.Source.String())
+		case len(members) > 0 && over(out.Agents) && (len(out.Missing) == 0 || now.Sub(lastChange) >= cfg.LostAfter):
+			out.Done, out.DoneWhy = true, doneWhy(out.Agents)
+		}
+		f.publish(out)
+		if out.Done {
+			return
+		}
+	}
+}
+
+// fold takes one poll's observation into m; it says whether m's status
+// changed.
+func (f *Fleet) fold(m *member, o observation) bool {
+	before := m.Status
+	if o.err != nil {
+		m.LastErr = sanitize.Text(o.err.Error())
+		if o.denied {
+			f.refuse(m, "it refused the token (HTTP 401): another --agents-token-file than the agents'")
+		}
+		return m.Status != before
+	}
+	m.LastSeen, m.LastErr = o.at, ""
+	if st := o.state; st != nil {
+		m.State, m.HasState, m.ClockOffset = *st, true, o.offset
+		if why := f.foreign(*st); why != "" {
+			f.refuse(m, why)
+			return true
+		}
+		if m.Status != report.AgentDone {
+			m.Status, m.Why = report.AgentRunning, ""
+		}
+	}
+	if o.result != nil {
+		m.Result, m.Raw = o.result, o.raw
+		if o.final {
+			m.Final, m.Status = true, report.AgentDone
+			m.cancel()
+		}
+	}
+	return m.Status != before
+}
+
+// foreign says why an agent's state is none this follower takes ("": it
+// takes it): another version, or no share.
+func (f *Fleet) foreign(st agent.State) string {
+	switch {
+	case f.cfg.Version != "" && st.Version != f.cfg.Version:
+		return sanitize.Text(fmt.Sprintf("version %q, not this infertop's %q", st.Version, f.cfg.Version))
+	case st.Of < 1 || st.Of > agent.MaxAgents || st.Index < 0 || st.Index >= st.Of:
+		return sanitize.Text(fmt.Sprintf("index %d of %d is no share", st.Index, st.Of))
+	}
+	return ""
+}
+
+// loadKey is what the shares of one load have alike in their states.
+func loadKey(st agent.State) string {
+	return fmt.Sprint(st.Of, st.Mode, st.PromptTokens, st.OutputTokens)
+}
+
+// judge holds the agents to one load: the one most of them run (a tie:
+// the lowest index's). An agent of another is refused by name while it
+// is (m.other), and taken again should the most turn to its load.
+func judge(members map[string]*member) {
+	count := map[string]int{}
+	var ref *member
+	for _, m := range members {
+		if m.HasState && m.Status != report.AgentRefused {
+			count[loadKey(m.State)]++
+		}
+	}
+	for _, m := range members {
+		if !m.HasState || m.Status == report.AgentRefused {
+			continue
+		}
+		k := loadKey(m.State)
+		if ref == nil {
+			ref = m
+			continue
+		}
+		rk := loadKey(ref.State)
+		if count[k] > count[rk] || count[k] == count[rk] && (m.State.Index < ref.State.Index ||
+			m.State.Index == ref.State.Index && m.Addr < ref.Addr) {
+			ref = m
+		}
+	}
+	for _, m := range members {
+		m.other = ""
+		if ref == nil || m == ref || !m.HasState || m.Status == report.AgentRefused {
+			continue
+		}
+		st, r := m.State, ref.State
+		switch {
+		case st.Of != r.Of:
+			m.other = fmt.Sprintf("a share of a load split %d ways, not %d as %s's", st.Of, r.Of, ref.name())
+		case loadKey(st) != loadKey(r):
+			m.other = sanitize.Text(fmt.Sprintf("other knobs (%s loop, prompt %d, output %d; not %s's %s loop, prompt %d, output %d)",
+				st.Mode, st.PromptTokens, st.OutputTokens, ref.name(), r.Mode, r.PromptTokens, r.OutputTokens))
+		case m.Result != nil && ref.Result != nil:
+			if d := merge.Differences(&ref.Result.Result, &m.Result.Result); len(d) > 0 {
+				m.other = sanitize.Text(fmt.Sprintf("its result is of another load than %s's: %s", ref.name(), strings.Join(d, "; ")))
+			}
+		}
+	}
+}
+
+// refuse marks m refused for why, stops polling it and says so.
+func (f *Fleet) refuse(m *member, why string) {
+	m.Status, m.Why = report.AgentRefused, why
+	m.Result, m.Raw = nil, nil
+	m.cancel()
+	f.cfg.Logf("fleet: refused the agent at %s: %s", m.Addr, why)
+}
+
+func (m *member) name() string {
+	if m.HasState {
+		return fmt.Sprintf("agent %d (%s)", m.State.Index, m.Addr)
+	}
+	return "the agent at " + m.Addr
+}
+
+// age marks m lost or unreachable once it has been silent past the
+// bound, and says whether that changed its status.
+func (f *Fleet) age(m *member, now time.Time) bool {
+	switch m.Status {
+	case report.AgentRunning:
+		if silent := now.Sub(m.LastSeen); silent >= f.cfg.LostAfter {
+			m.Status = report.AgentLost
+			m.Why = fmt.Sprintf("silent for %s (last error: %s); its requests are counted up to its last result", silent.Round(time.Second),
+				orNone(m.LastErr))
+			return true
+		}
+	case report.AgentWaiting:
+		if now.Sub(m.Added) >= f.cfg.LostAfter {
+			m.Status = report.AgentUnreachable
+			m.Why = "never answered: " + orNone(m.LastErr)
+			return true
+		}
+	case report.AgentLost, report.AgentUnreachable:
+		// it answers again: fold made it running
+	}
+	return false
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// view is v with the members' state now.
+func (f *Fleet) view(v View, members map[string]*member) View {
+	v.Agents = make([]Agent, 0, len(members))
+	for _, m := range members {
+		a := m.Agent
+		if m.other != "" {
+			a.Status, a.Why = report.AgentRefused, m.other
+		}
+		v.Agents = append(v.Agents, a)
+	}
+	slices.SortFunc(v.Agents, func(a, b Agent) int {
+		if a.Index() != b.Index() {
+			return a.Index() - b.Index()
+		}
+		return strings.Compare(a.Addr, b.Addr)
+	})
+	v.Of, v.Missing = 0, nil
+	have := map[int]bool{}
+	for _, a := range v.Agents {
+		if a.HasState && a.Status != report.AgentRefused {
+			if v.Of == 0 {
+				v.Of = a.State.Of
+			}
+			have[a.State.Index] = true
+		}
+	}
+	for i := range v.Of {
+		if !have[i] {
+			v.Missing = append(v.Missing, i)
+		}
+	}
+	return v
+}
+
+// over says every agent is done, lost, unreachable or refused.
+func over(as []Agent) bool {
+	for _, a := range as {
+		if a.Status == report.AgentRunning || a.Status == report.AgentWaiting {
+			return false
+		}
+	}
+	return true
+}
+
+// doneWhy says how the agents ended, in a line.
+func doneWhy(as []Agent) string {
+	n := map[string]int{}
+	for _, a := range as {
+		n[a.Status]++
+	}
+	var parts []string
+	for _, s := range []string{report.AgentDone, report.AgentLost, report.AgentUnreachable, report.AgentRefused} {
+		if n[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
+		}
+	}
+	return "every agent over: " + strings.Join(parts, ", ")
+}
+
+// resolve sends the source's addresses to the loop, now and every
+// ResolveEvery (once for a static source).
+func (f *Fleet) resolve(ctx context.Context) {
+	t := time.NewTicker(f.cfg.ResolveEvery)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+		addrs, err := f.cfg.Source.Resolve(rctx, f.cfg.Resolver)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			f.cfg.Logf("%v", err)
+		}
+		select {
+		case f.obs <- observation{isAddr: true, addrs: addrs, resErr: err}:
+		case <-ctx.Done():
+			return
+		}
+		if f.cfg.Source.Static() {
+			return
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// poll polls one agent until ctx ends: /state every PollEvery, /result
+// every ResultEvery and as soon as its state says the result is final.
+func (f *Fleet) poll(ctx context.Context, a Addr) {
+	cfg := f.cfg
+	client, base := f.client(a)
+	defer client.CloseIdleConnections()
+	t := time.NewTicker(cfg.PollEvery)
+	defer t.Stop()
+	var lastResult time.Time
+	for {
+		o := observation{addr: a.HostPort}
+		sent := cfg.Now()
+		b, _, err := f.get(ctx, client, base+"/state", MaxStateBytes, min(cfg.Timeout, cfg.LostAfter/2))
+		o.at = cfg.Now()
+		var st agent.State
+		if err == nil {
+			if jerr := json.Unmarshal(b, &st); jerr != nil {
+				err = fmt.Errorf("its /state: %w", jerr)
+			}
+		}
+		if err != nil {
+			o.err, o.denied = err, errors.Is(err, errDenied)
+		} else {
+			o.state = &st
+			o.offset = st.Now.Sub(sent.Add(o.at.Sub(sent) / 2))
+			if st.Final || o.at.Sub(lastResult) >= cfg.ResultEvery {
+				lastResult = o.at
+				// Within half the silence that makes an agent lost: a
+				// poll ends, answered or failed, before the agent could
+				// be called lost while it was answering.
+				raw, h, rerr := f.get(ctx, client, base+"/result", htmlreport.MaxResultBytes, min(4*cfg.Timeout, cfg.LostAfter/2))
+				if rerr == nil {
+					in, derr := merge.Decode(fmt.Sprintf("agent %d (%s)", st.Index, a.HostPort), raw)
+					if derr == nil {
+						// Final by the answer's own word: the run may have
+						// ended between the state and the result.
+						o.result, o.raw, o.final = &in, raw, h.Get(agent.ResultHeader) == agent.ResultFinal
+					} else {
+						rerr = derr
+					}
+				}
+				if rerr != nil && ctx.Err() == nil {
+					cfg.Logf("fleet: the agent at %s: %v", a.HostPort, rerr)
+				}
+			}
+		}
+		select {
+		case f.obs <- o:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+var errDenied = errors.New("the token was refused")
+
+// client is the HTTP client and base URL for a: plain HTTP to a loopback
+// address where allowed, else TLS verified against RootCAs.
+func (f *Fleet) client(a Addr) (*http.Client, string) {
+	host, _, _ := net.SplitHostPort(a.HostPort)
+	if ip := net.ParseIP(host); f.cfg.PlainLoopback && ip != nil && ip.IsLoopback() {
+		return &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}, "http://" + a.HostPort
+	}
+	name := f.cfg.ServerName
+	if name == "" {
+		name = a.ServerName
+	}
+	tc := &tls.Config{RootCAs: f.cfg.RootCAs, ServerName: name, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: tc, MaxIdleConnsPerHost: 1}}, "https://" + a.HostPort
+}
+
+// get reads url with the token, within timeout, at most limit bytes; it
+// returns the answer's header too.
+func (f *Fleet) get(ctx context.Context, c *http.Client, url string, limit int, timeout time.Duration) ([]byte, http.Header, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fleet: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+string(f.cfg.Token))
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), unwrapURL(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return nil, nil, errDenied
+	}
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return nil, nil, fmt.Errorf("%s: HTTP %d", strings.TrimPrefix(req.URL.Path, "/"), resp.StatusCode)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), err)
+	}
+	if len(b) > limit {
+		return nil, nil, fmt.Errorf("%s: past %d bytes", strings.TrimPrefix(req.URL.Path, "/"), limit)
+	}
+	return b, resp.Header, nil
+}
+
+// unwrapURL drops url.Error's repetition of the URL: the address is
+// said where the error is shown.
+func unwrapURL(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}

@@ -1,0 +1,400 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/miekg/dns"
+
+	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/report/schematest"
+)
+
+const testToken = "a-token-of-more-than-sixteen-bytes"
+
+// result is a run's result of n requests, each of latency ms, sent
+// requests: n plus inFlight.
+func result(t testing.TB, n int, ms int64, inFlight int64) []byte {
+	t.Helper()
+	h := hdr.New(1, 3_600_000_000, 3)
+	for range n {
+		if err := h.RecordValue(ms * 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enc, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lat := map[string]report.DistJSON{}
+	for _, k := range report.MetricKeys() {
+		lat[k] = report.DistJSON{}
+	}
+	d := report.DistJSON{Count: int64(n), Mean: float64(ms), Min: float64(ms), Max: float64(ms), P50: float64(ms), P99: float64(ms)}
+	lat["ttft"], lat["e2el"] = d, d
+	hists := map[string]string{"ttft": string(enc), "e2el": string(enc)}
+	knobs := report.KnobsJSON{Mode: "closed", Concurrency: 2, PromptTokens: 16, OutputTokens: 8}
+	ph := report.PhaseJSON{ID: 1, Knobs: knobs, DurationS: 2, Sent: int64(n) + inFlight, Completed: int64(n), ErrorsByClass: map[string]int64{},
+		Latency: lat}
+	run := ph
+	run.ID = 0
+	m := report.NewManifest("test")
+	m.URL, m.API, m.Model, m.Knobs = "http://127.0.0.1:1/v1", "openai-chat", "sim", knobs
+	m.Start, m.End = time.Unix(1e9, 0).UTC(), time.Unix(1e9+2, 0).UTC()
+	m.Settings = map[string]string{"of": "2", "concurrency": "4"}
+	inf := report.InfertopJSON{Manifest: m, Run: run, Phases: []report.PhaseJSON{ph}, ErrorsByClass: map[string]int64{}, Errors: []report.ErrorJSON{},
+		SLO: []report.VerdictJSON{}, SLOHeld: true,
+		Histograms: &report.HistogramsJSON{Encoding: report.HistogramEncoding, Run: hists, Phases: []report.PhaseHistogramsJSON{{ID: 1, Hist: hists}}}}
+	b, err := json.Marshal(map[string]any{"max_concurrency": 2, "infertop": inf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fake is an agent served by agent.Handler on 127.0.0.1: its state and
+// result are the test's to set.
+type fake struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	st  agent.State
+	res []byte
+}
+
+func newFake(t *testing.T, token string, st agent.State, res []byte) *fake {
+	t.Helper()
+	f := &fake{st: st, res: res}
+	h := agent.NewHandler([]byte(token), func() agent.State {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		s := f.st
+		s.Now = time.Now()
+		return s
+	}, func(_ context.Context, w io.Writer) (bool, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		_, err := w.Write(f.res)
+		return f.st.Final, err
+	}, nil)
+	f.srv = httptest.NewServer(h)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fake) addr() string { return strings.TrimPrefix(f.srv.URL, "http://") }
+
+func (f *fake) set(fn func(*agent.State)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(&f.st)
+}
+
+func state(index, of int) agent.State {
+	return agent.State{Version: "test", Index: index, Of: of, Mode: "closed", Concurrency: 2, PromptTokens: 16, OutputTokens: 8}
+}
+
+// follow starts a fleet of addrs, its durations short.
+func follow(t *testing.T, spec string, mod func(*Config)) *Fleet {
+	t.Helper()
+	src, err := ParseSource(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Source: src, Token: []byte(testToken), PlainLoopback: true, Version: "test", PollEvery: 20 * time.Millisecond,
+		ResultEvery: 40 * time.Millisecond, ResolveEvery: 40 * time.Millisecond, Timeout: 500 * time.Millisecond, LostAfter: 600 * time.Millisecond}
+	if mod != nil {
+		mod(&cfg)
+	}
+	f, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	return f
+}
+
+// waitView waits for a view of f that cond holds for (the fleet's end at
+// the latest).
+func waitView(t *testing.T, f *Fleet, what string, cond func(View) bool) View {
+	t.Helper()
+	views, stop := f.Subscribe()
+	defer stop()
+	var last View
+	bound := time.NewTimer(20 * time.Second) // a bound on a hang, not a wait
+	defer bound.Stop()
+	for open := true; open; {
+		select {
+		case v, ok := <-views:
+			if !ok {
+				open = false
+				break
+			}
+			if cond(v) {
+				return v
+			}
+			last = v
+		case <-bound.C:
+			for _, a := range last.Agents {
+				t.Logf("%s: %s %s (%s) state %v final %v", a.Addr, a.Status, a.Why, a.LastErr, a.HasState, a.Final)
+			}
+			t.Fatalf("never %s", what)
+		}
+	}
+	if v := f.Latest(); cond(v) {
+		return v
+	}
+	t.Fatalf("never %s: the last view %+v", what, last)
+	return View{}
+}
+
+func byAddr(v View, addr string) Agent {
+	for _, a := range v.Agents {
+		if a.Addr == addr {
+			return a
+		}
+	}
+	return Agent{}
+}
+
+// TestRefusedAndUnreachable: an agent of another version, of another
+// load, or that refuses the token is refused by name; an address that
+// never answers is unreachable; none of them blocks the good agents,
+// whose results merge to the whole, each agent's own inside.
+func TestRefusedAndUnreachable(t *testing.T) {
+	good0 := newFake(t, testToken, state(0, 2), result(t, 10, 5, 0))
+	good1 := newFake(t, testToken, state(1, 2), result(t, 30, 9, 0))
+	other := state(1, 2)
+	other.Version = "v9.9.9"
+	oldVersion := newFake(t, testToken, other, result(t, 5, 1, 0))
+	knobs := state(1, 2)
+	knobs.PromptTokens = 999
+	otherKnobs := newFake(t, testToken, knobs, result(t, 5, 1, 0))
+	wrongToken := newFake(t, "another-token-of-sixteen-bytes!!", state(1, 2), nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // an address that accepts and never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	silent := ln.Addr().String()
+	var logMu sync.Mutex
+	var logs []string
+	f := follow(t, strings.Join([]string{good0.addr(), good1.addr(), oldVersion.addr(), otherKnobs.addr(), wrongToken.addr(), silent}, ","),
+		func(c *Config) {
+			c.Logf = func(format string, args ...any) {
+				logMu.Lock()
+				defer logMu.Unlock()
+				logs = append(logs, format)
+			}
+		})
+	// The good agents answer while the silent one hangs.
+	waitView(t, f, "both good agents running", func(v View) bool {
+		return byAddr(v, good0.addr()).Result != nil && byAddr(v, good1.addr()).Result != nil
+	})
+	good0.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	good1.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
+	want := map[string]string{good0.addr(): report.AgentDone, good1.addr(): report.AgentDone, oldVersion.addr(): report.AgentRefused,
+		otherKnobs.addr(): report.AgentRefused, wrongToken.addr(): report.AgentRefused, silent: report.AgentUnreachable}
+	for addr, st := range want {
+		if a := byAddr(v, addr); a.Status != st {
+			t.Errorf("%s: %s (%s), want %s", addr, a.Status, a.Why, st)
+		}
+	}
+	for addr, why := range map[string]string{oldVersion.addr(): `version "v9.9.9"`, otherKnobs.addr(): "prompt 999", wrongToken.addr(): "401"} {
+		if a := byAddr(v, addr); !strings.Contains(a.Why, why) {
+			t.Errorf("%s refused for %q, want %q in it", addr, a.Why, why)
+		}
+	}
+	if !strings.Contains(v.DoneWhy, "2 done") || !strings.Contains(v.DoneWhy, "1 unreachable") || !strings.Contains(v.DoneWhy, "3 refused") {
+		t.Errorf("done: %s", v.DoneWhy)
+	}
+	if len(logs) < 3 {
+		t.Errorf("refusals logged: %q", logs)
+	}
+	m, err := Merge(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.Result.Run
+	if r.Sent != 40 || r.Completed != 40 || r.Latency["ttft"].Count != 40 || r.Latency["ttft"].P50 < 8.9 || r.Latency["ttft"].P50 > 9.1 {
+		t.Errorf("merged: sent %d completed %d, TTFT %+v", r.Sent, r.Completed, r.Latency["ttft"])
+	}
+	if len(m.Result.Agents.Agents) != 6 || len(m.Result.Agents.Missing) != 0 {
+		t.Errorf("agents: %+v", m.Result.Agents)
+	}
+	rep := &report.Report{Manifest: m.Result.Manifest, Final: report.SnapshotOf(m.Result, m.MaxConcurrency), Merged: m}
+	var b strings.Builder
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"sent 40 = 40 completed + 0 failed + 0 incomplete", "refused", "unreachable", "v9.9.9"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("the text has no %q:\n%s", s, b.String())
+		}
+	}
+	// The fakes' results are not whole files (the root's TestFourAgents
+	// validates real agents' inside the merge): the rest against the schema.
+	for i := range m.Result.Agents.Agents {
+		m.Result.Agents.Agents[i].Result = nil
+	}
+	var js strings.Builder
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	schematest.Validate(t, []byte(js.String()))
+}
+
+// TestLost: an agent that falls silent mid-run is lost; its requests are
+// counted up to its last result, those in flight then as incomplete, and
+// the other's figures stay whole.
+func TestLost(t *testing.T) {
+	a := newFake(t, testToken, state(0, 2), result(t, 10, 5, 0))
+	b := newFake(t, testToken, state(1, 2), result(t, 6, 7, 4))
+	f := follow(t, a.addr()+","+b.addr(), nil)
+	waitView(t, f, "both results", func(v View) bool {
+		return byAddr(v, a.addr()).Result != nil && byAddr(v, b.addr()).Result != nil
+	})
+	b.srv.Close() // killed
+	a.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
+	if st := byAddr(v, b.addr()); st.Status != report.AgentLost || !strings.Contains(st.Why, "silent") {
+		t.Fatalf("the killed agent: %s (%s)", st.Status, st.Why)
+	}
+	m, err := Merge(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.Result.Run
+	if r.Sent != 20 || r.Completed != 16 || r.Incomplete != 4 || r.Sent != r.Completed+r.Failed+r.Incomplete {
+		t.Errorf("merged: sent %d = %d + %d + %d", r.Sent, r.Completed, r.Failed, r.Incomplete)
+	}
+	if row := AgentRow(byAddr(v, b.addr())); row.Incomplete != 4 || row.InFlight != 0 {
+		t.Errorf("the lost agent's row: %+v", row)
+	}
+}
+
+// TestDNS: agents found through a DNS server started here: A records
+// (every agent at one port, on 127.0.0.x) and SRV records (each its own
+// port), re-resolved, so an agent added to the records is followed.
+func TestDNS(t *testing.T) {
+	a := newFake(t, testToken, state(0, 3), result(t, 4, 3, 0))
+	b := newFake(t, testToken, state(1, 3), result(t, 4, 3, 0))
+	c := newFake(t, testToken, state(2, 3), result(t, 4, 3, 0))
+	port := func(f *fake) uint16 {
+		_, p, _ := net.SplitHostPort(f.addr())
+		var n uint16
+		for _, ch := range p {
+			n = n*10 + uint16(ch-'0')
+		}
+		return n
+	}
+	var mu sync.Mutex
+	srvTargets := []*fake{a, b}
+	mux := dns.NewServeMux()
+	mux.HandleFunc(".", func(w dns.ResponseWriter, q *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(q)
+		name := q.Question[0].Name
+		switch {
+		case q.Question[0].Qtype == dns.TypeSRV && name == "_agent._tcp.agents.test.":
+			mu.Lock()
+			for i, f := range srvTargets {
+				m.Answer = append(m.Answer, &dns.SRV{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: 1},
+					Priority: 0, Weight: 1, Port: port(f), Target: []string{"a0.agents.test.", "a1.agents.test.", "a2.agents.test."}[i]})
+			}
+			mu.Unlock()
+		case q.Question[0].Qtype == dns.TypeA && strings.HasSuffix(name, ".agents.test."):
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1},
+				A: net.IPv4(127, 0, 0, 1)})
+		case q.Question[0].Qtype == dns.TypeA && name == "many.test.":
+			for i := 1; i <= 3; i++ {
+				m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1},
+					A: net.IPv4(127, 0, 0, byte(i))})
+			}
+		}
+		_ = w.WriteMsg(m)
+	})
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	server := &dns.Server{PacketConn: pc, Handler: mux, NotifyStartedFunc: func() { close(started) }}
+	go func() { _ = server.ActivateAndServe() }()
+	<-started
+	defer server.Shutdown()
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+	}}
+	// A records: every address at the given port.
+	src, err := ParseSource("many.test:7070")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := src.Resolve(context.Background(), r)
+	if err != nil || len(addrs) != 3 || addrs[0].HostPort != "127.0.0.1:7070" || addrs[2].HostPort != "127.0.0.3:7070" || addrs[0].ServerName != "many.test" {
+		t.Fatalf("A records: %v %+v", err, addrs)
+	}
+	// SRV: each its port; the third agent appears later.
+	f := follow(t, "_agent._tcp.agents.test", func(c *Config) { c.Resolver = r })
+	waitView(t, f, "two agents through SRV", func(v View) bool {
+		return len(v.Agents) == 2 && v.Agents[0].Result != nil && v.Agents[1].Result != nil && v.Agents[1].ServerName == "a1.agents.test"
+	})
+	mu.Lock()
+	srvTargets = append(srvTargets, c)
+	mu.Unlock()
+	for _, x := range []*fake{a, b, c} {
+		x.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	}
+	v := waitView(t, f, "three agents done", func(v View) bool { return v.Done })
+	if len(v.Agents) != 3 || len(v.Missing) != 0 {
+		t.Fatalf("agents %+v, missing %v", v.Agents, v.Missing)
+	}
+	for _, ag := range v.Agents {
+		if ag.Status != report.AgentDone {
+			t.Errorf("%s: %s %s", ag.Addr, ag.Status, ag.Why)
+		}
+	}
+}
+
+// TestParseSource: bad --agents values are one-line errors.
+func TestParseSource(t *testing.T) {
+	for _, bad := range []string{"", ",", "host", "host:0", "host:99999", "_agent.agents.svc", "_agent._tcp.x:80", "http://h:1"} {
+		if _, err := ParseSource(bad); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	for _, good := range []string{"127.0.0.1:1,[::1]:2", "agents.ns.svc:7070", "_agent._tcp.agents.ns.svc"} {
+		if _, err := ParseSource(good); err != nil {
+			t.Errorf("%q: %v", good, err)
+		}
+	}
+	if s, _ := ParseSource("127.0.0.1:1,10.0.0.1:2"); !s.Static() {
+		t.Error("IPs need DNS")
+	}
+}
+
+// TestTLSOnly: an agent off loopback is never polled in the clear.
+func TestTLSOnly(t *testing.T) {
+	f := &Fleet{cfg: Config{PlainLoopback: true}}
+	if _, base := f.client(Addr{HostPort: "10.1.2.3:7070", ServerName: "x"}); !strings.HasPrefix(base, "https://") {
+		t.Errorf("off loopback: %s", base)
+	}
+	if _, base := f.client(Addr{HostPort: "127.0.0.1:7070"}); !strings.HasPrefix(base, "http://") {
+		t.Errorf("loopback, plain allowed: %s", base)
+	}
+	f.cfg.PlainLoopback = false
+	if _, base := f.client(Addr{HostPort: "127.0.0.1:7070"}); !strings.HasPrefix(base, "https://") {
+		t.Errorf("loopback, plain not allowed: %s", base)
+	}
+}

@@ -1,0 +1,105 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/report/merge"
+)
+
+// ErrNoResults is a view with no agent's result to merge.
+var ErrNoResults = errors.New("no agent's result came")
+
+// Merge merges the results of v's agents exactly (report/merge): every
+// agent's last result but the refused ones', a lost agent's (or one
+// still running) with its requests in flight at that result counted
+// incomplete, so that sent = completed + failed + incomplete over the
+// whole. The merged result holds the agents' table with each agent's
+// own result (infertop.agents).
+func Merge(v View) (*report.MergedResult, error) {
+	var ins []merge.Input
+	for _, a := range v.Agents {
+		if a.Result == nil || a.Status == report.AgentRefused {
+			continue
+		}
+		in := *a.Result
+		if !a.Final {
+			in = settled(in)
+		}
+		ins = append(ins, in)
+	}
+	if len(ins) == 0 {
+		return nil, fmt.Errorf("fleet: %w (%s)", ErrNoResults, doneWhy(v.Agents))
+	}
+	m, err := merge.Merge(ins, merge.Options{One: true})
+	if err != nil {
+		return nil, err
+	}
+	m.Result.Agents = agentsJSON(v)
+	return &report.MergedResult{Result: m.Result, MaxConcurrency: m.MaxConcurrency}, nil
+}
+
+// settled is a result not final: its requests in flight counted
+// incomplete (they were never seen to finish), in the run and in every
+// phase.
+func settled(in merge.Input) merge.Input {
+	r := in.Result
+	fix := func(p *report.PhaseJSON) {
+		if n := p.Sent - p.Completed - p.Failed - p.Incomplete; n > 0 {
+			p.Incomplete += n
+		}
+	}
+	fix(&r.Run)
+	r.Phases = append([]report.PhaseJSON(nil), r.Phases...)
+	for i := range r.Phases {
+		fix(&r.Phases[i])
+	}
+	in.Result = r
+	return in
+}
+
+// agentsJSON is v's agents as infertop.agents writes them.
+func agentsJSON(v View) *report.AgentsJSON {
+	out := &report.AgentsJSON{Source: v.Source, Of: v.Of, Missing: append([]int{}, v.Missing...), Agents: []report.AgentJSON{}}
+	for _, a := range v.Agents {
+		out.Agents = append(out.Agents, AgentRow(a))
+	}
+	return out
+}
+
+// AgentRow is one agent's row of the agents' table: its counters and
+// p99 from its last result (from its last state before one came).
+func AgentRow(a Agent) report.AgentJSON {
+	j := report.AgentJSON{Index: a.Index(), Address: a.Addr, State: a.Status, Why: a.Why}
+	if a.HasState {
+		st := a.State
+		j.Sent, j.Completed, j.Failed, j.Incomplete, j.InFlight = st.Sent, st.Completed, st.Failed, st.Incomplete, st.InFlight
+		j.StartOffsetMS = st.OffsetMS
+		j.ClockOffsetMS = float64(a.ClockOffset) / float64(time.Millisecond)
+		if st.TTFTP99MS > 0 {
+			p := st.TTFTP99MS
+			j.TTFTP99MS = &p
+		}
+		seen := a.LastSeen.UTC()
+		j.LastSeen = &seen
+	}
+	if r := a.Result; r != nil && a.Status != report.AgentRefused {
+		run := r.Result.Run
+		j.Sent, j.Completed, j.Failed, j.Incomplete = run.Sent, run.Completed, run.Failed, run.Incomplete
+		j.InFlight = max(run.Sent-run.Completed-run.Failed-run.Incomplete, 0)
+		if d := run.Latency["ttft"]; d.Count > 0 {
+			p := d.P99
+			j.TTFTP99MS = &p
+		} else {
+			j.TTFTP99MS = nil
+		}
+		j.Result = a.Raw
+	}
+	if a.Status != report.AgentRunning && a.Status != report.AgentWaiting && !a.Final && j.InFlight > 0 {
+		// Never seen to finish: the merge counts them incomplete.
+		j.Incomplete, j.InFlight = j.Incomplete+j.InFlight, 0
+	}
+	return j
+}

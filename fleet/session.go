@@ -1,0 +1,287 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/runner"
+	"github.com/infertop/infertop/sanitize"
+	"github.com/infertop/infertop/session"
+	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/telemetry"
+)
+
+// Session is the agents followed as one load: a session.Session whose
+// one side's snapshots are the agents' merged. Each snapshot's counters
+// are the sum of the agents' last states (every PollEvery); its
+// latencies, rates and phases the exact merge of their last results
+// (every ResultEvery), over the run so far (the window is the run:
+// per-second histograms are not merged). The keys move nothing: the
+// agents take no knob changes yet.
+type Session struct {
+	f    *Fleet
+	objs []slo.Objective
+	done chan struct{}
+	once sync.Once
+
+	mu     sync.Mutex
+	latest load.Snapshot
+	final  *report.MergedResult
+	err    error // the final merge's
+	view   View
+	subs   []chan load.Snapshot
+	closed bool
+}
+
+var _ session.Session = (*Session)(nil)
+
+// NewSession follows f's agents; objs are the follower's own objectives
+// (--slo), checked over the merge with the agents' own.
+func NewSession(f *Fleet, objs []slo.Objective) *Session {
+	s := &Session{f: f, objs: objs, done: make(chan struct{})}
+	s.latest = load.Snapshot{Target: load.Target{URL: "agents " + sanitize.Text(f.cfg.Source.String())}}
+	go s.run()
+	return s
+}
+
+// Fleet is the agents followed.
+func (s *Session) Fleet() *Fleet { return s.f }
+
+// run turns the fleet's views into snapshots: a merge whenever a result
+// came, the counters on every view; at the fleet's end the final merge.
+func (s *Session) run() {
+	defer close(s.done)
+	views, unsubscribe := s.f.Subscribe()
+	defer unsubscribe()
+	var base load.Snapshot
+	var merged time.Time
+	results := map[string]any{}
+	changed := false
+	for v := range views {
+		for _, a := range v.Agents {
+			if a.Result != nil && results[a.Addr] != any(a.Result) {
+				results[a.Addr], changed = a.Result, true
+			}
+		}
+		// At most one merge every ResultEvery (the agents' results come
+		// at their own moments): a merge decodes every histogram.
+		if now := s.f.cfg.Now(); changed && now.Sub(merged) >= s.f.cfg.ResultEvery || v.Done {
+			merged, changed = now, false
+			if m, err := Merge(v); err == nil {
+				base = report.SnapshotOf(m.Result, m.MaxConcurrency)
+				if v.Done {
+					s.setFinal(m, nil)
+				}
+			} else if v.Done {
+				s.setFinal(nil, err)
+			}
+		}
+		snap := s.snapshot(base, v)
+		s.publish(snap, v)
+		if v.Done {
+			return
+		}
+	}
+	// The fleet stopped before its end (Stop): the last view is final.
+	v := s.f.Latest()
+	m, err := Merge(v)
+	s.setFinal(m, err)
+	snap := s.snapshot(base, v)
+	snap.Done = true
+	s.publish(snap, v)
+}
+
+func (s *Session) setFinal(m *report.MergedResult, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.final, s.err = m, err
+}
+
+// snapshot is base (the last merge) with v's counters: each agent's
+// last state summed, its requests in flight counted incomplete once it
+// is over and was not seen to finish them.
+func (s *Session) snapshot(base load.Snapshot, v View) load.Snapshot {
+	out := base
+	out.Seq = v.Seq
+	out.Target = load.Target{URL: s.latest.Target.URL}
+	if base.Run.Sent() > 0 || len(v.Agents) > 0 {
+		var c, f, inc, pend int64
+		for _, a := range v.Agents {
+			if a.Status == report.AgentRefused || !a.HasState {
+				continue
+			}
+			row := AgentRow(a)
+			c, f, inc, pend = c+row.Completed, f+row.Failed, inc+row.Incomplete, pend+row.InFlight
+		}
+		if !v.Done || base.Run.Sent() == 0 { // the final merge's counts are the agents' final results'
+			out.Run.Completed, out.Run.Failed, out.Run.Incomplete, out.Run.Pending = c, f, inc, pend
+			out.TotalCompleted, out.TotalFailed, out.InFlight, out.Incomplete = c, f, int(pend), inc
+		}
+	}
+	if !v.Done {
+		out.Elapsed = s.f.cfg.Now().Sub(v.Started)
+		out.Done, out.DoneWhy = false, ""
+	} else {
+		out.Done, out.DoneWhy = true, v.DoneWhy
+	}
+	return out
+}
+
+// publish makes snap the latest and offers it to every subscriber; the
+// last (Done) closes them.
+func (s *Session) publish(snap load.Snapshot, v View) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latest, s.view = snap, v
+	for _, ch := range s.subs {
+		select {
+		case <-ch:
+		default:
+		}
+		ch <- snap
+		if snap.Done {
+			close(ch)
+		}
+	}
+	if snap.Done {
+		s.subs, s.closed = nil, true
+	}
+}
+
+// AgentsView is the fleet as the last snapshot saw it: the agents' table.
+func (s *Session) AgentsView() View {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.view
+}
+
+// What names the agents.
+func (s *Session) What() string { return s.latest.Target.URL }
+
+// Sides is the one merged side.
+func (s *Session) Sides() []session.Side { return []session.Side{side{s}} }
+
+// Controller moves nothing: the agents take no knob changes yet.
+func (s *Session) Controller() session.Controller { return still{s} }
+
+// Live is never: the agents compare nothing.
+func (s *Session) Live() (session.Look, bool) { return session.Look{}, false }
+
+// Finish stops waiting for the agents (they run on).
+func (s *Session) Finish(why string) { s.f.Finish("the follower stopped: " + why) }
+
+// Stop stops following; it may be called more than once.
+func (s *Session) Stop() error {
+	s.once.Do(func() {
+		s.f.Stop()
+		<-s.done
+	})
+	return nil
+}
+
+// Release is nothing: the follower serves no metrics of its own.
+func (s *Session) Release() {}
+
+// Conclude is the merged report: the exact merge of the agents' final
+// (or last) results, the agents' table inside, checked against the
+// follower's objectives and the agents' own.
+func (s *Session) Conclude(_ context.Context, last []load.Snapshot, breaches [][]slo.Verdict) session.Conclusion {
+	s.mu.Lock()
+	m, err := s.final, s.err
+	s.mu.Unlock()
+	if m == nil {
+		if err == nil {
+			err = fmt.Errorf("fleet: %w", ErrNoResults)
+		}
+		return session.Conclusion{Err: err}
+	}
+	rep := s.report(m)
+	if len(breaches) > 0 {
+		rep.Verdicts = append(rep.Verdicts, breaches[0]...)
+	}
+	return session.Conclusion{Reports: []*report.Report{rep}}
+}
+
+// report is m as a report: its snapshot and its verdicts.
+func (s *Session) report(m *report.MergedResult) *report.Report {
+	snap := report.SnapshotOf(m.Result, m.MaxConcurrency)
+	objs := slices.Clone(s.objs)
+	var exprs []string
+	for _, v := range m.Result.SLO {
+		if !slices.ContainsFunc(objs, func(o slo.Objective) bool { return o.Expr == v.Expr }) && !slices.Contains(exprs, v.Expr) {
+			exprs = append(exprs, v.Expr)
+		}
+	}
+	if theirs, err := slo.ParseAll(exprs); err == nil {
+		objs = append(objs, theirs...)
+	}
+	return &report.Report{Manifest: m.Result.Manifest, Final: snap, Merged: m, Verdicts: report.Verdicts(objs, snap, nil)}
+}
+
+// Save writes the merge of the agents' last results into dir.
+func (s *Session) Save(_ context.Context, _ load.Snapshot, dir string) (string, error) {
+	m, err := Merge(s.f.Latest())
+	if err != nil {
+		return "", err
+	}
+	return runner.SaveAs(s.report(m), filepath.Join(dir, "infertop-agents-"+time.Now().Format("20060102-150405")))
+}
+
+// View: nothing beside the snapshots (no search: the agents take no
+// knob changes).
+func (s *Session) View() session.View { return session.View{} }
+
+// LastWord is nothing: the agents compare nothing.
+func (s *Session) LastWord(io.Writer) error { return nil }
+
+// side is the merged side.
+type side struct{ s *Session }
+
+func (d side) Subscribe() (<-chan load.Snapshot, func()) {
+	s := d.s
+	ch := make(chan load.Snapshot, 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch <- s.latest
+	if s.closed {
+		close(ch)
+		return ch, func() {}
+	}
+	s.subs = append(s.subs, ch)
+	return ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if i := slices.Index(s.subs, ch); i >= 0 {
+			s.subs = slices.Delete(s.subs, i, i+1)
+			close(ch)
+		}
+	}
+}
+
+func (d side) Latest() load.Snapshot {
+	d.s.mu.Lock()
+	defer d.s.mu.Unlock()
+	return d.s.latest
+}
+
+func (d side) Check(snap load.Snapshot, scope string) []slo.Verdict {
+	return slo.CheckAll(d.s.objs, d.Figures(snap).Window, scope)
+}
+
+func (d side) Objectives() []slo.Objective { return d.s.objs }
+
+func (d side) Figures(snap load.Snapshot) telemetry.Figures { return telemetry.Join(snap, nil) }
+
+// still is a controller that moves nothing.
+type still struct{ s *Session }
+
+func (c still) Update(func(*load.Knobs)) load.Knobs { return side(c).Latest().Knobs }
+func (c still) SetWindow(time.Duration)             {}
+func (c still) Reset()                              {}
