@@ -154,21 +154,19 @@ func TestFourAgents(t *testing.T) {
 		t.Errorf("merged completed %d, failed %d; the logs %d, %d", whole.Completed, whole.Failed, lf.completed, lf.failed)
 	}
 	near := func(got, want float64) bool { return math.Abs(got-want) <= want*0.001+0.002 }
-	// Each agent's own result against its own log: on a machine busy
-	// enough, one agent's engine and its log part (measured here at load
-	// average 12: a TTFT p99 of 125 ms in its result, 732 ms in its log,
-	// the same count), which is the engine's to explain, not the merge's:
-	// the union is then not compared, and the test says so.
-	agree := true
+	// Each agent's own result against its own log, then the merge against
+	// the union of the logs, at HdrHistogram's rank (round(q×n): at a few
+	// dozen requests a p99 is not the largest, which ceil(q×n) would take,
+	// and a tail's neighbours are far apart; ceil made them part by
+	// 125 ms against 732 ms at load average 12).
 	for i, a := range agents {
 		own := readMerged(t, a.json).Infertop.Run.Latency
 		lg := readLogs(t, a.log)
 		t.Logf("agent %d: TTFT p99 %.3f ms in its result, %.3f ms in its log; E2E p99 %.3f / %.3f ms", i, own["ttft"].P99,
 			exactQuantile(lg.ttft, 0.99), own["e2el"].P99, exactQuantile(lg.e2e, 0.99))
-		agree = agree && near(own["ttft"].P99, exactQuantile(lg.ttft, 0.99)) && near(own["e2el"].P99, exactQuantile(lg.e2e, 0.99))
-	}
-	if !agree {
-		t.Logf("an agent's own result and its log part: the union of the logs is not compared (the merge is, with infertop merge's below)")
+		if !near(own["ttft"].P99, exactQuantile(lg.ttft, 0.99)) || !near(own["e2el"].P99, exactQuantile(lg.e2e, 0.99)) {
+			t.Errorf("agent %d: its result and its requests log part", i)
+		}
 	}
 	for _, m := range []struct {
 		key string
@@ -186,7 +184,7 @@ func TestFourAgents(t *testing.T) {
 		}{{"p50", d.P50, 0.50}, {"p99", d.P99, 0.99}} {
 			want := exactQuantile(m.all, q.q)
 			t.Logf("%s %s: merged %.3f ms, union of the four logs %.3f ms", m.key, q.name, q.got, want)
-			if agree && !near(q.got, want) {
+			if !near(q.got, want) {
 				t.Errorf("%s %s: merged %.3f ms, the union of the logs %.3f ms", m.key, q.name, q.got, want)
 			}
 		}

@@ -83,8 +83,11 @@ func readLogs(t *testing.T, paths ...string) logFigures {
 
 // exactQuantile is the value at rank ceil(q·n) of sorted, as HdrHistogram
 // ranks a percentile.
+// exactQuantile is the q quantile of sorted by HdrHistogram's rank: the
+// value at rank round(q×n), not ceil(q×n) (at 76 requests the p99 is the
+// 75th, not the largest).
 func exactQuantile(sorted []float64, q float64) float64 {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	i := int(q*float64(len(sorted))+0.5) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
