@@ -118,6 +118,8 @@ func (e *Engine) do(ctx context.Context, req probe.Request, d *doer) (res probe.
 	var done chan probe.Result
 	if d != nil {
 		d.jobs <- job{ctx, req}
+		d.busy = true
+		defer func() { d.busy = !returned }()
 		done = d.done
 	} else {
 		done = make(chan probe.Result, 1) // buffered: an abandoned request's send never blocks
@@ -147,8 +149,10 @@ func (e *Engine) do(ctx context.Context, req probe.Request, d *doer) (res probe.
 // (stop) when it stops; a request abandoned by do is left to it, and it
 // ends once that request returns.
 type doer struct {
-	jobs chan job
-	done chan probe.Result // buffered: an abandoned request's send never blocks
+	jobs   chan job
+	done   chan probe.Result // buffered: an abandoned request's send never blocks
+	exited chan struct{}     // closed when the goroutine ends
+	busy   bool              // the sender's: a request was abandoned to it
 }
 
 // job is one request for a doer.
@@ -159,8 +163,9 @@ type job struct {
 
 // newDoer starts a request goroutine for a sender.
 func (e *Engine) newDoer() *doer {
-	d := &doer{jobs: make(chan job), done: make(chan probe.Result, 1)}
+	d := &doer{jobs: make(chan job), done: make(chan probe.Result, 1), exited: make(chan struct{})}
 	go func() {
+		defer close(d.exited)
 		defer crash.Recover()
 		for j := range d.jobs {
 			d.done <- e.cfg.Do(j.ctx, j.req)
@@ -169,8 +174,14 @@ func (e *Engine) newDoer() *doer {
 	return d
 }
 
-// stop ends d's goroutine once its request, if any, has returned.
-func (d *doer) stop() { close(d.jobs) }
+// stop ends d's goroutine, and waits for it unless a request was
+// abandoned to it (which it ends with, if ever).
+func (d *doer) stop() {
+	close(d.jobs)
+	if !d.busy {
+		<-d.exited
+	}
+}
 
 // dropUnfinished counts a request the engine cancelled before it finished
 // (the drain ran out, or the engine stopped) as incomplete.
