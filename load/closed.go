@@ -84,6 +84,8 @@ func (e *Engine) worker(ctx context.Context, id int, slot *slot) {
 	defer crash.Recover()
 	fails := 0 // failures in a row
 	conv := e.conversationFor()
+	d := e.newDoer()
+	defer d.stop()
 	for ctx.Err() == nil {
 		k, ph, changed, ok := e.next(id)
 		if !ok {
@@ -96,7 +98,7 @@ func (e *Engine) worker(ctx context.Context, id int, slot *slot) {
 			}
 			continue
 		}
-		ok, retryAfter, delivered := e.send(ctx, k, ph, time.Time{}, slot, conv.next(k))
+		ok, retryAfter, delivered := e.send(ctx, k, ph, time.Time{}, slot, conv.next(k), d)
 		if !delivered {
 			return
 		}

@@ -182,7 +182,7 @@ func (e *Engine) fire(ctx context.Context, a arrival, slot *slot) {
 	for {
 		// No back-off here: the open loop keeps its schedule and counts
 		// the failures (the result went to the aggregator).
-		e.send(ctx, a.knobs, a.phase, a.intended, slot, a.item) //nolint:errcheck // see above
+		e.send(ctx, a.knobs, a.phase, a.intended, slot, a.item, nil) //nolint:errcheck // see above
 
 		e.mu.Lock()
 		if e.backlogHead == len(e.backlog) || ctx.Err() != nil || e.stopping || e.ending {

@@ -29,8 +29,9 @@ func (e *Engine) admitLocked() bool {
 // the wait the server asked for (Retry-After) and whether its result was
 // delivered (false once the engine is stopping). sl is the sender's
 // slot: it shows the request's flight while it is out; item is a trace's
-// arrival or a session's turn (nil for the plain loops).
-func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time, sl *slot, item *TraceEntry) (succeeded bool, retryAfter time.Duration, delivered bool) {
+// arrival or a session's turn (nil for the plain loops); d is the
+// sender's own request goroutine (nil: one goroutine for this request).
+func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time, sl *slot, item *TraceEntry, d *doer) (succeeded bool, retryAfter time.Duration, delivered bool) {
 	promptLen, outputLen := k.PromptTokens, k.OutputTokens
 	if n := e.reqSeq.Add(1); e.cfg.PromptLength.varies() || e.cfg.OutputLength.varies() {
 		rng := rand.New(rand.NewPCG(e.cfg.Seed^0xa0761d6478bd642f, n))
@@ -69,7 +70,7 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	e.sentAll.Add(1)
 	f.start = time.Since(e.t0)
 	sl.cur.Store(f)
-	res, returned := e.do(ctx, req)
+	res, returned := e.do(ctx, req, d)
 	sl.cur.Store(nil)
 	e.inflight.Add(-1)
 	// A flight not handed to the aggregator is never reused: the
@@ -109,17 +110,28 @@ func (e *Engine) promptLimit(outputLen int) int {
 // run from its end and its reports, the drain and a second signal alike.
 const AbandonGrace = time.Second
 
-// do runs the request function on a goroutine of its own, so that its
-// sender can give up on it AbandonGrace after ctx ends: returned is false
-// then, and the goroutine is left to end by itself, if it ever does (it
-// holds no lock of the engine's and touches nothing of it). That is one
-// goroutine per request, a microsecond beside a round trip.
-func (e *Engine) do(ctx context.Context, req probe.Request) (res probe.Result, returned bool) {
-	done := make(chan probe.Result, 1) // buffered: an abandoned request's send never blocks
-	go func() {
-		defer crash.Recover()
-		done <- e.cfg.Do(ctx, req)
-	}()
+// do runs the request function on a goroutine other than its sender's,
+// so that the sender can give up on it AbandonGrace after ctx ends:
+// returned is false then, and the goroutine is left to end by itself, if
+// it ever does (it holds no lock of the engine's and touches nothing of
+// it). The goroutine is d's, kept from one request to the next (nil: one
+// started for this request alone): a goroutine started per request grew
+// its stack again on every request, a few percent of the client's time at
+// a thousand streams.
+func (e *Engine) do(ctx context.Context, req probe.Request, d *doer) (res probe.Result, returned bool) {
+	var done chan probe.Result
+	if d != nil {
+		d.jobs <- job{ctx, req}
+		d.busy = true
+		defer func() { d.busy = !returned }()
+		done = d.done
+	} else {
+		done = make(chan probe.Result, 1) // buffered: an abandoned request's send never blocks
+		go func() {
+			defer crash.Recover()
+			done <- e.cfg.Do(ctx, req)
+		}()
+	}
 	select {
 	case res = <-done:
 		return res, true
@@ -133,6 +145,45 @@ func (e *Engine) do(ctx context.Context, req probe.Request) (res probe.Result, r
 	case <-t.C:
 		e.abandoned.Add(1)
 		return probe.Result{}, false
+	}
+}
+
+// doer is one sender's request goroutine: it runs the sender's requests
+// one at a time, each handed over by do. Its sender owns it and stops it
+// (stop) when it stops; a request abandoned by do is left to it, and it
+// ends once that request returns.
+type doer struct {
+	jobs   chan job
+	done   chan probe.Result // buffered: an abandoned request's send never blocks
+	exited chan struct{}     // closed when the goroutine ends
+	busy   bool              // the sender's: a request was abandoned to it
+}
+
+// job is one request for a doer.
+type job struct {
+	ctx context.Context
+	req probe.Request
+}
+
+// newDoer starts a request goroutine for a sender.
+func (e *Engine) newDoer() *doer {
+	d := &doer{jobs: make(chan job), done: make(chan probe.Result, 1), exited: make(chan struct{})}
+	go func() {
+		defer close(d.exited)
+		defer crash.Recover()
+		for j := range d.jobs {
+			d.done <- e.cfg.Do(j.ctx, j.req)
+		}
+	}()
+	return d
+}
+
+// stop ends d's goroutine, and waits for it unless a request was
+// abandoned to it (which it ends with, if ever).
+func (d *doer) stop() {
+	close(d.jobs)
+	if !d.busy {
+		<-d.exited
 	}
 }
 

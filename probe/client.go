@@ -473,7 +473,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	fr := c.proto.framing()
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" && fr == frameSSE {
+	if fr == frameSSE && sentJSON(resp.Header.Get("Content-Type")) {
 		fr = frameWhole // the server ignored "stream": read the whole answer
 	}
 	var u *usage
@@ -489,6 +489,17 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		c.drain(resp.Body, cancel)
 	}
 	return res
+}
+
+// sentJSON reports whether a Content-Type is application/json. The
+// usual answer, an event stream, is known by its prefix without
+// ParseMediaType's allocations.
+func sentJSON(ct string) bool {
+	if strings.HasPrefix(ct, "text/event-stream") {
+		return false
+	}
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == "application/json"
 }
 
 // newRequest builds the POST of body, traced into tr, under rctx.

@@ -55,6 +55,22 @@ func appendJSONValue(b []byte, v any) ([]byte, error) {
 			b = append(b, '}')
 		}
 		return append(b, ']'), nil
+	case map[string]bool: // stream_options
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = strconv.AppendBool(b, v[k])
+		}
+		return append(b, '}'), nil
 	}
 	enc, err := json.Marshal(v) // anything else (--extra-body's values, floats)
 	if err != nil {

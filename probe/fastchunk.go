@@ -40,17 +40,24 @@ func fastChunk(data []byte, memo *chunkMemo) (info chunkInfo, ok bool) {
 	if memo != nil && memo.valid && len(data) > len(memo.prefix) && string(data[:len(memo.prefix)]) == string(memo.prefix) {
 		// The same bytes up to the choices: the same state there.
 		s.i, cut = len(memo.prefix), len(memo.prefix)
+		var id []byte
 		if memo.idLen > 0 {
-			info.id = data[memo.idAt : memo.idAt+memo.idLen]
+			id = data[memo.idAt : memo.idAt+memo.idLen]
 		}
+		if q, ok := memo.quick(data, cut); ok {
+			q.id = id
+			return q, true
+		}
+		info.id = id
 		if !s.choices(&info) {
 			return info, false
 		}
 		done, ok := s.afterMember()
-		if !ok || (!done && !s.moreMembers(false, read)) {
+		if !ok || (!done && !s.moreMembers(false, read)) || !s.end() {
 			return info, false
 		}
-		return info, s.end()
+		memo.learn(data, cut, &s, info)
+		return info, true
 	}
 	s.ws()
 	if !s.eat('{') || !s.members(false, read) || !s.end() {
@@ -59,8 +66,42 @@ func fastChunk(data []byte, memo *chunkMemo) (info chunkInfo, ok bool) {
 	if memo != nil && cut > 0 {
 		memo.prefix = append(memo.prefix[:0], data[:cut]...)
 		memo.idAt, memo.idLen, memo.valid = idAt, len(info.id), true
+		memo.learn(data, cut, &s, info)
 	}
 	return info, true
+}
+
+// quick reads a chunk whose bytes from cut (its choices) are the last
+// chunk's but for the text of its one output string: the same bytes
+// before the string, a string (valid, not empty), the same bytes after
+// it. The scanner's state at the string is then the last chunk's, and so
+// is everything it would note after it: the last chunk's answer, but for
+// the id (the caller's). Per token that is two comparisons and one
+// string scan instead of a walk through the choice's members.
+func (m *chunkMemo) quick(data []byte, cut int) (chunkInfo, bool) {
+	if !m.quickOK || len(data)-cut < len(m.mid)+len(m.tail)+1 || string(data[cut:cut+len(m.mid)]) != string(m.mid) {
+		return chunkInfo{}, false
+	}
+	s := scanner{b: data, i: cut + len(m.mid)}
+	v, _, ok := s.str()
+	if !ok || len(v) == 0 || string(data[s.i:]) != string(m.tail) {
+		return chunkInfo{}, false
+	}
+	return m.info, true
+}
+
+// learn remembers, for quick, the chunk around its one output string, if
+// it had exactly one (s.textAt: the string's quote, s.textEnd: past its
+// end); any other chunk forgets it.
+func (m *chunkMemo) learn(data []byte, cut int, s *scanner, info chunkInfo) {
+	m.quickOK = s.texts == 1 && s.textAt > cut && info.output
+	if !m.quickOK {
+		return
+	}
+	m.mid = append(m.mid[:0], data[cut:s.textAt]...)
+	m.tail = append(m.tail[:0], data[s.textEnd:]...)
+	info.id = nil
+	m.info = info
 }
 
 // chunkMemo remembers the bytes of a stream's last chunk up to its choices.
@@ -72,11 +113,26 @@ type chunkMemo struct {
 	prefix      []byte
 	idAt, idLen int // where the id is in prefix (idLen 0: none)
 	valid       bool
+	// The last chunk around its one output string, from the choices on
+	// (see quick): the bytes before the string and after it, and what it
+	// noted. Valid with valid and quickOK.
+	mid, tail []byte
+	info      chunkInfo
+	quickOK   bool
 }
 
 type scanner struct {
 	b []byte
 	i int
+	// The output strings read (texts), and where the last began (its
+	// quote) and ended (past its closing quote), for chunkMemo.learn.
+	texts, textAt, textEnd int
+}
+
+// text notes an output string read from at to the cursor.
+func (s *scanner) text(at int) {
+	s.texts++
+	s.textAt, s.textEnd = at, s.i
 }
 
 func (s *scanner) ws() {
@@ -347,9 +403,12 @@ func (s *scanner) choice(info *chunkInfo) bool {
 		case "delta", "message":
 			return s.delta(info)
 		case "text":
+			s.ws()
+			at := s.i
 			v, _, ok := s.stringOrNull()
 			if len(v) > 0 {
 				info.output, info.answer = true, true
+				s.text(at)
 			}
 			return ok
 		case "finish_reason":
@@ -370,10 +429,12 @@ func (s *scanner) delta(info *chunkInfo) bool {
 	return s.members(false, func(key []byte) bool {
 		s.ws()
 		if openaiTextKey(key) && s.i < len(s.b) && s.b[s.i] == '"' {
+			at := s.i
 			v, _, ok := s.str()
 			if len(v) > 0 {
 				info.output = true
 				noteTextKey(key, info)
+				s.text(at)
 			}
 			return ok
 		}

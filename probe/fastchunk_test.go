@@ -109,7 +109,8 @@ func FuzzFastChunkMemo(f *testing.F) {
 		got, gotOK := fastChunk(second, &memo)
 		want, wantOK := fastChunk(second, nil)
 		if gotOK != wantOK || (gotOK && (got.output != want.output || got.choices != want.choices ||
-			got.finished != want.finished || string(got.id) != string(want.id))) {
+			got.finished != want.finished || string(got.id) != string(want.id) ||
+			got.answer != want.answer || got.reasoning != want.reasoning)) {
 			t.Fatalf("after %q, %q: with memory %v %+v, alone %v %+v", first, second, gotOK, got, wantOK, want)
 		}
 	})

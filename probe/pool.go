@@ -72,7 +72,7 @@ func (s *streamState) shrink() {
 	if cap(s.nd.long) > keepBytes {
 		s.nd.long = nil
 	}
-	if big || cap(s.parser.memo.prefix) > keepBytes {
+	if m := &s.parser.memo; big || cap(m.prefix) > keepBytes || cap(m.mid) > keepBytes || cap(m.tail) > keepBytes {
 		// fastjson keeps a copy of the last message and a slot for every
 		// value it held (16 MiB of [0,0,...] is eight million of them):
 		// a parser that read a long message starts afresh.

@@ -92,6 +92,14 @@ func (s *SSEReader) Next() (Event, error) {
 			if len(s.data)+1+len(value) > MaxEventBytes {
 				return Event{}, ErrEventTooLong
 			}
+			if !s.hasData && s.blankNext() {
+				// The usual event, one data line and its blank line, both
+				// read already: its data is the line itself, valid until
+				// the next read, as Data is, and not copied.
+				ev := Event{Name: s.name, Data: value}
+				s.name = ""
+				return ev, nil
+			}
 			if s.hasData {
 				s.data = append(s.data, '\n')
 			}
@@ -106,6 +114,26 @@ func (s *SSEReader) Next() (Event, error) {
 			s.hasData, s.name = true, "error"
 		}
 	}
+}
+
+// blankNext reports whether the reader's buffer holds a blank line next,
+// and consumes it if so, without reading further (which would move the
+// buffer under the line just returned).
+func (s *SSEReader) blankNext() bool {
+	n := s.r.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := s.r.Peek(min(n, 2))
+	switch {
+	case b[0] == '\n':
+		s.r.Discard(1) //nolint:errcheck // buffered: cannot fail
+		return true
+	case len(b) == 2 && b[0] == '\r' && b[1] == '\n':
+		s.r.Discard(2) //nolint:errcheck // buffered: cannot fail
+		return true
+	}
+	return false
 }
 
 func (s *SSEReader) dispatch() Event {

@@ -429,7 +429,7 @@ func (m *Model) capacityTable(w, h int) []string {
 		}
 		if best >= 0 && s.Load == bestLoad {
 			style, mark = t.Good, " ◀ best"
-			if lipgloss.Width(row+mark) > w {
+			if blockWidth(row+mark) > w {
 				mark = " ◀"
 			}
 		}
@@ -537,7 +537,7 @@ func (m *Model) loadChart(w, h int, xMax, yMax, bestLoad float64, yLabel func(fl
 			}
 		}
 	}
-	return strings.Split(block(strings.Split(lc.View(), "\n"), w, h), "\n")
+	return strings.Split(block(strings.Split(m.cells.view(&lc.Canvas), "\n"), w, h), "\n")
 }
 
 // askFooter is the footer while it asks for an objective: the error of
@@ -548,13 +548,13 @@ func (m *Model) askFooter(w int) string {
 	// The keys in short when the example and they do not fit at once (80
 	// columns): the example is what says what to type.
 	hint := "  enter starts · esc cancels"
-	prompt := lipgloss.Width(in.Prompt)
-	if prompt+lipgloss.Width(in.Placeholder)+lipgloss.Width(hint)+1 > w {
+	prompt := blockWidth(in.Prompt)
+	if prompt+blockWidth(in.Placeholder)+blockWidth(hint)+1 > w {
 		hint = "  enter · esc"
 	}
 	// bubbles' textinput counts the prompt in its Width while it shows the
 	// placeholder, and not once there is text: the same room either way.
-	in.Width = max(w-lipgloss.Width(hint)-prompt-1, 10)
+	in.Width = max(w-blockWidth(hint)-prompt-1, 10)
 	if in.Value() == "" {
 		in.Width += prompt
 	}

@@ -298,11 +298,11 @@ func (m *Model) cmpLatencyPanel(w, h int) string {
 	}
 	met := chartMetrics()[m.chartMetric]
 	if rest < twoChartsWidth {
-		return lipgloss.JoinHorizontal(lipgloss.Top, table, " ", m.overTime(m.cmpLatencySpec(met, rest), rest, h))
+		return joinHorizontal(table, " ", m.overTime(m.cmpLatencySpec(met, rest), rest, h))
 	}
 	other := chartMetrics()[(m.chartMetric+1)%len(chartMetrics())]
 	first := (rest - 1) / 2
-	return lipgloss.JoinHorizontal(lipgloss.Top, table, " ",
+	return joinHorizontal(table, " ",
 		m.overTime(m.cmpLatencySpec(met, first), first, h), " ", m.overTime(m.cmpLatencySpec(other, rest-1-first), rest-1-first, h))
 }
 
@@ -313,7 +313,7 @@ func (m *Model) cmpLatencyPanel(w, h int) string {
 func (m *Model) cmpTable(keep []bool, w, h int) string {
 	t, b, c := m.theme, &m.snap, &m.cmp.snap
 	extra := window(b.Window) + " window"
-	if u := "canary " + sanitize.Text(c.Target.URL) + " · " + extra; m.cmp.have && lipgloss.Width(u)+6 <= w {
+	if u := "canary " + sanitize.Text(c.Target.URL) + " · " + extra; m.cmp.have && blockWidth(u)+6 <= w {
 		extra = u // the URL whole or not at all: a cut port is a wrong one
 	}
 	lines := []string{m.title("Latency", extra, w)}
@@ -439,7 +439,7 @@ func (m *Model) cmpSmallPanels(w, h int) string {
 	// units whole (29), from the others' share at 80 columns.
 	tw := max((w-2)/3, min(29, (w-2)/3+3))
 	ew := (w - 2 - tw) / 2
-	return lipgloss.JoinHorizontal(lipgloss.Top,
+	return joinHorizontal(
 		m.cmpThroughputPanel(tw, h), " ", m.cmpErrorsPanel(ew, h), " ", m.cmpInflightPanel(w-2-tw-ew, h))
 }
 
@@ -585,7 +585,7 @@ func (m *Model) compareDashboard(w, h int) string {
 	if rest > 0 {
 		parts = append(parts, m.phasesPanel(w, rest))
 	}
-	return lipgloss.JoinVertical(lipgloss.Left, parts...)
+	return joinVertical(parts...)
 }
 
 // cmpThroughputRow is both sides' output tokens and failures per second
@@ -600,7 +600,7 @@ func (m *Model) cmpThroughputRow(w, h int) string {
 			}}
 	}
 	first := (w - 1) / 2
-	return lipgloss.JoinHorizontal(lipgloss.Top,
+	return joinHorizontal(
 		m.overTime(both("canary tokens", "Throughput over time · tok/s out", func(p load.Point) float64 { return float64(p.OutTokens) }), first, h), " ",
 		m.overTime(both("canary failed", "Failed over time · per s", func(p load.Point) float64 { return float64(p.Failed) }), w-1-first, h))
 }

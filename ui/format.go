@@ -103,7 +103,7 @@ func fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	if n := ansi.StringWidth(s); n > w {
+	if n := textWidth(s); n > w {
 		return ansi.Truncate(s, w, "…")
 	} else if n < w {
 		return s + strings.Repeat(" ", w-n)
@@ -126,7 +126,7 @@ func block(lines []string, w, h int) string {
 
 // padLeft right-aligns s in w cells.
 func padLeft(s string, w int) string {
-	if n := ansi.StringWidth(s); n < w {
+	if n := textWidth(s); n < w {
 		return strings.Repeat(" ", w-n) + s
 	}
 	return s
@@ -153,7 +153,7 @@ func wrapInto(s string, w, n int, more string) []string {
 		return lines[:min(len(lines), max(n, 0))]
 	}
 	lines = lines[:n]
-	room := max(w-ansi.StringWidth(more), 0)
+	room := max(w-textWidth(more), 0)
 	lines[n-1] = ansi.Truncate(strings.TrimRight(lines[n-1], " "), room, "") + more
 	return lines
 }
@@ -202,9 +202,9 @@ func flowParts(parts []part, sep string, w, n int) []string {
 func flow(parts []part, sep string, w int) []string {
 	var lines []string
 	cur, curW := "", 0
-	sepW := ansi.StringWidth(sep)
+	sepW := textWidth(sep)
 	for _, p := range parts {
-		pw := ansi.StringWidth(p.text)
+		pw := textWidth(p.text)
 		switch {
 		case cur != "" && curW+sepW+pw <= w:
 			cur, curW = cur+sep+p.text, curW+sepW+pw
@@ -219,7 +219,7 @@ func flow(parts []part, sep string, w int) []string {
 		wrapped := wrap(p.text, w)
 		lines = append(lines, wrapped[:len(wrapped)-1]...)
 		cur = wrapped[len(wrapped)-1]
-		curW = ansi.StringWidth(cur)
+		curW = textWidth(cur)
 	}
 	if cur != "" {
 		lines = append(lines, cur)

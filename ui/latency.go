@@ -34,14 +34,14 @@ func (m *Model) latencyPanel(w, h int) string {
 	}
 	rest := w - tableWidth - 1
 	if m.capacityShown() { // the search's curve, in the charts' place
-		return lipgloss.JoinHorizontal(lipgloss.Top, table, " ", m.capacityPanel(rest, h))
+		return joinHorizontal(table, " ", m.capacityPanel(rest, h))
 	}
 	if rest < twoChartsWidth {
-		return lipgloss.JoinHorizontal(lipgloss.Top, table, " ", m.overTime(m.latencySpec(met), rest, h))
+		return joinHorizontal(table, " ", m.overTime(m.latencySpec(met), rest, h))
 	}
 	other := chartMetrics()[(m.chartMetric+1)%len(chartMetrics())]
 	first := (rest - 1) / 2
-	return lipgloss.JoinHorizontal(lipgloss.Top, table, " ",
+	return joinHorizontal(table, " ",
 		m.overTime(m.latencySpec(met), first, h), " ", m.overTime(m.latencySpec(other), rest-1-first, h))
 }
 
@@ -229,7 +229,7 @@ func (m *Model) throughputSpecs() []chartSpec {
 func (m *Model) throughputRow(w, h int) string {
 	specs := m.throughputSpecs()
 	first := (w - 1) / 2
-	return lipgloss.JoinHorizontal(lipgloss.Top, m.overTime(specs[0], first, h), " ", m.overTime(specs[1], w-1-first, h))
+	return joinHorizontal(m.overTime(specs[0], first, h), " ", m.overTime(specs[1], w-1-first, h))
 }
 
 // overTime draws a chart of the last minute (or window), one point per
@@ -238,7 +238,7 @@ func (m *Model) throughputRow(w, h int) string {
 func (m *Model) overTime(spec chartSpec, w, h int) string {
 	s := &m.snap
 	title := m.title(spec.name, spec.extra+spec.hint, w)
-	if lipgloss.Width(spec.name+spec.extra+spec.hint)+6 > w {
+	if blockWidth(spec.name+spec.extra+spec.hint)+6 > w {
 		title = m.title(spec.name, spec.extra, w)
 	}
 	ch := h - 1
@@ -352,7 +352,7 @@ func (m *Model) drawChart(spec chartSpec, w, ch int, top float64, start, end tim
 			}
 		}
 	}
-	return block(strings.Split(c.View(), "\n"), w, ch)
+	return block(strings.Split(m.cells.view(&c.Canvas), "\n"), w, ch)
 }
 
 // column is the graph column of the time d into a span drawn over gw

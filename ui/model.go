@@ -16,7 +16,6 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
 	"github.com/infertop/infertop/compare"
@@ -158,6 +157,8 @@ type Model struct {
 	// chart's over time, by chartSpec.id.
 	sparks map[string]*sparkDrawing
 	charts map[string]*chartDrawing
+	// cells draws the charts' canvases (canvas.go), for the theme's styles.
+	cells *cells
 
 	// capState is the capacity search's (capacity.go).
 	capState capState
@@ -198,6 +199,7 @@ func New(ctl Controller, o Options) (Model, error) {
 
 func (m *Model) applyTheme() {
 	m.theme = themes.New(m.renderer, m.palettes[m.palette])
+	m.cells = newCells()
 	t := m.theme
 	// Every field: bubbles' defaults use the global renderer.
 	m.help.Styles = help.Styles{
@@ -448,7 +450,7 @@ func (m *Model) render() {
 	default:
 		body = m.dashboard(w, avail)
 	}
-	m.cache = m.paint(lipgloss.JoinVertical(lipgloss.Left, header, body, footer), w)
+	m.cache = m.paint(joinVertical(header, body, footer), w)
 }
 
 // paint lays the theme's background (if it has one) under every cell of
@@ -467,7 +469,7 @@ func (m *Model) paint(view string, w int) string {
 	bg := termenv.CSI + seq + "m"
 	lines := strings.Split(view, "\n")
 	for i, l := range lines {
-		pad := strings.Repeat(" ", max(w-ansi.StringWidth(l), 0))
+		pad := strings.Repeat(" ", max(w-textWidth(l), 0))
 		lines[i] = bg + strings.ReplaceAll(l, termenv.CSI+termenv.ResetSeq+"m", termenv.CSI+termenv.ResetSeq+"m"+bg) + pad + termenv.CSI + termenv.ResetSeq + "m"
 	}
 	return strings.Join(lines, "\n")
@@ -546,7 +548,7 @@ func (m *Model) loadPanels(w, h int) string {
 	if rest > 0 {
 		parts = append(parts, m.phasesPanel(w, rest))
 	}
-	return lipgloss.JoinVertical(lipgloss.Left, parts...)
+	return joinVertical(parts...)
 }
 
 // footer is the keys' line, and a notice above it when there is one. The
@@ -659,7 +661,7 @@ func (m *Model) helpScreen(w, h int) string {
 	cols := m.keys.FullHelp()
 	for start := 0; start < len(cols); {
 		end := start + 1
-		for end < len(cols) && lipgloss.Width(full.FullHelpView(cols[start:end+1])) <= w {
+		for end < len(cols) && blockWidth(full.FullHelpView(cols[start:end+1])) <= w {
 			end++
 		}
 		if start > 0 {
@@ -698,4 +700,4 @@ func (m *Model) title(name, extra string, w int) string {
 	return fit(s, w)
 }
 
-func lipglossWidth(s string) int { return lipgloss.Width(s) }
+func lipglossWidth(s string) int { return blockWidth(s) }

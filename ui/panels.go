@@ -18,7 +18,7 @@ import (
 func (m *Model) smallPanels(w, h int) string {
 	pw := (w - 3) / 4
 	last := w - 3 - 3*pw
-	return lipgloss.JoinHorizontal(lipgloss.Top,
+	return joinHorizontal(
 		m.ttftPanel(pw, h), " ", m.throughputPanel(pw, h), " ", m.errorsPanel(pw, h), " ", m.inflightPanel(last, h))
 }
 
@@ -49,7 +49,7 @@ func (m *Model) sparkOf(name string, pts []load.Point, w, h int, style lipgloss.
 	sl.SetMax(max(top, 1e-9))
 	sl.PushAll(vals)
 	sl.Draw()
-	lines := strings.Split(sl.View(), "\n")
+	lines := strings.Split(m.cells.view(&sl.Canvas), "\n")
 	m.sparks[name] = &sparkDrawing{w: w, h: h, vals: vals, lines: lines}
 	return lines
 }
@@ -88,7 +88,7 @@ func (m *Model) ttftPanel(w, h int) string {
 	d := s.Latency[load.TTFT]
 	p99, last := t.Muted.Render("p99 ")+t.P99.Render(Duration(d.P99)), t.Muted.Render("last s "+Duration(lastPoint(s).TTFTP99))
 	lines := []string{m.title("TTFT", "", w), t.Muted.Render("p50 ") + t.P50.Render(Duration(d.P50))}
-	if full := p99 + t.Muted.Render(" (") + last + t.Muted.Render(")"); lipgloss.Width(full) <= w {
+	if full := p99 + t.Muted.Render(" (") + last + t.Muted.Render(")"); blockWidth(full) <= w {
 		lines = append(lines, full)
 	} else { // the last second's p99 on a line of its own rather than cut
 		lines = append(lines, p99, last)
@@ -225,7 +225,7 @@ func (m *Model) inflightPanel(w, h int) string {
 		}
 		lines[1] = t.Value.Render(fmt.Sprint(s.InFlight)) + t.Muted.Render(" in flight")
 		lines[2] = backlog + t.Muted.Render(" · "+rateNum(s.Knobs.Rate, 4)+" req/s")
-		if lipgloss.Width(lines[2]) > w { // the rate whole rather than its unit
+		if blockWidth(lines[2]) > w { // the rate whole rather than its unit
 			lines[2] = backlog + t.Muted.Render(" · "+rateNum(s.Knobs.Rate, 4)+"/s")
 		}
 	}
@@ -274,7 +274,7 @@ func (m *Model) streamLines(w int) []string {
 // last.
 func firstFit(w int, options ...string) string {
 	for _, o := range options {
-		if lipgloss.Width(o) <= w {
+		if blockWidth(o) <= w {
 			return o
 		}
 	}

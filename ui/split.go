@@ -264,7 +264,7 @@ func (m *Model) groupRow(grp compare.Group, c *compare.Comparison, l grpLayout) 
 	nameCell := style.Render(fit(name, l.nameW-1)) + " "
 	if c == nil { // the baseline says so where its name leaves room
 		for _, mark := range []string{" (baseline)", " (base)"} {
-			if lipgloss.Width(name)+len(mark) <= l.nameW-1 {
+			if blockWidth(name)+len(mark) <= l.nameW-1 {
 				nameCell = fit(style.Render(name)+t.Muted.Render(mark), l.nameW-1) + " "
 				break
 			}
@@ -370,5 +370,5 @@ func (m *Model) splitDashboard(w, h int) string {
 	if gh >= h {
 		return m.groupsPanel(w, h)
 	}
-	return lipgloss.JoinVertical(lipgloss.Left, m.groupsPanel(w, gh), m.loadPanels(w, h-gh))
+	return joinVertical(m.groupsPanel(w, gh), m.loadPanels(w, h-gh))
 }

@@ -60,6 +60,15 @@ func engineRun(cfg probe.Config, k load.Knobs, out load.Length, d time.Duration,
 	return s, nil
 }
 
+// colours renders in 256 colours on a dark background, into nothing: what
+// the dashboard draws in tmux.
+func colours() *lipgloss.Renderer {
+	r := lipgloss.NewRenderer(io.Discard)
+	r.SetColorProfile(termenv.ANSI256)
+	r.SetHasDarkBackground(true)
+	return r
+}
+
 // plain renders without colour, into nothing.
 func plain() *lipgloss.Renderer {
 	r := lipgloss.NewRenderer(io.Discard)

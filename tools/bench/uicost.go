@@ -7,6 +7,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
@@ -16,7 +17,7 @@ import (
 )
 
 func uiCost(out *bytes.Buffer, d time.Duration) error {
-	fmt.Fprintf(out, "## 4. The UI's cost\n\nOne full redraw of every panel from a busy snapshot (the engine's own, after two seconds of load on the fast sim); the dashboard redraws on each snapshot, four a second by default, and on keys.\n\n| size | per frame |\n|---|---:|\n")
+	fmt.Fprintf(out, "## 4. The UI's cost\n\nOne full redraw of every panel from a busy snapshot (the engine's own, after two seconds of load on the fast sim), without colour and in 256 colours (as in tmux); the dashboard redraws on each snapshot, four a second by default, and on keys.\n\n| size | per frame | per frame, 256 colours |\n|---|---:|---:|\n")
 	p, _ := sim.Preset("fast")
 	_, url, stop, err := startSim(p)
 	if err != nil {
@@ -29,19 +30,23 @@ func uiCost(out *bytes.Buffer, d time.Duration) error {
 		return err
 	}
 	for _, size := range [][2]int{{80, 24}, {160, 48}, {240, 70}} {
-		m, err := ui.New(nil, ui.Options{Renderer: plain()})
-		if err != nil {
-			return err
+		var per [2]time.Duration
+		for i, r := range []*lipgloss.Renderer{plain(), colours()} {
+			m, err := ui.New(nil, ui.Options{Renderer: r})
+			if err != nil {
+				return err
+			}
+			var model tea.Model = m
+			model, _ = model.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+			const n = 50
+			t0 := time.Now()
+			for range n {
+				model, _ = model.Update(ui.SnapshotMsg(snap))
+				model.View()
+			}
+			per[i] = (time.Since(t0) / n).Round(10 * time.Microsecond)
 		}
-		var model tea.Model = m
-		model, _ = model.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
-		const n = 50
-		t0 := time.Now()
-		for range n {
-			model, _ = model.Update(ui.SnapshotMsg(snap))
-			model.View()
-		}
-		fmt.Fprintf(out, "| %dx%d | %v |\n", size[0], size[1], (time.Since(t0) / n).Round(10*time.Microsecond))
+		fmt.Fprintf(out, "| %dx%d | %v | %v |\n", size[0], size[1], per[0], per[1])
 	}
 	bin, cleanup, err := buildInfertop()
 	if err != nil {
