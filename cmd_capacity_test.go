@@ -47,7 +47,6 @@ var fastSearch = []string{"--sim-preset", "small", "--prompt-tokens", "64", "--o
 // the default 5 % walks two steps more to 9 and 10. Serial: its
 // objective is a latency, which a parallel test's load would move.
 func TestRunFindMax(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	jsonPath, csvPath := dir+"/r.json", dir+"/r.csv"
 	var out, errb bytes.Buffer
