@@ -139,15 +139,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			phases = append(phases, phaseJSON(p))
 		}
 	}
-	verdicts := []VerdictJSON{}
-	for _, v := range r.Verdicts {
-		vj := VerdictJSON{Expr: v.Expr, Scope: v.Scope, Held: v.Held, Known: v.Known, Target: v.Value, Text: v.String()}
-		if v.Known {
-			a := v.Actual
-			vj.Actual = &a
-		}
-		verdicts = append(verdicts, vj)
-	}
+	verdicts := verdictsJSON(r.Verdicts)
 	if phases == nil {
 		phases = []PhaseJSON{}
 	}

@@ -87,16 +87,7 @@ func CheckMerged(exprs []string, run PhaseJSON, phases []PhaseJSON) ([]VerdictJS
 		}
 		vs = append(vs, slo.CheckAll(objs, p.figures(), "phase "+strconv.Itoa(p.ID))...)
 	}
-	out := []VerdictJSON{}
-	for _, v := range vs {
-		vj := VerdictJSON{Expr: v.Expr, Scope: v.Scope, Held: v.Held, Known: v.Known, Target: v.Value, Text: v.String()}
-		if v.Known {
-			a := v.Actual
-			vj.Actual = &a
-		}
-		out = append(out, vj)
-	}
-	return out, nil
+	return verdictsJSON(vs), nil
 }
 
 // figures are a phase's figures as an objective reads them, from the
