@@ -52,11 +52,7 @@ func readLogs(t *testing.T, paths ...string) logFigures {
 		sc := bufio.NewScanner(fh)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
-			var l struct {
-				Class string   `json:"class"`
-				TTFT  *float64 `json:"ttft_ms"`
-				E2E   float64  `json:"e2el_ms"`
-			}
+			var l report.RequestLine
 			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 				t.Fatal(err)
 			}

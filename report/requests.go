@@ -112,9 +112,10 @@ func (l *RequestsLog) flush(spare *[]byte) {
 	}
 }
 
-// requestLine is one request in the log. Times are in milliseconds; a
+// RequestLine is one request in the log, as it is written and read (the
+// tests read the log with it). Times are in milliseconds; a
 // time that was not observed is null.
-type requestLine struct {
+type RequestLine struct {
 	StartS          float64   `json:"start_s"`
 	Phase           int       `json:"phase"`
 	Concurrency     int       `json:"concurrency"`
@@ -159,7 +160,7 @@ type requestLine struct {
 // Write logs one request; it reaches the file within FlushEvery. Once
 // the log has failed or been closed, Write does nothing (Close says why).
 func (l *RequestsLog) Write(r load.Record) {
-	line := requestLine{
+	line := RequestLine{
 		StartS: r.At.Seconds(), Phase: r.Phase, Concurrency: r.Knobs.Concurrency, PromptTarget: r.PromptTokens,
 		Status: r.Status, Class: r.Class.String(), Error: r.Err, E2E: ms(r.E2E), InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, OutputEstimated: r.OutputEstimated, Messages: r.Messages,
