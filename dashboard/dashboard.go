@@ -120,7 +120,7 @@ func Program(ctx context.Context, s session.Session, term *os.File, d Options) (
 	}
 	// Panics are crash's, not bubbletea's: bubbletea would print a panic in
 	// a command's goroutine into the alternate screen, where it is lost.
-	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics()}
+	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics(), tea.WithFPS(ui.FPS)}
 	if d.Input != nil {
 		opts = append(opts, tea.WithInput(d.Input))
 	}

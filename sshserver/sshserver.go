@@ -481,7 +481,7 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 	}
 	// No WithContext: the middleware quits the program when the session
 	// ends, which is a clean exit rather than a "killed" error on stderr.
-	p := tea.NewProgram(m, append(bm.MakeOptions(sess), tea.WithAltScreen(), tea.WithoutSignalHandler())...)
+	p := tea.NewProgram(m, append(bm.MakeOptions(sess), tea.WithAltScreen(), tea.WithoutSignalHandler(), tea.WithFPS(ui.FPS))...)
 	cs, ok := sess.(*clampedSession)
 	if !ok { // the gate passes every session on as one; any other ends with its connection
 		cs = &clampedSession{Session: sess, ended: make(chan struct{})}

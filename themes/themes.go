@@ -66,10 +66,10 @@ func Lookup(name string) (Palette, error) {
 // Theme is a palette's styles for one renderer.
 type Theme struct {
 	Name                                 string
-	Text, Muted, Value, Title, Accent    lipgloss.Style
-	Good, Warn, Bad                      lipgloss.Style
-	P50, P95, P99, Spark, Marker, Border lipgloss.Style
-	Key, KeyDesc, Banner, Header         lipgloss.Style
+	Text, Muted, Value, Title, Accent    Paint
+	Good, Warn, Bad                      Paint
+	P50, P95, P99, Spark, Marker, Border Paint
+	Key, KeyDesc, Banner, Header         Paint
 	// Background is the palette's screen colour, nil for the terminal's.
 	Background lipgloss.TerminalColor
 }
@@ -78,6 +78,7 @@ type Theme struct {
 func New(r *lipgloss.Renderer, p Palette) Theme {
 	col := profileColor(r.ColorProfile())
 	c := func(s string) lipgloss.Style { return r.NewStyle().Foreground(col(s)) }
+	bold := func(s string) Paint { return NewPaint(c(s).Bold(true)) }
 	var bg lipgloss.TerminalColor
 	if p.Background != "" {
 		bg = col(p.Background)
@@ -85,24 +86,24 @@ func New(r *lipgloss.Renderer, p Palette) Theme {
 	return Theme{
 		Background: bg,
 		Name:       p.Name,
-		Text:       c(p.Text),
-		Muted:      c(p.Muted),
-		Value:      c(p.Text).Bold(true),
-		Title:      c(p.Title).Bold(true),
-		Accent:     c(p.Accent),
-		Good:       c(p.Good),
-		Warn:       c(p.Warn).Bold(true),
-		Bad:        c(p.Bad).Bold(true),
-		P50:        c(p.P50),
-		P95:        c(p.P95),
-		P99:        c(p.P99),
-		Spark:      c(p.Spark),
-		Marker:     c(p.Marker),
-		Border:     c(p.Border),
-		Key:        c(p.Key).Bold(true),
-		KeyDesc:    c(p.Muted),
-		Banner:     r.NewStyle().Foreground(col(p.BannerFg)).Background(col(p.BannerBg)).Bold(true),
-		Header:     c(p.Accent).Bold(true),
+		Text:       NewPaint(c(p.Text)),
+		Muted:      NewPaint(c(p.Muted)),
+		Value:      bold(p.Text),
+		Title:      bold(p.Title),
+		Accent:     NewPaint(c(p.Accent)),
+		Good:       NewPaint(c(p.Good)),
+		Warn:       bold(p.Warn),
+		Bad:        bold(p.Bad),
+		P50:        NewPaint(c(p.P50)),
+		P95:        NewPaint(c(p.P95)),
+		P99:        NewPaint(c(p.P99)),
+		Spark:      NewPaint(c(p.Spark)),
+		Marker:     NewPaint(c(p.Marker)),
+		Border:     NewPaint(c(p.Border)),
+		Key:        bold(p.Key),
+		KeyDesc:    NewPaint(c(p.Muted)),
+		Banner:     NewPaint(r.NewStyle().Foreground(col(p.BannerFg)).Background(col(p.BannerBg)).Bold(true)),
+		Header:     bold(p.Accent),
 	}
 }
 
@@ -125,3 +126,61 @@ func profileColor(profile termenv.Profile) func(string) lipgloss.Color {
 		return lipgloss.Color(s)
 	}
 }
+
+// Paint is one of a theme's styles: colours and a weight, no layout. It
+// renders a line as lipgloss renders it, the style's opening sequence,
+// the text and the reset, from the two sequences it keeps: lipgloss's
+// Render works through margins, padding, borders and alignment on every
+// call, whatever the style sets, and the dashboard paints hundreds of
+// short texts a frame (a third of a frame's cost was Render).
+type Paint struct {
+	// Style is the lipgloss style painted.
+	Style     lipgloss.Style
+	pre, post string
+	ok        bool // pre and post paint as Style does
+}
+
+// paintProbe is the text a Paint renders once to find its sequences: a
+// letter no sequence holds.
+const paintProbe = "x"
+
+// NewPaint is the paint of st, which sets colours and weights only.
+func NewPaint(st lipgloss.Style) Paint {
+	p := Paint{Style: st}
+	if st.GetWidth() == 0 && st.GetHeight() == 0 && st.GetMaxWidth() == 0 && st.GetMaxHeight() == 0 &&
+		!st.GetUnderline() && !st.GetStrikethrough() && st.GetTransform() == nil {
+		out := st.Render(paintProbe)
+		if strings.Count(out, paintProbe) == 1 {
+			p.pre, p.post, _ = strings.Cut(out, paintProbe)
+			p.ok = true
+		}
+	}
+	return p
+}
+
+// Render paints the texts joined by spaces, as lipgloss.Style.Render
+// does: a text of one line without tabs by the two sequences, any other
+// by lipgloss itself.
+func (p Paint) Render(strs ...string) string {
+	var s string
+	switch len(strs) {
+	case 0:
+	case 1:
+		s = strs[0]
+	default:
+		s = strings.Join(strs, " ")
+	}
+	if !p.ok || s == "" || strings.ContainsAny(s, "\t\r\n") {
+		return p.Style.Render(s)
+	}
+	if p.pre == "" {
+		return s
+	}
+	return p.pre + s + p.post
+}
+
+// Underline is the paint underlined (or not).
+func (p Paint) Underline(v bool) Paint { return NewPaint(p.Style.Underline(v)) }
+
+// Reverse is the paint with the colours reversed (or not).
+func (p Paint) Reverse(v bool) Paint { return NewPaint(p.Style.Reverse(v)) }

@@ -41,7 +41,7 @@ func TestColoursConvertedOnce(t *testing.T) {
 		for _, p := range Palettes() {
 			th := New(r, p)
 			for _, c := range []struct {
-				got lipgloss.Style
+				got Paint
 				hex string
 			}{{th.Text, p.Text}, {th.Muted, p.Muted}, {th.P99, p.P99}, {th.Border, p.Border}} {
 				want := r.NewStyle().Foreground(lipgloss.Color(c.hex)).Render("x")

@@ -13,13 +13,13 @@ import (
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
 
 	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/themes"
 )
 
 // Finder runs the dashboard's capacity searches, one at a time, off the
@@ -112,8 +112,8 @@ func (m *Model) findKey() tea.Cmd {
 	t := m.theme
 	// Every style: bubbles' defaults use the global renderer.
 	c.input.Prompt = "find the most load holding: "
-	c.input.PromptStyle, c.input.TextStyle, c.input.PlaceholderStyle, c.input.CompletionStyle = t.Key, t.Value, t.Muted, t.Muted
-	c.input.Cursor.Style, c.input.Cursor.TextStyle = t.Value.Reverse(true), t.Value
+	c.input.PromptStyle, c.input.TextStyle, c.input.PlaceholderStyle, c.input.CompletionStyle = t.Key.Style, t.Value.Style, t.Muted.Style, t.Muted.Style
+	c.input.Cursor.Style, c.input.Cursor.TextStyle = t.Value.Style.Reverse(true), t.Value.Style
 	c.input.Placeholder = "ttft_p99<=500ms, error_rate<1%"
 	c.input.CharLimit = 200
 	// A static cursor: a blinking one is a tick every half second, for
@@ -487,7 +487,7 @@ func (m *Model) capacityCharts(w, h int) []string {
 // chartLine is one series of a chart against the load.
 type chartLine struct {
 	pts   []canvas.Float64Point
-	style lipgloss.Style
+	style themes.Paint
 }
 
 // loadChart is one chart against the load, from 0 to xMax: its lines
@@ -499,7 +499,7 @@ func (m *Model) loadChart(w, h int, xMax, yMax, bestLoad float64, yLabel func(fl
 		return nil
 	}
 	opts := []linechart.Option{
-		linechart.WithStyles(t.Border, t.Muted, t.Text),
+		linechart.WithStyles(t.Border.Style, t.Muted.Style, t.Text.Style),
 		// Labels of one width: the charts' origins, and so their load
 		// axes, line up one above the other.
 		linechart.WithYLabelFormatter(func(_ int, v float64) string {
@@ -519,10 +519,10 @@ func (m *Model) loadChart(w, h int, xMax, yMax, bestLoad float64, yLabel func(fl
 	lc.DrawXYAxisAndLabel()
 	for _, s := range series {
 		for i := 1; i < len(s.pts); i++ {
-			lc.DrawBrailleLineWithStyle(s.pts[i-1], s.pts[i], s.style)
+			lc.DrawBrailleLineWithStyle(s.pts[i-1], s.pts[i], s.style.Style)
 		}
 		if len(s.pts) == 1 {
-			lc.DrawBrailleLineWithStyle(s.pts[0], s.pts[0], s.style)
+			lc.DrawBrailleLineWithStyle(s.pts[0], s.pts[0], s.style.Style)
 		}
 	}
 	if bestLoad > 0 {
@@ -533,7 +533,7 @@ func (m *Model) loadChart(w, h int, xMax, yMax, bestLoad float64, yLabel func(fl
 		for y := 0; y < lc.Origin().Y; y++ {
 			pt := canvas.Point{X: x, Y: y}
 			if cell := lc.Canvas.Cell(pt); cell.Rune == 0 || cell.Rune == ' ' {
-				lc.Canvas.SetCell(pt, canvas.NewCellWithStyle('┊', t.Marker))
+				lc.Canvas.SetCell(pt, canvas.NewCellWithStyle('┊', t.Marker.Style))
 			}
 		}
 	}

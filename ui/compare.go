@@ -13,6 +13,7 @@ import (
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/sanitize"
+	"github.com/infertop/infertop/themes"
 )
 
 // A comparison's dashboard (`infertop --compare`): the same panels, each
@@ -89,7 +90,7 @@ func (m Model) updateCanary(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) verdictLine(w int) string {
 	t := m.theme
 	var text string
-	var style lipgloss.Style
+	var style themes.Paint
 	switch {
 	case m.cmp.on:
 		text, style = "comparing: the first verdict comes within a second", t.Muted
@@ -115,14 +116,14 @@ func (m *Model) verdictLine(w int) string {
 
 // verdictStyle is the verdict line's colour, in Line's order: bad when the
 // canary is worse on anything, good when it is only better, muted else.
-func (m *Model) verdictStyle() lipgloss.Style {
+func (m *Model) verdictStyle() themes.Paint {
 	return m.resultsStyle(m.cmp.res.Results)
 }
 
 // resultsStyle is the colour of a verdict over results (one comparison's,
 // or every group's): bad when any is worse, good when some are better and
 // none worse, muted else.
-func (m *Model) resultsStyle(results ...[]compare.Result) lipgloss.Style {
+func (m *Model) resultsStyle(results ...[]compare.Result) themes.Paint {
 	better := false
 	for _, rs := range results {
 		for _, r := range rs {
@@ -162,7 +163,7 @@ func (m *Model) result(met load.Metric, q float64, errorRate bool) (compare.Resu
 // deltaStyle colours a difference by the verdict on its statistic: bad
 // when the canary is worse with confidence, good when better, plain when
 // no difference is found or the statistic is not judged.
-func (m *Model) deltaStyle(r compare.Result, ok bool) lipgloss.Style {
+func (m *Model) deltaStyle(r compare.Result, ok bool) themes.Paint {
 	switch {
 	case ok && r.Verdict == compare.Worse:
 		return m.theme.Bad
@@ -448,7 +449,7 @@ func (m *Model) sideLabel(label string) string { return m.theme.Muted.Render(fit
 
 // bothSparks draws both sides' sparklines in h rows, the baseline's over the
 // canary's, each marked with its side's initial.
-func (m *Model) bothSparks(name string, w, h int, style lipgloss.Style, value func(load.Point) float64) []string {
+func (m *Model) bothSparks(name string, w, h int, style themes.Paint, value func(load.Point) float64) []string {
 	if h <= 0 || w <= 2 {
 		return nil
 	}

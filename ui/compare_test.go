@@ -14,6 +14,7 @@ import (
 
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/themes"
 )
 
 // canarySnapshot is fixedSnapshot as a slower canary answered it: TTFT
@@ -198,30 +199,32 @@ func TestCompareKeep(t *testing.T) {
 func TestCompareColours(t *testing.T) {
 	m := newCompareModel(t, fixedComparison(), true)
 	m = press[tea.Msg](m, SnapshotMsg(fixedSnapshot()), CanarySnapshotMsg(canarySnapshot()))
-	same := func(a, b lipgloss.Style) bool {
-		return a.Render("x") == b.Render("x") && a.GetForeground() == b.GetForeground()
-	}
 	for _, c := range []struct {
 		met  load.Metric
 		q    float64
-		want lipgloss.Style
+		want themes.Paint
 	}{{load.TTFT, 0.99, m.theme.Bad}, {load.TTFT, 0.5, m.theme.Text}, {load.ITL, 0.99, m.theme.Text}, {load.TTFTIntended, 0.99, m.theme.Bad}} {
 		r, ok := m.result(c.met, c.q, false)
-		if !same(m.deltaStyle(r, ok), c.want) {
+		if !samePaint(m.deltaStyle(r, ok), c.want) {
 			t.Errorf("%s p%g: the difference's style is not the verdict's", c.met, c.q*100)
 		}
 	}
-	if !same(m.verdictStyle(), m.theme.Bad) {
+	if !samePaint(m.verdictStyle(), m.theme.Bad) {
 		t.Error("a worse statistic does not make the verdict line bad")
 	}
 	better := fixedComparison()
 	better.Results[1].Verdict = compare.Better
 	m.cmp.res = better
-	if !same(m.verdictStyle(), m.theme.Good) {
+	if !samePaint(m.verdictStyle(), m.theme.Good) {
 		t.Error("a better statistic alone does not make the verdict line good")
 	}
 	m.cmp.res = thinComparison()
-	if !same(m.verdictStyle(), m.theme.Muted) {
+	if !samePaint(m.verdictStyle(), m.theme.Muted) {
 		t.Error("nothing judged is not muted")
 	}
+}
+
+// samePaint says two paints draw alike, of the same colour.
+func samePaint(a, b themes.Paint) bool {
+	return a.Render("x") == b.Render("x") && a.Style.GetForeground() == b.Style.GetForeground()
 }

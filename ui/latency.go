@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/themes"
 )
 
 // tableWidth is the latency table's width; the charts take the rest.
@@ -78,7 +79,7 @@ func (m *Model) latencyTable(w, h int) string {
 		d := s.Latency[met]
 		row := t.Text.Render(fit(met.String(), 5))
 		vals := []time.Duration{d.P50, d.P90, d.P95, d.P99, d.Max}
-		styles := []lipgloss.Style{t.P50, t.Text, t.P95, t.P99, t.Text}
+		styles := []themes.Paint{t.P50, t.Text, t.P95, t.P99, t.Text}
 		for i, v := range vals {
 			if d.Count == 0 {
 				v = 0
@@ -123,7 +124,7 @@ func (m *Model) distPanel(met load.Metric, w, h int) string {
 	rows := []struct {
 		label string
 		v     time.Duration
-		style lipgloss.Style
+		style themes.Paint
 	}{
 		{"p50", d.P50, t.P50}, {"p90", d.P90, t.Text}, {"p95", d.P95, t.P95}, {"p99", d.P99, t.P99},
 		{"p99.9", d.P999, t.P99}, {"max", d.Max, t.Text}, {"mean", d.Mean, t.Muted},
@@ -163,7 +164,7 @@ type chartSpec struct {
 // seriesLine is one line of a chart: a value per second.
 type seriesLine struct {
 	name  string
-	style lipgloss.Style
+	style themes.Paint
 	pick  func(load.Point) float64
 	// gaps: a zero is a second in which nothing was measured (a latency
 	// with no request finished), drawn as no point rather than a drop to 0.
@@ -311,7 +312,7 @@ func (m *Model) drawChart(spec chartSpec, w, ch int, top float64, start, end tim
 			}
 			return spec.yLabel(v)
 		}),
-		timeserieslinechart.WithAxesStyles(t.Border, t.Muted),
+		timeserieslinechart.WithAxesStyles(t.Border.Style, t.Muted.Style),
 		// The X labels are asked for at every column and given only where
 		// a round step falls (timeLabels), not every n columns at whatever
 		// second that lands on.
@@ -326,7 +327,7 @@ func (m *Model) drawChart(spec chartSpec, w, ch int, top float64, start, end tim
 		return labels[i]
 	}
 	for _, l := range spec.lines {
-		c.SetDataSetStyle(l.name, l.style)
+		c.SetDataSetStyle(l.name, l.style.Style)
 	}
 	for _, l := range spec.lines {
 		for _, p := range l.points(s) {
@@ -348,7 +349,7 @@ func (m *Model) drawChart(spec chartSpec, w, ch int, top float64, start, end tim
 		for y := 0; y < c.Origin().Y; y++ {
 			p := canvas.Point{X: x, Y: y}
 			if cell := c.Canvas.Cell(p); cell.Rune == 0 || cell.Rune == ' ' {
-				c.Canvas.SetCell(p, canvas.NewCellWithStyle('┊', t.Marker))
+				c.Canvas.SetCell(p, canvas.NewCellWithStyle('┊', t.Marker.Style))
 			}
 		}
 	}

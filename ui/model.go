@@ -33,6 +33,14 @@ const (
 	MinHeight = 24
 )
 
+// FPS is the most frames a second a program running the dashboard draws
+// (tea.WithFPS): the frames change on each snapshot, four a second by
+// default, and on keys, which a twentieth of a second shows at once to
+// a person. bubbletea's default, 60, woke the process 60 times a second
+// to compare a frame that had not changed, for a fifth of the
+// dashboard's own CPU at an idle endpoint.
+const FPS = 20
+
 // Controller is what the dashboard's keys act on: *load.Engine.
 type Controller interface {
 	Update(func(*load.Knobs)) load.Knobs
@@ -203,8 +211,8 @@ func (m *Model) applyTheme() {
 	t := m.theme
 	// Every field: bubbles' defaults use the global renderer.
 	m.help.Styles = help.Styles{
-		Ellipsis: t.Muted, ShortKey: t.Key, ShortDesc: t.KeyDesc, ShortSeparator: t.Muted,
-		FullKey: t.Key, FullDesc: t.KeyDesc, FullSeparator: t.Muted,
+		Ellipsis: t.Muted.Style, ShortKey: t.Key.Style, ShortDesc: t.KeyDesc.Style, ShortSeparator: t.Muted.Style,
+		FullKey: t.Key.Style, FullDesc: t.KeyDesc.Style, FullSeparator: t.Muted.Style,
 	}
 	m.help.ShortSeparator = " · "
 }
@@ -639,7 +647,7 @@ func (m *Model) banner(w int) string {
 
 // sloStyle is the style for a latency figure an objective watches: good or
 // bad; ok is false when none does.
-func (m *Model) sloStyle(metric, stat string) (style lipgloss.Style, ok bool) {
+func (m *Model) sloStyle(metric, stat string) (style themes.Paint, ok bool) {
 	for _, v := range m.verdicts {
 		if (v.Metric == metric || v.Metric == "e2el" && metric == "e2e") && v.Stat == stat && v.Known {
 			if !v.Held {

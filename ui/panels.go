@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/NimbleMarkets/ntcharts/sparkline"
-	"github.com/charmbracelet/lipgloss"
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sanitize"
+	"github.com/infertop/infertop/themes"
 )
 
 // smallPanels is the row of four: TTFT, throughput, errors, in-flight.
@@ -24,12 +24,12 @@ func (m *Model) smallPanels(w, h int) string {
 
 // spark draws one bar per second of the newest seconds, scaled to the
 // largest value shown (never to a maximum that only grows).
-func (m *Model) spark(name string, w, h int, style lipgloss.Style, value func(load.Point) float64) []string {
+func (m *Model) spark(name string, w, h int, style themes.Paint, value func(load.Point) float64) []string {
 	return m.sparkOf(name, m.snap.Series, w, h, style, value)
 }
 
 // sparkOf is spark over the series pts (the canary's, in a comparison).
-func (m *Model) sparkOf(name string, pts []load.Point, w, h int, style lipgloss.Style, value func(load.Point) float64) []string {
+func (m *Model) sparkOf(name string, pts []load.Point, w, h int, style themes.Paint, value func(load.Point) float64) []string {
 	if h <= 0 || w <= 0 {
 		return nil
 	}
@@ -45,7 +45,7 @@ func (m *Model) sparkOf(name string, pts []load.Point, w, h int, style lipgloss.
 	if c := m.sparks[name]; c != nil && c.w == w && c.h == h && slices.Equal(c.vals, vals) {
 		return c.lines
 	}
-	sl := sparkline.New(w, h, sparkline.WithNoAutoMaxValue(), sparkline.WithStyle(style))
+	sl := sparkline.New(w, h, sparkline.WithNoAutoMaxValue(), sparkline.WithStyle(style.Style))
 	sl.SetMax(max(top, 1e-9))
 	sl.PushAll(vals)
 	sl.Draw()
@@ -165,7 +165,7 @@ func (m *Model) errorsPanel(w, h int) string {
 
 // errorRateStyle is an error rate's colour: good at none, a warning
 // below 5 %, bad from there.
-func (m *Model) errorRateStyle(rate float64) lipgloss.Style {
+func (m *Model) errorRateStyle(rate float64) themes.Paint {
 	switch {
 	case rate >= 0.05:
 		return m.theme.Bad

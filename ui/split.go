@@ -6,10 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/sanitize"
+	"github.com/infertop/infertop/themes"
 )
 
 // A split's dashboard (`infertop --split-by`): the one load's panels as
@@ -47,7 +46,7 @@ func (s *splitView) refresh() {
 
 // splitStyle is the split's verdict line's colour: bad when a newer group
 // is worse on anything, good when only better, muted else.
-func (m *Model) splitStyle() lipgloss.Style {
+func (m *Model) splitStyle() themes.Paint {
 	var all [][]compare.Result
 	for _, c := range m.split.res.Newer {
 		all = append(all, c.Results)
@@ -56,7 +55,7 @@ func (m *Model) splitStyle() lipgloss.Style {
 }
 
 // splitText is the split's verdict in words and its colour.
-func (m *Model) splitText() (string, lipgloss.Style) {
+func (m *Model) splitText() (string, themes.Paint) {
 	if !m.split.judged {
 		return "splitting by " + m.splitWhat() + ": the first verdict comes within a second", m.theme.Muted
 	}
@@ -330,7 +329,7 @@ func grpResult(c *compare.Comparison, st compare.Stat) (compare.Result, bool) {
 
 // groupVerdict is a newer group's verdict in a word or two, the worst of
 // its statistics', and its colour: what the verdict line says of it.
-func (m *Model) groupVerdict(c *compare.Comparison) (string, lipgloss.Style) {
+func (m *Model) groupVerdict(c *compare.Comparison) (string, themes.Paint) {
 	var worse, better []string
 	judged := false
 	for _, r := range c.Results {

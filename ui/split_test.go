@@ -17,6 +17,7 @@ import (
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/telemetry"
+	"github.com/infertop/infertop/themes"
 )
 
 // figures are a group's own statistics in DefaultStats' order: TTFT p50
@@ -212,27 +213,24 @@ func TestSplitColours(t *testing.T) {
 	g := fixedGrouping()
 	m := newSplitModel(t, g, true, nil)
 	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 48}, SnapshotMsg(fixedSnapshot()))
-	same := func(a, b lipgloss.Style) bool {
-		return a.Render("x") == b.Render("x") && a.GetForeground() == b.GetForeground()
-	}
-	if !same(m.splitStyle(), m.theme.Bad) {
+	if !samePaint(m.splitStyle(), m.theme.Bad) {
 		t.Error("a worse group does not make the verdict line bad")
 	}
 	for _, c := range []struct {
 		group int
-		want  lipgloss.Style
+		want  themes.Paint
 		word  string
 	}{{0, m.theme.Bad, "slower"}, {1, m.theme.Good, "faster"}, {2, m.theme.Muted, "too few yet"}} {
-		if word, st := m.groupVerdict(&g.Newer[c.group].Comparison); word != c.word || !same(st, c.want) {
+		if word, st := m.groupVerdict(&g.Newer[c.group].Comparison); word != c.word || !samePaint(st, c.want) {
 			t.Errorf("group %d: verdict %q, want %q in its colour", c.group, word, c.word)
 		}
 	}
 	m.split.res.Newer = g.Newer[1:] // the faster group, and the thin one
-	if !same(m.splitStyle(), m.theme.Good) {
+	if !samePaint(m.splitStyle(), m.theme.Good) {
 		t.Error("a better group alone does not make the verdict line good")
 	}
 	m.split.res.Newer = g.Newer[2:]
-	if !same(m.splitStyle(), m.theme.Muted) {
+	if !samePaint(m.splitStyle(), m.theme.Muted) {
 		t.Error("nothing judged is not muted")
 	}
 	// In colour, the new group's TTFT p99 difference is the bad style's.

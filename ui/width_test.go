@@ -115,22 +115,22 @@ func TestCellsDrawAsView(t *testing.T) {
 	cs := newCells()
 	ts := func(s int) time.Time { return time.Unix(int64(s), 0) }
 	c := timeserieslinechart.New(70, 14, timeserieslinechart.WithTimeRange(ts(0), ts(60)),
-		timeserieslinechart.WithYRange(0, 100), timeserieslinechart.WithAxesStyles(th.Border, th.Muted))
-	c.SetDataSetStyle("a", th.P50)
-	c.SetDataSetStyle("b", th.P99)
+		timeserieslinechart.WithYRange(0, 100), timeserieslinechart.WithAxesStyles(th.Border.Style, th.Muted.Style))
+	c.SetDataSetStyle("a", th.P50.Style)
+	c.SetDataSetStyle("b", th.P99.Style)
 	for s := range 60 {
 		c.PushDataSet("a", timeserieslinechart.TimePoint{Time: ts(s), Value: float64(s%17) * 5})
 		c.PushDataSet("b", timeserieslinechart.TimePoint{Time: ts(s), Value: 40 + float64(s%7)*8})
 	}
 	c.DrawBrailleAll()
-	c.Canvas.SetCell(canvas.Point{X: 30, Y: 2}, canvas.NewCellWithStyle('┊', th.Marker))
+	c.Canvas.SetCell(canvas.Point{X: 30, Y: 2}, canvas.NewCellWithStyle('┊', th.Marker.Style))
 	want := c.View()
 	for range 2 {
 		if got := cs.view(&c.Canvas); got != want {
 			t.Fatalf("chart:\n%s\nView:\n%s", got, want)
 		}
 	}
-	sl := sparkline.New(40, 4, sparkline.WithNoAutoMaxValue(), sparkline.WithStyle(th.Accent))
+	sl := sparkline.New(40, 4, sparkline.WithNoAutoMaxValue(), sparkline.WithStyle(th.Accent.Style))
 	sl.SetMax(10)
 	for i := range 40 {
 		sl.Push(float64(i % 11))
