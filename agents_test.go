@@ -327,8 +327,8 @@ func TestAgentLost(t *testing.T) {
 }
 
 // TestAgentsBadInput: run --agents refuses the load's flags, a missing
-// token, a bad address and the follower's flags without --agents, each
-// in one line; agents that never answer end the run (exit 2) within the
+// token, a bad address and the follower's flags without --agents, and it
+// and infertop agent a search or a comparison, each in one line; agents that never answer end the run (exit 2) within the
 // bound, naming them.
 func TestAgentsBadInput(t *testing.T) {
 	dir := t.TempDir()
@@ -342,9 +342,14 @@ func TestAgentsBadInput(t *testing.T) {
 		{[]string{"--agents-token-file", tokenFile, "--duration", "1s"}, "--agents-token-file needs --agents"},
 		{[]string{"--agents", "no-port", "--agents-token-file", tokenFile}, "--agents \"no-port\""},
 		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", filepath.Join(dir, "none")}, "token file"},
+		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--find-max", "ttft_p99<=1s"}, "--find-max does not go with agents: a search"},
+		{[]string{"agent", "--index", "0", "--of", "2", "--compare", "http://127.0.0.1:1"}, "agent: --compare does not go with agents"},
 	} {
 		var out, errb bytes.Buffer
-		code := run(append([]string{"run"}, c.args...), &out, &errb)
+		if c.args[0] != "agent" {
+			c.args = append([]string{"run"}, c.args...)
+		}
+		code := run(c.args, &out, &errb)
 		if code != 2 || !strings.Contains(errb.String(), c.want) || strings.Count(strings.TrimSpace(errb.String()), "\n") > 0 {
 			t.Errorf("%v: exit %d, %q; want 2 and %q in one line", c.args, code, errb.String(), c.want)
 		}

@@ -15,9 +15,9 @@ import (
 const agentSynopsis = `Usage: infertop agent --index I --of N --token-file FILE (--tls-cert F --tls-key F | --plain-http-loopback) [flags]
 
 One share of a load spread over N machines (an Indexed Job's pods, see
-deploy/kubernetes): the same flags as infertop run, of which this agent takes
-its part: the rate split N ways, the concurrency and --requests split with
-the remainder spread over the first indexes, a seed derived from the index.
+deploy/kubernetes), of the flags of infertop run: the rate split N ways, the
+concurrency, --requests and each stage's load split with the remainder spread,
+a dataset's prompts and a trace's arrivals partitioned, a seed of its own.
 It starts at --start-at on its own clock, serves its live state on --listen
 to whoever holds the token (GET /state, Authorization: Bearer TOKEN; GET
 /healthz to anyone), and writes its result (--json) for infertop merge.`
@@ -32,12 +32,12 @@ func (a *app) agentFlagSet() (*pflag.FlagSet, *loadFlags, *sessionflag.Run, *age
 // runAgent is `infertop agent`: a headless run of this agent's share,
 // its live state served behind the token.
 func (a *app) runAgent(args []string) error {
+	if err := agent.Unsplit(args); err != nil { // flags it has not: their own word, not "unknown"
+		return usageError{err}
+	}
 	fs, f, rf, af := a.agentFlagSet()
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
-	}
-	if err := agent.Unsplit(fs); err != nil {
-		return usageError{err}
 	}
 	b, err := af.Board(versionString())
 	if err != nil {

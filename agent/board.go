@@ -38,17 +38,35 @@ type Board struct {
 }
 
 // Cut makes l this agent's share of the whole load it describes: the
-// concurrency and the request count split with the remainder spread, the
-// rate split, the seed derived from the index. requestsGiven says a
-// count of requests was asked for (a share of none is then refused).
+// concurrency (a sessions run's sessions) and the request count split
+// with the remainder spread, the rate split, each stage of a walk split
+// alike, the prompts of a dataset (its conversations whole) and the
+// arrivals of a trace partitioned by the index, the seed derived from
+// the index. requestsGiven says a count of requests was asked for (a
+// share of none is then refused).
 func (b *Board) Cut(l *load.Config, requestsGiven bool) error {
 	share := b.Share
+	if err := share.cutPrompts(l); err != nil { // before the seed is this agent's: a trace's blocks are the whole's
+		return err
+	}
+	var err error
+	if l.Stages, err = share.cutWalk(l.Stages); err != nil {
+		return err
+	}
 	whole := l.Knobs.Concurrency
 	l.Knobs.Concurrency = int(share.Count(int64(whole)))
-	if l.Knobs.Concurrency == 0 && l.Knobs.Rate == 0 {
-		return fmt.Errorf("agent: a concurrency of %d split %d ways leaves agent %d none", whole, share.Of, share.Index)
-	}
 	l.Knobs.Rate = share.Rate(l.Knobs.Rate)
+	k := l.Knobs
+	if len(l.Stages) > 0 { // the walk starts at its first stage
+		l.Stages[0].Apply(&k)
+	}
+	if k.Concurrency == 0 && k.Rate == 0 && l.Trace == nil { // a replay is the open loop at the rate of its arrivals
+		what := "a concurrency of"
+		if l.Sessions.Turns > 0 {
+			what = "--sessions"
+		}
+		return fmt.Errorf("agent: %s %d split %d ways leaves agent %d none", what, whole, share.Of, share.Index)
+	}
 	l.MaxRequests = share.Count(l.MaxRequests)
 	if requestsGiven && l.MaxRequests == 0 {
 		return fmt.Errorf("agent: --requests split %d ways leaves agent %d none", share.Of, share.Index)

@@ -33,17 +33,6 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	return f
 }
 
-// Unsplit refuses a load an agent cannot take its share of yet: a walk,
-// a dataset, a trace or sessions, given on fs.
-func Unsplit(fs *pflag.FlagSet) error {
-	for _, name := range []string{"stages", "ramp", "dataset", "trace", "sessions"} {
-		if fs.Lookup(name) != nil && fs.Changed(name) {
-			return fmt.Errorf("agent: --%s is not split between agents yet", name)
-		}
-	}
-	return nil
-}
-
 // Board is the board of the share the flags name, of an agent of
 // version, waiting for --start-at.
 func (f *Flags) Board(version string) (*Board, error) {

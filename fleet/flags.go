@@ -70,6 +70,9 @@ func (f *Flags) Check(fs *pflag.FlagSet) error {
 	fs.Visit(func(fl *pflag.Flag) {
 		if err == nil && f.On() && !slices.Contains(follower, fl.Name) {
 			err = fmt.Errorf("--agents: --%s is the load's, which the agents run: give it to infertop agent", fl.Name)
+			if w := agent.Whole(fl.Name); w != nil { // nor theirs
+				err = fmt.Errorf("--agents: %w", w)
+			}
 		}
 		if err == nil && !f.On() && fl.Name != "agents" && slices.Contains(follower[:8], fl.Name) {
 			err = fmt.Errorf("--%s needs --agents", fl.Name)

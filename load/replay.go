@@ -141,7 +141,11 @@ func newReplay(c *Config) *replay {
 		return nil
 	}
 	_, _, rate := c.Trace.means()
-	return &replay{tr: c.Trace, prompt: c.Knobs.PromptTokens, output: c.Knobs.OutputTokens, rate: rate, seed: c.Seed, speed: c.Knobs.Speed, paused: true}
+	seed := c.Seed
+	if w := c.Trace.whole; w != nil { // a share's blocks are the whole's
+		seed = w.seed
+	}
+	return &replay{tr: c.Trace, prompt: c.Knobs.PromptTokens, output: c.Knobs.OutputTokens, rate: rate, seed: seed, speed: c.Knobs.Speed, paused: true}
 }
 
 // holdTraceLocked keeps the knobs a replay's: the open loop (o does not

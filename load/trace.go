@@ -52,6 +52,8 @@ type Trace struct {
 	Skipped, Filtered int
 	// Loop starts the trace again at its end instead of ending the run.
 	Loop bool
+
+	whole *wholeTrace // a share's whole (Share; nil: the trace is whole)
 }
 
 // TraceEntry is one arrival of a trace.
@@ -401,14 +403,17 @@ func (t *Trace) readCSV(data []byte, model string) error {
 	}
 }
 
-// means are the trace's mean prompt and output lengths and its mean rate
-// (arrivals per second of its span).
+// means are the trace's mean prompt and output lengths (a share's: the
+// whole's) and its mean rate (arrivals per second of its span).
 func (t *Trace) means() (input, output int, rate float64) {
+	n := float64(len(t.Entries))
+	if w := t.whole; w != nil {
+		return w.input, w.output, n / t.Span.Seconds()
+	}
 	var in, out float64
 	for _, en := range t.Entries {
 		in += float64(en.Input)
 		out += float64(en.Output)
 	}
-	n := float64(len(t.Entries))
 	return int(math.Round(in / n)), int(math.Round(out / n)), n / t.Span.Seconds()
 }

@@ -62,6 +62,9 @@ const MinTick = 10 * time.Millisecond
 // meant. The function to send requests (Do) is New's to check: a caller
 // may validate a configuration before it has one.
 func (c Config) Validate() error {
+	if err := c.prepareTrace(); err != nil { // a replay's knobs are the trace's, whatever was given (an agent's share of -c may be 0)
+		return err
+	}
 	k := c.Knobs
 	for i, st := range c.Stages {
 		if err := st.check(); err != nil {

@@ -130,8 +130,6 @@ func Decode(name string, b []byte) (Input, error) {
 		return Input{}, fmt.Errorf("merge: %s: a comparison's result: %w (merge each side's)", name, ErrBadResult)
 	case r.Capacity != nil:
 		return Input{}, fmt.Errorf("merge: %s: a capacity search's result: %w", name, ErrBadResult)
-	case r.Sessions != nil || r.Trace != nil:
-		return Input{}, fmt.Errorf("merge: %s: a sessions run's or a trace replay's result: %w (not merged yet)", name, ErrBadResult)
 	case r.Histograms == nil:
 		return Input{}, fmt.Errorf("merge: %s: no histograms (infertop.histograms): %w", name, ErrBadResult)
 	}
@@ -254,6 +252,7 @@ func Merge(ins []Input, opt Options) (*Merged, error) {
 		out.Histograms.Phases = append(out.Histograms.Phases, report.PhaseHistogramsJSON{ID: p.ID, Warmup: p.Warmup, Hist: h})
 	}
 	out.Errors = mergeErrors(ins)
+	out.Trace = mergeTrace(ins)
 	out.SLO, out.SLOHeld = []report.VerdictJSON{}, true
 	exprs := objectives(ins)
 	if len(exprs) > maxObjectives {
@@ -301,6 +300,9 @@ func Differences(a, b *report.InfertopJSON) []string {
 	case am.Knobs != bm.Knobs:
 		out = append(out, fmt.Sprintf("other knobs (%s, not %s)", knobText(bm.Knobs), knobText(am.Knobs)))
 	}
+	if (a.Trace == nil) != (b.Trace == nil) || (a.Sessions == nil) != (b.Sessions == nil) {
+		out = append(out, "another kind of load (a trace replay or sessions, and not)")
+	}
 	if am.Version != bm.Version {
 		out = append(out, fmt.Sprintf("another version (%q, not %q)", bm.Version, am.Version))
 	}
@@ -314,7 +316,8 @@ func agents(r *report.InfertopJSON) string { return r.Manifest.Settings["of"] }
 
 // wholeSettings are the flags of the whole load that every share of it
 // was given alike (each agent takes its part of them).
-var wholeSettings = []string{"concurrency", "rate", "requests", "duration", "start-at"}
+var wholeSettings = []string{"concurrency", "rate", "requests", "duration", "start-at", "seed", "stages", "ramp", "dataset", "trace",
+	"trace-speed", "trace-window", "trace-model", "sessions", "turns"}
 
 // shareKnobs are the knobs shares of one load have alike: their
 // concurrency and rate are each share's part.
@@ -541,6 +544,32 @@ func addClasses(dst, src map[string]int64) {
 			dst[k] += v
 		}
 	}
+}
+
+// mergeTrace is the replay of shares of one trace (infertop agent
+// --trace, each its arrivals): their arrivals and entries added, the
+// worst lag; nil unless every run replayed one. A sessions run's
+// per-turn table is not merged: its percentiles carry no histograms,
+// and each run's own stays in its result.
+func mergeTrace(ins []Input) *report.TraceJSON {
+	var out *report.TraceJSON
+	for _, in := range ins {
+		t := in.Result.Trace
+		if t == nil {
+			return nil
+		}
+		if out == nil {
+			c := *t
+			out = &c
+			continue
+		}
+		out.Arrivals += t.Arrivals
+		out.Entries += t.Entries
+		out.Passes = max(out.Passes, t.Passes)
+		out.MaxBehindS = max(out.MaxBehindS, t.MaxBehindS)
+		out.FellBehind = out.FellBehind || t.FellBehind
+	}
+	return out
 }
 
 // mergeErrors adds the runs' distinct errors, most frequent first.

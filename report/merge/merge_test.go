@@ -310,3 +310,33 @@ func TestLiveCounts(t *testing.T) {
 		t.Errorf("merged %+v", got)
 	}
 }
+
+// TestTraceShares: shares of one trace merge, their arrivals added, the
+// worst lag kept; a share of another trace, or a replay beside a load
+// that is none, is refused.
+func TestTraceShares(t *testing.T) {
+	vals := []int64{1000, 2000, 3000}
+	share := func(arrivals int, behind float64, settings map[string]string) Input {
+		r := fixture(t, knobs4, vals)
+		r.Manifest.Settings = settings
+		r.Trace = &report.TraceJSON{Name: "t.jsonl", Format: "jsonl", Speed: 1, Arrivals: arrivals, Entries: arrivals, SpanS: 10, MaxBehindS: behind, FellBehind: behind > 0.1}
+		return decoded(t, "agent", r)
+	}
+	whole := map[string]string{"of": "2", "trace": "t.jsonl"}
+	m, err := Merge([]Input{share(6, 0.01, whole), share(5, 0.3, whole)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := m.Result.Trace; tr == nil || tr.Arrivals != 11 || tr.Entries != 11 || tr.MaxBehindS != 0.3 || !tr.FellBehind || tr.SpanS != 10 {
+		t.Errorf("the merged replay: %+v", tr)
+	}
+	other := map[string]string{"of": "2", "trace": "u.jsonl"}
+	if _, err := Merge([]Input{share(6, 0, whole), share(5, 0, other)}, Options{}); !errors.Is(err, ErrNotMergeable) || !strings.Contains(err.Error(), "--trace") {
+		t.Errorf("shares of another trace: %v", err)
+	}
+	none := fixture(t, knobs4, vals)
+	none.Manifest.Settings = whole
+	if _, err := Merge([]Input{share(6, 0, whole), decoded(t, "plain", none)}, Options{}); !errors.Is(err, ErrNotMergeable) || !strings.Contains(err.Error(), "another kind of load") {
+		t.Errorf("a replay beside a plain load: %v", err)
+	}
+}
