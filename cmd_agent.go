@@ -70,7 +70,7 @@ func (a *app) runAgent(args []string) error {
 func (a *app) serveAgent(b *agent.Board, ln net.Listener, token []byte, lp session.Spec, rf *sessionflag.Run, linger time.Duration) error {
 	sigs, stopSignals := a.interrupts()
 	defer stopSignals()
-	h := agent.NewHandler(token, b.State, b.Result, a.logf)
+	h := b.Handler(token, a.logf)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
@@ -88,7 +88,7 @@ func (a *app) serveAgent(b *agent.Board, ln net.Listener, token []byte, lp sessi
 	defer s.Stop()
 	defer s.Release()
 	if l, ok := s.Sides()[0].(agent.Load); ok {
-		b.Started(l)
+		b.Started(l, s.Controller())
 	}
 	fo := rf.Follower(a.stderr, false, sigs).Follow(s)
 	o := session.End(s, fo, a.reportTimeout)

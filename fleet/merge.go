@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/infertop/infertop/report"
@@ -33,7 +34,7 @@ func Merge(v View) (*report.MergedResult, error) {
 	if len(ins) == 0 {
 		return nil, fmt.Errorf("fleet: %w (%s)", ErrNoResults, doneWhy(v.Agents))
 	}
-	m, err := merge.Merge(ins, merge.Options{One: true})
+	m, err := merge.Merge(ins, merge.Options{One: true, Gaps: true})
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +74,9 @@ func agentsJSON(v View) *report.AgentsJSON {
 // p99 from its last result (from its last state before one came).
 func AgentRow(a Agent) report.AgentJSON {
 	j := report.AgentJSON{Index: a.Index(), Address: a.Addr, State: a.Status, Why: a.Why}
+	if a.ControlErr != "" {
+		j.Why = strings.TrimPrefix(j.Why+"; "+a.ControlErr, "; ")
+	}
 	if a.HasState {
 		st := a.State
 		j.Sent, j.Completed, j.Failed, j.Incomplete, j.InFlight = st.Sent, st.Completed, st.Failed, st.Incomplete, st.InFlight
