@@ -20,7 +20,8 @@ its part: the rate split N ways, the concurrency and --requests split with
 the remainder spread over the first indexes, a seed derived from the index.
 It starts at --start-at on its own clock, serves its live state on --listen
 to whoever holds the token (GET /state, Authorization: Bearer TOKEN; GET
-/healthz to anyone), and writes its result (--json) for infertop merge.`
+/healthz to anyone), takes their knob changes (POST /control, its share of
+the whole), and writes its result (--json) for infertop merge.`
 
 // agentFlagSet is the agent's flags: the load's, the run's and its own.
 func (a *app) agentFlagSet() (*pflag.FlagSet, *loadFlags, *sessionflag.Run, *agent.Flags) {

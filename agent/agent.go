@@ -1,7 +1,8 @@
 // Package agent is infertop's side of a load spread over machines: the
 // share of the whole load one agent takes (index i of n), the wait for a
-// common start, and the agent's live state served over HTTP behind a
-// shared token. The load itself is an ordinary headless run; the merge
+// common start, the agent's live state served over HTTP behind a shared
+// token, and the followers' knob changes it takes there (Control), each
+// agent its share. The load itself is an ordinary headless run; the merge
 // of the agents' results is package report/merge.
 package agent
 

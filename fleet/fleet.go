@@ -2,10 +2,13 @@
 // it finds them (a list of addresses, or DNS names re-resolved, A or SRV
 // records), polls each one's /state and /result with the shared token
 // over TLS (plain HTTP to a loopback address only, when allowed), tells
-// running, done, lost, unreachable and refused agents apart, and merges
-// their results exactly (report/merge). Session is the merged agents as
-// one more kind of session.Session, so that run --agents and the
-// dashboard follow them with the follower and epilogue of every run.
+// running, done, lost, replaced (an index started again elsewhere),
+// unreachable and refused agents apart, sends them the follower's knob
+// changes (POST /control, by each agent's poller), and merges their
+// results exactly (report/merge). Session is the merged agents as one
+// more kind of session.Session, so that run --agents and the dashboard
+// follow them with the follower and epilogue of every run, and the
+// dashboard's keys move them all.
 //
 // Everything an agent sends is untrusted: its bodies are bounded, its
 // results decoded by merge.Decode's bounds, its text sanitised before it

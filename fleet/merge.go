@@ -14,11 +14,13 @@ import (
 var ErrNoResults = errors.New("no agent's result came")
 
 // Merge merges the results of v's agents exactly (report/merge): every
-// agent's last result but the refused ones', a lost agent's (or one
-// still running) with its requests in flight at that result counted
-// incomplete, so that sent = completed + failed + incomplete over the
-// whole. The merged result holds the agents' table with each agent's
-// own result (infertop.agents).
+// agent's last result but the refused ones', a lost or replaced agent's
+// (or one still running) with its requests in flight at that result
+// counted incomplete, so that sent = completed + failed + incomplete
+// over the whole. Phases some agents lack (a knob change on its way, an
+// index started again) are merged from those that have them, each gap
+// named (merge.Options.Gaps). The merged result holds the agents' table
+// with each agent's own result (infertop.agents).
 func Merge(v View) (*report.MergedResult, error) {
 	var ins []merge.Input
 	for _, a := range v.Agents {
