@@ -236,3 +236,29 @@ func TestRestartedIndex(t *testing.T) {
 		t.Errorf("the agents' table: %+v", m.Result.Agents.Agents)
 	}
 }
+
+// TestOneAgentTwoAddresses: one agent found under two addresses (a
+// dual-stack pod) is followed once: the second is refused by name, and
+// its requests are in the merge once.
+func TestOneAgentTwoAddresses(t *testing.T) {
+	a := newAgent(t, 0, 1, testWhole, time.Now(), result(t, 5, 3, 0))
+	again := httptest.NewServer(a.srv.Config.Handler)
+	defer again.Close()
+	second := strings.TrimPrefix(again.URL, "http://")
+	f := follow(t, a.addr()+","+second, nil)
+	a.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
+	refused := 0
+	for _, ag := range v.Agents {
+		if ag.Status == report.AgentRefused && strings.Contains(ag.Why, "the same agent as") {
+			refused++
+		}
+	}
+	m, err := Merge(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refused != 1 || m.Result.Run.Sent != 5 {
+		t.Errorf("%d refused as the same agent, merged sent %d: %+v", refused, m.Result.Run.Sent, v.Agents)
+	}
+}

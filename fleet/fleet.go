@@ -493,13 +493,16 @@ func loadKey(st agent.State) string {
 func judge(members map[string]*member) {
 	count := map[string]int{}
 	var ref *member
+	judged := func(m *member) bool { // a replaced pod's word is its last, not the load's now
+		return m.HasState && m.Status != report.AgentRefused && m.Status != report.AgentReplaced
+	}
 	for _, m := range members {
-		if m.HasState && m.Status != report.AgentRefused {
+		if judged(m) {
 			count[loadKey(m.State)]++
 		}
 	}
 	for _, m := range members {
-		if !m.HasState || m.Status == report.AgentRefused {
+		if !judged(m) {
 			continue
 		}
 		k := loadKey(m.State)
@@ -515,7 +518,7 @@ func judge(members map[string]*member) {
 	}
 	for _, m := range members {
 		m.other = ""
-		if ref == nil || m == ref || !m.HasState || m.Status == report.AgentRefused {
+		if ref == nil || m == ref || !judged(m) {
 			continue
 		}
 		st, r := m.State, ref.State
@@ -559,7 +562,15 @@ func (f *Fleet) replace(members map[string]*member, now time.Time) bool {
 			continue // no new pod answering: the silent are lost in time
 		}
 		for _, m := range ms[:len(ms)-1] {
+			// One agent under two addresses (a dual-stack pod) is followed
+			// once, where it answers.
+			same := !m.State.Started.IsZero() && m.State.Started.Equal(last.State.Started)
+			twice := "the same agent as %s (index %d, the same start), under another address: followed there"
 			switch {
+			case same && f.silent(m, now):
+				m.other = fmt.Sprintf(twice, last.Addr, i)
+			case same:
+				last.other = fmt.Sprintf(twice, m.Addr, i)
 			case m.Status == report.AgentReplaced || m.Status == report.AgentDone:
 			case f.silent(m, now):
 				m.Status = report.AgentReplaced
