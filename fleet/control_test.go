@@ -154,6 +154,26 @@ func TestKnobsReachEveryAgent(t *testing.T) {
 		}
 		return true
 	})
+	// A window none of the agents' is no control; one they refuse (sent
+	// past the controller's checks) is said in every row.
+	ctl.SetWindow(7 * time.Millisecond)
+	if out, _ := f.control(); out.c.Seq != 3 {
+		t.Errorf("a window of 7ms was sent: %+v", out.c)
+	}
+	f.Send(agent.Control{Seq: 4, WindowMS: 7}, time.Time{})
+	v = waitView(t, f, "the refusal in every row", func(v View) bool {
+		for _, a := range v.Agents {
+			if !strings.Contains(AgentRow(a).Why, "refused the knob change (HTTP 422): agent: a window of 7ms") {
+				return false
+			}
+		}
+		return true
+	})
+	for _, a := range v.Agents {
+		if a.Status != report.AgentRunning || a.State.ControlSeq != 3 {
+			t.Errorf("%s after a refused control: %s, seq %d", a.Addr, a.Status, a.State.ControlSeq)
+		}
+	}
 }
 
 // waitSnap waits for a snapshot of s that cond holds for.

@@ -386,11 +386,11 @@ func (c control) Update(fn func(*load.Knobs)) load.Knobs {
 }
 
 // SetWindow sets every agent's rolling window (the merged figures are
-// over the run).
+// over the run); one that is none of load.Windows is no control.
 func (c control) SetWindow(d time.Duration) {
 	s := c.s
 	s.cmu.Lock()
-	if d == s.ctl.window {
+	if d == s.ctl.window || !slices.Contains(load.Windows(), d) {
 		s.cmu.Unlock()
 		return
 	}
