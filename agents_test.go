@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/fleet"
+	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/report/schematest"
 	"github.com/infertop/infertop/sim"
@@ -126,6 +128,7 @@ func TestFourAgents(t *testing.T) {
 	tokenFile, _ := tokenIn(t, dir)
 	agents := startAgents(t, dir, tokenFile, 4, "--url", srv.URL, "-c", "8", "--duration", "3s", "--prompt-tokens", "16",
 		"--output-tokens", "20")
+	turned := turnKnobs(t, addrsOf(agents), tokenFile)
 	all := filepath.Join(dir, "all.json")
 	var out, errb bytes.Buffer
 	code := run([]string{"run", "--agents", addrsOf(agents), "--agents-token-file", tokenFile, "--agents-plain-loopback", "--agents-poll", "100ms",
@@ -133,6 +136,9 @@ func TestFourAgents(t *testing.T) {
 		"--progress-every", "1s"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("run --agents: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	if err := <-turned; err != nil {
+		t.Fatal(err)
 	}
 	for i, a := range agents {
 		if err := <-a.exited; err != nil { // each ends once its final result is fetched
@@ -224,12 +230,21 @@ func TestFourAgents(t *testing.T) {
 			t.Errorf("agent %d: index %d, %s, sent %d (its own %d), its own concurrency %d", i, a.Index, a.State, a.Sent, own.Infertop.Run.Sent,
 				own.Infertop.Manifest.Knobs.Concurrency)
 		}
+		if ph := own.Infertop.Phases; len(ph) < 2 || ph[len(ph)-1].Knobs.Concurrency != 3 || ph[len(ph)-1].Knobs.PromptTokens != 32 {
+			t.Errorf("agent %d: its phases do not end at its share of the knob change (3, prompt 32): %+v", i, ph)
+		}
+		if !strings.Contains(agents[i].stderr.String(), "control 1 from") {
+			t.Errorf("agent %d logged no control:\n%s", i, agents[i].stderr.String())
+		}
 		if a.StartOffsetMS < 0 || math.Abs(a.ClockOffsetMS) > 1000 {
 			t.Errorf("agent %d started %.1f ms after --start-at, its clock %.1f ms off", i, a.StartOffsetMS, a.ClockOffsetMS)
 		}
 	}
 	if sum != whole.Sent {
 		t.Errorf("the agents sent %d, the merge %d", sum, whole.Sent)
+	}
+	if ph := f.Infertop.Phases; len(ph) < 2 || ph[len(ph)-1].Knobs.Concurrency != 12 || len(f.Infertop.Merged.Forced) != 0 {
+		t.Errorf("the merged phases do not end at the whole's knob change (12): %+v, forced %q", ph, f.Infertop.Merged.Forced)
 	}
 	for _, s := range []string{"Agents (4 of a load split 4 ways", "done", fmt.Sprintf("sent %d = ", whole.Sent)} {
 		if !strings.Contains(out.String(), s) {
@@ -240,6 +255,57 @@ func TestFourAgents(t *testing.T) {
 		t.Errorf("stderr: %s", errb.String())
 	}
 	t.Logf("summary:\n%s", out.String())
+}
+
+// turnKnobs follows the agents at addrs as the dashboard does (the
+// merged agents' session) and, once all four run, turns the whole
+// load's knobs with its controller (concurrency 8 to 12, the prompt
+// 16 to 32): the change must reach all four within a tick (--agents-poll,
+// 1 s: the pollers wake for it). The channel says how it went.
+func turnKnobs(t *testing.T, addrs, tokenFile string) <-chan error {
+	t.Helper()
+	agf := fleet.Flags{Agents: addrs, TokenFile: tokenFile, PlainLoopback: true, PollEvery: time.Second, ResultEvery: time.Second,
+		LostAfter: 20 * time.Second}
+	s, err := agf.Follow(nil, versionString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer s.Stop()
+		views, stop := s.Fleet().Subscribe()
+		defer stop()
+		all := func(v fleet.View, ok func(fleet.Agent) bool) bool {
+			n := 0
+			for _, a := range v.Agents {
+				if a.Status == report.AgentRunning && ok(a) {
+					n++
+				}
+			}
+			return n == 4
+		}
+		var asked time.Time
+		for v := range views {
+			switch {
+			case asked.IsZero() && all(v, func(a fleet.Agent) bool { return !a.State.Started.IsZero() && a.State.Whole != nil }):
+				asked = time.Now()
+				if k := s.Controller().Update(func(k *load.Knobs) { k.Concurrency, k.PromptTokens = 12, 32 }); k.Concurrency != 12 {
+					done <- fmt.Errorf("the controller's whole: %+v", k)
+					return
+				}
+			case !asked.IsZero() && all(v, func(a fleet.Agent) bool { return a.State.ControlSeq >= 1 && a.State.Concurrency == 3 }):
+				took := time.Since(asked)
+				t.Logf("the knob change reached all four agents in %v (a tick: 1s)", took)
+				if took >= time.Second {
+					done <- fmt.Errorf("the knob change took %v to reach all four, past a tick", took)
+				}
+				done <- nil
+				return
+			}
+		}
+		done <- fmt.Errorf("the agents ended before the knob change reached all four (asked: %t)", !asked.IsZero())
+	}()
+	return done
 }
 
 // TestAgentLost: an agent killed mid-run is lost: its requests are

@@ -20,7 +20,8 @@ concurrency, --requests and each stage's load split with the remainder spread,
 a dataset's prompts and a trace's arrivals partitioned, a seed of its own.
 It starts at --start-at on its own clock, serves its live state on --listen
 to whoever holds the token (GET /state, Authorization: Bearer TOKEN; GET
-/healthz to anyone), and writes its result (--json) for infertop merge.`
+/healthz to anyone), takes their knob changes (POST /control, its share of
+the whole), and writes its result (--json) for infertop merge.`
 
 // agentFlagSet is the agent's flags: the load's, the run's and its own.
 func (a *app) agentFlagSet() (*pflag.FlagSet, *loadFlags, *sessionflag.Run, *agent.Flags) {
@@ -70,7 +71,7 @@ func (a *app) runAgent(args []string) error {
 func (a *app) serveAgent(b *agent.Board, ln net.Listener, token []byte, lp session.Spec, rf *sessionflag.Run, linger time.Duration) error {
 	sigs, stopSignals := a.interrupts()
 	defer stopSignals()
-	h := agent.NewHandler(token, b.State, b.Result, a.logf)
+	h := b.Handler(token, a.logf)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
@@ -88,7 +89,7 @@ func (a *app) serveAgent(b *agent.Board, ln net.Listener, token []byte, lp sessi
 	defer s.Stop()
 	defer s.Release()
 	if l, ok := s.Sides()[0].(agent.Load); ok {
-		b.Started(l)
+		b.Started(l, s.Controller())
 	}
 	fo := rf.Follower(a.stderr, false, sigs).Follow(s)
 	o := session.End(s, fo, a.reportTimeout)

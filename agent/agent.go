@@ -1,7 +1,8 @@
 // Package agent is infertop's side of a load spread over machines: the
 // share of the whole load one agent takes (index i of n), the wait for a
-// common start, and the agent's live state served over HTTP behind a
-// shared token. The load itself is an ordinary headless run; the merge
+// common start, the agent's live state served over HTTP behind a shared
+// token, and the followers' knob changes it takes there (Control), each
+// agent its share. The load itself is an ordinary headless run; the merge
 // of the agents' results is package report/merge.
 package agent
 
@@ -168,17 +169,24 @@ type State struct {
 	// Final says /result is the run's last word: the load is over and
 	// its reports are written. The agent serves it a while (--linger).
 	Final bool `json:"final"`
+	// Whole is the whole load's knobs as this agent knows them (its
+	// flags', or the last control's); ControlSeq the last control's seq
+	// it took (0: none).
+	Whole      *Knobs `json:"whole,omitempty"`
+	ControlSeq uint64 `json:"control_seq"`
 }
 
 // Handler serves an agent: /healthz to anyone (it says "ok" and nothing
-// more, for a readiness probe); /state and /result only with
+// more, for a readiness probe); GET /state, GET /result and POST
+// /control (a follower's Control; Board.Handler's) only with
 // "Authorization: Bearer TOKEN", compared in constant time. A refused
 // request is counted and told to logf (with its address, never what it
-// sent).
+// sent), and so is every control applied.
 type Handler struct {
 	token   []byte
 	state   func() State
 	result  func(context.Context, io.Writer) (bool, error)
+	control func(Control) (string, error) // nil: /control is 404
 	logf    func(format string, args ...any)
 	refused atomic.Int64
 }
@@ -204,6 +212,13 @@ func NewHandler(token []byte, state func() State, result func(context.Context, i
 	return &Handler{token: bytes.Clone(token), state: state, result: result, logf: logf}
 }
 
+// WithControl makes h take the followers' controls (POST /control)
+// with control (Board.Control's contract), before h serves; it returns h.
+func (h *Handler) WithControl(control func(Control) (string, error)) *Handler {
+	h.control = control
+	return h
+}
+
 // Refused counts the requests refused for their token.
 func (h *Handler) Refused() int64 { return h.refused.Load() }
 
@@ -213,7 +228,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/healthz":
 		io.WriteString(w, "ok\n")
 		return
-	case "/state", "/result":
+	case "/state", "/result", "/control":
 	default:
 		http.NotFound(w, r)
 		return
@@ -224,6 +239,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.logf("agent: refused %s %s from %s: no or a wrong token", r.Method, r.URL.Path, r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="infertop agent"`)
 		http.Error(w, "a token is needed", http.StatusUnauthorized)
+		return
+	}
+	if r.URL.Path == "/control" {
+		h.serveControl(w, r)
 		return
 	}
 	if r.Method != http.MethodGet {
@@ -251,6 +270,41 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(ResultHeader, ResultFinal)
 	}
 	_, _ = w.Write(b.Bytes())
+}
+
+// serveControl takes a follower's control (token already checked): a
+// bounded, strict body; a refusal is 4xx with its reason; the answer is
+// the agent's state after it.
+func (h *Handler) serveControl(w http.ResponseWriter, r *http.Request) {
+	if h.control == nil {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	c, err := DecodeControl(http.MaxBytesReader(w, r.Body, MaxControlBytes))
+	if err != nil {
+		h.logf("agent: refused a control from %s: %v", r.RemoteAddr, err)
+		code := http.StatusBadRequest
+		if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+			code = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, err.Error(), code)
+		return
+	}
+	said, err := h.control(c)
+	if err != nil {
+		h.logf("agent: refused control %d from %s: %v", c.Seq, r.RemoteAddr, err)
+		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+		return
+	}
+	if said != "" {
+		h.logf("agent: control %d from %s: %s", c.Seq, r.RemoteAddr, said)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(h.state())
 }
 
 // Serve serves h on ln until ctx ends, then shuts the server down.

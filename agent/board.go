@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,16 @@ type Board struct {
 	since   time.Time
 	final   []byte        // the last word's result JSON (nil: not yet)
 	fetched chan struct{} // closed once a follower has fetched final
+
+	// The followers' controls (behind cmu): the whole load's knobs as
+	// the last control (or the flags) gave them, the last control's
+	// seq, and what waits for the load's start.
+	cmu     sync.Mutex
+	ctl     Controller
+	whole   load.Knobs
+	applied uint64
+	window  time.Duration
+	pending bool // the whole changed before the start
 }
 
 // Cut makes l this agent's share of the whole load it describes: the
@@ -53,6 +64,7 @@ func (b *Board) Cut(l *load.Config, requestsGiven bool) error {
 	if l.Stages, err = share.cutWalk(l.Stages); err != nil {
 		return err
 	}
+	b.whole = l.Knobs // the whole, as the controls change it
 	whole := l.Knobs.Concurrency
 	l.Knobs.Concurrency = int(share.Count(int64(whole)))
 	l.Knobs.Rate = share.Rate(l.Knobs.Rate)
@@ -94,11 +106,100 @@ func (b *Board) WaitStart(ctx context.Context, sigs <-chan os.Signal) error {
 	return WaitUntil(ctx, *b.StartAt)
 }
 
-// Started records the load, once it runs.
-func (b *Board) Started(l Load) {
+// Started records the load, once it runs, and ctl, its controller
+// (nil: the load takes no control): what controls came before the start
+// are applied now.
+func (b *Board) Started(l Load, ctl Controller) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.load, b.since = l, time.Now()
+	b.mu.Unlock()
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
+	b.ctl = ctl
+	if ctl == nil {
+		return
+	}
+	if b.pending {
+		b.setShare(b.whole)
+	}
+	if b.window > 0 {
+		ctl.SetWindow(b.window)
+	}
+}
+
+// Handler is the agent's handler over b: its state, its result and the
+// followers' controls, behind token; logf hears of refusals and of every
+// control applied.
+func (b *Board) Handler(token []byte, logf func(string, ...any)) *Handler {
+	return NewHandler(token, b.State, b.Result, logf).WithControl(b.Control)
+}
+
+// Control applies c (POST /control): this share of its whole knobs, its
+// window, its reset, once: a control whose seq is not past the last one
+// taken is not applied again. Before the start the knobs and the window
+// wait for it (a reset then has nothing to forget). said is the change
+// in a line ("": none); a control refused is ErrControl.
+func (b *Board) Control(c Control) (said string, err error) {
+	var whole load.Knobs
+	if c.Knobs != nil {
+		if whole, err = c.Knobs.Load(); err != nil {
+			return "", err
+		}
+		if err := b.Share.CheckKnobs(whole); err != nil {
+			return "", err
+		}
+	}
+	w, err := c.window()
+	if err != nil {
+		return "", err
+	}
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
+	if c.Seq <= b.applied {
+		return "", nil
+	}
+	var parts []string
+	if c.Knobs != nil && whole != b.whole {
+		b.whole = whole
+		k := b.Share.Knobs(whole)
+		if b.ctl != nil {
+			k = b.setShare(whole)
+		} else {
+			b.pending = true
+		}
+		parts = append(parts, fmt.Sprintf("the whole %s; this share %s", knobText(whole), knobText(k)))
+	}
+	if w > 0 && w != b.window {
+		b.window = w
+		if b.ctl != nil {
+			b.ctl.SetWindow(w)
+		}
+		parts = append(parts, fmt.Sprintf("window %v", w))
+	}
+	if c.ResetSeq > b.applied && b.ctl != nil {
+		b.ctl.Reset()
+		parts = append(parts, "statistics reset")
+	}
+	b.applied = c.Seq
+	said = strings.Join(parts, "; ")
+	if said != "" && b.ctl == nil {
+		said += " (at the start)"
+	}
+	return said, nil
+}
+
+// setShare sets the load's knobs to this share of whole, in a new phase
+// where the controller starts one (every agent's phases then line up,
+// its own share changed or not); b.cmu is held.
+func (b *Board) setShare(whole load.Knobs) load.Knobs {
+	b.pending = false
+	k := b.Share.Knobs(whole)
+	set := func(l *load.Knobs) { *l = k }
+	if p, ok := b.ctl.(phaser); ok {
+		got, _ := p.NewPhase(set)
+		return got
+	}
+	return b.ctl.Update(set)
 }
 
 // State is the agent's state now (Handler's GET /state).
@@ -109,13 +210,20 @@ func (b *Board) State() State {
 	b.mu.Lock()
 	final := b.final != nil
 	b.mu.Unlock()
+	b.cmu.Lock()
+	whole, seq, ctl := KnobsOf(b.whole), b.applied, b.ctl
+	b.cmu.Unlock()
 	st := State{Version: b.Version, Index: b.Share.Index, Of: b.Share.Of, StartAt: b.StartAt, Started: at, Seed: b.seed,
-		Now: time.Now(), Final: final}
+		Now: time.Now(), Final: final, Whole: &whole, ControlSeq: seq}
 	if b.StartAt != nil && !at.IsZero() {
 		st.OffsetMS = float64(at.Sub(*b.StartAt)) / 1e6
 	}
 	if l != nil {
-		st.fill(l.Latest())
+		snap := l.Latest()
+		if k, ok := ctl.(interface{ Knobs() load.Knobs }); ok { // the knobs now, not at the last snapshot's tick
+			snap.Knobs = k.Knobs()
+		}
+		st.fill(snap)
 	}
 	return st
 }

@@ -63,8 +63,8 @@ func ViewOptions(s session.Session, o Options) ui.Options {
 			return s.Save(ctx, snap, o.ReportDir)
 		},
 	}
-	if fs, ok := s.(*fleet.Session); ok { // the agents' panel; the agents take no knob changes yet
-		uo.Agents, uo.ReadOnly = func() ui.Agents { return agentsPanel(fs.AgentsView()) }, true
+	if fs, ok := s.(*fleet.Session); ok { // the agents' panel; the keys move every agent
+		uo.Agents = func() ui.Agents { return agentsPanel(fs.AgentsView()) }
 	}
 	return uo
 }

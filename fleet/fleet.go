@@ -2,10 +2,13 @@
 // it finds them (a list of addresses, or DNS names re-resolved, A or SRV
 // records), polls each one's /state and /result with the shared token
 // over TLS (plain HTTP to a loopback address only, when allowed), tells
-// running, done, lost, unreachable and refused agents apart, and merges
-// their results exactly (report/merge). Session is the merged agents as
-// one more kind of session.Session, so that run --agents and the
-// dashboard follow them with the follower and epilogue of every run.
+// running, done, lost, replaced (an index started again elsewhere),
+// unreachable and refused agents apart, sends them the follower's knob
+// changes (POST /control, by each agent's poller), and merges their
+// results exactly (report/merge). Session is the merged agents as one
+// more kind of session.Session, so that run --agents and the dashboard
+// follow them with the follower and epilogue of every run, and the
+// dashboard's keys move them all.
 //
 // Everything an agent sends is untrusted: its bodies are bounded, its
 // results decoded by merge.Decode's bounds, its text sanitised before it
@@ -14,6 +17,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -26,7 +30,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/report"
@@ -100,6 +106,9 @@ type Agent struct {
 	// ClockOffset is its clock less ours, at the middle of the round trip.
 	Added, LastSeen time.Time
 	ClockOffset     time.Duration
+	// ControlErr is its refusal of the follower's last control ("":
+	// none), sanitised.
+	ControlErr string
 }
 
 // Index is the agent's index, -1 before its first state.
@@ -142,6 +151,21 @@ type Fleet struct {
 	mu     sync.Mutex
 	latest View
 	subs   []chan View
+
+	// The latest control, sent by every poller to its agent while the
+	// agent's state says it is behind (behind cmu); wake is closed and
+	// replaced at every new one, so the pollers send it at once.
+	cmu  sync.Mutex
+	out  outgoing
+	wake chan struct{}
+}
+
+// outgoing is the control the pollers send, and when its reset (if
+// any) was asked on the follower's clock: an agent whose load started
+// after it has nothing to forget, and is sent none.
+type outgoing struct {
+	c       agent.Control
+	resetAt time.Time
 }
 
 // observation is what one poll found.
@@ -155,6 +179,9 @@ type observation struct {
 	final  bool
 	err    error
 	denied bool // 401: the token refused
+	// ctlErr is the agent's refusal of a control, ctlOK its taking one.
+	ctlErr string
+	ctlOK  bool
 	addrs  []Addr
 	resErr error
 	isAddr bool // a resolution, not a poll
@@ -188,7 +215,8 @@ func Start(cfg Config) (*Fleet, error) {
 		cfg.Resolver = net.DefaultResolver
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Fleet{cfg: cfg, cancel: cancel, done: make(chan struct{}), obs: make(chan observation, 64), finish: make(chan string, 1)}
+	f := &Fleet{cfg: cfg, cancel: cancel, done: make(chan struct{}), obs: make(chan observation, 64), finish: make(chan string, 1),
+		wake: make(chan struct{})}
 	f.latest = View{Source: cfg.Source.String(), Started: cfg.Now()}
 	go f.loop(ctx)
 	return f, nil
@@ -240,6 +268,28 @@ func (f *Fleet) Finish(why string) {
 	}
 }
 
+// Send makes c the control every agent followed is sent (each agent not
+// refused, once, by its own poller, at once; an agent that comes later
+// or starts again is sent it then); resetAt is when c's reset was asked
+// (ResetSeq). It returns at once.
+func (f *Fleet) Send(c agent.Control, resetAt time.Time) {
+	f.cmu.Lock()
+	defer f.cmu.Unlock()
+	if c.Seq <= f.out.c.Seq {
+		return
+	}
+	f.out = outgoing{c: c, resetAt: resetAt}
+	close(f.wake)
+	f.wake = make(chan struct{})
+}
+
+// control is the latest control and the channel closed at the next.
+func (f *Fleet) control() (outgoing, <-chan struct{}) {
+	f.cmu.Lock()
+	defer f.cmu.Unlock()
+	return f.out, f.wake
+}
+
 // Stop stops following (the agents run on); it waits for every poller.
 func (f *Fleet) Stop() {
 	f.cancel()
@@ -270,6 +320,9 @@ func (f *Fleet) publish(v View) {
 type member struct {
 	Agent
 	cancel context.CancelFunc
+	// send says its poller may send it controls: an agent of the load,
+	// not refused nor replaced (written by the loop, read by the poller).
+	send *atomic.Bool
 	// other says why its load is not the others' ("": it is); logged
 	// says that was told to Logf.
 	other, logged string
@@ -322,7 +375,8 @@ func (f *Fleet) loop(ctx context.Context) {
 					if members[a.HostPort] != nil || len(members) >= MaxAddresses {
 						continue
 					}
-					m := &member{Agent: Agent{Addr: a.HostPort, ServerName: a.ServerName, Status: report.AgentWaiting, Added: cfg.Now()}}
+					m := &member{Agent: Agent{Addr: a.HostPort, ServerName: a.ServerName, Status: report.AgentWaiting, Added: cfg.Now()},
+						send: &atomic.Bool{}}
 					pctx, cancel := context.WithCancel(ctx)
 					m.cancel = cancel
 					members[a.HostPort] = m
@@ -330,13 +384,13 @@ func (f *Fleet) loop(ctx context.Context) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						f.poll(pctx, a)
+						f.poll(pctx, a, m.send)
 					}()
 				}
 				break
 			}
 			m := members[o.addr]
-			if m == nil || m.Status == report.AgentRefused {
+			if m == nil || m.Status == report.AgentRefused || m.Status == report.AgentReplaced {
 				break
 			}
 			if f.fold(m, o) {
@@ -350,6 +404,12 @@ func (f *Fleet) loop(ctx context.Context) {
 			if f.age(m, now) {
 				lastChange = now
 			}
+		}
+		if f.replace(members, now) {
+			lastChange = now
+		}
+		for _, m := range members {
+			m.send.Store(m.HasState && m.other == "" && m.Status != report.AgentRefused && m.Status != report.AgentReplaced)
 			if m.other != "" && m.logged != m.other {
 				m.logged = m.other
 				cfg.Logf("fleet: refused the agent at %s: %s", m.Addr, m.other)
@@ -384,6 +444,12 @@ func (f *Fleet) fold(m *member, o observation) bool {
 		return m.Status != before
 	}
 	m.LastSeen, m.LastErr = o.at, ""
+	switch {
+	case o.ctlErr != "":
+		m.ControlErr = o.ctlErr
+	case o.ctlOK:
+		m.ControlErr = ""
+	}
 	if st := o.state; st != nil {
 		m.State, m.HasState, m.ClockOffset = *st, true, o.offset
 		if why := f.foreign(*st); why != "" {
@@ -427,13 +493,16 @@ func loadKey(st agent.State) string {
 func judge(members map[string]*member) {
 	count := map[string]int{}
 	var ref *member
+	judged := func(m *member) bool { // a replaced pod's word is its last, not the load's now
+		return m.HasState && m.Status != report.AgentRefused && m.Status != report.AgentReplaced
+	}
 	for _, m := range members {
-		if m.HasState && m.Status != report.AgentRefused {
+		if judged(m) {
 			count[loadKey(m.State)]++
 		}
 	}
 	for _, m := range members {
-		if !m.HasState || m.Status == report.AgentRefused {
+		if !judged(m) {
 			continue
 		}
 		k := loadKey(m.State)
@@ -449,14 +518,14 @@ func judge(members map[string]*member) {
 	}
 	for _, m := range members {
 		m.other = ""
-		if ref == nil || m == ref || !m.HasState || m.Status == report.AgentRefused {
+		if ref == nil || m == ref || !judged(m) {
 			continue
 		}
 		st, r := m.State, ref.State
 		switch {
 		case st.Of != r.Of:
 			m.other = fmt.Sprintf("a share of a load split %d ways, not %d as %s's", st.Of, r.Of, ref.name())
-		case loadKey(st) != loadKey(r):
+		case loadKey(st) != loadKey(r) && st.ControlSeq == r.ControlSeq: // a control on its way is no other load
 			m.other = sanitize.Text(fmt.Sprintf("other knobs (%s loop, prompt %d, output %d; not %s's %s loop, prompt %d, output %d)",
 				st.Mode, st.PromptTokens, st.OutputTokens, ref.name(), r.Mode, r.PromptTokens, r.OutputTokens))
 		case m.Result != nil && ref.Result != nil:
@@ -465,6 +534,80 @@ func judge(members map[string]*member) {
 			}
 		}
 	}
+}
+
+// replace marks an index's earlier pod replaced once a later one of that
+// index answers and it is silent: an Indexed Job's failed index started
+// again in a new pod, at a new address, from zero. The earlier pod's
+// last result stays in the merge (its requests in flight then counted
+// incomplete) and the new one's is added, so its requests are neither
+// lost nor counted twice. While both answer, the later is refused by
+// name: two agents would be running one share. It says whether a
+// status changed.
+func (f *Fleet) replace(members map[string]*member, now time.Time) bool {
+	byIndex := map[int][]*member{}
+	for _, m := range members {
+		if m.HasState && m.other == "" && m.Status != report.AgentRefused {
+			byIndex[m.State.Index] = append(byIndex[m.State.Index], m)
+		}
+	}
+	changed := false
+	for i, ms := range byIndex {
+		if len(ms) < 2 {
+			continue
+		}
+		slices.SortFunc(ms, earlier)
+		last := ms[len(ms)-1]
+		if f.silent(last, now) || last.Status == report.AgentReplaced {
+			continue // no new pod answering: the silent are lost in time
+		}
+		for _, m := range ms[:len(ms)-1] {
+			// One agent under two addresses (a dual-stack pod) is followed
+			// once, where it answers.
+			same := !m.State.Started.IsZero() && m.State.Started.Equal(last.State.Started)
+			twice := "the same agent as %s (index %d, the same start), under another address: followed there"
+			switch {
+			case same && f.silent(m, now):
+				m.other = fmt.Sprintf(twice, last.Addr, i)
+			case same:
+				last.other = fmt.Sprintf(twice, m.Addr, i)
+			case m.Status == report.AgentReplaced || m.Status == report.AgentDone:
+			case f.silent(m, now):
+				m.Status = report.AgentReplaced
+				m.Why = fmt.Sprintf("index %d started again at %s: this pod's last result is kept (its requests in flight counted incomplete), the new one's added",
+					i, last.Addr)
+				m.cancel()
+				changed = true
+			default:
+				last.other = fmt.Sprintf("index %d is run by %s too, which still answers: two agents of one share", i, m.name())
+			}
+		}
+	}
+	return changed
+}
+
+// earlier orders the pods of one index by the start of their loads (one
+// not started yet last), then by when they were found.
+func earlier(a, b *member) int {
+	as, bs := a.State.Started, b.State.Started
+	switch {
+	case as.IsZero() != bs.IsZero():
+		if as.IsZero() {
+			return 1
+		}
+		return -1
+	case !as.Equal(bs):
+		return as.Compare(bs)
+	case !a.Added.Equal(b.Added):
+		return a.Added.Compare(b.Added)
+	}
+	return strings.Compare(a.Addr, b.Addr)
+}
+
+// silent says m has stopped answering: lost, or its polls failing for
+// two rounds.
+func (f *Fleet) silent(m *member, now time.Time) bool {
+	return m.Status == report.AgentLost || m.Status == report.AgentUnreachable || m.LastErr != "" && now.Sub(m.LastSeen) >= 2*f.cfg.PollEvery
 }
 
 // refuse marks m refused for why, stops polling it and says so.
@@ -563,7 +706,7 @@ func doneWhy(as []Agent) string {
 		n[a.Status]++
 	}
 	var parts []string
-	for _, s := range []string{report.AgentDone, report.AgentLost, report.AgentUnreachable, report.AgentRefused} {
+	for _, s := range []string{report.AgentDone, report.AgentLost, report.AgentReplaced, report.AgentUnreachable, report.AgentRefused} {
 		if n[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
 		}
@@ -600,16 +743,20 @@ func (f *Fleet) resolve(ctx context.Context) {
 }
 
 // poll polls one agent until ctx ends: /state every PollEvery, /result
-// every ResultEvery and as soon as its state says the result is final.
-func (f *Fleet) poll(ctx context.Context, a Addr) {
+// every ResultEvery and as soon as its state says the result is final;
+// the latest control whenever its state says it is behind and send
+// allows, at once when a new one comes.
+func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
 	cfg := f.cfg
 	client, base := f.client(a)
 	defer client.CloseIdleConnections()
 	t := time.NewTicker(cfg.PollEvery)
 	defer t.Stop()
 	var lastResult time.Time
+	var refusedSeq uint64
 	for {
 		o := observation{addr: a.HostPort}
+		out, wake := f.control()
 		sent := cfg.Now()
 		b, _, err := f.get(ctx, client, base+"/state", MaxStateBytes, min(cfg.Timeout, cfg.LostAfter/2))
 		o.at = cfg.Now()
@@ -624,7 +771,21 @@ func (f *Fleet) poll(ctx context.Context, a Addr) {
 		} else {
 			o.state = &st
 			o.offset = st.Now.Sub(sent.Add(o.at.Sub(sent) / 2))
-			if st.Final || o.at.Sub(lastResult) >= cfg.ResultEvery {
+			if out.c.Seq > st.ControlSeq && out.c.Seq != refusedSeq && send.Load() {
+				if after, err := f.sendControl(ctx, client, base, out, st, o.offset); err != nil {
+					if errors.Is(err, errRefusedControl) {
+						refusedSeq, o.ctlErr = out.c.Seq, sanitize.Text(err.Error())
+					}
+					if ctx.Err() == nil {
+						cfg.Logf("fleet: the agent at %s: %v", a.HostPort, err)
+					}
+				} else {
+					st, o.ctlOK = after, true
+				}
+			}
+			// A control just taken is told at once: the result (a
+			// report the agent builds) waits for the next round.
+			if st.Final || !o.ctlOK && o.at.Sub(lastResult) >= cfg.ResultEvery {
 				lastResult = o.at
 				// Within half the silence that makes an agent lost: a
 				// poll ends, answered or failed, before the agent could
@@ -652,10 +813,35 @@ func (f *Fleet) poll(ctx context.Context, a Addr) {
 		}
 		select {
 		case <-t.C:
+		case <-wake:
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// sendControl sends out's control to the agent whose state is st (its
+// clock off ours by offset), its reset dropped where the agent's load
+// started after it was asked (or has not started): nothing to forget.
+// It returns the agent's state after it.
+func (f *Fleet) sendControl(ctx context.Context, client *http.Client, base string, out outgoing, st agent.State, offset time.Duration) (agent.State, error) {
+	c := out.c
+	if c.ResetSeq != 0 && (st.Started.IsZero() || st.Started.Add(-offset).After(out.resetAt)) {
+		c.ResetSeq = 0
+	}
+	body, err := json.Marshal(c)
+	if err != nil {
+		return agent.State{}, fmt.Errorf("fleet: %w", err)
+	}
+	b, _, err := f.do(ctx, client, http.MethodPost, base+"/control", body, MaxStateBytes, min(f.cfg.Timeout, f.cfg.LostAfter/2))
+	if err != nil {
+		return agent.State{}, err
+	}
+	var after agent.State
+	if err := json.Unmarshal(b, &after); err != nil {
+		return agent.State{}, fmt.Errorf("control: its answer: %w", err)
+	}
+	return after, nil
 }
 
 var errDenied = errors.New("the token was refused")
@@ -675,14 +861,31 @@ func (f *Fleet) client(a Addr) (*http.Client, string) {
 	return &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: tc, MaxIdleConnsPerHost: 1}}, "https://" + a.HostPort
 }
 
+// errRefusedControl is an agent's refusal of a control (HTTP 4xx but
+// 401): its reason follows, in its words.
+var errRefusedControl = errors.New("it refused the knob change")
+
 // get reads url with the token, within timeout, at most limit bytes; it
 // returns the answer's header too.
 func (f *Fleet) get(ctx context.Context, c *http.Client, url string, limit int, timeout time.Duration) ([]byte, http.Header, error) {
+	return f.do(ctx, c, http.MethodGet, url, nil, limit, timeout)
+}
+
+// do sends method to url with the token and body (nil: none), within
+// timeout, and reads at most limit bytes of the answer.
+func (f *Fleet) do(ctx context.Context, c *http.Client, method, url string, body []byte, limit int, timeout time.Duration) ([]byte, http.Header, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return nil, nil, fmt.Errorf("fleet: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+string(f.cfg.Token))
 	resp, err := c.Do(req)
@@ -694,7 +897,12 @@ func (f *Fleet) get(ctx context.Context, c *http.Client, url string, limit int, 
 		return nil, nil, errDenied
 	}
 	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		why, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		if method == http.MethodPost && resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			// The agent's reason, untrusted: one line, sanitised, bounded.
+			line, _, _ := strings.Cut(strings.TrimSpace(string(why)), "\n")
+			return nil, nil, fmt.Errorf("%w (HTTP %d): %s", errRefusedControl, resp.StatusCode, sanitize.Text(truncate(line, 300)))
+		}
 		return nil, nil, fmt.Errorf("%s: HTTP %d", strings.TrimPrefix(req.URL.Path, "/"), resp.StatusCode)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
@@ -705,6 +913,15 @@ func (f *Fleet) get(ctx context.Context, c *http.Client, url string, limit int, 
 		return nil, nil, fmt.Errorf("%s: past %d bytes", strings.TrimPrefix(req.URL.Path, "/"), limit)
 	}
 	return b, resp.Header, nil
+}
+
+// truncate is s cut to n bytes at most, on a rune's boundary.
+func truncate(s string, n int) string {
+	for len(s) > n {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }
 
 // unwrapURL drops url.Error's repetition of the URL: the address is

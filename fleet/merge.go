@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/infertop/infertop/report"
@@ -13,11 +14,13 @@ import (
 var ErrNoResults = errors.New("no agent's result came")
 
 // Merge merges the results of v's agents exactly (report/merge): every
-// agent's last result but the refused ones', a lost agent's (or one
-// still running) with its requests in flight at that result counted
-// incomplete, so that sent = completed + failed + incomplete over the
-// whole. The merged result holds the agents' table with each agent's
-// own result (infertop.agents).
+// agent's last result but the refused ones', a lost or replaced agent's
+// (or one still running) with its requests in flight at that result
+// counted incomplete, so that sent = completed + failed + incomplete
+// over the whole. Phases some agents lack (a knob change on its way, an
+// index started again) are merged from those that have them, each gap
+// named (merge.Options.Gaps). The merged result holds the agents' table
+// with each agent's own result (infertop.agents).
 func Merge(v View) (*report.MergedResult, error) {
 	var ins []merge.Input
 	for _, a := range v.Agents {
@@ -33,7 +36,7 @@ func Merge(v View) (*report.MergedResult, error) {
 	if len(ins) == 0 {
 		return nil, fmt.Errorf("fleet: %w (%s)", ErrNoResults, doneWhy(v.Agents))
 	}
-	m, err := merge.Merge(ins, merge.Options{One: true})
+	m, err := merge.Merge(ins, merge.Options{One: true, Gaps: true})
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +76,9 @@ func agentsJSON(v View) *report.AgentsJSON {
 // p99 from its last result (from its last state before one came).
 func AgentRow(a Agent) report.AgentJSON {
 	j := report.AgentJSON{Index: a.Index(), Address: a.Addr, State: a.Status, Why: a.Why}
+	if a.ControlErr != "" {
+		j.Why = strings.TrimPrefix(j.Why+"; "+a.ControlErr, "; ")
+	}
 	if a.HasState {
 		st := a.State
 		j.Sent, j.Completed, j.Failed, j.Incomplete, j.InFlight = st.Sent, st.Completed, st.Failed, st.Incomplete, st.InFlight

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
@@ -23,13 +24,17 @@ import (
 // are the sum of the agents' last states (every PollEvery); its
 // latencies, rates and phases the exact merge of their last results
 // (every ResultEvery), over the run so far (the window is the run:
-// per-second histograms are not merged). The keys move nothing: the
-// agents take no knob changes yet.
+// per-second histograms are not merged). Its controller moves every
+// agent: it keeps the whole load's knobs and sends them to the agents,
+// each taking its share.
 type Session struct {
 	f    *Fleet
 	objs []slo.Objective
 	done chan struct{}
 	once sync.Once
+
+	cmu sync.Mutex
+	ctl whole
 
 	mu     sync.Mutex
 	latest load.Snapshot
@@ -65,6 +70,7 @@ func (s *Session) run() {
 	results := map[string]any{}
 	changed := false
 	for v := range views {
+		s.observe(v)
 		for _, a := range v.Agents {
 			if a.Result != nil && results[a.Addr] != any(a.Result) {
 				results[a.Addr], changed = a.Result, true
@@ -111,6 +117,9 @@ func (s *Session) snapshot(base load.Snapshot, v View) load.Snapshot {
 	out := base
 	out.Seq = v.Seq
 	out.Target = load.Target{URL: s.latest.Target.URL}
+	if k, ok := s.wholeKnobs(); ok { // what the keys move: the whole
+		out.Knobs = k
+	}
 	if base.Run.Sent() > 0 || len(v.Agents) > 0 {
 		var c, f, inc, pend int64
 		for _, a := range v.Agents {
@@ -168,8 +177,9 @@ func (s *Session) What() string { return s.latest.Target.URL }
 // Sides is the one merged side.
 func (s *Session) Sides() []session.Side { return []session.Side{side{s}} }
 
-// Controller moves nothing: the agents take no knob changes yet.
-func (s *Session) Controller() session.Controller { return still{s} }
+// Controller moves every agent: the whole load's knobs, the window, a
+// reset, sent to each agent (its share of the knobs its own to take).
+func (s *Session) Controller() session.Controller { return control{s} }
 
 // Live is never: the agents compare nothing.
 func (s *Session) Live() (session.Look, bool) { return session.Look{}, false }
@@ -234,8 +244,8 @@ func (s *Session) Save(_ context.Context, _ load.Snapshot, dir string) (string, 
 	return runner.SaveAs(s.report(m), filepath.Join(dir, "infertop-agents-"+time.Now().Format("20060102-150405")))
 }
 
-// View: nothing beside the snapshots (no search: the agents take no
-// knob changes).
+// View: nothing beside the snapshots (no search: a search's steps are
+// not split between agents).
 func (s *Session) View() session.View { return session.View{} }
 
 // LastWord is nothing: the agents compare nothing.
@@ -279,9 +289,124 @@ func (d side) Objectives() []slo.Objective { return d.s.objs }
 
 func (d side) Figures(snap load.Snapshot) telemetry.Figures { return telemetry.Join(snap, nil) }
 
-// still is a controller that moves nothing.
-type still struct{ s *Session }
+// whole is the controller's record (behind Session.cmu): the whole
+// load's knobs (known once an agent has said them, or the follower set
+// them), the split, the last control's seq and the highest any agent
+// has taken, the window and the last reset.
+type whole struct {
+	known    bool
+	knobs    load.Knobs
+	of       int
+	seq      uint64
+	seen     uint64
+	window   time.Duration
+	resetSeq uint64
+	resetAt  time.Time
+}
 
-func (c still) Update(func(*load.Knobs)) load.Knobs { return side(c).Latest().Knobs }
-func (c still) SetWindow(time.Duration)             {}
-func (c still) Reset()                              {}
+// observe takes the whole knobs from v's agents until this follower has
+// sent any, and from an agent that took a newer control than its own
+// (another follower's: the last word wins).
+func (s *Session) observe(v View) {
+	var best *agent.State
+	for i := range v.Agents {
+		a := &v.Agents[i]
+		if a.HasState && a.Status != report.AgentRefused && a.State.Whole != nil && (best == nil || a.State.ControlSeq > best.ControlSeq) {
+			best = &a.State
+		}
+	}
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	w := &s.ctl
+	if v.Of > 0 {
+		w.of = v.Of
+	}
+	if best == nil {
+		return
+	}
+	w.seen = max(w.seen, best.ControlSeq)
+	if w.known && best.ControlSeq <= w.seq {
+		return
+	}
+	if k, err := best.Whole.Load(); err == nil {
+		w.known, w.knobs, w.seq = true, k, max(w.seq, best.ControlSeq)
+	}
+}
+
+// wholeKnobs are the whole load's knobs, once known.
+func (s *Session) wholeKnobs() (load.Knobs, bool) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	return s.ctl.knobs, s.ctl.known
+}
+
+// next is the next control, past every seq an agent has taken; a reset
+// is its own seq. s.cmu is held.
+func (w *whole) next(reset bool, now time.Time) agent.Control {
+	w.seq = max(w.seq, w.seen) + 1
+	if reset {
+		w.resetSeq, w.resetAt = w.seq, now
+	}
+	c := agent.Control{Seq: w.seq, WindowMS: w.window.Milliseconds(), ResetSeq: w.resetSeq}
+	if w.known {
+		k := agent.KnobsOf(w.knobs)
+		c.Knobs = &k
+	}
+	return c
+}
+
+// control is the merged agents' controller: each method changes the
+// whole and hands the control to the fleet's pollers, returning at once.
+type control struct{ s *Session }
+
+// Update changes the whole knobs by fn, within what every share can
+// take (agent.ClampWhole); before any agent has said them it moves
+// nothing.
+func (c control) Update(fn func(*load.Knobs)) load.Knobs {
+	s := c.s
+	s.cmu.Lock()
+	w := &s.ctl
+	if !w.known {
+		s.cmu.Unlock()
+		return side{s}.Latest().Knobs
+	}
+	k := w.knobs
+	fn(&k)
+	k = agent.ClampWhole(k, w.of)
+	if k == w.knobs {
+		s.cmu.Unlock()
+		return k
+	}
+	w.knobs = k
+	out := w.next(false, s.f.cfg.Now())
+	at := w.resetAt
+	s.cmu.Unlock()
+	s.f.Send(out, at)
+	return k
+}
+
+// SetWindow sets every agent's rolling window (the merged figures are
+// over the run); one that is none of load.Windows is no control.
+func (c control) SetWindow(d time.Duration) {
+	s := c.s
+	s.cmu.Lock()
+	if d == s.ctl.window || !slices.Contains(load.Windows(), d) {
+		s.cmu.Unlock()
+		return
+	}
+	s.ctl.window = d
+	out, at := s.ctl.next(false, s.f.cfg.Now()), s.ctl.resetAt
+	s.cmu.Unlock()
+	s.f.Send(out, at)
+}
+
+// Reset resets every agent's statistics (those whose load started later
+// have none to forget).
+func (c control) Reset() {
+	s := c.s
+	s.cmu.Lock()
+	out := s.ctl.next(true, s.f.cfg.Now())
+	at := s.ctl.resetAt
+	s.cmu.Unlock()
+	s.f.Send(out, at)
+}

@@ -45,6 +45,10 @@ const (
 	AgentRefused = "refused"
 	// AgentWaiting: not yet answered (only in a live view).
 	AgentWaiting = "waiting"
+	// AgentReplaced: an index's earlier pod, silent, whose index answers
+	// again from a new pod (an Indexed Job's restart): its requests are
+	// counted up to its last result, the new pod's beside them.
+	AgentReplaced = "replaced"
 )
 
 // AgentJSON is one agent: its share, its state, its counters, its own p99

@@ -18,8 +18,8 @@ type AgentRow struct {
 	// Index is its share's (-1: not known yet); Addr where it is followed.
 	Index int
 	Addr  string
-	// State is running, done, lost, unreachable, refused or waiting; Why
-	// says why it is lost, unreachable or refused.
+	// State is running, done, lost, replaced, unreachable, refused or
+	// waiting; Why says why it is lost, replaced, unreachable or refused.
 	State, Why string
 	// Its counters at its last report.
 	Sent, Completed, Failed, Incomplete, InFlight int64
@@ -98,7 +98,7 @@ func (m *Model) agentsPanel(w, h int) string {
 			style = t.Good
 		case "lost", "refused", "unreachable":
 			style = t.Bad
-		case "waiting":
+		case "waiting", "replaced":
 			style = t.Muted
 		}
 		row := fmt.Sprintf("%3s %s %s %7d %7d %6d %7d %9s %7s", idx, fit(cellText(r.Addr), aw), style.Render(fit(r.State, 11)), r.Sent, r.Completed,

@@ -24,15 +24,21 @@ func fixedAgents() Agents {
 // TestAgentsPanel: the agents' dashboard fills the terminal exactly at
 // every size, with a row per agent above the merged load's panels, their
 // reasons, the missing index, and no escape from an agent's text; the
-// knob keys are locked (a watcher's view: the agents take no changes).
+// knob keys turn the controller (package fleet's moves every agent).
 func TestAgentsPanel(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {120, 40}, {160, 48}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
-			m, err := New(nil, Options{Renderer: asciiRenderer(), Agents: fixedAgents, ReadOnly: true})
+			ctl := &fakeLimited{k: fixedSnapshot().Knobs}
+			m, err := New(ctl, Options{Renderer: asciiRenderer(), Agents: fixedAgents})
 			if err != nil {
 				t.Fatal(err)
 			}
 			m = press[tea.Msg](m, tea.WindowSizeMsg{Width: size[0], Height: size[1]}, SnapshotMsg(fixedSnapshot()))
+			before := ctl.k.Concurrency
+			m = press[tea.Msg](m, tea.KeyMsg{Type: tea.KeyUp})
+			if ctl.k.Concurrency != before+1 {
+				t.Errorf("↑ with agents: concurrency %d, was %d", ctl.k.Concurrency, before)
+			}
 			view := m.View()
 			checkSize(t, view, size[0], size[1])
 			if strings.Contains(view, "\x1b") {

@@ -167,6 +167,11 @@ type Options struct {
 	// One takes a single result too (run --agents with one agent
 	// answering): its merge is itself, in the merged form.
 	One bool
+	// Gaps takes phases some results lack, each merged from the results
+	// that have it and named in infertop.merged.forced (run --agents: a
+	// knob change some agents have not applied yet, an agent that came
+	// late or an index started again from zero); the rest is not forced.
+	Gaps bool
 }
 
 // Merged is the merged result: its infertop object, and the most
@@ -197,7 +202,7 @@ func Merge(ins []Input, opt Options) (*Merged, error) {
 		}
 	}
 	groups, missing := matchPhases(ins)
-	if len(missing) > 0 && !opt.Force {
+	if len(missing) > 0 && !opt.Force && !opt.Gaps {
 		return nil, fmt.Errorf("merge: %s: %w (--force merges them anyway)", missing[0], ErrNotMergeable)
 	}
 	forced = append(forced, missing...)

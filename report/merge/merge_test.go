@@ -340,3 +340,25 @@ func TestTraceShares(t *testing.T) {
 		t.Errorf("a replay beside a plain load: %v", err)
 	}
 }
+
+// TestGaps: Gaps merges phases some results lack (an agent that has not
+// taken a knob change yet) from those that have them, naming each gap,
+// and still refuses another load.
+func TestGaps(t *testing.T) {
+	vals := []int64{1000, 2000, 3000}
+	a, b := fixture(t, knobs4, vals), fixture(t, knobs4, vals)
+	b.Phases[0].Knobs.PromptTokens = 32 // its phase at the new knobs; a has none
+	ins := []Input{decoded(t, "a", a), decoded(t, "b", b)}
+	m, err := Merge(ins, Options{Gaps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Result.Phases) != 2 || m.Result.Phases[1].Completed != 3 || m.Result.Run.Completed != 6 ||
+		!strings.Contains(strings.Join(m.Result.Merged.Forced, "; "), "a has no a phase at concurrency 4, prompt 32") {
+		t.Errorf("phases %+v, forced %q", m.Result.Phases, m.Result.Merged.Forced)
+	}
+	b.Manifest.URL = "http://127.0.0.1:2/v1"
+	if _, err := Merge([]Input{decoded(t, "a", a), decoded(t, "b", b)}, Options{Gaps: true}); !errors.Is(err, ErrNotMergeable) {
+		t.Errorf("another endpoint with gaps: %v", err)
+	}
+}

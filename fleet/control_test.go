@@ -1,0 +1,284 @@
+package fleet
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/report"
+)
+
+// shareLoad is an agent's running load as its board moves it: the
+// knobs its controller was given, its resets counted.
+type shareLoad struct {
+	mu     sync.Mutex
+	knobs  load.Knobs
+	resets int
+}
+
+func (l *shareLoad) Latest() load.Snapshot {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return load.Snapshot{Knobs: l.knobs}
+}
+
+func (l *shareLoad) Report(context.Context, load.Snapshot) *report.Report { return nil }
+
+func (l *shareLoad) Update(fn func(*load.Knobs)) load.Knobs {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fn(&l.knobs)
+	return l.knobs
+}
+
+func (l *shareLoad) SetWindow(time.Duration) {}
+
+func (l *shareLoad) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.resets++
+}
+
+// agentFake is an in-process agent that takes controls: a real
+// agent.Board over a shareLoad, behind agent.Handler, its counters and
+// result the test's (as fake's).
+type agentFake struct {
+	*fake
+	board *agent.Board
+	load  *shareLoad
+}
+
+// newAgent is agent index of of, its share of whole running since
+// started, answering with res.
+func newAgent(t *testing.T, index, of int, whole load.Knobs, started time.Time, res []byte) *agentFake {
+	t.Helper()
+	b := &agent.Board{Share: agent.Share{Index: index, Of: of}, Version: "test"}
+	cfg := load.Config{Knobs: whole}
+	if err := b.Cut(&cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	l := &shareLoad{knobs: cfg.Knobs}
+	b.Started(l, l)
+	a := &agentFake{fake: &fake{st: state(index, of), res: res}, board: b, load: l}
+	a.st.Started = started
+	h := agent.NewHandler([]byte(testToken), func() agent.State {
+		bs, k := b.State(), l.Latest().Knobs
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		s := a.st
+		s.Now, s.Whole, s.ControlSeq = time.Now(), bs.Whole, bs.ControlSeq
+		s.Mode, s.Concurrency, s.Rate, s.PromptTokens, s.OutputTokens = k.Mode.String(), k.Concurrency, k.Rate, k.PromptTokens, k.OutputTokens
+		return s
+	}, func(_ context.Context, w io.Writer) (bool, error) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		_, err := w.Write(a.res)
+		return a.st.Final, err
+	}, nil).WithControl(b.Control)
+	a.srv = httptest.NewServer(h)
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *agentFake) knobs() load.Knobs { return a.load.Latest().Knobs }
+
+var testWhole = load.Knobs{Concurrency: 8, PromptTokens: 16, OutputTokens: 8}
+
+// TestKnobsReachEveryAgent: the merged agents' controller keeps the
+// whole load's knobs (the agents' own at the start), returns at once,
+// and its change reaches all four agents within a tick (the pollers
+// wake for it: the tick here is 5 s), each taking its share; the
+// snapshot shows the whole, the clamp leaves no share without a request
+// in flight, and a reset reaches them all.
+func TestKnobsReachEveryAgent(t *testing.T) {
+	var agents []*agentFake
+	var addrs []string
+	for i := range 4 {
+		a := newAgent(t, i, 4, testWhole, time.Now(), result(t, 4, 3, 0))
+		agents, addrs = append(agents, a), append(addrs, a.addr())
+	}
+	const tick = 5 * time.Second
+	f := follow(t, strings.Join(addrs, ","), func(c *Config) { c.PollEvery, c.ResultEvery, c.LostAfter = tick, tick, 30*time.Second })
+	s := NewSession(f, nil)
+	defer s.Stop()
+	ctl := s.Controller()
+	waitView(t, f, "four agents running", func(v View) bool {
+		return len(v.Agents) == 4 && v.Agents[3].Status == report.AgentRunning && v.Agents[0].Status == report.AgentRunning
+	})
+	waitSnap(t, s, "the whole knobs known", func(sn load.Snapshot) bool { return sn.Knobs.Concurrency == 8 })
+	asked := time.Now()
+	k := ctl.Update(func(k *load.Knobs) { k.Concurrency, k.PromptTokens = 13, 32 })
+	if k.Concurrency != 13 || k.PromptTokens != 32 {
+		t.Fatalf("Update: %+v", k)
+	}
+	v := waitView(t, f, "every agent at the new knobs", func(v View) bool {
+		for _, a := range v.Agents {
+			if a.State.ControlSeq < 1 {
+				return false
+			}
+		}
+		return true
+	})
+	took := time.Since(asked)
+	t.Logf("the change reached all four in %v (a tick is %v)", took, tick)
+	if took >= tick {
+		t.Errorf("the change took %v, past a tick (%v)", took, tick)
+	}
+	for i, a := range agents {
+		if k := a.knobs(); k.Concurrency != []int{4, 3, 3, 3}[i] || k.PromptTokens != 32 {
+			t.Errorf("agent %d: %+v", i, k)
+		}
+	}
+	for _, a := range v.Agents {
+		if a.Status != report.AgentRunning || a.ControlErr != "" {
+			t.Errorf("%s: %s %s %s", a.Addr, a.Status, a.Why, a.ControlErr)
+		}
+	}
+	waitSnap(t, s, "the snapshot at the whole", func(sn load.Snapshot) bool { return sn.Knobs.Concurrency == 13 })
+	// A share without a request in flight: held at one each.
+	if k := ctl.Update(func(k *load.Knobs) { k.Concurrency = 1 }); k.Concurrency != 4 {
+		t.Errorf("concurrency 1 over four agents: %d", k.Concurrency)
+	}
+	ctl.Reset()
+	waitView(t, f, "the reset everywhere", func(View) bool {
+		for _, a := range agents {
+			if a.load.Latest().Knobs.Concurrency != 1 || func() int { a.load.mu.Lock(); defer a.load.mu.Unlock(); return a.load.resets }() != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	// A window none of the agents' is no control; one they refuse (sent
+	// past the controller's checks) is said in every row.
+	ctl.SetWindow(7 * time.Millisecond)
+	if out, _ := f.control(); out.c.Seq != 3 {
+		t.Errorf("a window of 7ms was sent: %+v", out.c)
+	}
+	f.Send(agent.Control{Seq: 4, WindowMS: 7}, time.Time{})
+	v = waitView(t, f, "the refusal in every row", func(v View) bool {
+		for _, a := range v.Agents {
+			if !strings.Contains(AgentRow(a).Why, "refused the knob change (HTTP 422): agent: a window of 7ms") {
+				return false
+			}
+		}
+		return true
+	})
+	for _, a := range v.Agents {
+		if a.Status != report.AgentRunning || a.State.ControlSeq != 3 {
+			t.Errorf("%s after a refused control: %s, seq %d", a.Addr, a.Status, a.State.ControlSeq)
+		}
+	}
+}
+
+// waitSnap waits for a snapshot of s that cond holds for.
+func waitSnap(t *testing.T, s *Session, what string, cond func(load.Snapshot) bool) {
+	t.Helper()
+	snaps, stop := s.Sides()[0].Subscribe()
+	defer stop()
+	bound := time.NewTimer(20 * time.Second) // a bound on a hang, not a wait
+	defer bound.Stop()
+	for {
+		select {
+		case sn, ok := <-snaps:
+			if !ok {
+				t.Fatalf("the session ended before %s", what)
+			}
+			if cond(sn) {
+				return
+			}
+		case <-bound.C:
+			t.Fatalf("never %s", what)
+		}
+	}
+}
+
+// TestRestartedIndex: an Indexed Job's failed index comes back in a new
+// pod at a new address, from zero. While the old pod still answers the
+// new one is refused by name (two agents of one share); once the old
+// falls silent it is replaced: its last result is kept, its requests in
+// flight counted incomplete, the new pod's added, so nothing is counted
+// twice or lost; the new pod is sent the latest control.
+func TestRestartedIndex(t *testing.T) {
+	t0 := time.Now()
+	a0 := newAgent(t, 0, 2, testWhole, t0, result(t, 10, 5, 0))
+	old := newAgent(t, 1, 2, testWhole, t0, result(t, 6, 7, 2))
+	fresh := newAgent(t, 1, 2, testWhole, t0.Add(time.Minute), result(t, 3, 9, 0))
+	f := follow(t, a0.addr()+","+old.addr()+","+fresh.addr(), nil)
+	s := NewSession(f, nil)
+	defer s.Stop()
+	waitView(t, f, "the new pod refused while the old answers", func(v View) bool {
+		a := byAddr(v, fresh.addr())
+		return a.Status == report.AgentRefused && strings.Contains(a.Why, "two agents of one share") && byAddr(v, old.addr()).Result != nil
+	})
+	waitSnap(t, s, "the whole knobs known", func(sn load.Snapshot) bool { return sn.Knobs.Concurrency == 8 })
+	s.Controller().Update(func(k *load.Knobs) { k.Concurrency = 10 })
+	waitView(t, f, "the control on the old pod", func(v View) bool { return byAddr(v, old.addr()).State.ControlSeq == 1 })
+	if fresh.board.State().ControlSeq != 0 {
+		t.Error("a refused agent was sent the control")
+	}
+	old.srv.Close() // the old pod fails
+	v := waitView(t, f, "the old pod replaced, the new one running at the latest knobs", func(v View) bool {
+		return byAddr(v, old.addr()).Status == report.AgentReplaced && byAddr(v, fresh.addr()).Status == report.AgentRunning &&
+			byAddr(v, fresh.addr()).State.ControlSeq == 1
+	})
+	if k := fresh.knobs(); k.Concurrency != 5 {
+		t.Errorf("the new pod's knobs: %+v", k)
+	}
+	if why := byAddr(v, old.addr()).Why; !strings.Contains(why, "started again at "+fresh.addr()) {
+		t.Errorf("replaced: %s", why)
+	}
+	a0.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	fresh.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	v = waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
+	if !strings.Contains(v.DoneWhy, "2 done, 1 replaced") || len(v.Missing) != 0 {
+		t.Errorf("done: %s, missing %v", v.DoneWhy, v.Missing)
+	}
+	m, err := Merge(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.Result.Run
+	if r.Sent != 10+8+3 || r.Completed != 19 || r.Incomplete != 2 || r.Latency["ttft"].Count != 19 {
+		t.Errorf("merged: sent %d = %d + %d + %d, TTFT count %d", r.Sent, r.Completed, r.Failed, r.Incomplete, r.Latency["ttft"].Count)
+	}
+	rows := map[string]report.AgentJSON{}
+	for _, row := range m.Result.Agents.Agents {
+		rows[row.Address] = row
+	}
+	if o, n := rows[old.addr()], rows[fresh.addr()]; len(rows) != 3 || o.Index != 1 || n.Index != 1 || o.State != report.AgentReplaced ||
+		n.State != report.AgentDone || o.Incomplete != 2 || o.InFlight != 0 || o.Result == nil || n.Result == nil {
+		t.Errorf("the agents' table: %+v", m.Result.Agents.Agents)
+	}
+}
+
+// TestOneAgentTwoAddresses: one agent found under two addresses (a
+// dual-stack pod) is followed once: the second is refused by name, and
+// its requests are in the merge once.
+func TestOneAgentTwoAddresses(t *testing.T) {
+	a := newAgent(t, 0, 1, testWhole, time.Now(), result(t, 5, 3, 0))
+	again := httptest.NewServer(a.srv.Config.Handler)
+	defer again.Close()
+	second := strings.TrimPrefix(again.URL, "http://")
+	f := follow(t, a.addr()+","+second, nil)
+	a.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
+	refused := 0
+	for _, ag := range v.Agents {
+		if ag.Status == report.AgentRefused && strings.Contains(ag.Why, "the same agent as") {
+			refused++
+		}
+	}
+	m, err := Merge(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refused != 1 || m.Result.Run.Sent != 5 {
+		t.Errorf("%d refused as the same agent, merged sent %d: %+v", refused, m.Result.Run.Sent, v.Agents)
+	}
+}
