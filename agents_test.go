@@ -326,10 +326,10 @@ func TestAgentLost(t *testing.T) {
 	}
 }
 
-// TestAgentsBadInput: run --agents refuses the load's flags, a missing
-// token, a bad address and the follower's flags without --agents, each
-// in one line; agents that never answer end the run (exit 2) within the
-// bound, naming them.
+// TestAgentsBadInput: run --agents (and ssh --agents) refuses the load's
+// flags, a missing token, a bad address and the follower's flags without
+// --agents, each in one line; agents that never answer end the run (exit
+// 2) within the bound, naming them.
 func TestAgentsBadInput(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile, _ := tokenIn(t, dir)
@@ -342,9 +342,17 @@ func TestAgentsBadInput(t *testing.T) {
 		{[]string{"--agents-token-file", tokenFile, "--duration", "1s"}, "--agents-token-file needs --agents"},
 		{[]string{"--agents", "no-port", "--agents-token-file", tokenFile}, "--agents \"no-port\""},
 		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", filepath.Join(dir, "none")}, "token file"},
+		// infertop ssh takes the same flags, and its server's beside them.
+		{[]string{"ssh", "--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--listen", "127.0.0.1:0", "-c", "4"}, "--concurrency is the load's"},
+		{[]string{"ssh", "--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--compare", "http://127.0.0.1:1/v1"}, "--compare is the load's"},
+		{[]string{"ssh", "--agents-token-file", tokenFile, "--allow-any-key"}, "--agents-token-file needs --agents"},
 	} {
 		var out, errb bytes.Buffer
-		code := run(append([]string{"run"}, c.args...), &out, &errb)
+		args := c.args
+		if args[0] != "ssh" {
+			args = append([]string{"run"}, args...)
+		}
+		code := run(args, &out, &errb)
 		if code != 2 || !strings.Contains(errb.String(), c.want) || strings.Count(strings.TrimSpace(errb.String()), "\n") > 0 {
 			t.Errorf("%v: exit %d, %q; want 2 and %q in one line", c.args, code, errb.String(), c.want)
 		}
