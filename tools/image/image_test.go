@@ -135,8 +135,8 @@ func TestImage(t *testing.T) {
 }
 
 // TestImageBadInput: a missing CA bundle, a bundle with no certificate, a
-// bad name and a folder that is not a layout are each refused in a line
-// that says what to do.
+// bad name, a folder that is not a layout and a binary that is no ELF
+// executable are each refused in a line that says what to do.
 func TestImageBadInput(t *testing.T) {
 	if _, err := os.Stat("/etc/ssl/certs/ca-certificates.crt"); err != nil {
 		t.Skipf("no CA bundle on this machine (%v): .ci/run installs ca-certificates", err)
@@ -145,9 +145,13 @@ func TestImageBadInput(t *testing.T) {
 	bin := filepath.Join(dir, "infertop")
 	notPEM := filepath.Join(dir, "empty.crt")
 	for _, f := range []string{bin, notPEM} {
-		if err := os.WriteFile(f, []byte("x"), 0o755); err != nil {
+		if err := os.WriteFile(f, []byte("\x7fELF"), 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	script := filepath.Join(dir, "script")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	busy := filepath.Join(dir, "busy")
 	if err := os.MkdirAll(filepath.Join(busy, "mine"), 0o755); err != nil {
@@ -162,6 +166,7 @@ func TestImageBadInput(t *testing.T) {
 		{func(c *Config) { c.CACerts = notPEM }, "holds no PEM certificate"},
 		{func(c *Config) { c.Name = "Not A Name" }, "--name"},
 		{func(c *Config) { c.Out = busy }, "not an OCI image layout"},
+		{func(c *Config) { c.Binary = script }, "no ELF executable"},
 	} {
 		cfg := ok
 		c.change(&cfg)

@@ -128,6 +128,9 @@ func Build(ctx context.Context, c Config) (v1.Hash, error) {
 	if err != nil {
 		return v1.Hash{}, fmt.Errorf("--binary: %w", err)
 	}
+	if !bytes.HasPrefix(exe, []byte("\x7fELF")) {
+		return v1.Hash{}, fmt.Errorf("--binary %s is no ELF executable: build it with GOOS=linux CGO_ENABLED=0", bin)
+	}
 	img, err := Image(exe, ca, c.Arch, c.Version)
 	if err != nil {
 		return v1.Hash{}, err
