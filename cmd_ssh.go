@@ -35,8 +35,8 @@ comparison's table is printed. With --agents every session sees the agents
 followed (infertop agent), merged, and their panel (infertop --help's
 --agents flags).`
 
-// runSSH is `infertop ssh`: one load, served to every session until a
-// signal; with --local on this terminal too.
+// runSSH is `infertop ssh`: one load (or the agents', merged), served to
+// every session until a signal; with --local on this terminal too.
 func (a *app) runSSH(args []string) error {
 	fs := newFlagSet("ssh", sshSynopsis, a.stdout)
 	f := addLoadFlags(fs)
