@@ -10,7 +10,7 @@
 # accuracy test, the bench's memory test, compare's 100-run properties)
 # are test-accuracy's, a stage of their own that .ci/run runs beside
 # test-compare, which shares its build.
-.PHONY: test test-accuracy test-endurance test-compare test-manifests test-agents test-trace test-slow build bench lint
+.PHONY: test test-accuracy test-endurance test-compare test-manifests test-agents test-trace test-slow build image bench lint
 
 # VERSION is what infertop --version says of a make build: the checkout's
 # tag, commits since and revision (git describe); "dev" outside git.
@@ -40,8 +40,10 @@ test-accuracy:
 # The Kubernetes manifests decoded strictly with k8s.io/api's own types,
 # in a stage of their own (.ci/run runs it after make test): those types
 # take about a minute to build under -race, for a test that races nothing.
+# Beside them the image they run (tools/image): built as make image
+# builds it and read back, a build of infertop for linux (2 minutes cold).
 test-manifests:
-	go test -count=1 -tags manifests ./deploy/kubernetes
+	go test -count=1 -tags manifests ./deploy/kubernetes ./tools/image
 
 # Agents as processes of their own (this test binary as infertop agent,
 # each on 127.0.0.1 at its own port) against one sim, followed by run
@@ -78,6 +80,21 @@ test-slow:
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o infertop .
+
+# The container image, built without a Docker daemon or a registry
+# (tools/image, go-containerregistry): on an empty base the static binary
+# (as make build builds it, for linux/IMAGE_ARCH), the CA bundle of this
+# machine (/etc/ssl/certs/ca-certificates.crt: apt-get install
+# ca-certificates), user 65532:65532. IMAGE_OUT ending in .tar is docker
+# save's format (docker load -i, crane push IMAGE_OUT REF, kind load
+# image-archive); a folder, an OCI image layout. IMAGE is the name
+# deploy/kubernetes' manifests run (TestImageNamed holds them to it).
+IMAGE ?= ghcr.io/infertop/infertop:latest
+IMAGE_OUT ?= infertop-image.tar
+IMAGE_ARCH ?= amd64
+
+image:
+	go run ./tools/image --version $(VERSION) --name $(IMAGE) --arch $(IMAGE_ARCH) --out $(IMAGE_OUT)
 
 bench:
 	go test -run '^$$' -bench . -benchtime 2s ./...

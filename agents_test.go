@@ -392,9 +392,10 @@ func TestAgentLost(t *testing.T) {
 	}
 }
 
-// TestAgentsBadInput: run --agents refuses the load's flags, a missing
-// token, a bad address and the follower's flags without --agents, and it
-// and infertop agent a search or a comparison, each in one line; agents that never answer end the run (exit 2) within the
+// TestAgentsBadInput: run --agents (and ssh --agents) refuses the load's
+// flags, a missing token, a bad address and the follower's flags without
+// --agents, and it and infertop agent a search or a comparison, each in
+// one line; agents that never answer end the run (exit 2) within the
 // bound, naming them.
 func TestAgentsBadInput(t *testing.T) {
 	dir := t.TempDir()
@@ -410,12 +411,17 @@ func TestAgentsBadInput(t *testing.T) {
 		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", filepath.Join(dir, "none")}, "token file"},
 		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--find-max", "ttft_p99<=1s"}, "--find-max does not go with agents: a search"},
 		{[]string{"agent", "--index", "0", "--of", "2", "--compare", "http://127.0.0.1:1"}, "agent: --compare does not go with agents"},
+		// infertop ssh takes the same flags, and its server's beside them.
+		{[]string{"ssh", "--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--listen", "127.0.0.1:0", "-c", "4"}, "--concurrency is the load's"},
+		{[]string{"ssh", "--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--compare", "http://127.0.0.1:1/v1"}, "--compare does not go with agents"},
+		{[]string{"ssh", "--agents-token-file", tokenFile, "--allow-any-key"}, "--agents-token-file needs --agents"},
 	} {
 		var out, errb bytes.Buffer
-		if c.args[0] != "agent" {
-			c.args = append([]string{"run"}, c.args...)
+		args := c.args
+		if args[0] != "agent" && args[0] != "ssh" {
+			args = append([]string{"run"}, args...)
 		}
-		code := run(c.args, &out, &errb)
+		code := run(args, &out, &errb)
 		if code != 2 || !strings.Contains(errb.String(), c.want) || strings.Count(strings.TrimSpace(errb.String()), "\n") > 0 {
 			t.Errorf("%v: exit %d, %q; want 2 and %q in one line", c.args, code, errb.String(), c.want)
 		}

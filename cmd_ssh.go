@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/dashboard"
+	"github.com/infertop/infertop/fleet"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/session/sessionflag"
@@ -29,39 +31,40 @@ knobs, every other session watches. For a room:
 With --compare URL every session sees the canary beside the endpoint and
 the live verdict, and a controller's keys move both loads; with --split-by
 the groups of the endpoint's answers. When the server stops (Ctrl+C) the
-comparison's table is printed.`
+comparison's table is printed. With --agents every session sees the agents
+followed (infertop agent), merged, and their panel (infertop --help's
+--agents flags).`
 
-// runSSH is `infertop ssh`: one load, served to every session until a
-// signal; with --local on this terminal too.
+// runSSH is `infertop ssh`: one load (or the agents', merged), served to
+// every session until a signal; with --local on this terminal too.
 func (a *app) runSSH(args []string) error {
 	fs := newFlagSet("ssh", sshSynopsis, a.stdout)
 	f := addLoadFlags(fs)
 	sf := sshflag.Add(fs)
 	cf := sessionflag.Add(fs, false)
+	agf := fleet.AddFlags(fs)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
-	if err := sf.Check(); err != nil {
+	if err := cmp.Or(sf.Check(), agf.Check(fs, sf.Names()...)); err != nil {
 		return usageError{err}
 	}
-	cfg, err := f.config()
-	if err != nil {
-		return err
+	var lp session.Spec
+	if !agf.On() { // else the agents' load, merged (package fleet)
+		cfg, err := f.config()
+		if err != nil {
+			return err
+		}
+		if lp, err = cf.Spec(cfg, nil); err != nil {
+			return usageError{err}
+		}
 	}
 	if err := runner.CheckDir(sf.ReportDir); err != nil {
 		return usagef("--report-dir: %v", err)
 	}
-	lp, err := cf.Spec(cfg, nil)
+	term, err := sf.Terminal(a.stdout)
 	if err != nil {
 		return usageError{err}
-	}
-	var term *os.File
-	if sf.Local {
-		t, ok := a.stdout.(*os.File)
-		if !ok || !isTerminal(t) {
-			return usagef("--local needs a terminal")
-		}
-		term = t
 	}
 	logw, closeLog, err := sf.Log(a.stderr)
 	if err != nil {
@@ -79,7 +82,12 @@ func (a *app) runSSH(args []string) error {
 		case <-ctx.Done():
 		}
 	}()
-	s, err := a.start(ctx, lp)
+	var s session.Session
+	if agf.On() {
+		s, err = a.followAgents(f, agf, sf.Local)
+	} else {
+		s, err = a.start(ctx, lp)
+	}
 	if err != nil {
 		return err
 	}
@@ -95,7 +103,7 @@ func (a *app) runSSH(args []string) error {
 	if err != nil {
 		return usagef("--listen: %v", err)
 	}
-	fmt.Fprintf(logw, "infertop ssh: serving %s on %s (ssh -t -p %s HOST); Ctrl+C stops\n", s.What(), ln.Addr(), portOf(ln.Addr()))
+	fmt.Fprintln(logw, sshflag.Serving(s.What(), ln.Addr()))
 	return a.serveSSH(ctx, srv, ln, s, term, d)
 }
 
@@ -126,11 +134,7 @@ func (a *app) serveSSH(ctx context.Context, srv *sshserver.Server, ln net.Listen
 	if n := srv.Active(); err == nil && ctx.Err() == nil && n > 0 {
 		// q ends this terminal's session, as it does every other's: the
 		// audience is not cut off without asking.
-		who := fmt.Sprintf("%d other sessions still watch", n)
-		if n == 1 {
-			who = "1 other session still watches"
-		}
-		fmt.Fprintf(a.stderr, "infertop ssh: your dashboard is closed; %s %s. Ctrl+C stops the server.\n", who, ln.Addr())
+		fmt.Fprintln(a.stderr, sshflag.StillWatched(n, ln.Addr()))
 		<-ctx.Done()
 	}
 	stopServer()
@@ -141,9 +145,4 @@ func (a *app) serveSSH(ctx context.Context, srv *sshserver.Server, ln net.Listen
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	return a.lastWord(s)
-}
-
-func portOf(a net.Addr) string {
-	_, port, _ := net.SplitHostPort(a.String())
-	return port
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,8 +122,12 @@ func startSSH(t *testing.T, serving *regexp.Regexp, args ...string) *sshServer {
 	if err := os.WriteFile(controllers, gossh.MarshalAuthorizedKey(srv.signer.PublicKey()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv.cmd = exec.Command(self, append([]string{"ssh", "--listen", "127.0.0.1:0", "--allow-any-key", "--controllers", controllers,
-		"--host-key", filepath.Join(dir, "host_ed25519"), "--report-dir", dir, "--tick", "100ms", "--server-metrics", "off"}, args...)...)
+	own := []string{"ssh", "--listen", "127.0.0.1:0", "--allow-any-key", "--controllers", controllers, "--host-key", filepath.Join(dir, "host_ed25519"),
+		"--report-dir", dir}
+	if !slices.Contains(args, "--agents") { // else the load's flags are the agents'
+		own = append(own, "--tick", "100ms", "--server-metrics", "off")
+	}
+	srv.cmd = exec.Command(self, append(own, args...)...)
 	srv.cmd.Env = append(os.Environ(), "INFERTOP_TEST_MAIN=1")
 	srv.cmd.Stdout, srv.cmd.Stderr = &srv.stdout, &srv.stderr
 	if err := srv.cmd.Start(); err != nil {
@@ -231,4 +237,65 @@ func TestSSHSplit(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, srv.stdout.String())
 		}
 	}
+}
+
+// TestSSHAgents runs `infertop ssh --agents` over two agents (in this
+// process, on 127.0.0.1, plain HTTP) sharing one load on a sim: a
+// controller's session and a watcher's each see the agents' panel, both
+// agents done with their shares of the 40 requests, and the merged
+// figures; a controller's K doubles the whole load's concurrency (the
+// agents take their shares), a watcher's is locked; at SIGINT the server
+// stops, exit 0.
+func TestSSHAgents(t *testing.T) {
+	t.Parallel()
+	p, _ := sim.Preset("fast")
+	sm := simtest.Start(t, p)
+	dir := t.TempDir()
+	tokenFile, _ := tokenIn(t, dir)
+	startAt := time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	var wg sync.WaitGroup
+	logs := make([]*lockedBuffer, 2)
+	for i := range logs {
+		logs[i] = &lockedBuffer{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out bytes.Buffer
+			run([]string{"agent", "--index", fmt.Sprint(i), "--of", "2", "--start-at", startAt, "--listen", "127.0.0.1:0", "--plain-http-loopback",
+				"--token-file", tokenFile, "--linger", "20s", "--url", sm.URL, "--server-metrics", "off", "-c", "4", "--requests", "40",
+				"--duration", "30s", "--prompt-tokens", "16", "--output-tokens", "8"}, &out, logs[i])
+		}()
+	}
+	// Each agent ends once a follower has its final result, within its
+	// --linger at the latest.
+	t.Cleanup(wg.Wait)
+	serving := regexp.MustCompile(`serving on (127\.0\.0\.1:\d+)`)
+	var addrs []string
+	for i, l := range logs {
+		addrs = append(addrs, serving.FindStringSubmatch(waitText(t, fmt.Sprintf("agent %d serving", i), l, serving))[1])
+	}
+	srv := startSSH(t, regexp.MustCompile(`serving agents \S+ on (127\.0\.0\.1:\d+)`), "--agents", strings.Join(addrs, ","),
+		"--agents-token-file", tokenFile, "--agents-plain-loopback", "--agents-poll", "50ms", "--agents-result-every", "100ms")
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := gossh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, sess, keys, out := sshTerminal(t, srv.addr, srv.signer, 120, 40)
+	watcherClient, _, watcherKeys, watched := sshTerminal(t, srv.addr, watcher, 120, 40)
+	for _, o := range []*lockedBuffer{out, watched} {
+		waitText(t, "the agents' panel", o, regexp.MustCompile(`Agents · 2 followed of 2 shares`))
+		for _, a := range addrs {
+			waitText(t, a+" done with its 20", o, regexp.MustCompile(`(?m)^ +[01] `+regexp.QuoteMeta(a)+` +done +20 +20 `))
+		}
+	}
+	watcherKeys("K")
+	waitText(t, "the watcher's knobs locked", watched, regexp.MustCompile(`knobs are locked`))
+	keys("K")
+	waitText(t, "the whole at concurrency 8", out, regexp.MustCompile(`concurrency 8 `))
+	watcherClient.Close() // the server would wait for it
+	srv.interrupt(t, client, sess, out)
 }

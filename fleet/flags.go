@@ -14,7 +14,7 @@ import (
 	"github.com/infertop/infertop/slo"
 )
 
-// Flags are the follower's flags (run --agents, the dashboard's).
+// Flags are the follower's flags (run --agents, the dashboard's, ssh's).
 type Flags struct {
 	Agents, TokenFile, CACert, ServerName string
 	PlainLoopback                         bool
@@ -64,11 +64,12 @@ var follower = []string{"agents", "agents-token-file", "agents-cacert", "agents-
 	"report-dir"}
 
 // Check refuses, with --agents, a flag of the load: the agents were
-// given the load, and run it.
-func (f *Flags) Check(fs *pflag.FlagSet) error {
+// given the load, and run it. own are the command's flags that are no
+// load's (infertop ssh's server's), taken beside --agents.
+func (f *Flags) Check(fs *pflag.FlagSet, own ...string) error {
 	var err error
 	fs.Visit(func(fl *pflag.Flag) {
-		if err == nil && f.On() && !slices.Contains(follower, fl.Name) {
+		if err == nil && f.On() && !slices.Contains(follower, fl.Name) && !slices.Contains(own, fl.Name) {
 			err = fmt.Errorf("--agents: --%s is the load's, which the agents run: give it to infertop agent", fl.Name)
 			if w := agent.Whole(fl.Name); w != nil { // nor theirs
 				err = fmt.Errorf("--agents: %w", w)

@@ -30,6 +30,7 @@ import (
 type Session struct {
 	f    *Fleet
 	objs []slo.Objective
+	what string // the agents' name, set once: What is read from any goroutine
 	done chan struct{}
 	once sync.Once
 
@@ -50,8 +51,8 @@ var _ session.Session = (*Session)(nil)
 // NewSession follows f's agents; objs are the follower's own objectives
 // (--slo), checked over the merge with the agents' own.
 func NewSession(f *Fleet, objs []slo.Objective) *Session {
-	s := &Session{f: f, objs: objs, done: make(chan struct{})}
-	s.latest = load.Snapshot{Target: load.Target{URL: "agents " + sanitize.Text(f.cfg.Source.String())}}
+	s := &Session{f: f, objs: objs, done: make(chan struct{}), what: "agents " + sanitize.Text(f.cfg.Source.String())}
+	s.latest = load.Snapshot{Target: load.Target{URL: s.what}}
 	go s.run()
 	return s
 }
@@ -116,7 +117,7 @@ func (s *Session) setFinal(m *report.MergedResult, err error) {
 func (s *Session) snapshot(base load.Snapshot, v View) load.Snapshot {
 	out := base
 	out.Seq = v.Seq
-	out.Target = load.Target{URL: s.latest.Target.URL}
+	out.Target = load.Target{URL: s.what}
 	if k, ok := s.wholeKnobs(); ok { // what the keys move: the whole
 		out.Knobs = k
 	}
@@ -172,7 +173,7 @@ func (s *Session) AgentsView() View {
 }
 
 // What names the agents.
-func (s *Session) What() string { return s.latest.Target.URL }
+func (s *Session) What() string { return s.what }
 
 // Sides is the one merged side.
 func (s *Session) Sides() []session.Side { return []session.Side{side{s}} }

@@ -84,9 +84,10 @@ type Config struct {
 	// Theme the default theme, its Objectives, Save and Figures, and a
 	// comparison's Compare or a split's Groups). Per session the server
 	// sets Renderer, Snapshots, Canary (from Canary above; the template's
-	// is ignored) and ReadOnly, sets Theme when the session asks for one,
-	// and drops Save for a watcher: saving is acting on the load, which
-	// only controllers do.
+	// is ignored) and ReadOnly (a template's ReadOnly, a load that takes
+	// no keys, as followed agents', holds for controllers too), sets
+	// Theme when the session asks for one, and drops Save for a watcher:
+	// saving is acting on the load, which only controllers do.
 	View ui.Options
 }
 
@@ -469,7 +470,7 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 		base := unsubscribe
 		unsubscribe = func() { base(); unsubscribeCanary() }
 	}
-	opts.ReadOnly = !s.controller(sess.PublicKey())
+	opts.ReadOnly = s.cfg.View.ReadOnly || !s.controller(sess.PublicKey())
 	if opts.ReadOnly {
 		opts.Save = nil
 	}

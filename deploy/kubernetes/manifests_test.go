@@ -1,8 +1,9 @@
 //go:build manifests
 
 // Package kubernetes holds the manifests that run infertop agents on
-// Kubernetes (an Indexed Job, a headless Service, the Secrets) and the
-// test that decodes them strictly with the Kubernetes API's own types.
+// Kubernetes (an Indexed Job, a headless Service, the Secrets, a pod of
+// infertop ssh --agents) and the test that decodes them strictly with the
+// Kubernetes API's own types.
 package kubernetes
 
 import (
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +30,7 @@ type manifests struct {
 	jobs     []batchv1.Job
 	services []corev1.Service
 	secrets  []corev1.Secret
+	pods     []corev1.Pod
 }
 
 // decodeStrict decodes one document into the API type of its kind; a
@@ -58,6 +61,12 @@ func decodeStrict(doc []byte, m *manifests) error {
 			return err
 		}
 		m.secrets = append(m.secrets, s)
+	case "v1 Pod":
+		var p corev1.Pod
+		if err := unmarshalStrict(doc, &p); err != nil {
+			return err
+		}
+		m.pods = append(m.pods, p)
 	default:
 		return &unknownKind{tm.APIVersion, tm.Kind}
 	}
@@ -110,13 +119,13 @@ func readAll(t *testing.T) manifests {
 	return m
 }
 
-// TestManifestsDecodeStrictly: every manifest is a Job, Service or Secret
-// the API types read without an unknown field, and a misspelt field
-// fails.
+// TestManifestsDecodeStrictly: every manifest is a Job, Service, Secret
+// or Pod the API types read without an unknown field, and a misspelt
+// field fails.
 func TestManifestsDecodeStrictly(t *testing.T) {
 	m := readAll(t)
-	if len(m.jobs) != 1 || len(m.services) != 1 || len(m.secrets) != 2 {
-		t.Fatalf("%d jobs, %d services, %d secrets", len(m.jobs), len(m.services), len(m.secrets))
+	if len(m.jobs) != 1 || len(m.services) != 1 || len(m.secrets) != 3 || len(m.pods) != 1 {
+		t.Fatalf("%d jobs, %d services, %d secrets, %d pods", len(m.jobs), len(m.services), len(m.secrets), len(m.pods))
 	}
 	job, err := os.ReadFile("job.yaml")
 	if err != nil {
@@ -186,26 +195,36 @@ func TestAgentsJob(t *testing.T) {
 	if len(c.Ports) != 1 || c.Ports[0].Name != svc.Spec.Ports[0].TargetPort.String() || c.Ports[0].ContainerPort != svc.Spec.Ports[0].Port {
 		t.Errorf("container ports %+v, service ports %+v", c.Ports, svc.Spec.Ports)
 	}
-	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		req, lim := c.Resources.Requests[r], c.Resources.Limits[r]
-		if req.IsZero() || lim.IsZero() || lim.Cmp(req) < 0 {
-			t.Errorf("%s: request %v, limit %v", r, req.String(), lim.String())
-		}
-	}
 	if mem := c.Resources.Limits[corev1.ResourceMemory]; mem.Cmp(resource.MustParse("512Mi")) < 0 {
 		t.Errorf("a memory limit of %v is too little for an agent's histograms", mem.String())
 	}
+	checkPod(t, "the agents", pod, args, m.secrets)
+}
+
+// checkPod holds a pod of ours to the rules every one keeps: resources
+// bounded, non-root on a read-only root, every capability dropped, no
+// API token, secrets mounted read-only and every key it gets read by an
+// argument (args, the container's joined), an emptyDir written in.
+func checkPod(t *testing.T, what string, pod corev1.PodSpec, args string, secrets []corev1.Secret) {
+	t.Helper()
+	c := pod.Containers[0]
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, lim := c.Resources.Requests[r], c.Resources.Limits[r]
+		if req.IsZero() || lim.IsZero() || lim.Cmp(req) < 0 {
+			t.Errorf("%s: %s: request %v, limit %v", what, r, req.String(), lim.String())
+		}
+	}
 	ps, cs := pod.SecurityContext, c.SecurityContext
 	if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.RunAsUser == nil || *ps.RunAsUser == 0 {
-		t.Errorf("pod security context %+v: not non-root", ps)
+		t.Errorf("%s: pod security context %+v: not non-root", what, ps)
 	}
 	if cs == nil || cs.ReadOnlyRootFilesystem == nil || !*cs.ReadOnlyRootFilesystem || cs.AllowPrivilegeEscalation == nil || *cs.AllowPrivilegeEscalation ||
 		cs.Capabilities == nil || !slices.Contains(cs.Capabilities.Drop, "ALL") {
-		t.Errorf("container security context %+v", cs)
+		t.Errorf("%s: container security context %+v", what, cs)
 	}
-	secrets := map[string]corev1.Secret{}
-	for _, sec := range m.secrets {
-		secrets[sec.Name] = sec
+	byName := map[string]corev1.Secret{}
+	for _, sec := range secrets {
+		byName[sec.Name] = sec
 	}
 	vols := map[string]corev1.Volume{}
 	for _, v := range pod.Volumes {
@@ -215,37 +234,107 @@ func TestAgentsJob(t *testing.T) {
 	for _, vm := range c.VolumeMounts {
 		v, ok := vols[vm.Name]
 		if !ok {
-			t.Errorf("mount %s of no volume", vm.Name)
+			t.Errorf("%s: mount %s of no volume", what, vm.Name)
 			continue
 		}
 		switch {
 		case v.EmptyDir != nil:
 			writable = writable || strings.Contains(args, "="+vm.MountPath+"/")
 		case v.Secret != nil:
-			sec, ok := secrets[v.Secret.SecretName]
+			sec, ok := byName[v.Secret.SecretName]
 			if !ok {
-				t.Errorf("volume %s of no secret %s", v.Name, v.Secret.SecretName)
+				t.Errorf("%s: volume %s of no secret %s", what, v.Name, v.Secret.SecretName)
 				continue
 			}
 			if !vm.ReadOnly {
-				t.Errorf("secret %s mounted writable", sec.Name)
+				t.Errorf("%s: secret %s mounted writable", what, sec.Name)
 			}
+			paths := map[string]string{}
 			for key := range sec.StringData {
-				path := vm.MountPath + "/" + key
+				paths[key] = key
+			}
+			if len(v.Secret.Items) > 0 { // only these, under their paths
+				paths = map[string]string{}
+				for _, it := range v.Secret.Items {
+					if _, ok := sec.StringData[it.Key]; !ok {
+						t.Errorf("%s: volume %s projects %s, which secret %s lacks", what, v.Name, it.Key, sec.Name)
+					}
+					paths[it.Key] = it.Path
+				}
+			}
+			for key, rel := range paths {
+				path := vm.MountPath + "/" + rel
 				if strings.Contains(args, path) {
 					continue
 				}
 				if sec.Type != corev1.SecretTypeTLS {
-					t.Errorf("secret %s's %s (%s) is used by no argument", sec.Name, key, path)
+					t.Errorf("%s: secret %s's %s (%s) is used by no argument", what, sec.Name, key, path)
 				}
 			}
 		}
 	}
 	if !writable {
-		t.Error("the agent writes nowhere in an emptyDir")
+		t.Errorf("%s write nowhere in an emptyDir", what)
 	}
 	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
-		t.Error("the agents need no API token: automountServiceAccountToken should be false")
+		t.Errorf("%s need no API token: automountServiceAccountToken should be false", what)
+	}
+}
+
+// TestSSHPod: the ssh pod follows every agent the Service lists, through
+// its DNS name in the pod's own namespace at the Service's port, with the
+// token the agents share and the CA of their certificate, and serves on
+// its named port; it gets the token alone of the agents' Secret.
+func TestSSHPod(t *testing.T) {
+	m := readAll(t)
+	pod, svc := m.pods[0], m.services[0]
+	if len(pod.Spec.Containers) != 1 {
+		t.Fatalf("%d containers", len(pod.Spec.Containers))
+	}
+	c := pod.Spec.Containers[0]
+	args := strings.Join(c.Args, " ")
+	agents := "--agents=" + svc.Name + ".$(POD_NAMESPACE).svc:" + itoa(svc.Spec.Ports[0].Port)
+	for _, want := range []string{"ssh ", agents, "--agents-token-file=/etc/infertop/secret/token", "--agents-cacert=/etc/infertop/tls/ca.crt",
+		"--authorized-keys=/etc/infertop/ssh/authorized_keys", "--listen=:" + itoa(c.Ports[0].ContainerPort)} {
+		if !strings.Contains(args, want) {
+			t.Errorf("the ssh pod's arguments %q lack %q", args, want)
+		}
+	}
+	if len(c.Env) != 1 || c.Env[0].Name != "POD_NAMESPACE" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef == nil ||
+		c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+		t.Errorf("env %+v: POD_NAMESPACE from metadata.namespace", c.Env)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "ssh" {
+		t.Errorf("ports %+v", c.Ports)
+	}
+	checkPod(t, "the ssh pod", pod.Spec, args, m.secrets)
+}
+
+// TestImageNamed: every manifest runs the image make image builds (the
+// Makefile's IMAGE), as the user it runs as (tools/image: 65532).
+func TestImageNamed(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := regexp.MustCompile(`(?m)^IMAGE \?= (\S+)$`).FindSubmatch(mk)
+	if im == nil {
+		t.Fatal("the Makefile sets no IMAGE ?=")
+	}
+	m := readAll(t)
+	pods := map[string]corev1.PodSpec{"job " + m.jobs[0].Name: m.jobs[0].Spec.Template.Spec}
+	for _, p := range m.pods {
+		pods["pod "+p.Name] = p.Spec
+	}
+	for what, p := range pods {
+		for _, c := range p.Containers {
+			if c.Image != string(im[1]) {
+				t.Errorf("%s runs %s, make image builds %s", what, c.Image, im[1])
+			}
+		}
+		if sc := p.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 65532 || sc.RunAsGroup == nil || *sc.RunAsGroup != 65532 {
+			t.Errorf("%s: not the image's user 65532:65532: %+v", what, sc)
+		}
 	}
 }
 

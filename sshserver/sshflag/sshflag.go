@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/sshserver"
@@ -23,6 +25,8 @@ type Flags struct {
 	Listen, LogPath, ReportDir string
 	// Local shows the dashboard on this terminal too, as a controller.
 	Local bool
+	// names are the flags Add bound: the server's, no load's.
+	names []string
 }
 
 // Add binds the flags to fs, the files' defaults under the user's home
@@ -35,18 +39,26 @@ func Add(fs *pflag.FlagSet) *Flags {
 		confDir = filepath.Join(home, ".config")
 	}
 	c := &sf.Server
-	fs.StringVar(&sf.Listen, "listen", "127.0.0.1:2222", "address to serve SSH on")
-	fs.StringVar(&c.AuthorizedKeys, "authorized-keys", filepath.Join(home, ".ssh", "authorized_keys"), "public keys that may connect")
-	fs.BoolVar(&c.AllowAnyKey, "allow-any-key", false, "let any public key connect (watchers unless in --controllers)")
-	fs.StringVar(&c.Controllers, "controllers", "", "public keys (authorized_keys format) that may turn the knobs")
-	fs.StringVar(&c.HostKeyPath, "host-key", filepath.Join(confDir, "infertop", "ssh_host_ed25519"), "the server's key, generated (ed25519) on first start and reused")
-	fs.IntVar(&c.MaxSessions, "max-sessions", 16, "most sessions at once")
-	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 10*time.Minute, "end a connection that sends and receives nothing for this long (0: never)")
-	fs.BoolVar(&sf.Local, "local", false, "show the dashboard on this terminal too, as a controller")
-	fs.StringVar(&sf.LogPath, "log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
-	fs.StringVar(&sf.ReportDir, "report-dir", ".", "where a controller's s key writes the reports")
+	own := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError) // to know their names
+	own.SortFlags = fs.SortFlags
+	own.StringVar(&sf.Listen, "listen", "127.0.0.1:2222", "address to serve SSH on")
+	own.StringVar(&c.AuthorizedKeys, "authorized-keys", filepath.Join(home, ".ssh", "authorized_keys"), "public keys that may connect")
+	own.BoolVar(&c.AllowAnyKey, "allow-any-key", false, "let any public key connect (watchers unless in --controllers)")
+	own.StringVar(&c.Controllers, "controllers", "", "public keys (authorized_keys format) that may turn the knobs")
+	own.StringVar(&c.HostKeyPath, "host-key", filepath.Join(confDir, "infertop", "ssh_host_ed25519"), "the server's key, generated (ed25519) on first start and reused")
+	own.IntVar(&c.MaxSessions, "max-sessions", 16, "most sessions at once")
+	own.DurationVar(&c.IdleTimeout, "idle-timeout", 10*time.Minute, "end a connection that sends and receives nothing for this long (0: never)")
+	own.BoolVar(&sf.Local, "local", false, "show the dashboard on this terminal too, as a controller")
+	own.StringVar(&sf.LogPath, "log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
+	own.StringVar(&sf.ReportDir, "report-dir", ".", "where a controller's s key writes the reports")
+	own.VisitAll(func(f *pflag.Flag) { sf.names = append(sf.names, f.Name) })
+	fs.AddFlagSet(own)
 	return sf
 }
+
+// Names are the flags Add bound (fleet.Flags.Check takes them beside
+// --agents: they are the server's, no load's).
+func (sf *Flags) Names() []string { return sf.names }
 
 // Check checks the server's limits.
 func (sf *Flags) Check() error {
@@ -54,6 +66,34 @@ func (sf *Flags) Check() error {
 		return errors.New("--max-sessions must be at least 1 and --idle-timeout not negative")
 	}
 	return nil
+}
+
+// Terminal is stdout when --local asks for the dashboard there too (an
+// error if it is no terminal), else nil.
+func (sf *Flags) Terminal(stdout io.Writer) (*os.File, error) {
+	if !sf.Local {
+		return nil, nil
+	}
+	if t, ok := stdout.(*os.File); ok && isatty.IsTerminal(t.Fd()) {
+		return t, nil
+	}
+	return nil, errors.New("--local needs a terminal")
+}
+
+// Serving is the line infertop ssh says when it serves what on addr.
+func Serving(what string, addr net.Addr) string {
+	_, port, _ := net.SplitHostPort(addr.String())
+	return fmt.Sprintf("infertop ssh: serving %s on %s (ssh -t -p %s HOST); Ctrl+C stops", what, addr, port)
+}
+
+// StillWatched is the line --local's terminal reads when its dashboard
+// closes while n other sessions on addr still watch.
+func StillWatched(n int, addr net.Addr) string {
+	who := fmt.Sprintf("%d other sessions still watch", n)
+	if n == 1 {
+		who = "1 other session still watches"
+	}
+	return fmt.Sprintf("infertop ssh: your dashboard is closed; %s %s. Ctrl+C stops the server.", who, addr)
 }
 
 // Log is where the connection lines go: --log, else stderr, or nowhere
