@@ -16,6 +16,7 @@ import (
 
 	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/report/merge"
 	"github.com/infertop/infertop/report/schematest"
 )
 
@@ -396,5 +397,22 @@ func TestTLSOnly(t *testing.T) {
 	f.cfg.PlainLoopback = false
 	if _, base := f.client(Addr{HostPort: "127.0.0.1:7070"}); !strings.HasPrefix(base, "https://") {
 		t.Errorf("loopback, plain not allowed: %s", base)
+	}
+}
+
+// TestAgentRowCounters: a running agent's row counts from its state,
+// newer than its last result so far (which counted what was in flight
+// then as incomplete); once it no longer runs, from its last result.
+func TestAgentRowCounters(t *testing.T) {
+	var res report.InfertopJSON
+	res.Run.Sent, res.Run.Completed, res.Run.Incomplete = 12, 8, 4
+	a := Agent{Status: report.AgentRunning, HasState: true, State: agent.State{Sent: 24, Completed: 20, InFlight: 4},
+		Result: &merge.Input{Result: res}}
+	if r := AgentRow(a); r.Sent != 24 || r.Completed != 20 || r.Incomplete != 0 || r.InFlight != 4 {
+		t.Errorf("running: %+v", r)
+	}
+	a.Status = report.AgentLost
+	if r := AgentRow(a); r.Sent != 12 || r.Completed != 8 || r.Incomplete != 4 {
+		t.Errorf("lost: %+v", r)
 	}
 }

@@ -92,14 +92,20 @@ func AgentRow(a Agent) report.AgentJSON {
 		j.LastSeen = &seen
 	}
 	if r := a.Result; r != nil && a.Status != report.AgentRefused {
-		run := r.Result.Run
-		j.Sent, j.Completed, j.Failed, j.Incomplete = run.Sent, run.Completed, run.Failed, run.Incomplete
-		j.InFlight = max(run.Sent-run.Completed-run.Failed-run.Incomplete, 0)
-		if d := run.Latency["ttft"]; d.Count > 0 {
-			p := d.P99
-			j.TTFTP99MS = &p
-		} else {
-			j.TTFTP99MS = nil
+		// The counters of its last result once it no longer runs (its
+		// last word, or what a lost agent's merge counts), or with no
+		// state beside it; while it runs, its state's are newer (a
+		// result so far is up to ResultEvery old and counts what was in
+		// flight then as incomplete).
+		if run := r.Result.Run; a.Final || !a.HasState || a.Status != report.AgentRunning {
+			j.Sent, j.Completed, j.Failed, j.Incomplete = run.Sent, run.Completed, run.Failed, run.Incomplete
+			j.InFlight = max(run.Sent-run.Completed-run.Failed-run.Incomplete, 0)
+			if d := run.Latency["ttft"]; d.Count > 0 {
+				p := d.P99
+				j.TTFTP99MS = &p
+			} else {
+				j.TTFTP99MS = nil
+			}
 		}
 		j.Result = a.Raw
 	}
