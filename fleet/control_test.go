@@ -112,6 +112,8 @@ func TestKnobsReachEveryAgent(t *testing.T) {
 		return len(v.Agents) == 4 && v.Agents[3].Status == report.AgentRunning && v.Agents[0].Status == report.AgentRunning
 	})
 	waitSnap(t, s, "the whole knobs known", func(sn load.Snapshot) bool { return sn.Knobs.Concurrency == 8 })
+	// The header names what the agents load, as their results say.
+	waitSnap(t, s, "the agents' model and protocol", func(sn load.Snapshot) bool { return sn.Target.Model == "sim" && sn.Target.API == "openai-chat" })
 	asked := time.Now()
 	k := ctl.Update(func(k *load.Knobs) { k.Concurrency, k.PromptTokens = 13, 32 })
 	if k.Concurrency != 13 || k.PromptTokens != 32 {

@@ -83,6 +83,9 @@ func (s *Session) run() {
 			merged, changed = now, false
 			if m, err := Merge(v); err == nil {
 				base = report.SnapshotOf(m.Result, m.MaxConcurrency)
+				// The agents' model and protocol, as their results name
+				// them (untrusted: sanitised).
+				base.Target.Model, base.Target.API = sanitize.Text(m.Result.Manifest.Model), sanitize.Text(m.Result.Manifest.API)
 				if v.Done {
 					s.setFinal(m, nil)
 				}
@@ -117,7 +120,7 @@ func (s *Session) setFinal(m *report.MergedResult, err error) {
 func (s *Session) snapshot(base load.Snapshot, v View) load.Snapshot {
 	out := base
 	out.Seq = v.Seq
-	out.Target = load.Target{URL: s.what}
+	out.Target = load.Target{URL: s.what, Model: base.Target.Model, API: base.Target.API}
 	if k, ok := s.wholeKnobs(); ok { // what the keys move: the whole
 		out.Knobs = k
 	}
