@@ -177,8 +177,9 @@ type State struct {
 }
 
 // Handler serves an agent: /healthz to anyone (it says "ok" and nothing
-// more, for a readiness probe); GET /state, GET /result and POST
-// /control (a follower's Control; Board.Handler's) only with
+// more, for a readiness probe); GET /state, GET /result, GET /seconds
+// (Seconds) and POST /control (a follower's Control; Board.Handler's)
+// only with
 // "Authorization: Bearer TOKEN", compared in constant time. A refused
 // request is counted and told to logf (with its address, never what it
 // sent), and so is every control applied.
@@ -186,7 +187,8 @@ type Handler struct {
 	token   []byte
 	state   func() State
 	result  func(context.Context, io.Writer) (bool, error)
-	control func(Control) (string, error) // nil: /control is 404
+	control func(Control) (string, error)                  // nil: /control is 404
+	seconds func(context.Context, int64) (*Seconds, error) // nil: /seconds is 404
 	logf    func(format string, args ...any)
 	refused atomic.Int64
 }
@@ -219,6 +221,13 @@ func (h *Handler) WithControl(control func(Control) (string, error)) *Handler {
 	return h
 }
 
+// WithSeconds makes h serve GET /seconds?since=N with seconds
+// (Board.Seconds' contract), before h serves; it returns h.
+func (h *Handler) WithSeconds(seconds func(context.Context, int64) (*Seconds, error)) *Handler {
+	h.seconds = seconds
+	return h
+}
+
 // Refused counts the requests refused for their token.
 func (h *Handler) Refused() int64 { return h.refused.Load() }
 
@@ -228,7 +237,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/healthz":
 		io.WriteString(w, "ok\n")
 		return
-	case "/state", "/result", "/control":
+	case "/state", "/result", "/control", "/seconds":
 	default:
 		http.NotFound(w, r)
 		return
@@ -250,8 +259,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if r.URL.Path == "/state" {
+	switch r.URL.Path {
+	case "/state":
 		_ = json.NewEncoder(w).Encode(h.state())
+		return
+	case "/seconds":
+		h.serveSeconds(w, r)
 		return
 	}
 	if h.result == nil {
@@ -270,6 +283,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(ResultHeader, ResultFinal)
 	}
 	_, _ = w.Write(b.Bytes())
+}
+
+// serveSeconds serves the seconds after since (token already checked).
+func (h *Handler) serveSeconds(w http.ResponseWriter, r *http.Request) {
+	if h.seconds == nil {
+		http.NotFound(w, r)
+		return
+	}
+	since, err := sinceParam(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s, err := h.seconds(r.Context(), since)
+	if err != nil {
+		h.logf("agent: /seconds: %v", err)
+		http.Error(w, "no seconds now", http.StatusServiceUnavailable)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(s)
 }
 
 // serveControl takes a follower's control (token already checked): a

@@ -127,11 +127,11 @@ func (b *Board) Started(l Load, ctl Controller) {
 	}
 }
 
-// Handler is the agent's handler over b: its state, its result and the
-// followers' controls, behind token; logf hears of refusals and of every
+// Handler is the agent's handler over b: its state, its result, its
+// sealed seconds and the followers' controls, behind token; logf hears of refusals and of every
 // control applied.
 func (b *Board) Handler(token []byte, logf func(string, ...any)) *Handler {
-	return NewHandler(token, b.State, b.Result, logf).WithControl(b.Control)
+	return NewHandler(token, b.State, b.Result, logf).WithControl(b.Control).WithSeconds(b.Seconds)
 }
 
 // Control applies c (POST /control): this share of its whole knobs, its

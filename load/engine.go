@@ -89,7 +89,7 @@ type Engine struct {
 	closed bool
 	latest atomic.Pointer[Snapshot]
 
-	desk historyDesk // History's way to the aggregator
+	desk historyDesk // History's and Seconds' way to the aggregator
 
 	replay      *replay       // the trace replayed, nil when none
 	replayEnded bool          // its last arrival dispatched (behind mu)
@@ -403,8 +403,8 @@ loop:
 			snap()
 		case <-e.nudge:
 			snap()
-		case reply := <-e.desk.req:
-			reply <- agg.history()
+		case fn := <-e.desk.req:
+			fn(agg)
 		}
 	}
 	e.mu.Lock()

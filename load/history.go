@@ -128,23 +128,31 @@ func (a *aggregator) history() History {
 // encodeHists encodes every histogram with values.
 func encodeHists(hs *[NumMetrics]*hdr.Histogram) (out [NumMetrics][]byte) {
 	for m, h := range hs {
-		if h == nil || h.TotalCount() == 0 {
-			continue
-		}
-		if b, err := h.Encode(hdr.V2CompressedEncodingCookieBase); err == nil {
-			out[m] = b
-		}
+		out[m] = encodeHist(h)
 	}
 	return out
 }
 
-// historyDesk hands the aggregator's record to callers on other
-// goroutines: while Run runs, the aggregator belongs to its goroutine, so
-// a request goes through the Run loop; once Run is over the aggregator no
-// longer changes and is read directly.
+// encodeHist is h in HdrHistogram's V2 compressed encoding, base64 (nil:
+// no histogram, or no value in it).
+func encodeHist(h *hdr.Histogram) []byte {
+	if h == nil || h.TotalCount() == 0 {
+		return nil
+	}
+	b, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// historyDesk hands the aggregator's records (History, Seconds) to
+// callers on other goroutines: while Run runs, the aggregator belongs to
+// its goroutine, so a request goes through the Run loop; once Run is
+// over the aggregator no longer changes and is read directly.
 type historyDesk struct {
 	mu   sync.Mutex
-	req  chan chan History
+	req  chan func(*aggregator)
 	done chan struct{} // closed when Run no longer answers req
 	agg  *aggregator   // set at the end of Run, behind mu
 }
@@ -152,7 +160,7 @@ type historyDesk struct {
 func (d *historyDesk) open() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.req, d.done = make(chan chan History), make(chan struct{})
+	d.req, d.done = make(chan func(*aggregator)), make(chan struct{})
 }
 
 // close is called by Run once its aggregator will change no more.
@@ -163,36 +171,43 @@ func (d *historyDesk) close(agg *aggregator) {
 	close(d.done)
 }
 
+// ask has fn read the aggregator on its owner's goroutine (Run's, a tick
+// at most away) or, once Run is over, here; before Run it is zero. It
+// waits for ctx too.
+func ask[T any](ctx context.Context, d *historyDesk, fn func(*aggregator) T) (T, error) {
+	var zero T
+	d.mu.Lock()
+	req, done, agg := d.req, d.done, d.agg
+	if agg != nil {
+		defer d.mu.Unlock()
+		return fn(agg), nil
+	}
+	d.mu.Unlock()
+	if req == nil {
+		return zero, nil
+	}
+	reply := make(chan T, 1)
+	select {
+	case req <- func(a *aggregator) { reply <- fn(a) }:
+		select {
+		case v := <-reply:
+			return v, nil
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		}
+	case <-done:
+		return ask(ctx, d, fn)
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
 // History returns the whole run's record since the start or the last
 // reset: one Second for every second sealed and every phase's latency
 // histograms, losslessly encoded. While the run goes on it waits for the
 // engine's loop (a tick at most) or for ctx; it is empty before Run.
 func (e *Engine) History(ctx context.Context) (History, error) {
-	d := &e.desk
-	d.mu.Lock()
-	req, done, agg := d.req, d.done, d.agg
-	if agg != nil {
-		defer d.mu.Unlock()
-		return agg.history(), nil
-	}
-	d.mu.Unlock()
-	if req == nil {
-		return History{}, nil
-	}
-	reply := make(chan History, 1)
-	select {
-	case req <- reply:
-		select {
-		case h := <-reply:
-			return h, nil
-		case <-ctx.Done():
-			return History{}, ctx.Err()
-		}
-	case <-done:
-		return e.History(ctx)
-	case <-ctx.Done():
-		return History{}, ctx.Err()
-	}
+	return ask(ctx, &e.desk, (*aggregator).history)
 }
 
 // Micros turns a latency of a Second into a duration.

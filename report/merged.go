@@ -58,6 +58,17 @@ func MetricKeys() []string {
 	return out
 }
 
+// MetricKey is m's key in the JSON's latency and histograms (ttft,
+// e2el, ...); "" for none.
+func MetricKey(m load.Metric) string {
+	for _, k := range allMetrics {
+		if k.m == m {
+			return k.key
+		}
+	}
+	return ""
+}
+
 // WriteMerged writes a merged result: inf (with Merged set) under
 // "infertop" and vLLM's keys for its run at the top, as WriteJSON writes
 // them. maxConcurrency is the most requests in flight.
