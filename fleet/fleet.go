@@ -1,19 +1,21 @@
 // Package fleet follows infertop agents (package agent) from one place:
 // it finds them (a list of addresses, or DNS names re-resolved, A or SRV
-// records), polls each one's /state and /result with the shared token
-// over TLS (plain HTTP to a loopback address only, when allowed), tells
-// running, done, lost, replaced (an index started again elsewhere),
-// unreachable and refused agents apart, sends them the follower's knob
-// changes (POST /control, by each agent's poller), and merges their
-// results exactly (report/merge). Session is the merged agents as one
-// more kind of session.Session, so that run --agents and the dashboard
-// follow them with the follower and epilogue of every run, and the
-// dashboard's keys move them all.
+// records), polls each one's /state, /seconds and /result with the
+// shared token over TLS (plain HTTP to a loopback address only, when
+// allowed), tells running, done, lost, replaced (an index started again
+// elsewhere), unreachable and refused agents apart, sends them the
+// follower's knob changes (POST /control, by each agent's poller), and
+// merges their results exactly (report/merge) and their sealed seconds
+// into the live window (see Session). Session is the merged agents as
+// one more kind of session.Session, so that run --agents and the
+// dashboard follow them with the follower and epilogue of every run, and
+// the dashboard's keys move them all.
 //
 // Everything an agent sends is untrusted: its bodies are bounded, its
-// results decoded by merge.Decode's bounds, its text sanitised before it
-// is shown; an agent that never answers blocks nothing, since each is
-// polled by a goroutine of its own with a timeout per request.
+// results decoded by merge.Decode's bounds and its seconds by
+// decodeSeconds', its text sanitised before it is shown; an agent that
+// never answers blocks nothing, since each is polled by a goroutine of
+// its own with a timeout per request.
 package fleet
 
 import (
@@ -109,6 +111,15 @@ type Agent struct {
 	// ControlErr is its refusal of the follower's last control ("":
 	// none), sanitised.
 	ControlErr string
+	// Seconds are its newest sealed seconds (/seconds, every PollEvery),
+	// oldest first, at most keepSeconds, since its last reset
+	// (SecondsFrom); SecondsStart is its second 0 on its clock.
+	// SecondsErr is why its last /seconds was refused ("": it was not),
+	// sanitised.
+	Seconds      []Second
+	SecondsStart time.Time
+	SecondsFrom  int64
+	SecondsErr   string
 }
 
 // Index is the agent's index, -1 before its first state.
@@ -182,6 +193,9 @@ type observation struct {
 	// ctlErr is the agent's refusal of a control, ctlOK its taking one.
 	ctlErr string
 	ctlOK  bool
+	// secs are its new seconds, secErr why they were refused.
+	secs   *secondsBatch
+	secErr string
 	addrs  []Addr
 	resErr error
 	isAddr bool // a resolution, not a poll
@@ -459,6 +473,13 @@ func (f *Fleet) fold(m *member, o observation) bool {
 		if m.Status != report.AgentDone {
 			m.Status, m.Why = report.AgentRunning, ""
 		}
+	}
+	switch {
+	case o.secs != nil:
+		withSeconds(&m.Agent, o.secs)
+		m.SecondsErr = ""
+	case o.secErr != "":
+		m.SecondsErr = o.secErr
 	}
 	if o.result != nil {
 		m.Result, m.Raw = o.result, o.raw
@@ -754,6 +775,7 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
 	defer t.Stop()
 	var lastResult time.Time
 	var refusedSeq uint64
+	secs := secondsPoll{last: -1}
 	for {
 		o := observation{addr: a.HostPort}
 		out, wake := f.control()
@@ -783,6 +805,7 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
 					st, o.ctlOK = after, true
 				}
 			}
+			secs.poll(ctx, f, client, base, st, &o)
 			// A control just taken is told at once: the result (a
 			// report the agent builds) waits for the next round.
 			if st.Final || !o.ctlOK && o.at.Sub(lastResult) >= cfg.ResultEvery {
@@ -820,6 +843,51 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
 	}
 }
 
+// secondsPoll is a poller's record of an agent's /seconds: the start of
+// the load they are of, the last second it has, the last refusal told
+// to Logf, and whether the agent serves none (an agent of before them,
+// HTTP 404: its figures are its results' alone).
+type secondsPoll struct {
+	started time.Time
+	last    int64
+	told    string
+	none    bool
+}
+
+// poll reads the agent's seconds after the last it has into o, once its
+// load has started (st); a refusal is told to Logf when it changes.
+func (p *secondsPoll) poll(ctx context.Context, f *Fleet, client *http.Client, base string, st agent.State, o *observation) {
+	if p.none || st.Started.IsZero() {
+		return
+	}
+	if !st.Started.Equal(p.started) { // the load started (again): all it keeps
+		p.started, p.last = st.Started, -1
+	}
+	url := fmt.Sprintf("%s/seconds?since=%d", base, p.last)
+	raw, _, err := f.get(ctx, client, url, agent.MaxSecondsBytes, min(f.cfg.Timeout, f.cfg.LostAfter/2))
+	var b *secondsBatch
+	if err == nil {
+		b, err = decodeSeconds(raw, p.last)
+	}
+	switch {
+	case err == nil:
+		if n := len(b.secs); n > 0 {
+			p.last = b.secs[n-1].Sec
+		}
+		o.secs, p.told = b, ""
+		return
+	case errors.Is(err, errNotFound):
+		p.none = true
+		return
+	default:
+		o.secErr = sanitize.Text(err.Error())
+	}
+	if why := sanitize.Text(err.Error()); why != p.told && ctx.Err() == nil {
+		p.told = why
+		f.cfg.Logf("fleet: the agent at %s: %s", strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://"), why)
+	}
+}
+
 // sendControl sends out's control to the agent whose state is st (its
 // clock off ours by offset), its reset dropped where the agent's load
 // started after it was asked (or has not started): nothing to forget.
@@ -845,6 +913,9 @@ func (f *Fleet) sendControl(ctx context.Context, client *http.Client, base strin
 }
 
 var errDenied = errors.New("the token was refused")
+
+// errNotFound is an HTTP 404: a path the agent does not serve.
+var errNotFound = errors.New("HTTP 404")
 
 // client is the HTTP client and base URL for a: plain HTTP to a loopback
 // address where allowed, else TLS verified against RootCAs.
@@ -902,6 +973,9 @@ func (f *Fleet) do(ctx context.Context, c *http.Client, method, url string, body
 			// The agent's reason, untrusted: one line, sanitised, bounded.
 			line, _, _ := strings.Cut(strings.TrimSpace(string(why)), "\n")
 			return nil, nil, fmt.Errorf("%w (HTTP %d): %s", errRefusedControl, resp.StatusCode, sanitize.Text(truncate(line, 300)))
+		}
+		if resp.StatusCode == http.StatusNotFound {
+			return nil, nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), errNotFound)
 		}
 		return nil, nil, fmt.Errorf("%s: HTTP %d", strings.TrimPrefix(req.URL.Path, "/"), resp.StatusCode)
 	}

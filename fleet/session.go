@@ -20,13 +20,20 @@ import (
 )
 
 // Session is the agents followed as one load: a session.Session whose
-// one side's snapshots are the agents' merged. Each snapshot's counters
-// are the sum of the agents' last states (every PollEvery); its
-// latencies, rates and phases the exact merge of their last results
-// (every ResultEvery), over the run so far (the window is the run:
-// per-second histograms are not merged). Its controller moves every
-// agent: it keeps the whole load's knobs and sends them to the agents,
-// each taking its share.
+// one side's snapshots are the agents' merged. Each snapshot's run
+// counters are the sum of the agents' last states (every PollEvery); its
+// run figures and phases the exact merge of their last results (every
+// ResultEvery), as is the final report. Its rolling window (latencies,
+// counts, rates) and its series are the exact merge of the agents'
+// sealed seconds (/seconds, every PollEvery): counters summed,
+// histograms added bucket for bucket, seconds aligned on the common
+// start (see place), a second merged once every live agent has sent it
+// or once it is mergeGrace seconds behind the newest (see mergeGrace);
+// the window is the last W seconds merged, W the window set (the
+// default's before any). Agents that serve no seconds leave the window
+// at the run so far. Its controller moves every agent: it keeps the
+// whole load's knobs and sends them to the agents, each taking its
+// share.
 type Session struct {
 	f    *Fleet
 	objs []slo.Objective
@@ -70,6 +77,7 @@ func (s *Session) run() {
 	var merged time.Time
 	results := map[string]any{}
 	changed := false
+	var lv live // the window's merge, this goroutine's alone
 	for v := range views {
 		s.observe(v)
 		for _, a := range v.Agents {
@@ -94,6 +102,7 @@ func (s *Session) run() {
 			}
 		}
 		snap := s.snapshot(base, v)
+		lv.apply(&snap, v, s.window())
 		s.publish(snap, v)
 		if v.Done {
 			return
@@ -104,8 +113,20 @@ func (s *Session) run() {
 	m, err := Merge(v)
 	s.setFinal(m, err)
 	snap := s.snapshot(base, v)
+	lv.apply(&snap, v, s.window())
 	snap.Done = true
 	s.publish(snap, v)
+}
+
+// window is the rolling window the agents were set to (the default's
+// before any).
+func (s *Session) window() time.Duration {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if s.ctl.window > 0 {
+		return s.ctl.window
+	}
+	return load.DefaultWindow
 }
 
 func (s *Session) setFinal(m *report.MergedResult, err error) {
@@ -389,8 +410,9 @@ func (c control) Update(fn func(*load.Knobs)) load.Knobs {
 	return k
 }
 
-// SetWindow sets every agent's rolling window (the merged figures are
-// over the run); one that is none of load.Windows is no control.
+// SetWindow sets every agent's rolling window, and the merged window's
+// (the last d seconds of the agents' seconds merged); one that is none
+// of load.Windows is no control.
 func (c control) SetWindow(d time.Duration) {
 	s := c.s
 	s.cmu.Lock()

@@ -17,6 +17,30 @@ const (
 
 func newHist() *hdr.Histogram { return hdr.New(histMin, histMax, histDigits) }
 
+// NewHistogram is an empty histogram of the engine's geometry (1 µs to an
+// hour at 3 significant digits, values in microseconds): one whose
+// buckets add up exactly with the engine's.
+func NewHistogram() *hdr.Histogram { return newHist() }
+
+// SameGeometry says h's buckets are the engine's (NewHistogram's), so
+// that adding h's buckets to one of the engine's is exact.
+func SameGeometry(h *hdr.Histogram) bool {
+	return h.LowestTrackableValue() == histMin && h.HighestTrackableValue() == histMax && h.SignificantFigures() == histDigits
+}
+
+// DistOf summarises h alone, its moments from its buckets (within its
+// precision), as Snapshot's figures do: what a sum of histograms from
+// elsewhere (several engines' seconds) yields.
+func DistOf(h *hdr.Histogram) Dist {
+	n := h.TotalCount()
+	if n == 0 {
+		return Dist{}
+	}
+	mean, std := h.Mean(), h.StdDev()
+	fn := float64(n)
+	return summarise(h, moments{n: n, sum: mean * fn, sumSq: fn * (std*std + mean*mean), min: h.Min(), max: h.Max()})
+}
+
 // us converts a duration to whole microseconds, clamped to the histogram's
 // range; overflowed reports whether it had to clamp from above.
 func us(d time.Duration) (v int64, overflowed bool) {

@@ -465,7 +465,9 @@ func (r *Runner) Objectives() []slo.Objective { return r.cfg.Objectives }
 func (r *Runner) MetricsAddr() string { return r.xAddr }
 
 // Seconds are the load's sealed seconds after since (load.Engine's).
-func (r *Runner) Seconds(ctx context.Context, since int64) (load.Sealed, error) { return r.eng.Seconds(ctx, since) }
+func (r *Runner) Seconds(ctx context.Context, since int64) (load.Sealed, error) {
+	return r.eng.Seconds(ctx, since)
+}
 
 // Started is the wall-clock time the load started.
 func (r *Runner) Started() time.Time { return r.started }

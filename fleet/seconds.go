@@ -1,0 +1,456 @@
+package fleet
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/report/htmlreport"
+)
+
+// Second is one of an agent's sealed seconds as the fleet keeps it
+// (agent.Second, checked): its counters, and its histograms decoded into
+// their non-empty buckets, which add up exactly into a histogram of the
+// engine's geometry (load.NewHistogram).
+type Second struct {
+	// Sec is the second of the agent's own load (0 is its first).
+	Sec                                          int64
+	Completed, Failed, Good, OutTokens, InTokens int64
+	ByClass                                      [probe.NumClasses]int64
+	InFlight                                     int64
+	hist                                         [load.NumMetrics]buckets
+}
+
+// buckets are a histogram's non-empty buckets: the lowest value of each
+// and its count.
+type buckets struct{ values, counts []int64 }
+
+// Count is how many values of m the second holds.
+func (s *Second) Count(m load.Metric) int64 {
+	var n int64
+	for _, c := range s.hist[m].counts {
+		n += c
+	}
+	return n
+}
+
+// addTo adds the second's values of m to h (of the engine's geometry).
+func (s *Second) addTo(m load.Metric, h *hdr.Histogram) {
+	b := &s.hist[m]
+	for i, v := range b.values {
+		_ = h.RecordValues(v, b.counts[i]) // in range: checked at decoding
+	}
+}
+
+// maxSecondCount bounds every count of one agent's second (requests,
+// tokens, a histogram's values): far past any endpoint's second, and
+// 10,000 agents' times 300 seconds of it stay far inside an int64.
+const maxSecondCount = 1 << 32
+
+// errSeconds is a /seconds answer refused.
+var errSeconds = errors.New("its /seconds refused")
+
+// secondsBatch is one /seconds answer, checked and decoded.
+type secondsBatch struct {
+	start time.Time // the agent's second 0, on its clock
+	from  int64     // its last reset's second
+	secs  []Second
+}
+
+// decodeSeconds decodes and checks an agent's /seconds answer to since:
+// at most load.MaxSealedSeconds seconds, each after since and after the
+// one before it, counts within maxSecondCount, failure classes and
+// metrics known, every histogram of the engine's geometry (its header
+// checked before it is decoded: htmlreport.DecodeHistogram). Anything
+// else refuses the whole answer.
+func decodeSeconds(raw []byte, since int64) (*secondsBatch, error) {
+	var j agent.Seconds
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return nil, fmt.Errorf("%w: %w", errSeconds, err)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", errSeconds, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case j.Encoding != report.HistogramEncoding:
+		return nil, bad("the histograms are not %q", report.HistogramEncoding)
+	case len(j.Seconds) > load.MaxSealedSeconds:
+		return nil, bad("%d seconds, past %d", len(j.Seconds), load.MaxSealedSeconds)
+	case j.Started.IsZero() || j.From < 0 || j.From > maxSecondCount || j.Current < 0 || j.Current > maxSecondCount:
+		return nil, bad("its start %v, from %d, current %d", j.Started, j.From, j.Current)
+	}
+	metrics := map[string]load.Metric{}
+	for m := range load.NumMetrics {
+		metrics[report.MetricKey(m)] = m
+	}
+	classes := map[string]probe.ErrorClass{}
+	for _, c := range probe.FailureClasses() {
+		classes[c.String()] = c
+	}
+	out := &secondsBatch{start: j.Started, from: j.From, secs: make([]Second, 0, len(j.Seconds))}
+	last := since
+	for _, js := range j.Seconds {
+		if js.Sec <= last || js.Sec >= j.Current {
+			return nil, bad("second %d after %d, the current %d", js.Sec, last, j.Current)
+		}
+		last = js.Sec
+		s := Second{Sec: js.Sec, Completed: js.Completed, Failed: js.Failed, Good: js.Good, OutTokens: js.OutputTokens, InTokens: js.InputTokens,
+			InFlight: int64(js.InFlight)}
+		// Output tokens may be negative in a second: a server's usage
+		// count correcting its messages'.
+		for _, n := range []int64{s.Completed, s.Failed, s.Good, s.InTokens, s.InFlight, abs(s.OutTokens)} {
+			if n < 0 || n > maxSecondCount {
+				return nil, bad("second %d: a count of %d", js.Sec, n)
+			}
+		}
+		var failed int64
+		for name, n := range js.FailedByClass {
+			c, ok := classes[name]
+			if !ok || n < 0 || n > maxSecondCount {
+				return nil, bad("second %d: %d failures of class %.40q", js.Sec, n, name)
+			}
+			s.ByClass[c], failed = n, failed+n
+		}
+		if failed != s.Failed || s.Good > s.Completed {
+			return nil, bad("second %d: %d failures by class of %d, %d good of %d", js.Sec, failed, s.Failed, s.Good, s.Completed)
+		}
+		for key, enc := range js.Hist {
+			m, ok := metrics[key]
+			if !ok {
+				return nil, bad("second %d: no metric %.40q", js.Sec, key)
+			}
+			h, err := htmlreport.DecodeHistogram(enc)
+			if err != nil {
+				return nil, fmt.Errorf("%w: second %d, %s: %w", errSeconds, js.Sec, key, err)
+			}
+			if !load.SameGeometry(h) || h.TotalCount() < 0 || h.TotalCount() > maxSecondCount {
+				return nil, bad("second %d, %s: %d values in %d..%d at %d digits", js.Sec, key, h.TotalCount(), h.LowestTrackableValue(),
+					h.HighestTrackableValue(), h.SignificantFigures())
+			}
+			for _, bar := range h.Distribution() {
+				if bar.Count < 0 {
+					return nil, bad("second %d, %s: a count of %d", js.Sec, key, bar.Count)
+				}
+				if bar.Count > 0 {
+					s.hist[m].values = append(s.hist[m].values, bar.From)
+					s.hist[m].counts = append(s.hist[m].counts, bar.Count)
+				}
+			}
+		}
+		out.secs = append(out.secs, s)
+	}
+	return out, nil
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// keepSeconds is how many of an agent's newest seconds the fleet keeps:
+// the longest window's.
+const keepSeconds = load.MaxSealedSeconds
+
+// withSeconds is m's seconds with b's added: a new slice (a view's are
+// never written), those of another start of its load dropped, those
+// before its last reset too, and those past keepSeconds behind its
+// newest.
+func withSeconds(a *Agent, b *secondsBatch) {
+	old := a.Seconds
+	if !b.start.Equal(a.SecondsStart) {
+		old = nil
+	}
+	kept := make([]Second, 0, min(len(old)+len(b.secs), keepSeconds))
+	all := append(slices.Clip(old), b.secs...)
+	newest := int64(math.MinInt64)
+	if n := len(all); n > 0 {
+		newest = all[n-1].Sec
+	}
+	for _, s := range all {
+		if s.Sec >= b.from && s.Sec > newest-keepSeconds {
+			kept = append(kept, s)
+		}
+	}
+	a.Seconds, a.SecondsStart, a.SecondsFrom = kept, b.start, b.from
+}
+
+// mergeGrace is how far (in seconds) an agent's seconds may lag the
+// newest agent's and still be waited for: a second is merged once every
+// live agent has sent it, or once it is mergeGrace behind the newest, so
+// an agent that is slow or lost stops holding the others back: it simply
+// stops contributing (its seconds that come later still enter the
+// window's sums).
+const mergeGrace = 2
+
+// live is the merge of the agents' seconds, kept by Session's run
+// goroutine alone: the histograms it sums into, and the points already
+// computed (a point is computed again only when what went into it did
+// change).
+type live struct {
+	sum     [load.NumMetrics]*hdr.Histogram
+	scratch *hdr.Histogram // a point's sum
+	points  map[int64]livePoint
+	// last is the figures of the last merge, and key what they were
+	// merged from: a view whose seconds did not change (most: a view
+	// comes every PollEvery and on every poll) is not merged again.
+	last liveFigures
+	key  []liveKey
+}
+
+// liveKey is what one agent brings to a merge: its seconds (a view's are
+// never written: a new slice is a change), where they are placed and
+// whether it is waited for.
+type liveKey struct {
+	first   *Second
+	n       int
+	off     int64
+	running bool
+	w       time.Duration
+	shift   int64
+}
+
+// liveFigures are the snapshot's figures a merge sets.
+type liveFigures struct {
+	series                                                            []load.Point
+	latency                                                           [load.NumMetrics]load.Dist
+	window, covered                                                   time.Duration
+	completed, failed                                                 int64
+	byClass                                                           [probe.NumClasses]int64
+	reqPerSec, errPerSec, outTokPerSec, inTokPerSec, goodPerSec, errs float64
+}
+
+// set writes the figures into out.
+func (f *liveFigures) set(out *load.Snapshot) {
+	out.Series, out.Latency, out.Window, out.Covered = slices.Clone(f.series), f.latency, f.window, f.covered
+	out.Completed, out.Failed, out.ByClass = f.completed, f.failed, f.byClass
+	out.ReqPerSec, out.ErrPerSec, out.OutTokPerSec, out.InTokPerSec, out.GoodPerSec, out.ErrorRate = f.reqPerSec, f.errPerSec, f.outTokPerSec,
+		f.inTokPerSec, f.goodPerSec, f.errs
+}
+
+type livePoint struct {
+	key [4]int64 // what went into it: contributors, completions, TTFTs, E2Es
+	p   load.Point
+}
+
+// placed is one agent's seconds on the common clock: its second k is
+// common second k+off.
+type placed struct {
+	a   *Agent
+	off int64
+}
+
+// place puts v's agents' seconds on one clock: second k of an agent
+// whose load started at Started is common second round((Started -
+// commonStart)/1s) + k, the common start being --start-at where the
+// agents were given one (each agent's own offset from it, on its own
+// clock), else the earliest agent's start on this machine's clock (by
+// its ClockOffset). shift is the common second 0 in the follower's
+// elapsed seconds (View.Started), where the snapshot's series count.
+func place(v View) (ps []placed, shift int64) {
+	var origin time.Time
+	for i := range v.Agents {
+		a := &v.Agents[i]
+		if !a.HasState || a.Status == report.AgentRefused || len(a.Seconds) == 0 {
+			continue
+		}
+		var at time.Time
+		if a.State.StartAt != nil {
+			at = a.State.StartAt.Add(-a.ClockOffset)
+		} else {
+			at = a.SecondsStart.Add(-a.ClockOffset)
+		}
+		if origin.IsZero() || at.Before(origin) {
+			origin = at
+		}
+		ps = append(ps, placed{a: a})
+	}
+	if origin.IsZero() {
+		return nil, 0
+	}
+	secs := func(d time.Duration) int64 { return int64(math.Round(d.Seconds())) }
+	for i := range ps {
+		a := ps[i].a
+		if a.State.StartAt != nil {
+			ps[i].off = secs(a.SecondsStart.Sub(*a.State.StartAt)) + secs(a.State.StartAt.Add(-a.ClockOffset).Sub(origin))
+		} else {
+			ps[i].off = secs(a.SecondsStart.Add(-a.ClockOffset).Sub(origin))
+		}
+	}
+	return ps, secs(origin.Sub(v.Started))
+}
+
+// apply makes out's window figures and series the exact merge of v's
+// agents' seconds: counters summed, histograms added bucket for bucket,
+// seconds aligned on the common start; the window is the last w seconds
+// merged. Without any agent's seconds out is left as it is (the run so
+// far, from the results).
+func (l *live) apply(out *load.Snapshot, v View, w time.Duration) {
+	ps, shift := place(v)
+	if len(ps) == 0 {
+		return
+	}
+	key := make([]liveKey, len(ps))
+	for i, p := range ps {
+		key[i] = liveKey{first: &p.a.Seconds[0], n: len(p.a.Seconds), off: p.off, running: p.a.Status == report.AgentRunning, w: w, shift: shift}
+	}
+	if !slices.Equal(key, l.key) {
+		l.key, l.last = key, l.merge(ps, shift, w)
+	}
+	l.last.set(out)
+}
+
+// merge merges the placed agents' seconds: the series, and the window
+// of the last w seconds merged.
+func (l *live) merge(ps []placed, shift int64, w time.Duration) liveFigures {
+	var out liveFigures
+	// The frontier: the newest second every live agent has sent, those
+	// past the grace left out.
+	newest, first := int64(math.MinInt64), int64(math.MaxInt64)
+	for _, p := range ps {
+		newest = max(newest, p.off+p.a.Seconds[len(p.a.Seconds)-1].Sec)
+		first = min(first, p.off+p.a.SecondsFrom)
+	}
+	frontier := newest
+	for _, p := range ps {
+		if p.a.Status != report.AgentRunning {
+			continue // done or lost: all it will send is in
+		}
+		if last := p.off + p.a.Seconds[len(p.a.Seconds)-1].Sec; last >= newest-mergeGrace {
+			frontier = min(frontier, last)
+		}
+	}
+	lo := frontier - keepSeconds + 1
+	type acc struct {
+		p    load.Point
+		n    int64
+		byCl [probe.NumClasses]int64
+		good int64
+		secs []*Second
+	}
+	accs := make([]acc, frontier-lo+1)
+	for _, p := range ps {
+		for i := range p.a.Seconds {
+			s := &p.a.Seconds[i]
+			c := p.off + s.Sec
+			if c < lo || c > frontier {
+				continue
+			}
+			a := &accs[c-lo]
+			a.n++
+			a.p.Completed += s.Completed
+			a.p.Failed += s.Failed
+			a.p.OutTokens += s.OutTokens
+			a.p.InTokens += s.InTokens
+			a.p.InFlight += int(s.InFlight)
+			a.good += s.Good
+			for k, n := range s.ByClass {
+				a.byCl[k] += n
+			}
+			a.secs = append(a.secs, s)
+		}
+	}
+	if l.points == nil {
+		l.points = map[int64]livePoint{}
+	}
+	for m := range load.NumMetrics {
+		if l.sum[m] == nil {
+			l.sum[m] = load.NewHistogram()
+		}
+		l.sum[m].Reset()
+	}
+	winLo := frontier - int64(w/time.Second) + 1
+	var good, outTok, inTok int64
+	points := map[int64]livePoint{}
+	for i := range accs {
+		a := &accs[i]
+		if a.n == 0 {
+			continue
+		}
+		c := lo + int64(i)
+		pt := l.point(c, a.p, a.n, a.secs)
+		points[c] = pt
+		p := pt.p
+		p.Sec = c + shift
+		out.series = append(out.series, p)
+		if c < winLo {
+			continue
+		}
+		out.completed += a.p.Completed
+		out.failed += a.p.Failed
+		good, outTok, inTok = good+a.good, outTok+a.p.OutTokens, inTok+a.p.InTokens
+		for k, n := range a.byCl {
+			out.byClass[k] += n
+		}
+		for _, s := range a.secs {
+			for m := range load.NumMetrics {
+				s.addTo(m, l.sum[m])
+			}
+		}
+	}
+	l.points = points
+	for m := range load.NumMetrics {
+		out.latency[m] = load.DistOf(l.sum[m])
+	}
+	out.window = w
+	out.covered = time.Duration(max(frontier-max(winLo, first)+1, 0)) * time.Second
+	if secs := out.covered.Seconds(); secs > 0 {
+		out.reqPerSec = float64(out.completed) / secs
+		out.errPerSec = float64(out.failed) / secs
+		out.outTokPerSec = float64(outTok) / secs
+		out.inTokPerSec = float64(inTok) / secs
+		out.goodPerSec = float64(good) / secs
+	}
+	if n := out.completed + out.failed; n > 0 {
+		out.errs = float64(out.failed) / float64(n)
+	}
+	return out
+}
+
+// point is common second c's point: counters p, its TTFT and E2E
+// percentiles from the sum of its n agents' seconds secs, as the engine
+// seals a second's; the one computed before when nothing in it changed.
+func (l *live) point(c int64, p load.Point, n int64, secs []*Second) livePoint {
+	var key [4]int64
+	key[0], key[1] = n, p.Completed
+	for _, s := range secs {
+		key[2] += s.Count(load.TTFT)
+		key[3] += s.Count(load.E2E)
+	}
+	if old, ok := l.points[c]; ok && old.key == key {
+		old.p.Completed, old.p.Failed, old.p.OutTokens, old.p.InTokens, old.p.InFlight = p.Completed, p.Failed, p.OutTokens, p.InTokens, p.InFlight
+		return old
+	}
+	if l.scratch == nil {
+		l.scratch = load.NewHistogram()
+	}
+	q := func(m load.Metric, qs ...float64) []time.Duration {
+		h := l.scratch
+		h.Reset()
+		for _, s := range secs {
+			s.addTo(m, h)
+		}
+		out := make([]time.Duration, len(qs))
+		if h.TotalCount() == 0 {
+			return out
+		}
+		for i, v := range h.ValueAtPercentilesSlice(qs) {
+			out[i] = time.Duration(v) * time.Microsecond
+		}
+		return out
+	}
+	t := q(load.TTFT, 50, 99)
+	e := q(load.E2E, 50, 95, 99)
+	p.TTFTP50, p.TTFTP99, p.E2EP50, p.E2EP95, p.E2EP99 = t[0], t[1], e[0], e[1], e[2]
+	return livePoint{key: key, p: p}
+}
