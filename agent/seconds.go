@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,9 +25,13 @@ type Seconds struct {
 	Started time.Time `json:"started"`
 	// From is the first second of the figures: the last reset's (0:
 	// none); Current the second the load is in, not yet sealed.
-	From    int64    `json:"from"`
-	Current int64    `json:"current"`
+	From    int64 `json:"from"`
+	Current int64 `json:"current"`
+	// Seconds are oldest first; Skipped counts the oldest ones after
+	// since left out to keep the answer within its bound (the newest
+	// are what a window needs).
 	Seconds []Second `json:"seconds"`
+	Skipped int      `json:"skipped,omitempty"`
 }
 
 // Second is one sealed second (load.SealedSecond).
@@ -44,9 +49,24 @@ type Second struct {
 	Hist map[string]string `json:"hist,omitempty"`
 }
 
-// MaxSecondsBytes bounds a /seconds answer, as a follower reads it: the
-// ring's 300 seconds of nine histograms each, with room to spare.
+// MaxSecondsBytes bounds a /seconds answer, as a follower reads it; an
+// agent keeps its answers within half of it (secondsBudget), leaving out
+// the oldest seconds where the ring's would be more.
 const MaxSecondsBytes = 8 << 20
+
+// secondsBudget is what an agent's /seconds answer may hold of its
+// seconds' histograms and counters, as secondSize counts them.
+const secondsBudget = MaxSecondsBytes / 2
+
+// secondSize is a second's size in the JSON, within a few bytes: its
+// histograms (base64: written as they are) and its keys and counters.
+func secondSize(s *Second) int {
+	n := 512 // the keys and counters, the classes' names
+	for k, v := range s.Hist {
+		n += len(k) + len(v) + 6
+	}
+	return n
+}
 
 // secondsLoad is a load that hands out its sealed seconds (a runner).
 type secondsLoad interface {
@@ -71,14 +91,16 @@ func (b *Board) Seconds(ctx context.Context, since int64) (*Seconds, error) {
 	if err != nil {
 		return nil, err
 	}
-	return SecondsOf(sealed), nil
+	return SecondsOf(sealed, secondsBudget), nil
 }
 
-// SecondsOf is sealed on the wire.
-func SecondsOf(sealed load.Sealed) *Seconds {
+// SecondsOf is sealed on the wire, its newest seconds within budget bytes
+// (secondSize), the oldest left out past it (Skipped).
+func SecondsOf(sealed load.Sealed, budget int) *Seconds {
 	out := &Seconds{Encoding: report.HistogramEncoding, Started: sealed.Start, From: sealed.From, Current: sealed.Current,
 		Seconds: make([]Second, 0, len(sealed.Seconds))}
-	for i := range sealed.Seconds {
+	size := 0
+	for i := len(sealed.Seconds) - 1; i >= 0; i-- { // the newest first, while they fit
 		s := &sealed.Seconds[i]
 		j := Second{Sec: s.Sec, Completed: s.Completed, Failed: s.Failed, Good: s.Good, OutputTokens: s.OutTokens, InputTokens: s.InTokens,
 			InFlight: s.InFlight}
@@ -98,8 +120,13 @@ func SecondsOf(sealed load.Sealed) *Seconds {
 				j.Hist[report.MetricKey(m)] = string(enc)
 			}
 		}
+		if size += secondSize(&j); size > budget {
+			out.Skipped = i + 1
+			break
+		}
 		out.Seconds = append(out.Seconds, j)
 	}
+	slices.Reverse(out.Seconds)
 	return out
 }
 

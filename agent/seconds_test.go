@@ -99,4 +99,20 @@ func testSecondsServed(t *testing.T) {
 			t.Fatalf("second %d: no E2E histogram: %v", sec.Sec, sec.Hist)
 		}
 	}
+	// Within a budget the newest are kept, the oldest left out, and the
+	// answer is as large as said.
+	sealed, err := eng.Seconds(context.Background(), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := SecondsOf(sealed, MaxSecondsBytes)
+	n := len(all.Seconds)
+	two := secondSize(&all.Seconds[n-1]) + secondSize(&all.Seconds[n-2])
+	cut := SecondsOf(sealed, two)
+	if len(cut.Seconds) != 2 || cut.Skipped != n-2 || cut.Seconds[1].Sec != all.Seconds[n-1].Sec || cut.Seconds[0].Sec != all.Seconds[n-2].Sec {
+		t.Fatalf("within %d bytes: %d seconds, %d skipped (of %d)", two, len(cut.Seconds), cut.Skipped, n)
+	}
+	if b, _ := json.Marshal(all.Seconds[n-1]); len(b) > secondSize(&all.Seconds[n-1]) {
+		t.Fatalf("a second of %d bytes counted %d", len(b), secondSize(&all.Seconds[n-1]))
+	}
 }

@@ -179,7 +179,7 @@ func TestKnobsReachEveryAgent(t *testing.T) {
 }
 
 // waitSnap waits for a snapshot of s that cond holds for.
-func waitSnap(t *testing.T, s *Session, what string, cond func(load.Snapshot) bool) {
+func waitSnap(t *testing.T, s *Session, what string, cond func(load.Snapshot) bool) load.Snapshot {
 	t.Helper()
 	snaps, stop := s.Sides()[0].Subscribe()
 	defer stop()
@@ -192,7 +192,7 @@ func waitSnap(t *testing.T, s *Session, what string, cond func(load.Snapshot) bo
 				t.Fatalf("the session ended before %s", what)
 			}
 			if cond(sn) {
-				return
+				return sn
 			}
 		case <-bound.C:
 			t.Fatalf("never %s", what)

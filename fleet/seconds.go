@@ -201,11 +201,15 @@ type live struct {
 	sum     [load.NumMetrics]*hdr.Histogram
 	scratch *hdr.Histogram // a point's sum
 	points  map[int64]livePoint
-	// last is the figures of the last merge, and key what they were
-	// merged from: a view whose seconds did not change (most: a view
-	// comes every PollEvery and on every poll) is not merged again.
-	last liveFigures
-	key  []liveKey
+	// last is the figures of the last merge, at the time at, and key
+	// what they were merged from: a view whose seconds did not change
+	// (most: a view comes every PollEvery and on every poll) is not
+	// merged again, and one whose did is merged at most once every
+	// PollEvery (every, so that n agents' polls cost one merge, not n).
+	last  liveFigures
+	key   []liveKey
+	at    time.Time
+	every time.Duration
 }
 
 // liveKey is what one agent brings to a merge: its seconds (a view's are
@@ -294,8 +298,8 @@ func place(v View) (ps []placed, shift int64) {
 // agents' seconds: counters summed, histograms added bucket for bucket,
 // seconds aligned on the common start; the window is the last w seconds
 // merged. Without any agent's seconds out is left as it is (the run so
-// far, from the results).
-func (l *live) apply(out *load.Snapshot, v View, w time.Duration) {
+// far, from the results). now is the follower's clock.
+func (l *live) apply(out *load.Snapshot, v View, w time.Duration, now time.Time) {
 	ps, shift := place(v)
 	if len(ps) == 0 {
 		return
@@ -304,8 +308,8 @@ func (l *live) apply(out *load.Snapshot, v View, w time.Duration) {
 	for i, p := range ps {
 		key[i] = liveKey{first: &p.a.Seconds[0], n: len(p.a.Seconds), off: p.off, running: p.a.Status == report.AgentRunning, w: w, shift: shift}
 	}
-	if !slices.Equal(key, l.key) {
-		l.key, l.last = key, l.merge(ps, shift, w)
+	if !slices.Equal(key, l.key) && (now.Sub(l.at) >= l.every || v.Done || len(key) != len(l.key)) {
+		l.key, l.last, l.at = key, l.merge(ps, shift, w), now
 	}
 	l.last.set(out)
 }

@@ -122,30 +122,6 @@ func (r recorded) union(m load.Metric, from, to int64) (*hdr.Histogram, []int64)
 	return h, all
 }
 
-// waitSnapshot waits for a snapshot of s that cond holds for.
-func waitSnapshot(t *testing.T, s *Session, what string, cond func(load.Snapshot) bool) load.Snapshot {
-	t.Helper()
-	snaps, stop := s.Sides()[0].Subscribe()
-	defer stop()
-	bound := time.NewTimer(20 * time.Second) // a bound on a hang, not a wait
-	defer bound.Stop()
-	var last load.Snapshot
-	for {
-		select {
-		case sn, ok := <-snaps:
-			if !ok {
-				t.Fatalf("the session ended before %s", what)
-			}
-			if cond(sn) {
-				return sn
-			}
-			last = sn
-		case <-bound.C:
-			t.Fatalf("never %s: the last window %v, %d points", what, last.Window, len(last.Series))
-		}
-	}
-}
-
 // TestWindowMergesSeconds: three agents that started 0, 2 and 1 s after
 // the common start send their seconds (TTFT and E2E histograms, random
 // values, the oldest ones gone from their rings); the session's window is the
@@ -230,14 +206,14 @@ func TestWindowMergesSeconds(t *testing.T) {
 			return len(sn.Series) == int(to-first)+1 && sn.Latency[load.TTFT].Count == h.TotalCount()
 		}
 	}
-	sn := waitSnapshot(t, s, "the window to common 17", in(8, 17))
+	sn := waitSnap(t, s, "the window to common 17", in(8, 17))
 	check(sn, 8, 17)
 	// The lagging agent catches up: the window moves to the newest.
 	agents[2].mu.Lock()
 	agents[2].secs.Seconds = append(agents[2].secs.Seconds, rec.seconds(t, rng, 17, 18, 1)...)
 	agents[2].secs.Current = 19
 	agents[2].mu.Unlock()
-	sn = waitSnapshot(t, s, "the window to common 19", in(10, 19))
+	sn = waitSnap(t, s, "the window to common 19", in(10, 19))
 	check(sn, 10, 19)
 	// Agents 0 and 1 go on; agent 2, silent past the grace, is not waited for.
 	for i, a := range agents[:2] {
@@ -246,7 +222,7 @@ func TestWindowMergesSeconds(t *testing.T) {
 		a.secs.Current = 24 - offs[i]
 		a.mu.Unlock()
 	}
-	sn = waitSnapshot(t, s, "the window to common 23", in(14, 23))
+	sn = waitSnap(t, s, "the window to common 23", in(14, 23))
 	check(sn, 14, 23)
 }
 
@@ -327,5 +303,5 @@ func TestSecondsRefused(t *testing.T) {
 	if v.Agents[0].SecondsErr != "" {
 		t.Fatalf("still refused: %s", v.Agents[0].SecondsErr)
 	}
-	waitSnapshot(t, s, "the window from the good seconds", func(sn load.Snapshot) bool { return len(sn.Series) == 3 })
+	waitSnap(t, s, "the window from the good seconds", func(sn load.Snapshot) bool { return len(sn.Series) == 3 })
 }

@@ -77,7 +77,7 @@ func (s *Session) run() {
 	var merged time.Time
 	results := map[string]any{}
 	changed := false
-	var lv live // the window's merge, this goroutine's alone
+	lv := live{every: s.f.cfg.PollEvery} // the window's merge, this goroutine's alone
 	for v := range views {
 		s.observe(v)
 		for _, a := range v.Agents {
@@ -102,7 +102,7 @@ func (s *Session) run() {
 			}
 		}
 		snap := s.snapshot(base, v)
-		lv.apply(&snap, v, s.window())
+		lv.apply(&snap, v, s.window(), s.f.cfg.Now())
 		s.publish(snap, v)
 		if v.Done {
 			return
@@ -113,7 +113,7 @@ func (s *Session) run() {
 	m, err := Merge(v)
 	s.setFinal(m, err)
 	snap := s.snapshot(base, v)
-	lv.apply(&snap, v, s.window())
+	lv.apply(&snap, v, s.window(), s.f.cfg.Now())
 	snap.Done = true
 	s.publish(snap, v)
 }

@@ -18,7 +18,10 @@ import (
 // 40 ms (TTFT 10 ms), stamped on the bubble's clock.
 func TestHistory(t *testing.T) { synctest.Test(t, testHistory) }
 
-func testHistory(t *testing.T) {
+// streams is an engine of four streams of 8 tokens in 40 ms (TTFT 10
+// ms), stamped on the clock (a synctest bubble's), not yet run.
+func streams(t *testing.T) *Engine {
+	t.Helper()
 	do := func(ctx context.Context, _ probe.Request) probe.Result {
 		start := time.Now()
 		tm := time.NewTimer(40 * time.Millisecond)
@@ -34,10 +37,20 @@ func testHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return eng
+}
+
+// running runs eng until the stop it returns (which may be called twice).
+func running(eng *Engine) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { defer close(ran); eng.Run(ctx) }()
-	stop := func() { cancel(); <-ran } // twice is fine
+	return func() { cancel(); <-ran }
+}
+
+func testHistory(t *testing.T) {
+	eng := streams(t)
+	stop := running(eng)
 	defer stop()
 	waitFor(t, eng, 20*time.Second, "2 s and requests", func(s Snapshot) bool { return s.Elapsed > 2200*time.Millisecond && s.TotalCompleted > 10 })
 	eng.Update(func(k *Knobs) { k.Concurrency = 2 }) // a second phase

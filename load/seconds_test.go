@@ -7,8 +7,6 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/infertop/infertop/probe"
 )
 
 // The sealed seconds agree with the whole-run record second by second,
@@ -18,27 +16,12 @@ import (
 func TestSeconds(t *testing.T) { synctest.Test(t, testSeconds) }
 
 func testSeconds(t *testing.T) {
-	do := func(ctx context.Context, _ probe.Request) probe.Result {
-		start := time.Now()
-		tm := time.NewTimer(40 * time.Millisecond)
-		defer tm.Stop()
-		select {
-		case <-tm.C:
-		case <-ctx.Done():
-			return probe.Result{Class: probe.Canceled}
-		}
-		return streamResult(start, 10*time.Millisecond, 40*time.Millisecond, 8, 8)
-	}
-	eng, err := New(Config{Do: do, Knobs: Knobs{Concurrency: 4, PromptTokens: 64, OutputTokens: 8}, Tick: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := streams(t)
 	if s, err := eng.Seconds(context.Background(), -1); err != nil || len(s.Seconds) != 0 {
 		t.Fatalf("before Run: %+v, %v", s, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { defer close(ran); eng.Run(ctx) }()
+	stop := running(eng)
+	defer stop()
 	waitFor(t, eng, 20*time.Second, "3 s", func(s Snapshot) bool { return s.Elapsed > 3200*time.Millisecond })
 	eng.SetPaused(true)
 	waitFor(t, eng, 10*time.Second, "drain", func(s Snapshot) bool { return s.InFlight == 0 })
@@ -88,8 +71,7 @@ func testSeconds(t *testing.T) {
 	if err != nil || len(after.Seconds) != len(all.Seconds)-2 || after.Seconds[0].Sec != 2 {
 		t.Fatalf("since 1: %d seconds (of %d), %v", len(after.Seconds), len(all.Seconds), err)
 	}
-	cancel()
-	<-ran
+	stop()
 	end, err := eng.Seconds(context.Background(), -1)
 	if err != nil || len(end.Seconds) < len(all.Seconds) {
 		t.Fatalf("after Run: %d seconds, %v", len(end.Seconds), err)
