@@ -158,6 +158,7 @@ type Fleet struct {
 	done   chan struct{}
 	obs    chan observation
 	finish chan string
+	floors []int64 // bucketFloors, read by the pollers
 
 	mu     sync.Mutex
 	latest View
@@ -230,7 +231,7 @@ func Start(cfg Config) (*Fleet, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Fleet{cfg: cfg, cancel: cancel, done: make(chan struct{}), obs: make(chan observation, 64), finish: make(chan string, 1),
-		wake: make(chan struct{})}
+		wake: make(chan struct{}), floors: bucketFloors()}
 	f.latest = View{Source: cfg.Source.String(), Started: cfg.Now()}
 	go f.loop(ctx)
 	return f, nil
@@ -867,7 +868,7 @@ func (p *secondsPoll) poll(ctx context.Context, f *Fleet, client *http.Client, b
 	raw, _, err := f.get(ctx, client, url, agent.MaxSecondsBytes, min(f.cfg.Timeout, f.cfg.LostAfter/2))
 	var b *secondsBatch
 	if err == nil {
-		b, err = decodeSeconds(raw, p.last)
+		b, err = decodeSeconds(raw, p.last, f.floors)
 	}
 	switch {
 	case err == nil:

@@ -70,9 +70,10 @@ type secondsBatch struct {
 // at most load.MaxSealedSeconds seconds, each after since and after the
 // one before it, counts within maxSecondCount, failure classes and
 // metrics known, every histogram of the engine's geometry (its header
-// checked before it is decoded: htmlreport.DecodeHistogram). Anything
-// else refuses the whole answer.
-func decodeSeconds(raw []byte, since int64) (*secondsBatch, error) {
+// checked before it is decoded: htmlreport.DecodeHistogram), its counts
+// read through floors (bucketFloors). Anything else refuses the whole
+// answer.
+func decodeSeconds(raw []byte, since int64, floors []int64) (*secondsBatch, error) {
 	var j agent.Seconds
 	if err := json.Unmarshal(raw, &j); err != nil {
 		return nil, fmt.Errorf("%w: %w", errSeconds, err)
@@ -136,14 +137,15 @@ func decodeSeconds(raw []byte, since int64) (*secondsBatch, error) {
 				return nil, bad("second %d, %s: %d values in %d..%d at %d digits", js.Sec, key, h.TotalCount(), h.LowestTrackableValue(),
 					h.HighestTrackableValue(), h.SignificantFigures())
 			}
-			for _, bar := range h.Distribution() {
-				if bar.Count < 0 {
-					return nil, bad("second %d, %s: a count of %d", js.Sec, key, bar.Count)
+			for i, n := range h.Export().Counts {
+				if n == 0 {
+					continue
 				}
-				if bar.Count > 0 {
-					s.hist[m].values = append(s.hist[m].values, bar.From)
-					s.hist[m].counts = append(s.hist[m].counts, bar.Count)
+				if n < 0 || i >= len(floors) {
+					return nil, bad("second %d, %s: a count of %d at %d", js.Sec, key, n, i)
 				}
+				s.hist[m].values = append(s.hist[m].values, floors[i])
+				s.hist[m].counts = append(s.hist[m].counts, n)
 			}
 		}
 		out.secs = append(out.secs, s)
@@ -156,6 +158,23 @@ func abs(n int64) int64 {
 		return -n
 	}
 	return n
+}
+
+// bucketFloors is the lowest value of each count of a histogram of the
+// engine's geometry, by its index in the counts (Export's): a decoded
+// histogram's counts turned into buckets in one pass over them, where
+// Distribution makes a Bar of every count up to the largest. The walk
+// of Distribution over a histogram holding its highest value is every
+// index in order (HdrHistogram's iterator), so it names each index once.
+func bucketFloors() []int64 {
+	h := load.NewHistogram()
+	_ = h.RecordValue(h.HighestTrackableValue())
+	bars := h.Distribution()
+	out := make([]int64, len(bars))
+	for i, b := range bars {
+		out[i] = b.From
+	}
+	return out
 }
 
 // keepSeconds is how many of an agent's newest seconds the fleet keeps:
@@ -364,14 +383,8 @@ func (l *live) merge(ps []placed, shift int64, w time.Duration) liveFigures {
 			a.secs = append(a.secs, s)
 		}
 	}
-	if l.points == nil {
-		l.points = map[int64]livePoint{}
-	}
-	for m := range load.NumMetrics {
-		if l.sum[m] == nil {
-			l.sum[m] = load.NewHistogram()
-		}
-		l.sum[m].Reset()
+	for _, h := range l.sum {
+		reset(h)
 	}
 	winLo := frontier - int64(w/time.Second) + 1
 	var good, outTok, inTok int64
@@ -398,13 +411,21 @@ func (l *live) merge(ps []placed, shift int64, w time.Duration) liveFigures {
 		}
 		for _, s := range a.secs {
 			for m := range load.NumMetrics {
+				if len(s.hist[m].values) == 0 {
+					continue
+				}
+				if l.sum[m] == nil {
+					l.sum[m] = load.NewHistogram()
+				}
 				s.addTo(m, l.sum[m])
 			}
 		}
 	}
 	l.points = points
-	for m := range load.NumMetrics {
-		out.latency[m] = load.DistOf(l.sum[m])
+	for m, h := range l.sum {
+		if h != nil {
+			out.latency[m] = load.DistOf(h)
+		}
 	}
 	out.window = w
 	out.covered = time.Duration(max(frontier-max(winLo, first)+1, 0)) * time.Second
@@ -440,7 +461,7 @@ func (l *live) point(c int64, p load.Point, n int64, secs []*Second) livePoint {
 	}
 	q := func(m load.Metric, qs ...float64) []time.Duration {
 		h := l.scratch
-		h.Reset()
+		reset(h)
 		for _, s := range secs {
 			s.addTo(m, h)
 		}
@@ -457,4 +478,12 @@ func (l *live) point(c int64, p load.Point, n int64, secs []*Second) livePoint {
 	e := q(load.E2E, 50, 95, 99)
 	p.TTFTP50, p.TTFTP99, p.E2EP50, p.E2EP95, p.E2EP99 = t[0], t[1], e[0], e[1], e[2]
 	return livePoint{key: key, p: p}
+}
+
+// reset empties h (nil: none) when it holds anything: a histogram's reset
+// clears every count, 184 KiB, and most of the metrics hold none.
+func reset(h *hdr.Histogram) {
+	if h != nil && h.TotalCount() > 0 {
+		h.Reset()
+	}
 }

@@ -81,9 +81,38 @@ func encode(t *testing.T, h *hdr.Histogram) string {
 // value of every metric, for the union's exact quantiles.
 type recorded map[int64]map[load.Metric][]int64
 
-// seconds makes agent secs' seconds from..to (its own), each with random
-// TTFTs, ITLs and E2Es, kept in rec at common second sec+off.
-func (r recorded) seconds(t *testing.T, rng *rand.Rand, from, to, off int64) []agent.Second {
+// drawn is a histogram of random values, encoded, and its values.
+type drawn struct {
+	enc    string
+	values []int64
+}
+
+// draws are a few random histograms of TTFTs and E2Es each, which the
+// agents' seconds pick from (an encoding is slow under the race
+// detector: a few, not one a second).
+func draws(t *testing.T, rng *rand.Rand) map[load.Metric][]drawn {
+	out := map[load.Metric][]drawn{}
+	for m, scale := range map[load.Metric]float64{load.TTFT: 50_000, load.E2E: 900_000} {
+		for range 6 {
+			h := load.NewHistogram()
+			var d drawn
+			for range 5 + rng.IntN(20) {
+				v := 1 + int64(scale*rng.ExpFloat64())
+				if err := h.RecordValue(v); err != nil {
+					t.Fatal(err)
+				}
+				d.values = append(d.values, v)
+			}
+			d.enc = encode(t, h)
+			out[m] = append(out[m], d)
+		}
+	}
+	return out
+}
+
+// seconds makes an agent's seconds from..to (its own), each with TTFTs
+// and E2Es drawn at random from ds, kept in r at common second sec+off.
+func (r recorded) seconds(rng *rand.Rand, ds map[load.Metric][]drawn, from, to, off int64) []agent.Second {
 	var out []agent.Second
 	for sec := from; sec <= to; sec++ {
 		s := agent.Second{Sec: sec, Completed: 3 + rng.Int64N(5), OutputTokens: 40, InputTokens: 16, InFlight: 4, Hist: map[string]string{}}
@@ -91,16 +120,10 @@ func (r recorded) seconds(t *testing.T, rng *rand.Rand, from, to, off int64) []a
 		if r[sec+off] == nil {
 			r[sec+off] = map[load.Metric][]int64{}
 		}
-		for m, scale := range map[load.Metric]float64{load.TTFT: 50_000, load.E2E: 900_000} {
-			h := load.NewHistogram()
-			for range s.Completed * 3 {
-				v := 1 + int64(scale*rng.ExpFloat64())
-				if err := h.RecordValue(v); err != nil {
-					t.Fatal(err)
-				}
-				r[sec+off][m] = append(r[sec+off][m], v)
-			}
-			s.Hist[report.MetricKey(m)] = encode(t, h)
+		for m, d := range ds {
+			pick := d[rng.IntN(len(d))]
+			r[sec+off][m] = append(r[sec+off][m], pick.values...)
+			s.Hist[report.MetricKey(m)] = pick.enc
 		}
 		out = append(out, s)
 	}
@@ -134,11 +157,12 @@ func (r recorded) union(m load.Metric, from, to int64) (*hdr.Histogram, []int64)
 // one past the grace is not waited for.
 func TestWindowMergesSeconds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
+	ds := draws(t, rng)
 	startAt := time.Now().Add(-50 * time.Second).Truncate(time.Second)
 	rec := recorded{}
 	offs := []int64{0, 2, 1}
 	lasts := []int64{19, 17, 16} // agent 2 lags: its last is common 17
-	const first = 6              // the oldest each keeps: common 6, 8 and 7
+	const first = 9              // the oldest each keeps: common 9, 11 and 10
 	var agents []*secondsFake
 	var addrs []string
 	for i, off := range offs {
@@ -147,7 +171,7 @@ func TestWindowMergesSeconds(t *testing.T) {
 		st.Started = startAt.Add(time.Duration(off)*time.Second + 30*time.Millisecond)
 		a := newSecondsFake(t, st)
 		a.secs = agent.Seconds{Encoding: report.HistogramEncoding, Started: st.Started.Add(time.Millisecond), Current: lasts[i] + 1,
-			Seconds: rec.seconds(t, rng, first, lasts[i], off)}
+			Seconds: rec.seconds(rng, ds, first, lasts[i], off)}
 		agents, addrs = append(agents, a), append(addrs, a.addr())
 	}
 	f := follow(t, strings.Join(addrs, ","), func(c *Config) { c.LostAfter, c.ResultEvery = 5*time.Second, time.Hour }) // the results: once
@@ -210,7 +234,7 @@ func TestWindowMergesSeconds(t *testing.T) {
 	check(sn, 8, 17)
 	// The lagging agent catches up: the window moves to the newest.
 	agents[2].mu.Lock()
-	agents[2].secs.Seconds = append(agents[2].secs.Seconds, rec.seconds(t, rng, 17, 18, 1)...)
+	agents[2].secs.Seconds = append(agents[2].secs.Seconds, rec.seconds(rng, ds, 17, 18, 1)...)
 	agents[2].secs.Current = 19
 	agents[2].mu.Unlock()
 	sn = waitSnap(t, s, "the window to common 19", in(10, 19))
@@ -218,7 +242,7 @@ func TestWindowMergesSeconds(t *testing.T) {
 	// Agents 0 and 1 go on; agent 2, silent past the grace, is not waited for.
 	for i, a := range agents[:2] {
 		a.mu.Lock()
-		a.secs.Seconds = append(a.secs.Seconds, rec.seconds(t, rng, 20-offs[i], 23-offs[i], offs[i])...)
+		a.secs.Seconds = append(a.secs.Seconds, rec.seconds(rng, ds, 20-offs[i], 23-offs[i], offs[i])...)
 		a.secs.Current = 24 - offs[i]
 		a.mu.Unlock()
 	}
@@ -235,7 +259,7 @@ func TestSecondsRefused(t *testing.T) {
 	wide := hdr.New(1, 3_600_000_000, 2) // another geometry
 	_ = wide.RecordValue(5)
 	good, err := json.Marshal(agent.Seconds{Encoding: report.HistogramEncoding, Started: time.Now(), Current: 3,
-		Seconds: recorded{}.seconds(t, rng, 0, 2, 0)})
+		Seconds: recorded{}.seconds(rng, draws(t, rng), 0, 2, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,12 +292,13 @@ func TestSecondsRefused(t *testing.T) {
 		"geometry":        body(func(s *agent.Seconds) { s.Seconds[0].Hist["ttft"] = encode(t, wide) }),
 		"not after since": body(func(s *agent.Seconds) { s.Seconds[0].Sec = -1 }),
 	}
+	floors := bucketFloors()
 	for name, b := range bad {
-		if _, err := decodeSeconds(b, -1); err == nil {
+		if _, err := decodeSeconds(b, -1, floors); err == nil {
 			t.Errorf("%s: taken", name)
 		}
 	}
-	if _, err := decodeSeconds(body(func(*agent.Seconds) {}), -1); err != nil {
+	if _, err := decodeSeconds(body(func(*agent.Seconds) {}), -1, floors); err != nil {
 		t.Fatalf("the good one: %v", err)
 	}
 	// Over HTTP: past the bound, then malformed, then good.
@@ -304,4 +329,34 @@ func TestSecondsRefused(t *testing.T) {
 		t.Fatalf("still refused: %s", v.Agents[0].SecondsErr)
 	}
 	waitSnap(t, s, "the window from the good seconds", func(sn load.Snapshot) bool { return len(sn.Series) == 3 })
+}
+
+// TestBucketFloors: a decoded histogram's buckets read through the
+// floors are its Distribution's non-empty bars, from the lowest value to
+// the highest.
+func TestBucketFloors(t *testing.T) {
+	floors := bucketFloors()
+	rng := rand.New(rand.NewPCG(5, 6))
+	h := load.NewHistogram()
+	for _, v := range []int64{1, 2, 2047, 2048, 2049, 1_000_000, h.HighestTrackableValue()} {
+		_ = h.RecordValue(v)
+	}
+	for range 2000 {
+		_ = h.RecordValue(1 + int64(1e6*rng.ExpFloat64()))
+	}
+	var want []int64
+	for _, b := range h.Distribution() {
+		if b.Count > 0 {
+			want = append(want, b.From, b.Count)
+		}
+	}
+	var got []int64
+	for i, n := range h.Export().Counts {
+		if n > 0 {
+			got = append(got, floors[i], n)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%d buckets through the floors, %d bars", len(got)/2, len(want)/2)
+	}
 }
