@@ -91,12 +91,12 @@ func (b *Board) Seconds(ctx context.Context, since int64) (*Seconds, error) {
 	if err != nil {
 		return nil, err
 	}
-	return SecondsOf(sealed, secondsBudget), nil
+	return secondsOf(sealed, secondsBudget), nil
 }
 
-// SecondsOf is sealed on the wire, its newest seconds within budget bytes
+// secondsOf is sealed on the wire, its newest seconds within budget bytes
 // (secondSize), the oldest left out past it (Skipped).
-func SecondsOf(sealed load.Sealed, budget int) *Seconds {
+func secondsOf(sealed load.Sealed, budget int) *Seconds {
 	out := &Seconds{Encoding: report.HistogramEncoding, Started: sealed.Start, From: sealed.From, Current: sealed.Current,
 		Seconds: make([]Second, 0, len(sealed.Seconds))}
 	size := 0

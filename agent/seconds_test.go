@@ -105,10 +105,10 @@ func testSecondsServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := SecondsOf(sealed, MaxSecondsBytes)
+	all := secondsOf(sealed, MaxSecondsBytes)
 	n := len(all.Seconds)
 	two := secondSize(&all.Seconds[n-1]) + secondSize(&all.Seconds[n-2])
-	cut := SecondsOf(sealed, two)
+	cut := secondsOf(sealed, two)
 	if len(cut.Seconds) != 2 || cut.Skipped != n-2 || cut.Seconds[1].Sec != all.Seconds[n-1].Sec || cut.Seconds[0].Sec != all.Seconds[n-2].Sec {
 		t.Fatalf("within %d bytes: %d seconds, %d skipped (of %d)", two, len(cut.Seconds), cut.Skipped, n)
 	}
