@@ -114,7 +114,7 @@ func (m *Model) agentsPanel(w, h int) string {
 	if len(a.Missing) > 0 {
 		notes = append(notes, part{t.Warn.Render(fmt.Sprintf("no agent for index %v", a.Missing)), 1})
 	}
-	notes = append(notes, part{t.Muted.Render("counters summed live; latencies the exact merge of the agents' results, over the run"), 2})
+	notes = append(notes, part{t.Muted.Render("counters summed live; the window the exact merge of the agents' seconds, the run of their results"), 2})
 	if room := h - len(lines); room > 0 {
 		lines = append(lines, flowParts(notes, t.Muted.Render(" · "), w, room)...)
 	}
