@@ -375,6 +375,28 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		e.publish(s)
 	}
+	// take counts one finished request.
+	take := func(f *flight) {
+		ph := f.phase
+		agg.add(f, time.Since(e.t0))
+		ph.outstanding.Add(-1)
+		if e.unsettled.Add(-1) == 0 && ending == nil {
+			snap() // the last request of an ending run: done now
+		}
+	}
+	// takeWaiting counts the requests whose results wait in the channel,
+	// as many as wait now, before a snapshot: select picks among the
+	// ready cases at random, and a snapshot that takes longer than a
+	// tick (80 ms under the race detector on a busy machine) keeps the
+	// ticker always ready, so results were taken at every other turn
+	// only, behind the snapshots: a run that had sent its last request
+	// waited seconds to count the results already back ("ending:
+	// draining" with nothing in flight).
+	takeWaiting := func() {
+		for range len(e.results) {
+			take(<-e.results)
+		}
+	}
 	snap()
 loop:
 	for {
@@ -382,12 +404,7 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case f := <-e.results:
-			ph := f.phase
-			agg.add(f, time.Since(e.t0))
-			ph.outstanding.Add(-1)
-			if e.unsettled.Add(-1) == 0 && ending == nil {
-				snap() // the last request of an ending run: done now
-			}
+			take(f)
 		case <-limit:
 			limit = nil
 			e.Finish(EndDuration)
@@ -400,8 +417,10 @@ loop:
 			drain = nil
 			cancelReqs()
 		case <-ticker.C:
+			takeWaiting()
 			snap()
 		case <-e.nudge:
+			takeWaiting()
 			snap()
 		case fn := <-e.desk.req:
 			fn(agg)
