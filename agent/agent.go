@@ -163,6 +163,9 @@ type State struct {
 	Failed     int64 `json:"failed"`
 	Incomplete int64 `json:"incomplete"`
 	InFlight   int64 `json:"in_flight"`
+	// Streams sorts the requests in flight: waiting for a first token,
+	// generating, stalled (load.Streams), the ages in milliseconds.
+	Streams StreamsState `json:"streams"`
 	// TTFTP99MS is the run's TTFT p99 so far.
 	TTFTP99MS float64 `json:"ttft_p99_ms"`
 	Done      bool    `json:"done"`

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/infertop/infertop/load"
 )
 
 // TestShare: the shares add up to the whole, the remainder on the first
@@ -118,5 +122,20 @@ func TestListenPlain(t *testing.T) {
 		if (err == nil) != tt.ok && !(tt.addr == "[::1]:0" && err != nil && strings.Contains(err.Error(), "assign")) {
 			t.Errorf("%s plain=%t: %v", tt.addr, tt.plain, err)
 		}
+	}
+}
+
+// TestStreamsState: a load's streams survive an agent's state, and an
+// age an agent should never send (negative, past a day, not a number)
+// is none.
+func TestStreamsState(t *testing.T) {
+	in := load.Streams{Waiting: 2, Generating: 5, Stalled: 1, OldestWaiting: 1500 * time.Millisecond, OldestGenerating: 61 * time.Second,
+		LongestStall: 3 * time.Second}
+	if got := StreamsOf(in).Load(); got != in {
+		t.Errorf("round trip: %+v, want %+v", got, in)
+	}
+	bad := StreamsState{Waiting: -3, OldestWaitingMS: -1, OldestGeneratingMS: 1e12, LongestStallMS: math.NaN()}
+	if got := bad.Load(); got != (load.Streams{}) {
+		t.Errorf("nonsense taken: %+v", got)
 	}
 }

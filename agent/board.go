@@ -289,6 +289,7 @@ func (st *State) fill(s load.Snapshot) {
 	st.Mode, st.Concurrency, st.Rate = s.Knobs.Mode.String(), s.Knobs.Concurrency, s.Knobs.Rate
 	st.PromptTokens, st.OutputTokens = s.Knobs.PromptTokens, s.Knobs.OutputTokens
 	st.Sent, st.Completed, st.Failed, st.Incomplete, st.InFlight = r.Sent(), r.Completed, r.Failed, r.Incomplete, r.Pending
+	st.Streams = StreamsOf(s.Streams)
 	st.TTFTP99MS = float64(r.Latency[load.TTFT].P99) / 1e6
 	st.Done = s.Done
 }
@@ -307,4 +308,35 @@ func LoadTLS(certFile, keyFile string) (*tls.Config, error) {
 		return nil, fmt.Errorf("agent: the certificate: %w", err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// StreamsState is load.Streams in an agent's state.
+type StreamsState struct {
+	Waiting            int     `json:"waiting"`
+	Generating         int     `json:"generating"`
+	Stalled            int     `json:"stalled"`
+	OldestWaitingMS    float64 `json:"oldest_waiting_ms"`
+	OldestGeneratingMS float64 `json:"oldest_generating_ms"`
+	LongestStallMS     float64 `json:"longest_stall_ms"`
+}
+
+// StreamsOf is s as an agent's state says it.
+func StreamsOf(s load.Streams) StreamsState {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return StreamsState{Waiting: s.Waiting, Generating: s.Generating, Stalled: s.Stalled, OldestWaitingMS: ms(s.OldestWaiting),
+		OldestGeneratingMS: ms(s.OldestGenerating), LongestStallMS: ms(s.LongestStall)}
+}
+
+// Load is the state as load.Streams; ages past a day, or negative, are
+// none (an agent's word is untrusted).
+func (s StreamsState) Load() load.Streams {
+	d := func(ms float64) time.Duration {
+		if !(ms > 0 && ms < 24*3600*1000) {
+			return 0
+		}
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	n := func(v int) int { return max(v, 0) }
+	return load.Streams{Waiting: n(s.Waiting), Generating: n(s.Generating), Stalled: n(s.Stalled), OldestWaiting: d(s.OldestWaitingMS),
+		OldestGenerating: d(s.OldestGeneratingMS), LongestStall: d(s.LongestStallMS)}
 }

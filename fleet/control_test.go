@@ -112,6 +112,16 @@ func TestKnobsReachEveryAgent(t *testing.T) {
 		return len(v.Agents) == 4 && v.Agents[3].Status == report.AgentRunning && v.Agents[0].Status == report.AgentRunning
 	})
 	waitSnap(t, s, "the whole knobs known", func(sn load.Snapshot) bool { return sn.Knobs.Concurrency == 8 })
+	// What the agents' requests in flight are doing, together: counts
+	// summed, the oldest of any (one agent's nonsense age is none).
+	for i, a := range agents {
+		a.mu.Lock()
+		a.st.Streams = agent.StreamsState{Waiting: 1, Generating: 2, Stalled: i % 2, OldestGeneratingMS: float64(1000 * (i + 1)), LongestStallMS: -5}
+		a.mu.Unlock()
+	}
+	waitSnap(t, s, "the agents' streams summed", func(sn load.Snapshot) bool {
+		return sn.Streams == load.Streams{Waiting: 4, Generating: 8, Stalled: 2, OldestGenerating: 4 * time.Second}
+	})
 	// The header names what the agents load, as their results say.
 	waitSnap(t, s, "the agents' model and protocol", func(sn load.Snapshot) bool { return sn.Target.Model == "sim" && sn.Target.API == "openai-chat" })
 	asked := time.Now()

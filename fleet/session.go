@@ -147,13 +147,18 @@ func (s *Session) snapshot(base load.Snapshot, v View) load.Snapshot {
 	}
 	if base.Run.Sent() > 0 || len(v.Agents) > 0 {
 		var c, f, inc, pend int64
+		var streams load.Streams
 		for _, a := range v.Agents {
 			if a.Status == report.AgentRefused || !a.HasState {
 				continue
 			}
 			row := AgentRow(a)
 			c, f, inc, pend = c+row.Completed, f+row.Failed, inc+row.Incomplete, pend+row.InFlight
+			if a.Status == report.AgentRunning {
+				streams = addStreams(streams, a.State.Streams.Load())
+			}
 		}
+		out.Streams = streams
 		if !v.Done || base.Run.Sent() == 0 { // the final merge's counts are the agents' final results'
 			out.Run.Completed, out.Run.Failed, out.Run.Incomplete, out.Run.Pending = c, f, inc, pend
 			out.TotalCompleted, out.TotalFailed, out.InFlight, out.Incomplete = c, f, int(pend), inc
@@ -435,4 +440,12 @@ func (c control) Reset() {
 	at := s.ctl.resetAt
 	s.cmu.Unlock()
 	s.f.Send(out, at)
+}
+
+// addStreams is what the agents' requests in flight are doing, together:
+// the counts summed, the oldest and the longest of any.
+func addStreams(a, b load.Streams) load.Streams {
+	return load.Streams{Waiting: a.Waiting + b.Waiting, Generating: a.Generating + b.Generating, Stalled: a.Stalled + b.Stalled,
+		OldestWaiting: max(a.OldestWaiting, b.OldestWaiting), OldestGenerating: max(a.OldestGenerating, b.OldestGenerating),
+		LongestStall: max(a.LongestStall, b.LongestStall)}
 }
