@@ -375,8 +375,23 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		e.publish(s)
 	}
-	// take counts one finished request.
+	// begun starts the aggregator on the engine's generation when a reset
+	// came since its last snapshot.
+	begun := func() {
+		e.mu.Lock()
+		gen := e.gen
+		e.mu.Unlock()
+		if gen != agg.gen {
+			agg.reset(time.Since(e.t0), gen)
+		}
+	}
+	// take counts one finished request; one of a generation the
+	// aggregator has not begun (a reset since its last snapshot) begins
+	// it first, else the reset would forget it.
 	take := func(f *flight) {
+		if f.phase.gen != agg.gen {
+			begun()
+		}
 		ph := f.phase
 		agg.add(f, time.Since(e.t0))
 		ph.outstanding.Add(-1)
