@@ -33,6 +33,7 @@ type Engine struct {
 	phase    *phaseInfo
 	phaseSeq int
 	gen      int
+	resetAt  time.Duration // the run time of the last reset
 	window   time.Duration
 	changed  chan struct{} // closed and replaced on every knob change
 	alive    map[int]bool  // worker ids running
@@ -226,6 +227,7 @@ func (e *Engine) Reset() {
 	e.scheduled.Store(0)
 	e.phaseSeq++
 	e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: e.knobs, start: e.elapsedLocked()}
+	e.resetAt = e.phase.start
 	e.mu.Unlock()
 	e.poke()
 }
@@ -342,12 +344,12 @@ func (e *Engine) Run(ctx context.Context) error {
 		if e.done { // the clock stops where the run ended
 			now = e.endAt
 		}
-		cur, gen, win, knobs := e.phase, e.gen, e.window, e.knobs
+		cur, gen, win, knobs, resetAt := e.phase, e.gen, e.window, e.knobs, e.resetAt
 		done, why := e.done, e.why
 		agg.stopped, agg.stopAt = e.ending, e.endingAt
 		e.mu.Unlock()
-		if gen != agg.gen {
-			agg.reset(now, gen)
+		if gen != agg.gen { // from the reset's own moment, however late the loop saw it
+			agg.reset(resetAt, gen)
 		}
 		agg.setWindow(win)
 		streams := agg.look(now)
@@ -379,10 +381,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	// came since its last snapshot.
 	begun := func() {
 		e.mu.Lock()
-		gen := e.gen
+		gen, at := e.gen, e.resetAt
 		e.mu.Unlock()
 		if gen != agg.gen {
-			agg.reset(time.Since(e.t0), gen)
+			agg.reset(at, gen)
 		}
 	}
 	// take counts one finished request; one of a generation the
