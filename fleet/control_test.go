@@ -120,7 +120,7 @@ func TestKnobsReachEveryAgent(t *testing.T) {
 		a.mu.Unlock()
 	}
 	waitSnap(t, s, "the agents' streams summed", func(sn load.Snapshot) bool {
-		return sn.Streams == load.Streams{Waiting: 4, Generating: 8, Stalled: 2, OldestGenerating: 4 * time.Second}
+		return sn.Streams == load.Streams{Waiting: 4, Generating: 8, Stalled: 2, OldestGenerating: 4 * time.Second} && sn.OldestInFlight == 4*time.Second
 	})
 	// The header names what the agents load, as their results say.
 	waitSnap(t, s, "the agents' model and protocol", func(sn load.Snapshot) bool { return sn.Target.Model == "sim" && sn.Target.API == "openai-chat" })

@@ -158,7 +158,7 @@ func (s *Session) snapshot(base load.Snapshot, v View) load.Snapshot {
 				streams = addStreams(streams, a.State.Streams.Load())
 			}
 		}
-		out.Streams = streams
+		out.Streams, out.OldestInFlight = streams, max(streams.OldestWaiting, streams.OldestGenerating)
 		if !v.Done || base.Run.Sent() == 0 { // the final merge's counts are the agents' final results'
 			out.Run.Completed, out.Run.Failed, out.Run.Incomplete, out.Run.Pending = c, f, inc, pend
 			out.TotalCompleted, out.TotalFailed, out.InFlight, out.Incomplete = c, f, int(pend), inc
