@@ -245,20 +245,19 @@ type liveKey struct {
 
 // liveFigures are the snapshot's figures a merge sets.
 type liveFigures struct {
-	series                                                            []load.Point
-	latency                                                           [load.NumMetrics]load.Dist
-	window, covered                                                   time.Duration
-	completed, failed                                                 int64
-	byClass                                                           [probe.NumClasses]int64
-	reqPerSec, errPerSec, outTokPerSec, inTokPerSec, goodPerSec, errs float64
+	series              []load.Point
+	latency             [load.NumMetrics]load.Dist
+	window, covered     time.Duration
+	completed, failed   int64
+	byClass             [probe.NumClasses]int64
+	outTok, inTok, good int64
 }
 
 // set writes the figures into out.
 func (f *liveFigures) set(out *load.Snapshot) {
 	out.Series, out.Latency, out.Window, out.Covered = slices.Clone(f.series), f.latency, f.window, f.covered
 	out.Completed, out.Failed, out.ByClass = f.completed, f.failed, f.byClass
-	out.ReqPerSec, out.ErrPerSec, out.OutTokPerSec, out.InTokPerSec, out.GoodPerSec, out.ErrorRate = f.reqPerSec, f.errPerSec, f.outTokPerSec,
-		f.inTokPerSec, f.goodPerSec, f.errs
+	out.SetWindowRates(f.outTok, f.inTok, f.good)
 }
 
 type livePoint struct {
@@ -429,16 +428,7 @@ func (l *live) merge(ps []placed, shift int64, w time.Duration) liveFigures {
 	}
 	out.window = w
 	out.covered = time.Duration(max(frontier-max(winLo, first)+1, 0)) * time.Second
-	if secs := out.covered.Seconds(); secs > 0 {
-		out.reqPerSec = float64(out.completed) / secs
-		out.errPerSec = float64(out.failed) / secs
-		out.outTokPerSec = float64(outTok) / secs
-		out.inTokPerSec = float64(inTok) / secs
-		out.goodPerSec = float64(good) / secs
-	}
-	if n := out.completed + out.failed; n > 0 {
-		out.errs = float64(out.failed) / float64(n)
-	}
+	out.outTok, out.inTok, out.good = outTok, inTok, good
 	return out
 }
 

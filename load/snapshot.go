@@ -246,3 +246,21 @@ func (s *Snapshot) Finished() int64 {
 	}
 	return n
 }
+
+// SetWindowRates sets the window's rates and error rate from its counts
+// (Completed, Failed and the tokens and good requests given) over the
+// time it covers: the engine's window and a merge of agents' seconds
+// compute them alike.
+func (s *Snapshot) SetWindowRates(outTok, inTok, good int64) {
+	s.ReqPerSec, s.ErrPerSec, s.OutTokPerSec, s.InTokPerSec, s.GoodPerSec, s.ErrorRate = 0, 0, 0, 0, 0, 0
+	if secs := s.Covered.Seconds(); secs > 0 {
+		s.ReqPerSec = float64(s.Completed) / secs
+		s.ErrPerSec = float64(s.Failed) / secs
+		s.OutTokPerSec = float64(outTok) / secs
+		s.InTokPerSec = float64(inTok) / secs
+		s.GoodPerSec = float64(good) / secs
+	}
+	if n := s.Completed + s.Failed; n > 0 {
+		s.ErrorRate = float64(s.Failed) / float64(n)
+	}
+}

@@ -603,16 +603,7 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 			}
 		}
 	}
-	if secs := s.Covered.Seconds(); secs > 0 {
-		s.ReqPerSec = float64(s.Completed) / secs
-		s.ErrPerSec = float64(s.Failed) / secs
-		s.OutTokPerSec = float64(out) / secs
-		s.InTokPerSec = float64(in) / secs
-		s.GoodPerSec = float64(good) / secs
-	}
-	if n := s.Completed + s.Failed; n > 0 {
-		s.ErrorRate = float64(s.Failed) / float64(n)
-	}
+	s.SetWindowRates(out, in, good)
 	s.TotalCompleted, s.TotalFailed, s.TotalByClass, s.TotalOutTokens = a.totalOK, a.totalFailed, a.totalClass, a.totalOut
 	s.LastError, s.LastErrorAt = a.lastErr, a.lastErrAt
 	s.Errors = a.errors.list()
