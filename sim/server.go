@@ -637,6 +637,11 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 				buf = append(buf, "\"}\n\n"...)
 			}
 		}
+		// Stamped as the write begins: a client may read the bytes, and
+		// stamp its own end, before this goroutine runs again after the
+		// flush (on a busy machine, milliseconds later), and a record
+		// must never end after its client saw the tokens.
+		now := time.Now()
 		if _, err := out.Write(buf); err != nil {
 			g.abandon()
 			return
@@ -644,7 +649,6 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 		if fl != nil {
 			fl.Flush()
 		}
-		now := time.Now()
 		g.s.countSent(now, sent-flushed)
 		flushed = sent
 		if n > 0 {
