@@ -409,7 +409,10 @@ func TestAgentsBadInput(t *testing.T) {
 		{[]string{"--agents-token-file", tokenFile, "--duration", "1s"}, "--agents-token-file needs --agents"},
 		{[]string{"--agents", "no-port", "--agents-token-file", tokenFile}, "--agents \"no-port\""},
 		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", filepath.Join(dir, "none")}, "token file"},
-		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--find-max", "ttft_p99<=1s"}, "--find-max does not go with agents: a search"},
+		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--matrix", "prompt=64,128"}, "--matrix does not go with agents yet"},
+		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--find-max", "ttft_p99<=1s", "--slo", "e2e_p99<=1s"}, "give --find-max or --slo, not both"},
+		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--step-min-time", "1s"}, "--step-min-time belongs to a capacity search"},
+		{[]string{"agent", "--index", "0", "--of", "2", "--find-max", "ttft_p99<=1s"}, "agent: --find-max does not go with agents: a search judges"},
 		{[]string{"agent", "--index", "0", "--of", "2", "--compare", "http://127.0.0.1:1"}, "agent: --compare does not go with agents"},
 		// infertop ssh takes the same flags, and its server's beside them.
 		{[]string{"ssh", "--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--listen", "127.0.0.1:0", "-c", "4"}, "--concurrency is the load's"},

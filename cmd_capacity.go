@@ -7,6 +7,7 @@ import (
 
 	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/capacity/capflag"
+	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/session/sessionflag"
@@ -79,4 +80,32 @@ func dashboardSearch(fs *pflag.FlagSet, c *capflag.Flags, f *loadFlags, cfg *run
 		return capacity.Search{}, usageError{err}
 	}
 	return s, nil
+}
+
+// agentsSearch is the search the capacity flags ask of a follower of
+// agents (nil: none), checked against its other flags as a headless
+// run's are. The agents' knobs are not known yet: the search walks the
+// concurrency unless --over says the rate.
+func agentsSearch(c *capflag.Flags, f *loadFlags, rf *sessionflag.Run) (*capacity.Search, error) {
+	if !c.Searches() {
+		if err := c.Stray(); err != nil {
+			return nil, usageError{err}
+		}
+		return nil, nil
+	}
+	switch {
+	case len(f.slos) > 0:
+		return nil, usagef("give --find-max or --slo, not both: a search breaks its objectives on purpose, past the knee")
+	case rf.FailFast:
+		return nil, usagef("--fail-fast does not go with --find-max: the search ends each step itself")
+	}
+	objs, err := c.Objectives(false)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	search, err := c.Search(objs, load.Knobs{})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return &search, nil
 }

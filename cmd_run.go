@@ -53,11 +53,19 @@ func (a *app) runHeadless(args []string) error {
 		if err := rf.CheckOutputs(""); err != nil {
 			return usageError{err}
 		}
-		s, err := a.followAgents(f, agf, false)
+		search, err := agentsSearch(capf, f, rf)
 		if err != nil {
 			return err
 		}
-		defer s.Stop()
+		fs, err := a.followAgents(f, agf, false)
+		if err != nil {
+			return err
+		}
+		defer fs.Stop()
+		var s session.Session = fs
+		if search != nil { // each step split between the agents, their runs ended after it
+			s = session.NewSearchOver(fs.Searched(), session.Plan{Search: *search})
+		}
 		return a.conclude(session.End(s, rf.Follower(a.stderr, isTerminal(a.stderr), sigs).Follow(s), a.reportTimeout), rf.Outputs())
 	}
 	lp, err := a.headlessPlan(fs, f, rf, cf, capf)

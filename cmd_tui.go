@@ -14,6 +14,7 @@ import (
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/dashboard"
 	"github.com/infertop/infertop/fleet"
+	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/session/sessionflag"
@@ -59,6 +60,16 @@ func (a *app) runTUI(args []string) error {
 		if lp, find, err = dashboardSpec(fs, f, cf, capf); err != nil {
 			return err
 		}
+	} else {
+		search, err := agentsSearch(capf, f, &sessionflag.Run{})
+		if err != nil {
+			return err
+		}
+		if search != nil {
+			find = *search
+		} else if find, err = capf.Search(nil, load.Knobs{}); err != nil {
+			return usageError{err}
+		}
 	}
 	if err := runner.CheckDir(*reportDir); err != nil {
 		return usagef("--report-dir: %v", err)
@@ -72,7 +83,10 @@ func (a *app) runTUI(args []string) error {
 	var s session.Session
 	var err error
 	if agf.On() {
-		s, err = a.followAgents(f, agf, true)
+		var fs *fleet.Session
+		if fs, err = a.followAgents(f, agf, true); err == nil {
+			s = fs
+		}
 	} else {
 		s, err = a.start(context.Background(), lp)
 	}

@@ -31,7 +31,7 @@ func (a *app) start(ctx context.Context, spec session.Spec) (session.Session, er
 // followAgents follows the agents agf names (package fleet), their merge
 // checked against the --slo objectives; quiet keeps their notes off the
 // terminal (the dashboard's panel names refusals).
-func (a *app) followAgents(f *loadFlags, agf *fleet.Flags, quiet bool) (session.Session, error) {
+func (a *app) followAgents(f *loadFlags, agf *fleet.Flags, quiet bool) (*fleet.Session, error) {
 	objs, err := slo.ParseAll(f.slos)
 	if err != nil {
 		return nil, usagef("--slo: %v", err)

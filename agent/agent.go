@@ -177,6 +177,13 @@ type State struct {
 	// it took (0: none).
 	Whole      *Knobs `json:"whole,omitempty"`
 	ControlSeq uint64 `json:"control_seq"`
+	// Phase is the newest phase's id (a follower numbers the phases it
+	// starts past every agent's); Scheduled counts the arrivals of the
+	// run's generation so far and Backlog the open loop's arrivals not
+	// yet sent (a capacity search over the agents reads both).
+	Phase     int   `json:"phase"`
+	Scheduled int64 `json:"scheduled"`
+	Backlog   int   `json:"backlog"`
 }
 
 // Handler serves an agent: /healthz to anyone (it says "ok" and nothing

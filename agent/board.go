@@ -46,6 +46,8 @@ type Board struct {
 	applied uint64
 	window  time.Duration
 	pending bool // the whole changed before the start
+	phase   int  // the last phase a control named (Control.Phase)
+	finish  bool // a control ended the run (before the start: at it)
 }
 
 // Cut makes l this agent's share of the whole load it describes: the
@@ -125,6 +127,9 @@ func (b *Board) Started(l Load, ctl Controller) {
 	if b.window > 0 {
 		ctl.SetWindow(b.window)
 	}
+	if f, ok := ctl.(finisher); ok && b.finish {
+		f.Finish(FinishWhy)
+	}
 }
 
 // Handler is the agent's handler over b: its state, its result, its
@@ -159,15 +164,25 @@ func (b *Board) Control(c Control) (said string, err error) {
 		return "", nil
 	}
 	var parts []string
-	if c.Knobs != nil && whole != b.whole {
-		b.whole = whole
-		k := b.Share.Knobs(whole)
+	newPhase := c.Phase > b.phase
+	if newPhase {
+		b.phase = c.Phase
+	}
+	if c.Knobs != nil && whole != b.whole || newPhase {
+		if c.Knobs != nil {
+			b.whole = whole
+		}
+		k := b.Share.Knobs(b.whole)
 		if b.ctl != nil {
-			k = b.setShare(whole)
+			k = b.setShare(b.whole)
 		} else {
 			b.pending = true
 		}
-		parts = append(parts, fmt.Sprintf("the whole %s; this share %s", knobText(whole), knobText(k)))
+		part := fmt.Sprintf("the whole %s; this share %s", knobText(b.whole), knobText(k))
+		if newPhase {
+			part = fmt.Sprintf("phase %d: %s", c.Phase, part)
+		}
+		parts = append(parts, part)
 	}
 	if w > 0 && w != b.window {
 		b.window = w
@@ -180,6 +195,13 @@ func (b *Board) Control(c Control) (said string, err error) {
 		b.ctl.Reset()
 		parts = append(parts, "statistics reset")
 	}
+	if c.Finish && !b.finish {
+		b.finish = true
+		if f, ok := b.ctl.(finisher); ok {
+			f.Finish(FinishWhy)
+		}
+		parts = append(parts, "the run ended")
+	}
 	b.applied = c.Seq
 	said = strings.Join(parts, "; ")
 	if said != "" && b.ctl == nil {
@@ -190,13 +212,14 @@ func (b *Board) Control(c Control) (said string, err error) {
 
 // setShare sets the load's knobs to this share of whole, in a new phase
 // where the controller starts one (every agent's phases then line up,
-// its own share changed or not); b.cmu is held.
+// its own share changed or not), of the id the last control named where
+// one did; b.cmu is held.
 func (b *Board) setShare(whole load.Knobs) load.Knobs {
 	b.pending = false
 	k := b.Share.Knobs(whole)
 	set := func(l *load.Knobs) { *l = k }
 	if p, ok := b.ctl.(phaser); ok {
-		got, _ := p.NewPhase(set)
+		got, _ := p.NewPhaseFrom(b.phase, set)
 		return got
 	}
 	return b.ctl.Update(set)
@@ -211,7 +234,7 @@ func (b *Board) State() State {
 	final := b.final != nil
 	b.mu.Unlock()
 	b.cmu.Lock()
-	whole, seq, ctl := KnobsOf(b.whole), b.applied, b.ctl
+	whole, seq, ctl, phase := KnobsOf(b.whole), b.applied, b.ctl, b.phase
 	b.cmu.Unlock()
 	st := State{Version: b.Version, Index: b.Share.Index, Of: b.Share.Of, StartAt: b.StartAt, Started: at, Seed: b.seed,
 		Now: time.Now(), Final: final, Whole: &whole, ControlSeq: seq}
@@ -225,6 +248,7 @@ func (b *Board) State() State {
 		}
 		st.fill(snap)
 	}
+	st.Phase = max(st.Phase, phase) // one started since the snapshot
 	return st
 }
 
@@ -292,6 +316,10 @@ func (st *State) fill(s load.Snapshot) {
 	st.Streams = StreamsOf(s.Streams)
 	st.TTFTP99MS = float64(r.Latency[load.TTFT].P99) / 1e6
 	st.Done = s.Done
+	st.Scheduled, st.Backlog = s.Scheduled, s.Backlog
+	if n := len(s.Phases); n > 0 {
+		st.Phase = s.Phases[n-1].ID
+	}
 }
 
 // LoadTLS is an agent's TLS configuration from a certificate and its key

@@ -61,7 +61,22 @@ type Control struct {
 	// ResetSeq is the Seq of the follower's latest reset (0: none): an
 	// agent whose last control is older resets its statistics.
 	ResetSeq uint64 `json:"reset_seq,omitempty"`
+	// Phase, when past the last an agent took, starts a phase of this id
+	// (or the next free one) on every agent, its knobs changed or not: a
+	// capacity search's steps are phases of the whole, each one id in
+	// every agent's result, merged by it (0: none; a change of the knobs
+	// without it starts a phase of the agent's own numbering).
+	Phase int `json:"phase,omitempty"`
+	// Finish ends every agent's run: no new request starts, those in
+	// flight finish (its --drain), and its result is its last word (the
+	// end of a capacity search over the agents, which leaves them no
+	// load to hold).
+	Finish bool `json:"finish,omitempty"`
 }
+
+// MaxPhase bounds a control's phase id: a search's steps are a few
+// dozen phases, a person's keys some hundreds.
+const MaxPhase = 1 << 20
 
 // MaxControlBytes bounds a control's body.
 const MaxControlBytes = 16 << 10
@@ -80,10 +95,18 @@ type Controller interface {
 
 // phaser is a controller that starts a phase on demand (*load.Engine):
 // every agent starts one at every change of the whole, its own share
-// changed or not, so their phases line up in the merge.
+// changed or not, so their phases line up in the merge; one a follower
+// numbers (Control.Phase) takes its id.
 type phaser interface {
 	NewPhase(func(*load.Knobs)) (load.Knobs, int)
+	NewPhaseFrom(int, func(*load.Knobs)) (load.Knobs, int)
 }
+
+// finisher is a controller that ends its run (*load.Engine).
+type finisher interface{ Finish(why string) }
+
+// FinishWhy is why an agent's run ended when its follower finished it.
+const FinishWhy = "the follower ended the run"
 
 // Knobs is this share of the whole knobs: the concurrency split with the
 // remainder spread over the first indexes, the rate split n ways (as
@@ -153,6 +176,9 @@ func DecodeControl(r io.Reader) (Control, error) {
 	}
 	if c.Seq == 0 {
 		return Control{}, errors.New("agent: the control has no seq (they count from 1)")
+	}
+	if c.Phase < 0 || c.Phase > MaxPhase {
+		return Control{}, fmt.Errorf("agent: the control's phase %d is outside 0..%d", c.Phase, MaxPhase)
 	}
 	return c, nil
 }

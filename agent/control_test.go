@@ -23,6 +23,13 @@ type fakeLoad struct {
 	phases  int
 	windows []time.Duration
 	resets  int
+	ended   []string
+}
+
+func (f *fakeLoad) Finish(why string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ended = append(f.ended, why)
 }
 
 func (f *fakeLoad) Latest() load.Snapshot {
@@ -40,11 +47,13 @@ func (f *fakeLoad) Update(fn func(*load.Knobs)) load.Knobs {
 	return f.knobs
 }
 
-func (f *fakeLoad) NewPhase(fn func(*load.Knobs)) (load.Knobs, int) {
+func (f *fakeLoad) NewPhase(fn func(*load.Knobs)) (load.Knobs, int) { return f.NewPhaseFrom(0, fn) }
+
+func (f *fakeLoad) NewPhaseFrom(least int, fn func(*load.Knobs)) (load.Knobs, int) {
 	k := f.Update(fn)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.phases++
+	f.phases = max(f.phases, least-1) + 1
 	return k, f.phases
 }
 
@@ -146,6 +155,7 @@ func TestControl(t *testing.T) {
 		{`{"knobs":null}`, auth, 400, "no seq"},
 		{`{"seq":4,"pad":"` + strings.Repeat("x", MaxControlBytes) + `"}`, auth, 413, "too large"},
 		{`{"seq":4}`, "Bearer nope", 401, "token"},
+		{`{"seq":4,"phase":-1}`, auth, 400, "phase -1 is outside"},
 	} {
 		if code, _, body := post(tt.body, tt.auth); code != tt.code || !strings.Contains(body, tt.want) || strings.Count(strings.TrimSpace(body), "\n") > 0 {
 			t.Errorf("%.60s: %d %q, want %d and %q in a line", tt.body, code, body, tt.code, tt.want)
@@ -153,6 +163,20 @@ func TestControl(t *testing.T) {
 	}
 	if st := b.State(); st.ControlSeq != 3 || fl.Latest().Knobs.Concurrency != 3 {
 		t.Errorf("a refused control moved the agent: %+v", st)
+	}
+	// A phase the follower numbers: started at that id with the knobs
+	// as they are, once; the state says the agent is in it.
+	if code, st, body := post(`{"seq":4,"phase":9}`, auth); code != 200 || fl.phases != 9 || st.Phase != 9 || fl.Latest().Knobs.Rate != 2.5 {
+		t.Errorf("phase 9: %d %s, %d phases", code, body, fl.phases)
+	}
+	if code, _, body := post(`{"seq":5,"phase":9,"window_ms":60000}`, auth); code != 200 || fl.phases != 9 {
+		t.Errorf("phase 9 again: %d %s, %d phases", code, body, fl.phases)
+	}
+	// The end of the run, once.
+	for _, seq := range []int{6, 7} {
+		if code, _, body := post(fmt.Sprintf(`{"seq":%d,"finish":true}`, seq), auth); code != 200 || len(fl.ended) != 1 || fl.ended[0] != FinishWhy {
+			t.Errorf("finish (seq %d): %d %s, ended %q", seq, code, body, fl.ended)
+		}
 	}
 	r := httptest.NewRequest(http.MethodGet, "/control", nil)
 	r.Header.Set("Authorization", auth)
@@ -169,8 +193,8 @@ func TestControl(t *testing.T) {
 			applied = append(applied, l)
 		}
 	}
-	if len(applied) != 3 || !strings.Contains(applied[0], "(at the start)") || !strings.Contains(applied[1], "this share open loop, concurrency 3, rate 2.5") ||
-		!strings.Contains(applied[2], "statistics reset") {
+	if len(applied) != 5 || !strings.Contains(applied[4], "the run ended") || !strings.Contains(applied[0], "(at the start)") || !strings.Contains(applied[1], "this share open loop, concurrency 3, rate 2.5") ||
+		!strings.Contains(applied[2], "statistics reset") || !strings.Contains(applied[3], "phase 9: the whole open loop") {
 		t.Errorf("the log of the changes applied:\n%s", strings.Join(applied, "\n"))
 	}
 	if strings.Contains(strings.Join(logs, "\n"), token) {

@@ -459,3 +459,57 @@ func TestMatrixRun(t *testing.T) {
 		t.Fatalf("fixed: %v %+v", err, fixed)
 	}
 }
+
+// sharedFake is the fake split between agents (capacity.Shared): ready
+// when the test says, no load below least.
+type sharedFake struct {
+	*fake
+	ready chan struct{}
+	least float64
+}
+
+func (s *sharedFake) Ready() <-chan struct{} { return s.ready }
+
+func (s *sharedFake) Least(Over) float64 { return s.least }
+
+// TestSearchOverShares: a search over a load split between agents waits
+// for it to be ready (no phase started before) and starts at its least
+// (one request in flight each: 4 over four agents, not 1); an engine
+// that ends before it is ready ends the search with ErrRunEnded and no
+// step.
+func TestSearchOverShares(t *testing.T) {
+	f, snaps := newFake(t, 37)
+	sh := &sharedFake{fake: f, ready: make(chan struct{}), least: 4}
+	type out struct {
+		res Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := Search{Objectives: mustParse(t, "ttft_p99<=500ms"), Hold: fakeHold(), Resolution: 0.01}.Run(context.Background(), sh, snaps)
+		done <- out{res, err}
+	}()
+	// The search takes no step while the load is not ready: the fake's
+	// clock runs on, and no phase begins.
+	for range 5 {
+		<-snaps
+	}
+	f.mu.Lock()
+	started := len(f.phases)
+	f.mu.Unlock()
+	if started != 0 {
+		t.Fatalf("%d phases started before the load was ready", started)
+	}
+	close(sh.ready)
+	o := <-done
+	if o.err != nil || !o.res.Found || o.res.MaxLoad != 39 || o.res.Steps[0].Load != 4 {
+		t.Fatalf("found %v at %v, first step at %v: %v", o.res.Found, o.res.MaxLoad, o.res.Steps[0].Load, o.err)
+	}
+	// Ended before it was ready: no step.
+	g, gsnaps := newFake(t, 37)
+	close(g.ending)
+	res, err := Search{Objectives: mustParse(t, "ttft_p99<=500ms"), Hold: fakeHold()}.Run(context.Background(), &sharedFake{fake: g, ready: make(chan struct{})}, gsnaps)
+	if !errors.Is(err, ErrRunEnded) || len(res.Steps) != 0 {
+		t.Fatalf("ended before ready: %v, %d steps", err, len(res.Steps))
+	}
+}

@@ -102,6 +102,19 @@ type Engine interface {
 	Ending() <-chan struct{}
 }
 
+// Shared is an engine whose load is split between machines (the agents,
+// each running a share of the whole): it takes a step only once it knows
+// the whole load, and no step below one request in flight (or the open
+// loop's slowest rate) a share. A search over one waits for Ready and
+// starts no lower than Least.
+type Shared interface {
+	Engine
+	// Ready is closed once the engine takes a step.
+	Ready() <-chan struct{}
+	// Least is the lowest load over o the engine takes.
+	Least(o Over) float64
+}
+
 // Hold says how long a step is held before it is judged.
 type Hold struct {
 	// Warmup is the least time a step runs before its measured phase
@@ -409,6 +422,9 @@ func (s Search) Run(ctx context.Context, eng Engine, snaps <-chan load.Snapshot)
 	if len(s.Objectives) == 0 {
 		return Result{}, errors.New("a capacity search needs at least one objective")
 	}
+	if err := s.shared(ctx, eng); err != nil {
+		return Result{Over: s.withDefaults().Over, Objectives: s.Objectives, Knee: -1, Why: "stopped before its first step: " + err.Error()}, err
+	}
 	if err := s.Check(); err != nil {
 		return Result{}, err
 	}
@@ -482,10 +498,34 @@ func (s Search) Run(ctx context.Context, eng Engine, snaps <-chan load.Snapshot)
 	return res, nil
 }
 
+// shared waits for a Shared engine to take a step and raises the range
+// to its Least (a search from 1 over four agents starts at 4): nothing
+// for any other engine.
+func (s *Search) shared(ctx context.Context, eng Engine) error {
+	sh, ok := eng.(Shared)
+	if !ok {
+		return nil
+	}
+	select {
+	case <-sh.Ready():
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-eng.Ending():
+		return ErrRunEnded
+	}
+	over := s.withDefaults().Over
+	least := sh.Least(over)
+	s.Over, s.From, s.Min = over, max(s.From, least), max(s.Min, least)
+	return nil
+}
+
 // Measure holds one step at load l, with no objective to judge (or with
 // s.Objectives checked, though nothing is searched): a cell of a Matrix at
 // the load given.
 func (s Search) Measure(ctx context.Context, eng Engine, snaps <-chan load.Snapshot, l float64) (res Result, err error) {
+	if err := s.shared(ctx, eng); err != nil {
+		return Result{Over: s.withDefaults().Over, Objectives: s.Objectives, Knee: -1, Fixed: true, Why: "stopped: " + err.Error()}, err
+	}
 	s = s.withDefaults()
 	res = Result{Over: s.Over, Objectives: s.Objectives, Resolution: s.Resolution, Knee: -1, Fixed: true}
 	started := time.Now()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
 )
@@ -20,6 +21,13 @@ type shareLoad struct {
 	mu     sync.Mutex
 	knobs  load.Knobs
 	resets int
+	ended  int
+}
+
+func (l *shareLoad) Finish(string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ended++
 }
 
 func (l *shareLoad) Latest() load.Snapshot {
@@ -186,6 +194,57 @@ func TestKnobsReachEveryAgent(t *testing.T) {
 			t.Errorf("%s after a refused control: %s, seq %d", a.Addr, a.Status, a.State.ControlSeq)
 		}
 	}
+}
+
+// TestSearchControls: the merged agents as a capacity search's engine
+// (capacity.Shared): ready once the whole knobs are known, no load below
+// one request in flight (or the slowest rate) an agent, every step a
+// phase the follower numbers past phase 1 and past every agent's, sent
+// to all of them with the knobs changed or not; the search's end ends
+// every agent's run.
+func TestSearchControls(t *testing.T) {
+	var agents []*agentFake
+	var addrs []string
+	for i := range 2 {
+		a := newAgent(t, i, 2, testWhole, time.Now(), result(t, 4, 3, 0))
+		agents, addrs = append(agents, a), append(addrs, a.addr())
+	}
+	f := follow(t, strings.Join(addrs, ","), func(c *Config) { c.PollEvery, c.ResultEvery, c.LostAfter = time.Second, 5*time.Second, 30*time.Second })
+	s := NewSession(f, nil)
+	defer s.Stop()
+	var _ capacity.Shared = s
+	select {
+	case <-s.Ready():
+	case <-time.After(20 * time.Second): // a bound on a hang, not a wait
+		t.Fatal("never ready")
+	}
+	if s.Least(capacity.Concurrency) != 2 || s.Least(capacity.Rate) != 2*load.MinRate {
+		t.Errorf("least %v, %v over two agents", s.Least(capacity.Concurrency), s.Least(capacity.Rate))
+	}
+	phaseOn := func(a *agentFake) int { return a.board.State().Phase }
+	waitAll := func(what string, cond func(a *agentFake) bool) {
+		t.Helper()
+		waitView(t, f, what, func(View) bool {
+			for _, a := range agents {
+				if !cond(a) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	k, id := s.NewPhase(func(k *load.Knobs) { k.Concurrency = 6 })
+	if k.Concurrency != 6 || id < 2 {
+		t.Fatalf("NewPhase: %+v, phase %d", k, id)
+	}
+	waitAll("the step's phase on every agent", func(a *agentFake) bool { return phaseOn(a) == id && a.knobs().Concurrency == 3 })
+	// The measured phase after a warm-up: no knob turns, a phase begins.
+	if _, next := s.NewPhase(func(*load.Knobs) {}); next != id+1 {
+		t.Errorf("the next phase %d, want %d", next, id+1)
+	}
+	waitAll("the next phase on every agent", func(a *agentFake) bool { return phaseOn(a) == id+1 })
+	s.FinishAgents("the search ended")
+	waitAll("every run ended", func(a *agentFake) bool { a.load.mu.Lock(); defer a.load.mu.Unlock(); return a.load.ended == 1 })
 }
 
 // waitSnap waits for a snapshot of s that cond holds for.

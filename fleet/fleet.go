@@ -159,6 +159,9 @@ type Fleet struct {
 	obs    chan observation
 	finish chan string
 	floors []int64 // bucketFloors, read by the pollers
+	// hurry fetches every agent's result at every poll, not every
+	// ResultEvery: a capacity search judges its steps on them.
+	hurry atomic.Bool
 
 	mu     sync.Mutex
 	latest View
@@ -303,6 +306,19 @@ func (f *Fleet) control() (outgoing, <-chan struct{}) {
 	f.cmu.Lock()
 	defer f.cmu.Unlock()
 	return f.out, f.wake
+}
+
+// Hurry fetches the agents' results at every poll (on) or every
+// ResultEvery (off): a capacity search over the agents judges each step
+// on its phase's exact merge, which is no older than a poll then.
+func (f *Fleet) Hurry(on bool) { f.hurry.Store(on) }
+
+// resultEvery is how often the agents' results are fetched now.
+func (f *Fleet) resultEvery() time.Duration {
+	if f.hurry.Load() {
+		return f.cfg.PollEvery
+	}
+	return f.cfg.ResultEvery
 }
 
 // Stop stops following (the agents run on); it waits for every poller.
@@ -516,7 +532,9 @@ func judge(members map[string]*member) {
 	count := map[string]int{}
 	var ref *member
 	judged := func(m *member) bool { // a replaced pod's word is its last, not the load's now
-		return m.HasState && m.Status != report.AgentRefused && m.Status != report.AgentReplaced
+		// One waiting for the common start says no knobs yet (its state
+		// fills them from its load's snapshot): nothing to judge.
+		return m.HasState && m.Status != report.AgentRefused && m.Status != report.AgentReplaced && !m.State.Started.IsZero()
 	}
 	for _, m := range members {
 		if judged(m) {
@@ -809,7 +827,8 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
 			secs.poll(ctx, f, client, base, st, &o)
 			// A control just taken is told at once: the result (a
 			// report the agent builds) waits for the next round.
-			if st.Final || !o.ctlOK && o.at.Sub(lastResult) >= cfg.ResultEvery {
+			// Before its load starts an agent has no result to give.
+			if st.Final || !o.ctlOK && !st.Started.IsZero() && o.at.Sub(lastResult) >= f.resultEvery() {
 				lastResult = o.at
 				// Within half the silence that makes an agent lost: a
 				// poll ends, answered or failed, before the agent could

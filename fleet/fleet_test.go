@@ -99,8 +99,11 @@ func (f *fake) set(fn func(*agent.State)) {
 	fn(&f.st)
 }
 
+// state is a running agent's state: its load started (else it has no
+// result to give, and no knobs to judge).
 func state(index, of int) agent.State {
-	return agent.State{Version: "test", Index: index, Of: of, Mode: "closed", Concurrency: 2, PromptTokens: 16, OutputTokens: 8}
+	return agent.State{Version: "test", Index: index, Of: of, Mode: "closed", Concurrency: 2, PromptTokens: 16, OutputTokens: 8,
+		Started: time.Now().Add(-time.Second)}
 }
 
 // follow starts a fleet of addrs, its durations short.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/report"
-	"github.com/infertop/infertop/report/merge"
+	reportmerge "github.com/infertop/infertop/report/merge"
 )
 
 // ErrNoResults is a view with no agent's result to merge.
@@ -21,14 +21,19 @@ var ErrNoResults = errors.New("no agent's result came")
 // index started again) are merged from those that have them, each gap
 // named (merge.Options.Gaps). The merged result holds the agents' table
 // with each agent's own result (infertop.agents).
-func Merge(v View) (*report.MergedResult, error) {
-	var ins []merge.Input
+func Merge(v View) (*report.MergedResult, error) { return mergeView(v, false) }
+
+// mergeView is Merge; live leaves a running agent's requests in flight in
+// flight (a live snapshot's phases count them pending, as a search over
+// the agents waits for them), the others' counted incomplete.
+func mergeView(v View, live bool) (*report.MergedResult, error) {
+	var ins []reportmerge.Input
 	for _, a := range v.Agents {
 		if a.Result == nil || a.Status == report.AgentRefused {
 			continue
 		}
 		in := *a.Result
-		if !a.Final {
+		if !a.Final && !(live && a.Status == report.AgentRunning) {
 			in = settled(in)
 		}
 		ins = append(ins, in)
@@ -36,7 +41,7 @@ func Merge(v View) (*report.MergedResult, error) {
 	if len(ins) == 0 {
 		return nil, fmt.Errorf("fleet: %w (%s)", ErrNoResults, doneWhy(v.Agents))
 	}
-	m, err := merge.Merge(ins, merge.Options{One: true, Gaps: true})
+	m, err := reportmerge.Merge(ins, reportmerge.Options{One: true, Gaps: true})
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +52,7 @@ func Merge(v View) (*report.MergedResult, error) {
 // settled is a result not final: its requests in flight counted
 // incomplete (they were never seen to finish), in the run and in every
 // phase.
-func settled(in merge.Input) merge.Input {
+func settled(in reportmerge.Input) reportmerge.Input {
 	r := in.Result
 	fix := func(p *report.PhaseJSON) {
 		if n := p.Sent - p.Completed - p.Failed - p.Incomplete; n > 0 {

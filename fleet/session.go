@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
@@ -35,11 +36,12 @@ import (
 // whole load's knobs and sends them to the agents, each taking its
 // share.
 type Session struct {
-	f    *Fleet
-	objs []slo.Objective
-	what string // the agents' name, set once: What is read from any goroutine
-	done chan struct{}
-	once sync.Once
+	f     *Fleet
+	objs  []slo.Objective
+	what  string // the agents' name, set once: What is read from any goroutine
+	done  chan struct{}
+	once  sync.Once
+	known chan struct{} // closed once the whole knobs are known (behind cmu)
 
 	cmu sync.Mutex
 	ctl whole
@@ -58,7 +60,7 @@ var _ session.Session = (*Session)(nil)
 // NewSession follows f's agents; objs are the follower's own objectives
 // (--slo), checked over the merge with the agents' own.
 func NewSession(f *Fleet, objs []slo.Objective) *Session {
-	s := &Session{f: f, objs: objs, done: make(chan struct{}), what: "agents " + sanitize.Text(f.cfg.Source.String())}
+	s := &Session{f: f, objs: objs, done: make(chan struct{}), known: make(chan struct{}), what: "agents " + sanitize.Text(f.cfg.Source.String())}
 	s.latest = load.Snapshot{Target: load.Target{URL: s.what}}
 	go s.run()
 	return s
@@ -87,9 +89,9 @@ func (s *Session) run() {
 		}
 		// At most one merge every ResultEvery (the agents' results come
 		// at their own moments): a merge decodes every histogram.
-		if now := s.f.cfg.Now(); changed && now.Sub(merged) >= s.f.cfg.ResultEvery || v.Done {
+		if now := s.f.cfg.Now(); changed && now.Sub(merged) >= s.f.resultEvery() || v.Done {
 			merged, changed = now, false
-			if m, err := Merge(v); err == nil {
+			if m, err := mergeView(v, !v.Done); err == nil {
 				base = report.SnapshotOf(m.Result, m.MaxConcurrency)
 				// The agents' model and protocol, as their results name
 				// them (untrusted: sanitised).
@@ -137,16 +139,34 @@ func (s *Session) setFinal(m *report.MergedResult, err error) {
 
 // snapshot is base (the last merge) with v's counters: each agent's
 // last state summed, its requests in flight counted incomplete once it
-// is over and was not seen to finish them.
+// is over and was not seen to finish them. Its phases' times are put on
+// the follower's clock (View.Started), as its elapsed time and series
+// are: the agents' phases start on their common start's.
 func (s *Session) snapshot(base load.Snapshot, v View) load.Snapshot {
 	out := base
 	out.Seq = v.Seq
+	if at, ok := commonStart(v); ok && len(base.Phases) > 0 {
+		shift := at.Sub(v.Started)
+		out.Phases = slices.Clone(base.Phases)
+		for i := range out.Phases {
+			out.Phases[i].Start += shift
+			out.Phases[i].End += shift
+		}
+	}
+	if front, ok := phaseFrontier(v); ok && !v.Done {
+		// A phase is shown once every running agent's result has it: one
+		// that some have not reached yet would be judged (a search's step)
+		// on the agents that have, and the phase before it would look
+		// over while one of them still sends in it.
+		out.Phases = slices.DeleteFunc(slices.Clone(out.Phases), func(p load.Phase) bool { return p.ID > front })
+	}
 	out.Target = load.Target{URL: s.what, Model: base.Target.Model, API: base.Target.API}
 	if k, ok := s.wholeKnobs(); ok { // what the keys move: the whole
 		out.Knobs = k
 	}
 	if base.Run.Sent() > 0 || len(v.Agents) > 0 {
-		var c, f, inc, pend int64
+		var c, f, inc, pend, sched int64
+		var backlog int
 		var streams load.Streams
 		for _, a := range v.Agents {
 			if a.Status == report.AgentRefused || !a.HasState {
@@ -156,7 +176,13 @@ func (s *Session) snapshot(base load.Snapshot, v View) load.Snapshot {
 			c, f, inc, pend = c+row.Completed, f+row.Failed, inc+row.Incomplete, pend+row.InFlight
 			if a.Status == report.AgentRunning {
 				streams = addStreams(streams, a.State.Streams.Load())
+				backlog += max(a.State.Backlog, 0)
 			}
+			sched += max(a.State.Scheduled, 0)
+		}
+		out.Backlog = backlog
+		if !v.Done || base.Run.Sent() == 0 {
+			out.Scheduled = sched
 		}
 		out.Streams, out.OldestInFlight = streams, max(streams.OldestWaiting, streams.OldestGenerating)
 		if !v.Done || base.Run.Sent() == 0 { // the final merge's counts are the agents' final results'
@@ -274,9 +300,9 @@ func (s *Session) Save(_ context.Context, _ load.Snapshot, dir string) (string, 
 	return runner.SaveAs(s.report(m), filepath.Join(dir, "infertop-agents-"+time.Now().Format("20060102-150405")))
 }
 
-// View: nothing beside the snapshots (no search: a search's steps are
-// not split between agents).
-func (s *Session) View() session.View { return session.View{} }
+// View: a capacity search may drive the agents (the dashboard's f key),
+// each step split between them.
+func (s *Session) View() session.View { return session.View{Search: s} }
 
 // LastWord is nothing: the agents compare nothing.
 func (s *Session) LastWord(io.Writer) error { return nil }
@@ -332,6 +358,12 @@ type whole struct {
 	window   time.Duration
 	resetSeq uint64
 	resetAt  time.Time
+	// phase is the highest phase id this follower named or any agent
+	// was seen in: the next phase it starts is past it on every agent.
+	phase int
+	// finish: the follower ended the agents' runs; every later control
+	// says so too (an agent that comes late ends at once).
+	finish bool
 }
 
 // observe takes the whole knobs from v's agents until this follower has
@@ -355,10 +387,18 @@ func (s *Session) observe(v View) {
 		return
 	}
 	w.seen = max(w.seen, best.ControlSeq)
+	for i := range v.Agents {
+		if a := &v.Agents[i]; a.HasState && a.Status != report.AgentRefused {
+			w.phase = max(w.phase, min(a.State.Phase, agent.MaxPhase))
+		}
+	}
 	if w.known && best.ControlSeq <= w.seq {
 		return
 	}
 	if k, err := best.Whole.Load(); err == nil {
+		if !w.known {
+			close(s.known)
+		}
 		w.known, w.knobs, w.seq = true, k, max(w.seq, best.ControlSeq)
 	}
 }
@@ -371,8 +411,10 @@ func (s *Session) wholeKnobs() (load.Knobs, bool) {
 }
 
 // next is the next control, past every seq an agent has taken; a reset
-// is its own seq. s.cmu is held.
-func (w *whole) next(reset bool, now time.Time) agent.Control {
+// is its own seq. A control that starts a phase (a change of the knobs,
+// a search's step) names it, past every phase an agent is in, so that
+// it is one id on every agent. s.cmu is held.
+func (w *whole) next(reset, phase bool, now time.Time) agent.Control {
 	w.seq = max(w.seq, w.seen) + 1
 	if reset {
 		w.resetSeq, w.resetAt = w.seq, now
@@ -382,6 +424,14 @@ func (w *whole) next(reset bool, now time.Time) agent.Control {
 		k := agent.KnobsOf(w.knobs)
 		c.Knobs = &k
 	}
+	if phase && w.phase < agent.MaxPhase {
+		// Past phase 1 at the least: every agent's load begins in its
+		// phase 1, and one that takes the control before its start
+		// begins a phase past it.
+		w.phase = max(w.phase, 1) + 1
+		c.Phase = w.phase
+	}
+	c.Finish = w.finish
 	return c
 }
 
@@ -408,11 +458,78 @@ func (c control) Update(fn func(*load.Knobs)) load.Knobs {
 		return k
 	}
 	w.knobs = k
-	out := w.next(false, s.f.cfg.Now())
+	out := w.next(false, true, s.f.cfg.Now())
 	at := w.resetAt
 	s.cmu.Unlock()
 	s.f.Send(out, at)
 	return k
+}
+
+// NewPhase is capacity.Engine's: the whole knobs changed by fn (within
+// what every share takes), and a phase of the whole started on every
+// agent, changed or not, its id the one returned (every agent's result
+// then has that phase under that id; the merged snapshot's phases are
+// theirs, merged). Before any agent has said the knobs it starts none,
+// and says so with the id 0 (a search waits for Known first).
+func (s *Session) NewPhase(fn func(*load.Knobs)) (load.Knobs, int) {
+	s.cmu.Lock()
+	w := &s.ctl
+	if !w.known {
+		s.cmu.Unlock()
+		return side{s}.Latest().Knobs, 0
+	}
+	k := w.knobs
+	fn(&k)
+	w.knobs = agent.ClampWhole(k, w.of)
+	out := w.next(false, true, s.f.cfg.Now())
+	// The phase is judged on the agents' results: fetched at every
+	// poll from now on, not every ResultEvery.
+	s.f.Hurry(true)
+	at := w.resetAt
+	k = w.knobs
+	s.cmu.Unlock()
+	s.f.Send(out, at)
+	return k, out.Phase
+}
+
+// Ending is closed once the agents' run is over (every agent done or
+// lost) or the follower stopped: capacity.Engine's.
+func (s *Session) Ending() <-chan struct{} { return s.done }
+
+// Ready is closed once the whole load's knobs are known (an agent said
+// them): a search over the agents (capacity.Shared) starts its first
+// step then.
+func (s *Session) Ready() <-chan struct{} { return s.known }
+
+// Least is the lowest whole load over o every agent takes a share of: a
+// request in flight each, or the open loop's slowest rate each
+// (capacity.Shared).
+func (s *Session) Least(o capacity.Over) float64 {
+	s.cmu.Lock()
+	n := max(s.ctl.of, 1)
+	s.cmu.Unlock()
+	if o == capacity.Rate {
+		return float64(n) * load.MinRate
+	}
+	return float64(n)
+}
+
+// FinishAgents ends every agent's run (agent.Control's Finish: each
+// drains and its result becomes its last word), and the follower waits
+// for their last words: the end of a capacity search over the agents.
+func (s *Session) FinishAgents(string) {
+	s.cmu.Lock()
+	s.ctl.finish = true
+	out, at := s.ctl.next(false, false, s.f.cfg.Now()), s.ctl.resetAt
+	s.cmu.Unlock()
+	s.f.Send(out, at)
+}
+
+// Searched is the agents as a capacity search drives them: every step
+// split between them, judged on the exact merge of their phases, their
+// runs ended when it is over.
+func (s *Session) Searched() session.Searched {
+	return session.Searched{Session: s, Engine: s, Subscribe: side{s}.Subscribe, End: s.FinishAgents}
 }
 
 // SetWindow sets every agent's rolling window, and the merged window's
@@ -426,7 +543,7 @@ func (c control) SetWindow(d time.Duration) {
 		return
 	}
 	s.ctl.window = d
-	out, at := s.ctl.next(false, s.f.cfg.Now()), s.ctl.resetAt
+	out, at := s.ctl.next(false, false, s.f.cfg.Now()), s.ctl.resetAt
 	s.cmu.Unlock()
 	s.f.Send(out, at)
 }
@@ -436,10 +553,46 @@ func (c control) SetWindow(d time.Duration) {
 func (c control) Reset() {
 	s := c.s
 	s.cmu.Lock()
-	out := s.ctl.next(true, s.f.cfg.Now())
+	out := s.ctl.next(true, false, s.f.cfg.Now())
 	at := s.ctl.resetAt
 	s.cmu.Unlock()
 	s.f.Send(out, at)
+}
+
+// phaseFrontier is the newest phase every running agent's last result
+// has reached (ok false: no running agent has sent a result).
+func phaseFrontier(v View) (front int, ok bool) {
+	for i := range v.Agents {
+		a := &v.Agents[i]
+		if a.Status != report.AgentRunning || a.Result == nil || a.Final {
+			continue
+		}
+		last := 0
+		if ps := a.Result.Result.Phases; len(ps) > 0 {
+			last = ps[len(ps)-1].ID
+		}
+		if !ok || last < front {
+			front, ok = last, true
+		}
+	}
+	return front, ok
+}
+
+// commonStart is the agents' run time 0 on this machine's clock: the
+// earliest agent's load start, by its clock's offset (with --start-at,
+// the common start, each agent within its own offset of it); ok is false
+// before any agent's load has started.
+func commonStart(v View) (at time.Time, ok bool) {
+	for i := range v.Agents {
+		a := &v.Agents[i]
+		if !a.HasState || a.Status == report.AgentRefused || a.State.Started.IsZero() {
+			continue
+		}
+		if t := a.State.Started.Add(-a.ClockOffset); !ok || t.Before(at) {
+			at, ok = t, true
+		}
+	}
+	return at, ok
 }
 
 // addStreams is what the agents' requests in flight are doing, together:

@@ -219,3 +219,34 @@ func TestResetResetsEveryFigure(t *testing.T) {
 		t.Errorf("%d sent ever, %d since the reset: the counter went back", s.SentEver, run.Sent())
 	}
 }
+
+// TestNewPhaseFrom: a phase a follower numbers takes the id asked for
+// past those begun, and the next after the highest when asked for one
+// already taken; the knobs change with it, and requests go on counting
+// in it.
+func TestNewPhaseFrom(t *testing.T) { synctest.Test(t, testNewPhaseFrom) }
+
+func testNewPhaseFrom(t *testing.T) {
+	e, stop := startEngine(t, Config{Do: timedDo(10 * time.Millisecond), Knobs: Knobs{Concurrency: 2, PromptTokens: 4, OutputTokens: 2}})
+	defer stop()
+	waitFor(t, e, 5*time.Second, "requests in phase 1", func(s Snapshot) bool { return s.TotalCompleted > 0 })
+	if k, id := e.NewPhaseFrom(7, func(k *Knobs) { k.Concurrency = 3 }); id != 7 || k.Concurrency != 3 {
+		t.Fatalf("NewPhaseFrom(7): phase %d, knobs %+v", id, k)
+	}
+	waitFor(t, e, 5*time.Second, "requests in phase 7", func(s Snapshot) bool {
+		return len(s.Phases) > 0 && s.Phases[len(s.Phases)-1].ID == 7 && s.Phases[len(s.Phases)-1].Completed > 0
+	})
+	if _, id := e.NewPhaseFrom(3, func(*Knobs) {}); id != 8 {
+		t.Fatalf("NewPhaseFrom(3) after 7: phase %d, want 8", id)
+	}
+	s := waitFor(t, e, 5*time.Second, "requests in phase 8", func(s Snapshot) bool {
+		return len(s.Phases) > 0 && s.Phases[len(s.Phases)-1].ID == 8 && s.Phases[len(s.Phases)-1].Completed > 0
+	})
+	var ids []int
+	for _, p := range s.Phases {
+		ids = append(ids, p.ID)
+	}
+	if fmt.Sprint(ids) != "[1 7 8]" || s.Phases[len(s.Phases)-1].Knobs.Concurrency != 3 {
+		t.Errorf("phases %v, the last's knobs %+v", ids, s.Phases[len(s.Phases)-1].Knobs)
+	}
+}

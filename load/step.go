@@ -14,3 +14,17 @@ func (e *Engine) NewPhase(f func(*Knobs)) (k Knobs, phase int) {
 	}, true)
 	return k, phase
 }
+
+// NewPhaseFrom is NewPhase with the new phase's id at least least: the
+// agents of one load, each its own engine, number the phases a follower
+// starts on all of them alike (the follower names the id), so that one
+// phase of the whole is one id in every agent's result, whatever phases
+// each began on its own before (a late start, a restart).
+func (e *Engine) NewPhaseFrom(least int, f func(*Knobs)) (k Knobs, phase int) {
+	k = e.update(func(k *Knobs) {
+		f(k)
+		e.phaseSeq = max(e.phaseSeq, least-1) // update holds e.mu
+		phase = e.phaseSeq + 1
+	}, true)
+	return k, phase
+}

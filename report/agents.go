@@ -137,6 +137,9 @@ func (r *Report) writeMergedJSON(w io.Writer) error {
 	inf := r.Merged.Result
 	inf.Manifest = r.Manifest
 	inf.SLO, inf.SLOHeld = verdictsJSON(r.Verdicts), Held(r.Verdicts)
+	if r.Capacity != nil { // a search over the agents
+		inf.Capacity = capacityJSON(r.Capacity)
+	}
 	return WriteMerged(w, inf, r.Merged.MaxConcurrency)
 }
 

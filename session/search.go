@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +50,8 @@ func NewPlan(search capacity.Search, m *capacity.Matrix, k *load.Knobs) (*Plan, 
 // Search is a capacity search driving one load: it is the load's session
 // whose drive is the search, and whose report holds the search's outcome.
 type Search struct {
-	*Single
+	Session
+	on   Searched
 	plan Plan
 
 	mu  sync.Mutex
@@ -57,27 +59,52 @@ type Search struct {
 	err error
 }
 
+// Searched is the load a search drives: its session, the engine whose
+// knobs the search turns and the snapshots it judges each step on.
+type Searched struct {
+	Session   Session
+	Engine    capacity.Engine
+	Subscribe func() (<-chan load.Snapshot, func())
+	// End ends the load once the search is over (nil: Session.Finish).
+	End func(why string)
+}
+
 // NewSearch is the search p over s's load (started paused: the first
 // step starts it).
-func NewSearch(s *Single, p Plan) *Search { return &Search{Single: s, plan: p} }
+func NewSearch(s *Single, p Plan) *Search {
+	return NewSearchOver(Searched{Session: s, Engine: s.r.Engine(), Subscribe: s.r.Subscribe}, p)
+}
+
+// NewSearchOver is the search p over on's load.
+func NewSearchOver(on Searched, p Plan) *Search { return &Search{Session: on.Session, on: on, plan: p} }
+
+// Finish ends the searched load for why.
+func (s *Search) Finish(why string) {
+	if s.on.End != nil {
+		s.on.End(why)
+		return
+	}
+	s.Session.Finish(why)
+}
 
 // Drive runs the plan against the engine until it is over or ctx ends,
 // with progress on the drive's goroutine; the outcome is kept for
 // Conclude.
 func (s *Search) Drive(ctx context.Context, progress func(capacity.Progress)) error {
-	snaps, unsubscribe := s.r.Subscribe()
-	defer unsubscribe()
 	search := s.plan.Search
+	snaps, unsubscribe := s.on.Subscribe()
+	defer unsubscribe()
 	search.Progress = progress
+	eng := s.on.Engine
 	var out *capacity.Outcome
 	var err error
 	if s.plan.Matrix != nil {
-		out, err = s.plan.Matrix.Run(ctx, s.r.Engine(), snaps, search, s.plan.At)
+		out, err = s.plan.Matrix.Run(ctx, eng, snaps, search, s.plan.At)
 	} else {
 		var res capacity.Result
-		res, err = search.Run(ctx, s.r.Engine(), snaps)
+		res, err = search.Run(ctx, eng, snaps)
 		out = &capacity.Outcome{Over: res.Over, Objectives: search.Objectives,
-			Cells: []capacity.Cell{{Prompt: s.plan.Knobs.PromptTokens, Output: s.plan.Knobs.OutputTokens, Result: res}}}
+			Cells: []capacity.Cell{{Prompt: cmp.Or(res.Prompt, s.plan.Knobs.PromptTokens), Output: cmp.Or(res.Output, s.plan.Knobs.OutputTokens), Result: res}}}
 		if res.Over == "" { // refused before a step
 			out.Over = search.Over
 		}
@@ -95,9 +122,12 @@ func (s *Search) Drive(ctx context.Context, progress func(capacity.Progress)) er
 // failure: exit 1 when even the lowest load broke (in any cell) or the
 // search was cut short.
 func (s *Search) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]slo.Verdict) Conclusion {
-	c := s.Single.Conclude(ctx, last, breaches)
+	c := s.Session.Conclude(ctx, last, breaches)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(c.Reports) == 0 { // nothing to report on (no agent's result came)
+		return c
+	}
 	c.Reports[0].Capacity = s.out
 	switch {
 	case s.err != nil:

@@ -15,6 +15,7 @@
 package merge
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -201,7 +202,7 @@ func Merge(ins []Input, opt Options) (*Merged, error) {
 			forced = append(forced, in.Name+": "+d)
 		}
 	}
-	groups, missing := matchPhases(ins)
+	groups, ids, missing := matchPhases(ins)
 	if len(missing) > 0 && !opt.Force && !opt.Gaps {
 		return nil, fmt.Errorf("merge: %s: %w (--force merges them anyway)", missing[0], ErrNotMergeable)
 	}
@@ -249,7 +250,7 @@ func Merge(ins []Input, opt Options) (*Merged, error) {
 		return nil, err
 	}
 	for i, g := range groups {
-		p, h, err := mergePhase(g, i+1)
+		p, h, err := mergePhase(g, ids[i])
 		if err != nil {
 			return nil, err
 		}
@@ -348,19 +349,28 @@ type part struct {
 
 // phaseKey matches phases across runs: the warm-up or not, the knobs, and
 // which phase of those knobs it is in its run (a walk back to a setting
-// is a phase of its own).
+// is a phase of its own); or, between agents' shares of one load, the
+// phase's id, which their follower numbers alike on every agent
+// (agent.Control's Phase: a capacity search's steps, each at other
+// knobs than its agent's share of them says).
 type phaseKey struct {
 	warmup bool
 	knobs  report.KnobsJSON
 	nth    int
+	id     int
 }
 
 // matchPhases groups the runs' phases by their key, in the order the
-// first run has them (then any only later runs have); missing names every
-// phase some run lacks.
-func matchPhases(ins []Input) (groups [][]part, missing []string) {
+// first run has them (then any only later runs have), with the merged
+// phases' ids (agents' shares: their own, in order; else counted from
+// 1); missing names every phase some run lacks.
+func matchPhases(ins []Input) (groups [][]part, ids []int, missing []string) {
 	index := map[phaseKey]int{}
 	var keys []phaseKey
+	shares := true // every result an agent's share: phases match by id
+	for i := range ins {
+		shares = shares && agents(&ins[i].Result) != ""
+	}
 	for r, in := range ins {
 		hists := map[int]map[string]string{}
 		for _, h := range in.Result.Histograms.Phases {
@@ -375,6 +385,9 @@ func matchPhases(ins []Input) (groups [][]part, missing []string) {
 			k := phaseKey{warmup: p.Warmup, knobs: kn}
 			k.nth = seen[k]
 			seen[phaseKey{warmup: p.Warmup, knobs: kn}]++
+			if shares {
+				k = phaseKey{id: p.ID} // one id, one phase: its knobs are the first's
+			}
 			i, ok := index[k]
 			if !ok {
 				i = len(groups)
@@ -386,6 +399,9 @@ func matchPhases(ins []Input) (groups [][]part, missing []string) {
 		}
 	}
 	for i, g := range groups {
+		if shares { // the first's knobs and warm-up name it
+			keys[i].warmup, keys[i].knobs = g[0].phase.Warmup, shareKnobs(g[0].phase.Knobs)
+		}
 		if len(g) == len(ins) {
 			continue
 		}
@@ -404,7 +420,25 @@ func matchPhases(ins []Input) (groups [][]part, missing []string) {
 			}
 		}
 	}
-	return groups, missing
+	for i, k := range keys {
+		ids = append(ids, i+1)
+		if shares {
+			ids[i] = k.id
+		}
+	}
+	if shares {
+		order := make([]int, len(groups))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
+		g2, id2 := make([][]part, len(order)), make([]int, len(order))
+		for i, o := range order {
+			g2[i], id2[i] = groups[o], ids[o]
+		}
+		groups, ids = g2, id2
+	}
+	return groups, ids, missing
 }
 
 // mergePhase merges one phase (id 0: the run) of several runs.

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/sim/simtest"
+)
+
+// TestAgentsFindMax: run --agents --find-max drives two agents (each a
+// process of its own) through a capacity search against one small sim
+// (8 slots): every step's load is split between them (each agent's phase
+// of the step's id at half its concurrency), every step is judged on the
+// exact merge of their phases (a step's counts are the sum of the two
+// agents' phases of its id), the knee lies between the sim's slots and
+// twice them as one machine's search finds it (TestRunFindMax), and the
+// search's end ends both agents' runs (their last words say the follower
+// ended them), every request counted.
+func TestAgentsFindMax(t *testing.T) {
+	if os.Getenv("INFERTOP_AGENTS") == "" {
+		t.Skip("a stage of its own: make test-agents")
+	}
+	p, _ := sim.Preset("small")
+	srv := simtest.Start(t, p)
+	dir := t.TempDir()
+	tokenFile, _ := tokenIn(t, dir)
+	// The agents start at the lowest load and run until the follower ends
+	// them (their --duration is only a bound).
+	agents := startAgents(t, dir, tokenFile, 2, "--url", srv.URL, "-c", "2", "--duration", "3m", "--prompt-tokens", "64",
+		"--output-tokens", "8", "--drain", "5s")
+	all := filepath.Join(dir, "all.json")
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--agents", addrsOf(agents), "--agents-token-file", tokenFile, "--agents-plain-loopback",
+		"--agents-poll", "100ms", "--agents-lost-after", "10s", "--json", all,
+		"--find-max", "ttft_p99<=150ms", "--find-max", "error_rate<1%", "--from", "1", "--to", "32", "--resolution", "50%",
+		"--step-warmup", "200ms", "--step-min-requests", "10", "--step-min-time", "700ms", "--step-max-time", "5s"}, &out, &errb)
+	t.Logf("%s\n%s", errb.String(), out.String())
+	if code != 0 {
+		for i, a := range agents {
+			t.Logf("agent %d:\n%s", i, a.stderr.String())
+		}
+		t.Fatalf("run --agents --find-max: exit %d", code)
+	}
+	for i, a := range agents {
+		if err := <-a.exited; err != nil { // each ends once its final result is fetched
+			t.Errorf("agent %d: %v\n%s", i, err, a.stderr.String())
+		}
+		a.exited <- nil
+	}
+	f := readMerged(t, all)
+	c := f.Infertop.Capacity
+	if c == nil || c.SearchRunJSON == nil || len(c.Steps) == 0 {
+		t.Fatalf("infertop.capacity: %+v", c)
+	}
+	res := c.SearchJSON
+	if !res.Found || *res.MaxLoad < 8 || *res.MaxLoad >= 16 || len(res.Steps) < 3 {
+		t.Errorf("found %v at %v (want 8 to 15, the small sim's 8 slots): %s", res.Found, res.MaxLoad, res.Why)
+	}
+	if res.Steps[0].Load != 2 {
+		t.Errorf("the first step at %v: a search over two agents starts at two in flight, one each", res.Steps[0].Load)
+	}
+	// Each agent's own result: its phase of a step's id at its share.
+	type phaseCounts struct{ conc, sent, done int64 }
+	own := make([]map[int]phaseCounts, len(agents))
+	for i, a := range agents {
+		r := readMerged(t, a.json).Infertop
+		if r.Manifest.Settings["of"] != "2" || !strings.Contains(a.stderr.String(), agent.FinishWhy) {
+			t.Errorf("agent %d did not end at the follower's word:\n%s", i, a.stderr.String())
+		}
+		own[i] = map[int]phaseCounts{}
+		for _, ph := range r.Phases {
+			own[i][ph.ID] = phaseCounts{int64(ph.Knobs.Concurrency), ph.Sent, ph.Completed + ph.Failed + ph.Incomplete}
+		}
+	}
+	for _, st := range res.Steps {
+		a, b := own[0][st.Phase], own[1][st.Phase]
+		if a.conc+b.conc != int64(st.Load) || a.conc < int64(st.Load)/2 || b.conc < int64(st.Load)/2 {
+			t.Errorf("step %d at %v: the agents' phase %d at %d and %d in flight", st.N, st.Load, st.Phase, a.conc, b.conc)
+		}
+		if st.Pending == 0 && a.done+b.done != st.Completed+st.Failed+st.Incomplete && a.sent+b.sent == a.done+b.done {
+			t.Errorf("step %d (phase %d): judged on %d finished, the agents' phases finished %d + %d", st.N, st.Phase,
+				st.Completed+st.Failed+st.Incomplete, a.done, b.done)
+		}
+	}
+	run := f.Infertop.Run
+	if run.Sent != run.Completed+run.Failed+run.Incomplete || run.Completed == 0 {
+		t.Errorf("merged: sent %d = %d + %d + %d", run.Sent, run.Completed, run.Failed, run.Incomplete)
+	}
+	for _, s := range []string{"Capacity · ", "◀ knee", "Agents (2 of a load split 2 ways"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("the summary has no %q", s)
+		}
+	}
+}
