@@ -328,6 +328,60 @@ func TestRestartedIndex(t *testing.T) {
 	}
 }
 
+// TestRestartedInPlace: an agent's load started again at the same
+// address (its container restarted in its pod) is another run there:
+// the earlier run's last result is kept as a replaced agent's (its
+// requests in flight counted incomplete) beside the new run's, both
+// rows in the table, nothing counted twice or lost.
+func TestRestartedInPlace(t *testing.T) {
+	t0 := time.Now().Add(-time.Minute)
+	a0 := newAgent(t, 0, 2, testWhole, t0, result(t, 10, 5, 0))
+	a1 := newAgent(t, 1, 2, testWhole, t0, result(t, 6, 7, 2))
+	f := follow(t, a0.addr()+","+a1.addr(), nil)
+	waitView(t, f, "both results", func(v View) bool { return byAddr(v, a0.addr()).Result != nil && byAddr(v, a1.addr()).Result != nil })
+	a1.mu.Lock()
+	a1.st.Started, a1.res = time.Now(), result(t, 3, 9, 0)
+	a1.mu.Unlock()
+	v := waitView(t, f, "the earlier run kept beside the new one", func(v View) bool {
+		n := 0
+		for _, a := range v.Agents {
+			if a.Addr == a1.addr() {
+				n++
+			}
+		}
+		return n == 2 && len(v.Agents) == 3
+	})
+	a0.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	a1.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	v = waitView(t, f, "the fleet over", func(v View) bool {
+		for _, a := range v.Agents {
+			if a.Addr == a1.addr() && a.Status == report.AgentDone && a.Result != nil && a.Result.Result.Run.Sent != 3 {
+				return false // the new run's final result not in yet
+			}
+		}
+		return v.Done
+	})
+	m, err := Merge(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := m.Result.Run; r.Sent != 10+8+3 || r.Completed != 19 || r.Incomplete != 2 {
+		t.Errorf("merged: sent %d = %d + %d + %d", r.Sent, r.Completed, r.Failed, r.Incomplete)
+	}
+	states := map[string]int{}
+	for _, row := range m.Result.Agents.Agents {
+		if row.Address == a1.addr() {
+			states[row.State]++
+			if row.State == report.AgentReplaced && !strings.Contains(row.Why, "started again at this address") {
+				t.Errorf("the earlier run's row: %+v", row)
+			}
+		}
+	}
+	if states[report.AgentReplaced] != 1 || states[report.AgentDone] != 1 {
+		t.Errorf("the rows at %s: %v", a1.addr(), states)
+	}
+}
+
 // TestOneAgentTwoAddresses: one agent found under two addresses (a
 // dual-stack pod) is followed once: the second is refused by name, and
 // its requests are in the merge once.

@@ -424,6 +424,16 @@ func (f *Fleet) loop(ctx context.Context) {
 			if m == nil || m.Status == report.AgentRefused || m.Status == report.AgentReplaced {
 				break
 			}
+			if st := o.state; st != nil && o.err == nil && startedAgain(m.Agent, *st) {
+				// The load at this address started again (its container
+				// restarted in the same pod): the earlier run's last word
+				// stays beside the new one's, as a replaced pod's does.
+				old := retire(m.Agent, st.Index)
+				members[o.addr+" "+m.State.Started.Format(time.RFC3339Nano)] = &member{Agent: old, send: &atomic.Bool{}}
+				cfg.Logf("fleet: the agent at %s started its load again: %s", m.Addr, old.Why)
+				m.Agent = Agent{Addr: m.Addr, ServerName: m.ServerName, Status: report.AgentWaiting, Added: m.Added}
+				lastChange = cfg.Now()
+			}
 			if f.fold(m, o) {
 				lastChange = cfg.Now()
 			}
@@ -624,6 +634,27 @@ func (f *Fleet) replace(members map[string]*member, now time.Time) bool {
 		}
 	}
 	return changed
+}
+
+// startedAgain says st is of a load started again where a, its
+// address's agent, had one running or over: another start.
+func startedAgain(a Agent, st agent.State) bool {
+	return a.HasState && a.Status != report.AgentRefused && !a.State.Started.IsZero() && !st.Started.IsZero() &&
+		!st.Started.Equal(a.State.Started)
+}
+
+// retire is a, whose load at its address started again, kept as that
+// earlier run's last word: done if it was over (its final result), else
+// replaced, its last result in the merge with its requests in flight
+// counted incomplete. It is polled no more.
+func retire(a Agent, index int) Agent {
+	if a.Status == report.AgentDone && a.Final {
+		a.Why = fmt.Sprintf("its load started again at this address (index %d): this earlier run's final result is kept", index)
+		return a
+	}
+	a.Status = report.AgentReplaced
+	a.Why = fmt.Sprintf("its load started again at this address (index %d, a restarted container): this earlier run's last result is kept (its requests in flight counted incomplete), the new one's added", index)
+	return a
 }
 
 // earlier orders the pods of one index by the start of their loads (one

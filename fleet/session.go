@@ -83,8 +83,9 @@ func (s *Session) run() {
 	for v := range views {
 		s.observe(v)
 		for _, a := range v.Agents {
-			if a.Result != nil && results[a.Addr] != any(a.Result) {
-				results[a.Addr], changed = a.Result, true
+			// An address's load started again is another run there.
+			if key := a.Addr + " " + a.State.Started.String(); a.Result != nil && results[key] != any(a.Result) {
+				results[key], changed = a.Result, true
 			}
 		}
 		// At most one merge every ResultEvery (the agents' results come
