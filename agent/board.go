@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -85,6 +86,9 @@ func (b *Board) Cut(l *load.Config, requestsGiven bool) error {
 	if requestsGiven && l.MaxRequests == 0 {
 		return fmt.Errorf("agent: --requests split %d ways leaves agent %d none", share.Of, share.Index)
 	}
+	// The prefixes (--prefix-tokens) are the whole load's, its prompts
+	// this share's own.
+	l.PrefixSeed = cmp.Or(l.PrefixSeed, l.Seed)
 	l.Seed = share.Seed(l.Seed)
 	b.seed = l.Seed
 	return nil

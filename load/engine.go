@@ -131,7 +131,7 @@ func New(cfg Config) (*Engine, error) {
 	// Validate has held the knobs to their limits; clamp only turns an
 	// open loop's concurrency of 0 into the 1 a closed loop starts at.
 	e := &Engine{
-		cfg: cfg, prompts: NewPromptGen(cfg.Seed, cfg.PrefixTokens).withGroups(cfg.PrefixGroups), knobs: cfg.Knobs.clamp(), window: cfg.Window,
+		cfg: cfg, prompts: NewPromptGen(cfg.Seed, cfg.PrefixTokens).withPrefixSeed(cfg.PrefixSeed).withGroups(cfg.PrefixGroups), knobs: cfg.Knobs.clamp(), window: cfg.Window,
 		changed: make(chan struct{}), alive: map[int]bool{}, results: make(chan *flight, 4096),
 		nudge: make(chan struct{}, 1), subs: map[chan Snapshot]struct{}{}, endingCh: make(chan struct{}),
 	}

@@ -1,6 +1,9 @@
 package load
 
-import "strings"
+import (
+	"cmp"
+	"strings"
+)
 
 // MaxPrefixGroups bounds Config.PrefixGroups: each group's prefix is text
 // kept for the run (up to MaxPromptTokens words).
@@ -9,7 +12,7 @@ const MaxPrefixGroups = 1024
 // withGroups gives g n distinct prefixes (n past 1, and a prefix set):
 // request k starts with prefix k mod n, so n system prompts are shared
 // across the load, each by every n-th request. The texts are a trace
-// block's (blockText), from the seed and the group's number.
+// block's (blockText), from the prefixes' seed and the group's number.
 func (g *PromptGen) withGroups(n int) *PromptGen {
 	if n <= 1 || g.pwords == 0 {
 		return g
@@ -18,7 +21,7 @@ func (g *PromptGen) withGroups(n int) *PromptGen {
 	for i := range g.groups {
 		var b strings.Builder
 		b.Grow(g.pwords * 6)
-		blockText(&b, g.seed, -1-int64(i), g.pwords)
+		blockText(&b, cmp.Or(g.pseed, g.seed), -1-int64(i), g.pwords)
 		g.groups[i] = b.String()
 	}
 	return g

@@ -222,6 +222,35 @@ func TestPrefixGroups(t *testing.T) {
 	}
 }
 
+// TestPrefixSeed: prompt generators of two seeds (two agents' shares)
+// given one prefix seed (the whole load's) share their prefix, and their
+// groups' prefixes, while the rest of their prompts differ; without it
+// their prefixes differ too.
+func TestPrefixSeed(t *testing.T) {
+	head := func(g *PromptGen) (string, string) {
+		f := strings.Fields(g.Next(60))
+		return strings.Join(f[:40], " "), strings.Join(f[40:], " ")
+	}
+	a, b := NewPromptGen(11, 40).withPrefixSeed(7), NewPromptGen(12, 40).withPrefixSeed(7)
+	ha, ra := head(a)
+	hb, rb := head(b)
+	if ha != hb || ra == rb {
+		t.Errorf("one prefix seed: prefixes equal %v, the rest equal %v", ha == hb, ra == rb)
+	}
+	if ha != NewPromptGen(7, 40).prefix {
+		t.Error("the prefix is not the prefix seed's own")
+	}
+	if x, _ := head(NewPromptGen(12, 40)); x == ha {
+		t.Error("without a prefix seed, another seed's prefix is the same")
+	}
+	ga, gb := NewPromptGen(11, 40).withPrefixSeed(7).withGroups(3), NewPromptGen(12, 40).withPrefixSeed(7).withGroups(3)
+	for n := range uint64(3) {
+		if ga.prefixOf(n) != gb.prefixOf(n) {
+			t.Errorf("group %d's prefix differs between the two seeds", n)
+		}
+	}
+}
+
 // FuzzParseTrace: any bytes are a trace or a one-line error, never a
 // panic, and a trace read is sorted from 0 with lengths of at least 1.
 func FuzzParseTrace(f *testing.F) {
