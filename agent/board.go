@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -88,7 +87,10 @@ func (b *Board) Cut(l *load.Config, requestsGiven bool) error {
 	}
 	// The prefixes (--prefix-tokens) are the whole load's, its prompts
 	// this share's own.
-	l.PrefixSeed = cmp.Or(l.PrefixSeed, l.Seed)
+	if l.PrefixSeed == nil {
+		whole := l.Seed
+		l.PrefixSeed = &whole
+	}
 	l.Seed = share.Seed(l.Seed)
 	b.seed = l.Seed
 	return nil
@@ -168,6 +170,12 @@ func (b *Board) Control(c Control) (said string, err error) {
 		return "", nil
 	}
 	var parts []string
+	// A reset first: the engine's reset begins a phase of its own, and
+	// the phase the control names must come after it, under its id.
+	if c.ResetSeq > b.applied && b.ctl != nil {
+		b.ctl.Reset()
+		parts = append(parts, "statistics reset")
+	}
 	newPhase := c.Phase > b.phase
 	if newPhase {
 		b.phase = c.Phase
@@ -194,10 +202,6 @@ func (b *Board) Control(c Control) (said string, err error) {
 			b.ctl.SetWindow(w)
 		}
 		parts = append(parts, fmt.Sprintf("window %v", w))
-	}
-	if c.ResetSeq > b.applied && b.ctl != nil {
-		b.ctl.Reset()
-		parts = append(parts, "statistics reset")
 	}
 	if c.Finish && !b.finish {
 		b.finish = true

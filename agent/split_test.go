@@ -132,8 +132,8 @@ func TestCutPrompts(t *testing.T) {
 	}
 	// The prefixes are the whole's (its seed), the prompts each share's.
 	for i, l := range cutAll(t, load.Config{Knobs: load.Knobs{Concurrency: 4}, Seed: 5, PrefixTokens: 100}, 2, false) {
-		if l.PrefixSeed != 5 || l.Seed == 5 {
-			t.Errorf("share %d: prefix seed %d, seed %d (the whole's 5)", i, l.PrefixSeed, l.Seed)
+		if l.PrefixSeed == nil || *l.PrefixSeed != 5 || l.Seed == 5 {
+			t.Errorf("share %d: prefix seed %v, seed %d (the whole's 5)", i, l.PrefixSeed, l.Seed)
 		}
 	}
 	for _, tt := range []struct {

@@ -80,7 +80,7 @@ func newAgent(t *testing.T, index, of int, whole load.Knobs, started time.Time, 
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		s := a.st
-		s.Now, s.Whole, s.ControlSeq = time.Now(), bs.Whole, bs.ControlSeq
+		s.Now, s.Whole, s.ControlSeq, s.Phase = time.Now(), bs.Whole, bs.ControlSeq, bs.Phase
 		s.Mode, s.Concurrency, s.Rate, s.PromptTokens, s.OutputTokens = k.Mode.String(), k.Concurrency, k.Rate, k.PromptTokens, k.OutputTokens
 		return s
 	}, func(_ context.Context, w io.Writer) (bool, error) {
@@ -238,13 +238,26 @@ func TestSearchControls(t *testing.T) {
 		t.Fatalf("NewPhase: %+v, phase %d", k, id)
 	}
 	waitAll("the step's phase on every agent", func(a *agentFake) bool { return phaseOn(a) == id && a.knobs().Concurrency == 3 })
+	// A phase that sent nothing is in no agent's result: the snapshot
+	// holds it, empty, once every agent's result was asked for in it.
+	sn := waitSnap(t, s, "the step's phase in the snapshot", func(sn load.Snapshot) bool {
+		return len(sn.Phases) > 0 && sn.Phases[len(sn.Phases)-1].ID == id
+	})
+	if p := sn.Phases[len(sn.Phases)-1]; p.Sent() != 0 || p.Knobs.Concurrency != 6 || !p.Current {
+		t.Errorf("the step's phase: %+v", p)
+	}
 	// The measured phase after a warm-up: no knob turns, a phase begins.
 	if _, next := s.NewPhase(func(*load.Knobs) {}); next != id+1 {
 		t.Errorf("the next phase %d, want %d", next, id+1)
 	}
 	waitAll("the next phase on every agent", func(a *agentFake) bool { return phaseOn(a) == id+1 })
+	// A reset names a phase too, so that it is one id everywhere.
+	s.Controller().Reset()
+	waitAll("the reset's phase on every agent", func(a *agentFake) bool { return phaseOn(a) == id+2 })
 	s.FinishAgents("the search ended")
 	waitAll("every run ended", func(a *agentFake) bool { a.load.mu.Lock(); defer a.load.mu.Unlock(); return a.load.ended == 1 })
+	// The runs are ending: a second signal stops the follower at once.
+	waitSnap(t, s, "the snapshot ending", func(sn load.Snapshot) bool { return sn.Ending() && sn.DoneWhy == agent.FinishWhy })
 }
 
 // waitSnap waits for a snapshot of s that cond holds for.
@@ -339,6 +352,17 @@ func TestRestartedInPlace(t *testing.T) {
 	a1 := newAgent(t, 1, 2, testWhole, t0, result(t, 6, 7, 2))
 	f := follow(t, a0.addr()+","+a1.addr(), nil)
 	waitView(t, f, "both results", func(v View) bool { return byAddr(v, a0.addr()).Result != nil && byAddr(v, a1.addr()).Result != nil })
+	// Started again: it answers before its load starts (no start yet),
+	// then with its new start and result.
+	a1.set(func(s *agent.State) { s.Started = time.Time{} })
+	waitView(t, f, "the agent before its new start", func(v View) bool {
+		for _, a := range v.Agents {
+			if a.Addr == a1.addr() && a.State.Started.IsZero() {
+				return true
+			}
+		}
+		return false
+	})
 	a1.mu.Lock()
 	a1.st.Started, a1.res = time.Now(), result(t, 3, 9, 0)
 	a1.mu.Unlock()

@@ -100,10 +100,14 @@ type Agent struct {
 	State    agent.State
 	HasState bool
 	// Result is its last /result decoded, Raw its bytes, Final whether it
-	// is the last word.
-	Result *merge.Input
-	Raw    []byte
-	Final  bool
+	// is the last word. ResultPhase is the phase its state named just
+	// before that result was asked for: the result was built in it or
+	// later, so every phase before it is in the result as far as the
+	// agent sends in it (a phase that sent nothing is in no result).
+	Result      *merge.Input
+	Raw         []byte
+	Final       bool
+	ResultPhase int
 	// Added is when it was first named, LastSeen when it last answered;
 	// ClockOffset is its clock less ours, at the middle of the round trip.
 	Added, LastSeen time.Time
@@ -192,8 +196,11 @@ type observation struct {
 	result *merge.Input
 	raw    []byte
 	final  bool
-	err    error
-	denied bool // 401: the token refused
+	// resultPhase is the phase the agent's state named just before its
+	// result was asked for: the result holds that phase at the least.
+	resultPhase int
+	err         error
+	denied      bool // 401: the token refused
 	// ctlErr is the agent's refusal of a control, ctlOK its taking one.
 	ctlErr string
 	ctlOK  bool
@@ -509,7 +516,7 @@ func (f *Fleet) fold(m *member, o observation) bool {
 		m.SecondsErr = o.secErr
 	}
 	if o.result != nil {
-		m.Result, m.Raw = o.result, o.raw
+		m.Result, m.Raw, m.ResultPhase = o.result, o.raw, o.resultPhase
 		if o.final {
 			m.Final, m.Status = true, report.AgentDone
 			m.cancel()
@@ -639,8 +646,9 @@ func (f *Fleet) replace(members map[string]*member, now time.Time) bool {
 // startedAgain says st is of a load started again where a, its
 // address's agent, had one running or over: another start.
 func startedAgain(a Agent, st agent.State) bool {
-	return a.HasState && a.Status != report.AgentRefused && !a.State.Started.IsZero() && !st.Started.IsZero() &&
-		!st.Started.Equal(a.State.Started)
+	// A load started again answers before it starts (its start zero
+	// until then): that is another start too.
+	return a.HasState && a.Status != report.AgentRefused && !a.State.Started.IsZero() && !st.Started.Equal(a.State.Started)
 }
 
 // retire is a, whose load at its address started again, kept as that
@@ -871,6 +879,7 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
 						// Final by the answer's own word: the run may have
 						// ended between the state and the result.
 						o.result, o.raw, o.final = &in, raw, h.Get(agent.ResultHeader) == agent.ResultFinal
+						o.resultPhase = st.Phase
 					} else {
 						rerr = derr
 					}

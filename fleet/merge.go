@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ func mergeView(v View, live bool) (*report.MergedResult, error) {
 		if !a.Final && !(live && a.Status == report.AgentRunning) {
 			in = settled(in)
 		}
+		if at, ok := commonStart(v); ok && a.HasState && !a.State.Started.IsZero() {
+			in = onCommonClock(in, a.State.Started.Add(-a.ClockOffset).Sub(at))
+		}
 		ins = append(ins, in)
 	}
 	if len(ins) == 0 {
@@ -63,6 +67,25 @@ func settled(in reportmerge.Input) reportmerge.Input {
 	r.Phases = append([]report.PhaseJSON(nil), r.Phases...)
 	for i := range r.Phases {
 		fix(&r.Phases[i])
+	}
+	in.Result = r
+	return in
+}
+
+// onCommonClock is an agent's result whose load started off after the
+// agents' common start: its phases' and its run's starts (from its own
+// start) moved by off onto the common start's, so that a late agent's
+// phase is not merged as begun before the others' (less than a
+// millisecond: as it is).
+func onCommonClock(in reportmerge.Input, off time.Duration) reportmerge.Input {
+	if off < time.Millisecond {
+		return in
+	}
+	r := in.Result
+	r.Run.StartS += off.Seconds()
+	r.Phases = slices.Clone(r.Phases)
+	for i := range r.Phases {
+		r.Phases[i].StartS += off.Seconds()
 	}
 	in.Result = r
 	return in

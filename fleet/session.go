@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -76,6 +77,7 @@ func (s *Session) run() {
 	views, unsubscribe := s.f.Subscribe()
 	defer unsubscribe()
 	var base load.Snapshot
+	front := noFrontier // the phase every running agent's merged result has reached
 	var merged time.Time
 	results := map[string]any{}
 	changed := false
@@ -94,6 +96,7 @@ func (s *Session) run() {
 			merged, changed = now, false
 			if m, err := mergeView(v, !v.Done); err == nil {
 				base = report.SnapshotOf(m.Result, m.MaxConcurrency)
+				front = phaseFrontier(v) // of the results merged, not of a later view's
 				// The agents' model and protocol, as their results name
 				// them (untrusted: sanitised).
 				base.Target.Model, base.Target.API = sanitize.Text(m.Result.Manifest.Model), sanitize.Text(m.Result.Manifest.API)
@@ -104,7 +107,7 @@ func (s *Session) run() {
 				s.setFinal(nil, err)
 			}
 		}
-		snap := s.snapshot(base, v)
+		snap := s.snapshot(base, front, v)
 		lv.apply(&snap, v, s.window(), s.f.cfg.Now())
 		s.publish(snap, v)
 		if v.Done {
@@ -115,7 +118,7 @@ func (s *Session) run() {
 	v := s.f.Latest()
 	m, err := Merge(v)
 	s.setFinal(m, err)
-	snap := s.snapshot(base, v)
+	snap := s.snapshot(base, noFrontier, v)
 	lv.apply(&snap, v, s.window(), s.f.cfg.Now())
 	snap.Done = true
 	s.publish(snap, v)
@@ -142,26 +145,39 @@ func (s *Session) setFinal(m *report.MergedResult, err error) {
 // last state summed, its requests in flight counted incomplete once it
 // is over and was not seen to finish them. Its phases' times are put on
 // the follower's clock (View.Started), as its elapsed time and series
-// are: the agents' phases start on their common start's.
-func (s *Session) snapshot(base load.Snapshot, v View) load.Snapshot {
+// are: the agents' phases start on their common start's. Its phases are
+// those up to front, the newest every running agent's merged result has
+// reached (see phaseFrontier), and every phase this follower named up to
+// it that sent nothing yet (in no result: a search's drain, a phase just
+// begun), empty.
+func (s *Session) snapshot(base load.Snapshot, front int, v View) load.Snapshot {
 	out := base
 	out.Seq = v.Seq
-	if at, ok := commonStart(v); ok && len(base.Phases) > 0 {
+	out.Target = load.Target{URL: s.what, Model: base.Target.Model, API: base.Target.API}
+	out.Phases = slices.Clone(base.Phases)
+	if at, ok := commonStart(v); ok {
 		shift := at.Sub(v.Started)
-		out.Phases = slices.Clone(base.Phases)
 		for i := range out.Phases {
 			out.Phases[i].Start += shift
 			out.Phases[i].End += shift
 		}
 	}
-	if front, ok := phaseFrontier(v); ok && !v.Done {
+	if front != noFrontier && !v.Done {
 		// A phase is shown once every running agent's result has it: one
 		// that some have not reached yet would be judged (a search's step)
 		// on the agents that have, and the phase before it would look
 		// over while one of them still sends in it.
-		out.Phases = slices.DeleteFunc(slices.Clone(out.Phases), func(p load.Phase) bool { return p.ID > front })
+		out.Phases = slices.DeleteFunc(out.Phases, func(p load.Phase) bool { return p.ID > front })
+		for _, n := range s.namedUpTo(front) {
+			if !slices.ContainsFunc(out.Phases, func(p load.Phase) bool { return p.ID == n.id }) {
+				out.Phases = append(out.Phases, load.Phase{ID: n.id, Knobs: n.knobs, Start: n.at.Sub(v.Started), Latency: emptyLatency()})
+			}
+		}
+		slices.SortFunc(out.Phases, func(a, b load.Phase) int { return cmp.Compare(a.ID, b.ID) })
 	}
-	out.Target = load.Target{URL: s.what, Model: base.Target.Model, API: base.Target.API}
+	if n := len(out.Phases); n > 0 {
+		out.Phases[n-1].Current = !v.Done
+	}
 	if k, ok := s.wholeKnobs(); ok { // what the keys move: the whole
 		out.Knobs = k
 	}
@@ -194,6 +210,9 @@ func (s *Session) snapshot(base load.Snapshot, v View) load.Snapshot {
 	if !v.Done {
 		out.Elapsed = s.f.cfg.Now().Sub(v.Started)
 		out.Done, out.DoneWhy = false, ""
+		if s.finishing() { // the runs end: a second signal stops at once
+			out.DoneWhy = agent.FinishWhy
+		}
 	} else {
 		out.Done, out.DoneWhy = true, v.DoneWhy
 	}
@@ -365,6 +384,9 @@ type whole struct {
 	// finish: the follower ended the agents' runs; every later control
 	// says so too (an agent that comes late ends at once).
 	finish bool
+	// named are the phases this follower named, oldest first (at most
+	// maxNamed).
+	named []named
 }
 
 // observe takes the whole knobs from v's agents until this follower has
@@ -430,7 +452,16 @@ func (w *whole) next(reset, phase bool, now time.Time) agent.Control {
 		// phase 1, and one that takes the control before its start
 		// begins a phase past it.
 		w.phase = max(w.phase, 1) + 1
-		c.Phase = w.phase
+		w.named = append(w.named, named{id: w.phase, knobs: w.knobs, at: now})
+		if len(w.named) > maxNamed {
+			w.named = slices.Delete(w.named, 0, len(w.named)-maxNamed)
+		}
+	}
+	if len(w.named) > 0 {
+		// Every control names the newest phase once one was: an agent
+		// that takes this one first (late, or started again) starts it
+		// under its id, not one of its own numbering.
+		c.Phase = w.named[len(w.named)-1].id
 	}
 	c.Finish = w.finish
 	return c
@@ -554,30 +585,72 @@ func (c control) SetWindow(d time.Duration) {
 func (c control) Reset() {
 	s := c.s
 	s.cmu.Lock()
-	out := s.ctl.next(true, false, s.f.cfg.Now())
+	out := s.ctl.next(true, true, s.f.cfg.Now()) // the engine's reset begins a phase: one id on every agent
 	at := s.ctl.resetAt
 	s.cmu.Unlock()
 	s.f.Send(out, at)
 }
 
+// noFrontier: no running agent has sent a result (every phase merged is
+// shown).
+const noFrontier = -1
+
 // phaseFrontier is the newest phase every running agent's last result
-// has reached (ok false: no running agent has sent a result).
-func phaseFrontier(v View) (front int, ok bool) {
+// has reached: the phase its state named as the result was asked for
+// (Agent.ResultPhase), or its result's newest; noFrontier when no
+// running agent has sent a result.
+func phaseFrontier(v View) int {
+	front := noFrontier
 	for i := range v.Agents {
 		a := &v.Agents[i]
 		if a.Status != report.AgentRunning || a.Result == nil || a.Final {
 			continue
 		}
-		last := 0
+		last := a.ResultPhase
 		if ps := a.Result.Result.Phases; len(ps) > 0 {
-			last = ps[len(ps)-1].ID
+			last = max(last, ps[len(ps)-1].ID)
 		}
-		if !ok || last < front {
-			front, ok = last, true
+		if front == noFrontier || last < front {
+			front = last
 		}
 	}
-	return front, ok
+	return front
 }
+
+// named is a phase this follower named: its id, the whole knobs it set,
+// when it was named on this machine's clock.
+type named struct {
+	id    int
+	knobs load.Knobs
+	at    time.Time
+}
+
+// maxNamed bounds the phases remembered as named: a search names a few
+// dozen, a person's keys some hundreds.
+const maxNamed = 1024
+
+// namedUpTo are the phases named, up to id front.
+func (s *Session) namedUpTo(front int) []named {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	var out []named
+	for _, n := range s.ctl.named {
+		if n.id <= front {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// finishing says the follower ended the agents' runs (FinishAgents).
+func (s *Session) finishing() bool {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	return s.ctl.finish
+}
+
+// emptyLatency is a phase's latencies before any request: none.
+func emptyLatency() [load.NumMetrics]load.Dist { return [load.NumMetrics]load.Dist{} }
 
 // commonStart is the agents' run time 0 on this machine's clock: the
 // earliest agent's load start, by its clock's offset (with --start-at,

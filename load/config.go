@@ -81,10 +81,10 @@ type Config struct {
 	// PrefixTokens, each shared by every PrefixGroups-th request (G system
 	// prompts across the load); 0 or 1 is one prefix for all.
 	PrefixGroups int
-	// PrefixSeed writes the shared prefixes (0: Seed does): an agent's
-	// share of a load keeps the whole load's, so that every agent sends
-	// the same prefixes while its prompts are its own.
-	PrefixSeed uint64
+	// PrefixSeed writes the shared prefixes (nil: Seed does): an agent's
+	// share of a load keeps the whole load's seed here, so that every
+	// agent sends the same prefixes while its prompts are its own.
+	PrefixSeed *uint64
 	// Trace, if set, is replayed: its arrivals at their times (scaled by
 	// Knobs.Speed), its lengths (scaled by the length knobs against their
 	// values at the start, which New sets to the trace's means), in the

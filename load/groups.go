@@ -1,9 +1,6 @@
 package load
 
-import (
-	"cmp"
-	"strings"
-)
+import "strings"
 
 // MaxPrefixGroups bounds Config.PrefixGroups: each group's prefix is text
 // kept for the run (up to MaxPromptTokens words).
@@ -21,7 +18,11 @@ func (g *PromptGen) withGroups(n int) *PromptGen {
 	for i := range g.groups {
 		var b strings.Builder
 		b.Grow(g.pwords * 6)
-		blockText(&b, cmp.Or(g.pseed, g.seed), -1-int64(i), g.pwords)
+		seed := g.seed
+		if g.pseed != nil {
+			seed = *g.pseed
+		}
+		blockText(&b, seed, -1-int64(i), g.pwords)
 		g.groups[i] = b.String()
 	}
 	return g

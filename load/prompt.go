@@ -28,7 +28,7 @@ type PromptGen struct {
 	pwords int
 	groups []string // the prefixes of groups of prompts, when more than one (withGroups)
 	seed   uint64
-	pseed  uint64 // the prefixes' seed (0: seed's)
+	pseed  *uint64 // the prefixes' seed (nil: seed's)
 }
 
 // textWords is the length of the base text; prompts longer than this wrap.
@@ -57,13 +57,13 @@ func NewPromptGen(seed uint64, prefixWords int) *PromptGen {
 }
 
 // withPrefixSeed writes g's shared prefix (and its groups') from seed,
-// not g's own (0, or g's own: as it is): an agent's prompts are its
+// not g's own (nil, or g's own: as it is): an agent's prompts are its
 // own, its prefixes the whole load's.
-func (g *PromptGen) withPrefixSeed(seed uint64) *PromptGen {
-	if seed == 0 || seed == g.seed || g.pwords == 0 {
+func (g *PromptGen) withPrefixSeed(seed *uint64) *PromptGen {
+	if seed == nil || *seed == g.seed || g.pwords == 0 {
 		return g
 	}
-	g.prefix, g.pseed = NewPromptGen(seed, g.pwords).prefix, seed
+	g.prefix, g.pseed = NewPromptGen(*seed, g.pwords).prefix, seed
 	return g
 }
 

@@ -231,7 +231,8 @@ func TestPrefixSeed(t *testing.T) {
 		f := strings.Fields(g.Next(60))
 		return strings.Join(f[:40], " "), strings.Join(f[40:], " ")
 	}
-	a, b := NewPromptGen(11, 40).withPrefixSeed(7), NewPromptGen(12, 40).withPrefixSeed(7)
+	seven, zero := uint64(7), uint64(0)
+	a, b := NewPromptGen(11, 40).withPrefixSeed(&seven), NewPromptGen(12, 40).withPrefixSeed(&seven)
 	ha, ra := head(a)
 	hb, rb := head(b)
 	if ha != hb || ra == rb {
@@ -243,7 +244,10 @@ func TestPrefixSeed(t *testing.T) {
 	if x, _ := head(NewPromptGen(12, 40)); x == ha {
 		t.Error("without a prefix seed, another seed's prefix is the same")
 	}
-	ga, gb := NewPromptGen(11, 40).withPrefixSeed(7).withGroups(3), NewPromptGen(12, 40).withPrefixSeed(7).withGroups(3)
+	if x, _ := head(NewPromptGen(12, 40).withPrefixSeed(&zero)); x != NewPromptGen(0, 40).prefix {
+		t.Error("a prefix seed of 0 is not seed 0's prefix")
+	}
+	ga, gb := NewPromptGen(11, 40).withPrefixSeed(&seven).withGroups(3), NewPromptGen(12, 40).withPrefixSeed(&seven).withGroups(3)
 	for n := range uint64(3) {
 		if ga.prefixOf(n) != gb.prefixOf(n) {
 			t.Errorf("group %d's prefix differs between the two seeds", n)
