@@ -502,7 +502,9 @@ func (c control) Update(fn func(*load.Knobs)) load.Knobs {
 // agent, changed or not, its id the one returned (every agent's result
 // then has that phase under that id; the merged snapshot's phases are
 // theirs, merged). Before any agent has said the knobs it starts none,
-// and says so with the id 0 (a search waits for Known first).
+// and says so with the id 0 (a search waits for Ready first), as it
+// does when no id is left to name (an agent that says it is in the
+// last, agent.MaxPhase: a search then stops as taken over).
 func (s *Session) NewPhase(fn func(*load.Knobs)) (load.Knobs, int) {
 	s.cmu.Lock()
 	w := &s.ctl
@@ -513,6 +515,7 @@ func (s *Session) NewPhase(fn func(*load.Knobs)) (load.Knobs, int) {
 	k := w.knobs
 	fn(&k)
 	w.knobs = agent.ClampWhole(k, w.of)
+	before := w.phase
 	out := w.next(false, true, s.f.cfg.Now())
 	// The phase is judged on the agents' results: fetched at every
 	// poll from now on, not every ResultEvery.
@@ -521,6 +524,9 @@ func (s *Session) NewPhase(fn func(*load.Knobs)) (load.Knobs, int) {
 	k = w.knobs
 	s.cmu.Unlock()
 	s.f.Send(out, at)
+	if out.Phase <= before { // no id left to name (an agent said it is at the last): none started
+		return k, 0
+	}
 	return k, out.Phase
 }
 
