@@ -97,3 +97,57 @@ func TestAgentsFindMax(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentsMatrix: run --agents --matrix ... --find-max searches every
+// cell of the matrix over two agent processes, each cell's lengths set
+// on both agents with every step (their phases of a cell's steps at its
+// lengths), one search a cell in infertop.capacity.matrix.
+func TestAgentsMatrix(t *testing.T) {
+	if os.Getenv("INFERTOP_AGENTS") == "" {
+		t.Skip("a stage of its own: make test-agents")
+	}
+	p, _ := sim.Preset("small")
+	srv := simtest.Start(t, p)
+	dir := t.TempDir()
+	tokenFile, _ := tokenIn(t, dir)
+	agents := startAgents(t, dir, tokenFile, 2, "--url", srv.URL, "-c", "2", "--duration", "3m", "--prompt-tokens", "16",
+		"--output-tokens", "4", "--drain", "5s")
+	all := filepath.Join(dir, "all.json")
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--agents", addrsOf(agents), "--agents-token-file", tokenFile, "--agents-plain-loopback",
+		"--agents-poll", "100ms", "--agents-lost-after", "10s", "--json", all, "--matrix", "prompt=64;output=8,16",
+		"--find-max", "ttft_p99<=150ms", "--from", "4", "--to", "8", "--resolution", "50%",
+		"--step-warmup", "200ms", "--step-min-requests", "10", "--step-min-time", "700ms", "--step-max-time", "5s"}, &out, &errb)
+	t.Logf("%s\n%s", errb.String(), out.String())
+	if code != 0 {
+		t.Fatalf("run --agents --matrix: exit %d", code)
+	}
+	for _, a := range agents {
+		<-a.exited
+		a.exited <- nil
+	}
+	c := readMerged(t, all).Infertop.Capacity
+	if c == nil || c.Matrix == nil || len(c.Matrix.Cells) != 2 {
+		t.Fatalf("infertop.capacity: %+v", c)
+	}
+	lengths := map[int]int{}
+	for i, a := range agents {
+		for _, ph := range readMerged(t, a.json).Infertop.Phases {
+			lengths[ph.ID] = ph.Knobs.OutputTokens
+			if ph.Knobs.PromptTokens != 64 && ph.ID > 1 {
+				t.Errorf("agent %d: phase %d at prompt %d", i, ph.ID, ph.Knobs.PromptTokens)
+			}
+		}
+	}
+	for i, cell := range c.Matrix.Cells {
+		want := []int{8, 16}[i]
+		if cell.Prompt != 64 || cell.Output != want || len(cell.Steps) == 0 {
+			t.Errorf("cell %d: prompt %d, output %d, %d steps", i, cell.Prompt, cell.Output, len(cell.Steps))
+		}
+		for _, st := range cell.Steps {
+			if lengths[st.Phase] != want {
+				t.Errorf("cell %d, step %d: the agents' phase %d at output %d", i, st.N, st.Phase, lengths[st.Phase])
+			}
+		}
+	}
+}

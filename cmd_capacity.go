@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -82,18 +83,21 @@ func dashboardSearch(fs *pflag.FlagSet, c *capflag.Flags, f *loadFlags, cfg *run
 	return s, nil
 }
 
-// agentsSearch is the search the capacity flags ask of a follower of
-// agents (nil: none), checked against its other flags as a headless
-// run's are. The agents' knobs are not known yet: the search walks the
-// concurrency unless --over says the rate.
-func agentsSearch(c *capflag.Flags, f *loadFlags, rf *sessionflag.Run) (*capacity.Search, error) {
-	if !c.Searches() {
+// agentsPlan is the capacity run the flags ask of a follower of agents
+// (nil: none), checked against its other flags as a headless run's are.
+// The agents' knobs are not known yet: the search walks the concurrency
+// unless --over says the rate, and a matrix gives both of its lengths
+// and searches every cell (--find-max).
+func agentsPlan(c *capflag.Flags, f *loadFlags, rf *sessionflag.Run) (*session.Plan, error) {
+	if !c.Searches() && !c.HasMatrix() {
 		if err := c.Stray(); err != nil {
 			return nil, usageError{err}
 		}
 		return nil, nil
 	}
 	switch {
+	case !c.Searches():
+		return nil, usagef("--matrix with --agents searches every cell: give --find-max (a measurement at the agents' own load is not built)")
 	case len(f.slos) > 0:
 		return nil, usagef("give --find-max or --slo, not both: a search breaks its objectives on purpose, past the knee")
 	case rf.FailFast:
@@ -107,5 +111,12 @@ func agentsSearch(c *capflag.Flags, f *loadFlags, rf *sessionflag.Run) (*capacit
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return &search, nil
+	m, err := c.Matrix(load.Knobs{})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if m != nil && (slices.Contains(m.Prompts, 0) || slices.Contains(m.Outputs, 0)) {
+		return nil, usagef("--matrix with --agents: give both prompt= and output= (the agents' lengths are not known here)")
+	}
+	return &session.Plan{Search: search, Matrix: m}, nil
 }

@@ -53,7 +53,7 @@ func (a *app) runHeadless(args []string) error {
 		if err := rf.CheckOutputs(""); err != nil {
 			return usageError{err}
 		}
-		search, err := agentsSearch(capf, f, rf)
+		plan, err := agentsPlan(capf, f, rf)
 		if err != nil {
 			return err
 		}
@@ -63,8 +63,8 @@ func (a *app) runHeadless(args []string) error {
 		}
 		defer fs.Stop()
 		var s session.Session = fs
-		if search != nil { // each step split between the agents, their runs ended after it
-			s = session.NewSearchOver(fs.Searched(), session.Plan{Search: *search})
+		if plan != nil { // each step split between the agents, their runs ended after it
+			s = session.NewSearchOver(fs.Searched(), *plan)
 		}
 		return a.conclude(session.End(s, rf.Follower(a.stderr, isTerminal(a.stderr), sigs).Follow(s), a.reportTimeout), rf.Outputs())
 	}

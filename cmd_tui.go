@@ -61,14 +61,18 @@ func (a *app) runTUI(args []string) error {
 			return err
 		}
 	} else {
-		search, err := agentsSearch(capf, f, &sessionflag.Run{})
-		if err != nil {
+		plan, err := agentsPlan(capf, f, &sessionflag.Run{})
+		switch {
+		case capf.HasMatrix():
+			return usagef("--matrix is headless: infertop run --agents ... --matrix")
+		case err != nil:
 			return err
-		}
-		if search != nil {
-			find = *search
-		} else if find, err = capf.Search(nil, load.Knobs{}); err != nil {
-			return usageError{err}
+		case plan != nil:
+			find = plan.Search
+		default:
+			if find, err = capf.Search(nil, load.Knobs{}); err != nil {
+				return usageError{err}
+			}
 		}
 	}
 	if err := runner.CheckDir(*reportDir); err != nil {

@@ -63,7 +63,7 @@ func named(flag string, err error) error {
 // whole are the flags of loads no agent takes a share of, and why.
 var whole = map[string]string{
 	"find-max": "a search judges each step on the whole load's figures, which no agent has: give it to the follower (run --agents --find-max, or the dashboard's), which drives every agent's share",
-	"matrix":   "a search judges each step on the whole load's figures, which no agent has",
+	"matrix":   "a search judges each step on the whole load's figures, which no agent has: give it to the follower (run --agents --matrix ... --find-max), which drives every agent's share",
 	"compare":  "a comparison's statistics are not merged between agents",
 	"split-by": "a comparison's statistics are not merged between agents",
 }

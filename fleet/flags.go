@@ -64,7 +64,7 @@ var follower = []string{"agents", "agents-token-file", "agents-cacert", "agents-
 	"report-dir",
 	// A capacity search's (capflag's): the follower drives it, each
 	// step's load split between the agents.
-	"find-max", "over", "from", "to", "resolution", "step-warmup", "step-min-requests", "step-min-time", "step-max-time"}
+	"find-max", "matrix", "over", "from", "to", "resolution", "step-warmup", "step-min-requests", "step-min-time", "step-max-time"}
 
 // Check refuses, with --agents, a flag of the load: the agents were
 // given the load, and run it. own are the command's flags that are no
@@ -76,9 +76,6 @@ func (f *Flags) Check(fs *pflag.FlagSet, own ...string) error {
 			err = fmt.Errorf("--agents: --%s is the load's, which the agents run: give it to infertop agent", fl.Name)
 			if w := agent.Whole(fl.Name); w != nil { // nor theirs
 				err = fmt.Errorf("--agents: %w", w)
-			}
-			if fl.Name == "matrix" {
-				err = errors.New("--agents: --matrix does not go with agents yet: run it from one machine (--find-max searches over the agents)")
 			}
 		}
 		if err == nil && !f.On() && fl.Name != "agents" && slices.Contains(follower[:8], fl.Name) {
