@@ -61,15 +61,17 @@ func (a *app) runTUI(args []string) error {
 			return err
 		}
 	} else {
-		plan, err := agentsPlan(capf, f, &sessionflag.Run{})
-		switch {
+		switch { // the f key's searches take the step flags without --find-max, as on one machine
 		case capf.HasMatrix():
 			return usagef("--matrix is headless: infertop run --agents ... --matrix")
-		case err != nil:
-			return err
-		case plan != nil:
+		case capf.Searches():
+			plan, err := agentsPlan(capf, f, &sessionflag.Run{})
+			if err != nil {
+				return err
+			}
 			find = plan.Search
 		default:
+			var err error
 			if find, err = capf.Search(nil, load.Knobs{}); err != nil {
 				return usageError{err}
 			}
