@@ -431,3 +431,23 @@ func TestOneAgentTwoAddresses(t *testing.T) {
 		t.Errorf("%d refused as the same agent, merged sent %d: %+v", refused, m.Result.Run.Sent, v.Agents)
 	}
 }
+
+// TestHurry: a search's step fetches the agents' results at every poll
+// for HurryFor, then every ResultEvery again (a search over, the agents
+// running on), on the fleet's clock.
+func TestHurry(t *testing.T) {
+	now := time.Unix(1000, 0)
+	f := &Fleet{cfg: Config{PollEvery: time.Second, ResultEvery: 5 * time.Second, Now: func() time.Time { return now }}}
+	if got := f.resultEvery(); got != 5*time.Second {
+		t.Fatalf("before a step: every %v", got)
+	}
+	f.Hurry()
+	now = now.Add(HurryFor - time.Second)
+	if got := f.resultEvery(); got != time.Second {
+		t.Errorf("during a search: every %v", got)
+	}
+	now = now.Add(2 * time.Second)
+	if got := f.resultEvery(); got != 5*time.Second {
+		t.Errorf("after it: every %v", got)
+	}
+}

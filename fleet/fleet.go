@@ -164,8 +164,9 @@ type Fleet struct {
 	finish chan string
 	floors []int64 // bucketFloors, read by the pollers
 	// hurry fetches every agent's result at every poll, not every
-	// ResultEvery: a capacity search judges its steps on them.
-	hurry atomic.Bool
+	// ResultEvery, until this moment (Unix nanoseconds on cfg.Now's
+	// clock): a capacity search judges its steps on them.
+	hurry atomic.Int64
 
 	mu     sync.Mutex
 	latest View
@@ -315,14 +316,21 @@ func (f *Fleet) control() (outgoing, <-chan struct{}) {
 	return f.out, f.wake
 }
 
-// Hurry fetches the agents' results at every poll (on) or every
-// ResultEvery (off): a capacity search over the agents judges each step
-// on its phase's exact merge, which is no older than a poll then.
-func (f *Fleet) Hurry(on bool) { f.hurry.Store(on) }
+// HurryFor is how long after a search's last step began the agents'
+// results are still fetched at every poll (Hurry): past a step's
+// longest hold by default, so a search in progress keeps the pace and
+// one over (a dashboard's, the agents running on) gives it up.
+const HurryFor = 2 * time.Minute
+
+// Hurry fetches the agents' results at every poll for the next HurryFor,
+// then every ResultEvery again: a capacity search over the agents judges
+// each step on its phase's exact merge, which is no older than a poll
+// then.
+func (f *Fleet) Hurry() { f.hurry.Store(f.cfg.Now().Add(HurryFor).UnixNano()) }
 
 // resultEvery is how often the agents' results are fetched now.
 func (f *Fleet) resultEvery() time.Duration {
-	if f.hurry.Load() {
+	if f.cfg.Now().UnixNano() < f.hurry.Load() {
 		return f.cfg.PollEvery
 	}
 	return f.cfg.ResultEvery

@@ -518,8 +518,8 @@ func (s *Session) NewPhase(fn func(*load.Knobs)) (load.Knobs, int) {
 	before := w.phase
 	out := w.next(false, true, s.f.cfg.Now())
 	// The phase is judged on the agents' results: fetched at every
-	// poll from now on, not every ResultEvery.
-	s.f.Hurry(true)
+	// poll for a while (HurryFor), not every ResultEvery.
+	s.f.Hurry()
 	at := w.resetAt
 	k = w.knobs
 	s.cmu.Unlock()
