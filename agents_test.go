@@ -439,7 +439,8 @@ func TestAgentsBadInput(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"run", "--agents", ln.Addr().String(), "--agents-token-file", tokenFile, "--agents-plain-loopback", "--agents-poll", "50ms",
 		"--agents-result-every", "50ms", "--agents-lost-after", "400ms"}, &out, &errb)
-	if code != 2 || !strings.Contains(errb.String(), "1 unreachable") || !strings.Contains(errb.String(), "nothing completed") {
+	if code != 2 || !strings.Contains(errb.String(), "1 unreachable") || !strings.Contains(errb.String(), "nothing completed") ||
+		!strings.Contains(errb.String(), "no agent's result came: "+ln.Addr().String()+" unreachable") {
 		t.Errorf("an agent that never answers: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 }

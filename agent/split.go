@@ -64,8 +64,8 @@ func named(flag string, err error) error {
 var whole = map[string]string{
 	"find-max": "a search judges each step on the whole load's figures, which no agent has: give it to the follower (run --agents --find-max, or the dashboard's), which drives every agent's share",
 	"matrix":   "a search judges each step on the whole load's figures, which no agent has: give it to the follower (run --agents --matrix ... --find-max), which drives every agent's share",
-	"compare":  "a comparison's statistics are not merged between agents",
-	"split-by": "a comparison's statistics are not merged between agents",
+	"compare":  "a comparison's statistics are not merged between agents; run it from one machine",
+	"split-by": "a comparison's statistics are not merged between agents; run it from one machine",
 }
 
 // Whole refuses name, a flag of a load that is not split between agents
@@ -76,7 +76,7 @@ func Whole(name string) error {
 	if !ok {
 		return nil
 	}
-	return fmt.Errorf("--%s does not go with agents: %s; run it from one machine", name, why)
+	return fmt.Errorf("--%s does not go with agents: %s", name, why)
 }
 
 // Unsplit refuses, before the flags are parsed (infertop agent has none

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -216,7 +217,35 @@ func (s *Session) snapshot(base load.Snapshot, front int, v View) load.Snapshot 
 	} else {
 		out.Done, out.DoneWhy = true, v.DoneWhy
 	}
+	if base.Run.Sent() == 0 && out.LastError == "" {
+		// Nothing merged: the end says which agents gave nothing, and why.
+		out.LastError = noResultsWhy(v.Agents)
+	}
 	return out
+}
+
+// noResultsWhy names the agents that gave no result, and their states,
+// in a line: "no agent's result came: 127.0.0.1:7070 unreachable, ...".
+func noResultsWhy(as []Agent) string {
+	var parts []string
+	for _, a := range as {
+		if a.Result == nil || a.Status == report.AgentRefused {
+			parts = append(parts, sanitize.Text(a.Addr)+" "+a.Status)
+		}
+	}
+	if len(parts) > 4 {
+		parts = append(parts[:4], fmt.Sprintf("and %d more", len(parts)-4))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ErrNoResults.Error() + ": " + strings.Join(parts, ", ")
+}
+
+// Knobs are the whole load's knobs (zero before any agent said them).
+func (s *Session) Knobs() load.Knobs {
+	k, _ := s.wholeKnobs()
+	return k
 }
 
 // publish makes snap the latest and offers it to every subscriber; the

@@ -59,7 +59,7 @@ func writeCapacity(b *strings.Builder, o *capacity.Outcome) {
 				verdict = "broke"
 			}
 			fmt.Fprintf(tw, "  %d\t%s\t%d\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%.2f%%\t%s\t%s\t\n", s.N, r.Over.Format(s.Load), s.Phase, s.ReqPerSec, s.OutTokPerSec, s.GoodPerSec,
-				fmsSeen(s.TTFT, s.TTFT.P50), fmsSeen(s.TTFT, s.TTFT.P99), fms(s.E2E.P50), fms(s.E2E.P99), s.ErrorRate*100, verdict, mark)
+				fmsSeen(s.TTFT, s.TTFT.P50), fmsSeen(s.TTFT, s.TTFT.P99), fmsSeen(s.E2E, s.E2E.P50), fmsSeen(s.E2E, s.E2E.P99), s.ErrorRate*100, verdict, mark)
 		}
 		tw.Flush()
 		for _, s := range r.Steps {
@@ -70,7 +70,7 @@ func writeCapacity(b *strings.Builder, o *capacity.Outcome) {
 			if s.DrainPhase > 0 {
 				phases = fmt.Sprintf("phase %d (the last step's queue drained), ", s.DrainPhase) + phases
 			}
-			reqs := fmt.Sprintf("%d requests", s.Completed+s.Failed+s.Incomplete)
+			reqs := plural(s.Completed+s.Failed+s.Incomplete, "request")
 			if s.Pending > 0 {
 				reqs += fmt.Sprintf(" and %d still in flight", s.Pending)
 			}
@@ -300,4 +300,12 @@ func fmsSeen(d load.Dist, v time.Duration) string {
 		return "—"
 	}
 	return fms(v)
+}
+
+// plural is n what, in English: "1 request", "0 requests".
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -181,6 +181,8 @@ func NothingCompleted(s load.Snapshot) error {
 		why = fmt.Sprintf("%d sent, %d failed; the most frequent reason (%d of them): %s", run.Sent(), run.Failed, e.Count, e.Line())
 	case run.Failed == 0 && run.Sent() > 0:
 		return fmt.Errorf("%w: %d requests sent, none finished (incomplete or pending when the run ended)", ErrNothingCompleted, run.Sent())
+	case run.Failed == 0 && why != "":
+		return fmt.Errorf("%w: no request was sent (%s)", ErrNothingCompleted, why)
 	case run.Failed == 0:
 		return fmt.Errorf("%w: no request was sent", ErrNothingCompleted)
 	}

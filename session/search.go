@@ -105,6 +105,10 @@ func (s *Search) Drive(ctx context.Context, progress func(capacity.Progress)) er
 		res, err = search.Run(ctx, eng, snaps)
 		out = &capacity.Outcome{Over: res.Over, Objectives: search.Objectives,
 			Cells: []capacity.Cell{{Prompt: cmp.Or(res.Prompt, s.plan.Knobs.PromptTokens), Output: cmp.Or(res.Output, s.plan.Knobs.OutputTokens), Result: res}}}
+		if k, ok := eng.(interface{ Knobs() load.Knobs }); ok { // a search cut short before a step: the lengths it ran at
+			c := &out.Cells[0]
+			c.Prompt, c.Output = cmp.Or(c.Prompt, k.Knobs().PromptTokens), cmp.Or(c.Output, k.Knobs().OutputTokens)
+		}
 		if res.Over == "" { // refused before a step
 			out.Over = search.Over
 		}
