@@ -164,9 +164,10 @@ type Fleet struct {
 	finish chan string
 	floors []int64 // bucketFloors, read by the pollers
 	// hurry fetches every agent's result at every poll, not every
-	// ResultEvery, until this moment (Unix nanoseconds on cfg.Now's
-	// clock): a capacity search judges its steps on them.
-	hurry atomic.Int64
+	// ResultEvery, until this moment on cfg.Now's clock (behind hmu): a
+	// capacity search judges its steps on them.
+	hmu   sync.Mutex
+	hurry time.Time
 
 	mu     sync.Mutex
 	latest View
@@ -316,21 +317,29 @@ func (f *Fleet) control() (outgoing, <-chan struct{}) {
 	return f.out, f.wake
 }
 
-// HurryFor is how long after a search's last step began the agents'
-// results are still fetched at every poll (Hurry): past a step's
-// longest hold by default, so a search in progress keeps the pace and
-// one over (a dashboard's, the agents running on) gives it up.
-const HurryFor = 2 * time.Minute
+// HurryFor is how long after a search's last phase began the agents'
+// results are still fetched at every poll (Hurry): past every phase of
+// a step (a drain, a warm-up, a hold, a tail, each at most
+// --step-max-time) but for holds past ten minutes, so a search in
+// progress keeps the pace and one over (a dashboard's, the agents
+// running on) gives it up.
+const HurryFor = 10 * time.Minute
 
 // Hurry fetches the agents' results at every poll for the next HurryFor,
 // then every ResultEvery again: a capacity search over the agents judges
 // each step on its phase's exact merge, which is no older than a poll
 // then.
-func (f *Fleet) Hurry() { f.hurry.Store(f.cfg.Now().Add(HurryFor).UnixNano()) }
+func (f *Fleet) Hurry() {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	f.hurry = f.cfg.Now().Add(HurryFor)
+}
 
 // resultEvery is how often the agents' results are fetched now.
 func (f *Fleet) resultEvery() time.Duration {
-	if f.cfg.Now().UnixNano() < f.hurry.Load() {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	if f.cfg.Now().Before(f.hurry) {
 		return f.cfg.PollEvery
 	}
 	return f.cfg.ResultEvery

@@ -217,21 +217,23 @@ func (s *Session) snapshot(base load.Snapshot, front int, v View) load.Snapshot 
 	} else {
 		out.Done, out.DoneWhy = true, v.DoneWhy
 	}
-	if base.Run.Sent() == 0 && out.LastError == "" {
-		// Nothing merged: the end says which agents gave nothing, and why.
+	if v.Done && base.Run.Sent() == 0 && out.LastError == "" {
+		// Nothing merged at the end: it says which agents gave nothing.
 		out.LastError = noResultsWhy(v.Agents)
 	}
 	return out
 }
 
-// noResultsWhy names the agents that gave no result, and their states,
-// in a line: "no agent's result came: 127.0.0.1:7070 unreachable, ...".
+// noResultsWhy names the agents and their states when none gave a
+// result, in a line: "no agent's result came: 127.0.0.1:7070
+// unreachable, ..."; "" when one did.
 func noResultsWhy(as []Agent) string {
 	var parts []string
 	for _, a := range as {
-		if a.Result == nil || a.Status == report.AgentRefused {
-			parts = append(parts, sanitize.Text(a.Addr)+" "+a.Status)
+		if a.Result != nil && a.Status != report.AgentRefused {
+			return ""
 		}
+		parts = append(parts, sanitize.Text(a.Addr)+" "+a.Status)
 	}
 	if len(parts) > 4 {
 		parts = append(parts[:4], fmt.Sprintf("and %d more", len(parts)-4))
@@ -540,6 +542,11 @@ func (s *Session) NewPhase(fn func(*load.Knobs)) (load.Knobs, int) {
 	if !w.known {
 		s.cmu.Unlock()
 		return side{s}.Latest().Knobs, 0
+	}
+	if w.phase >= agent.MaxPhase { // no id left to name: nothing changes (a search then stops as taken over)
+		k := w.knobs
+		s.cmu.Unlock()
+		return k, 0
 	}
 	k := w.knobs
 	fn(&k)
