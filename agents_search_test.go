@@ -150,4 +150,29 @@ func TestAgentsMatrix(t *testing.T) {
 			}
 		}
 	}
+	// Without --find-max: each cell measured at the agents' own
+	// concurrency (3 + 3), not searched.
+	agents = startAgents(t, dir, tokenFile, 2, "--url", srv.URL, "-c", "6", "--duration", "3m", "--prompt-tokens", "16",
+		"--output-tokens", "4", "--drain", "5s")
+	out.Reset()
+	errb.Reset()
+	code = run([]string{"run", "--agents", addrsOf(agents), "--agents-token-file", tokenFile, "--agents-plain-loopback",
+		"--agents-poll", "100ms", "--agents-lost-after", "10s", "--json", all, "--matrix", "prompt=64;output=8,16",
+		"--step-warmup", "200ms", "--step-min-requests", "10", "--step-min-time", "700ms", "--step-max-time", "5s"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("run --agents --matrix without --find-max: exit %d\n%s\n%s", code, errb.String(), out.String())
+	}
+	for _, a := range agents {
+		<-a.exited
+		a.exited <- nil
+	}
+	c = readMerged(t, all).Infertop.Capacity
+	if c == nil || c.Matrix == nil || len(c.Matrix.Cells) != 2 {
+		t.Fatalf("measured: infertop.capacity: %+v", c)
+	}
+	for i, cell := range c.Matrix.Cells {
+		if !cell.Fixed || len(cell.Steps) != 1 || cell.Steps[0].Load != 6 {
+			t.Errorf("measured cell %d: fixed %v, steps %+v", i, cell.Fixed, cell.Steps)
+		}
+	}
 }

@@ -409,7 +409,7 @@ func TestAgentsBadInput(t *testing.T) {
 		{[]string{"--agents-token-file", tokenFile, "--duration", "1s"}, "--agents-token-file needs --agents"},
 		{[]string{"--agents", "no-port", "--agents-token-file", tokenFile}, "--agents \"no-port\""},
 		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", filepath.Join(dir, "none")}, "token file"},
-		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--matrix", "prompt=64,128"}, "--matrix with --agents searches every cell: give --find-max"},
+		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--matrix", "prompt=64;output=8", "--over", "rate"}, "--matrix over the rate with --agents measures at a rate"},
 		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--matrix", "prompt=64,128", "--find-max", "ttft_p99<=1s"}, "give both prompt= and output="},
 		{[]string{"agent", "--index", "0", "--of", "2", "--matrix", "prompt=64;output=8"}, "agent: --matrix does not go with agents"},
 		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--find-max", "ttft_p99<=1s", "--slo", "e2e_p99<=1s"}, "give --find-max or --slo, not both"},

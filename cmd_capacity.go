@@ -87,7 +87,7 @@ func dashboardSearch(fs *pflag.FlagSet, c *capflag.Flags, f *loadFlags, cfg *run
 // (nil: none), checked against its other flags as a headless run's are.
 // The agents' knobs are not known yet: the search walks the concurrency
 // unless --over says the rate, and a matrix gives both of its lengths
-// and searches every cell (--find-max).
+// (without --find-max it measures each cell at the agents' concurrency).
 func agentsPlan(c *capflag.Flags, f *loadFlags, rf *sessionflag.Run) (*session.Plan, error) {
 	if !c.Searches() && !c.HasMatrix() {
 		if err := c.Stray(); err != nil {
@@ -96,12 +96,10 @@ func agentsPlan(c *capflag.Flags, f *loadFlags, rf *sessionflag.Run) (*session.P
 		return nil, nil
 	}
 	switch {
-	case !c.Searches():
-		return nil, usagef("--matrix with --agents searches every cell: give --find-max (a measurement at the agents' own load is not built)")
-	case len(f.slos) > 0:
+	case len(f.slos) > 0 && c.Searches():
 		return nil, usagef("give --find-max or --slo, not both: a search breaks its objectives on purpose, past the knee")
 	case rf.FailFast:
-		return nil, usagef("--fail-fast does not go with --find-max: the search ends each step itself")
+		return nil, usagef("--fail-fast does not go with --find-max or --matrix: the search ends each step itself")
 	}
 	objs, err := c.Objectives(false)
 	if err != nil {
@@ -118,5 +116,10 @@ func agentsPlan(c *capflag.Flags, f *loadFlags, rf *sessionflag.Run) (*session.P
 	if m != nil && (slices.Contains(m.Prompts, 0) || slices.Contains(m.Outputs, 0)) {
 		return nil, usagef("--matrix with --agents: give both prompt= and output= (the agents' lengths are not known here)")
 	}
+	if m != nil && !c.Searches() && search.Over == capacity.Rate {
+		return nil, usagef("--matrix over the rate with --agents measures at a rate: give --find-max (the agents' rate is not known here)")
+	}
+	// A matrix without objectives measures every cell at the agents' own
+	// concurrency (At 0: theirs, once known).
 	return &session.Plan{Search: search, Matrix: m}, nil
 }

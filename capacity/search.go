@@ -521,12 +521,20 @@ func (s *Search) shared(ctx context.Context, eng Engine) error {
 
 // Measure holds one step at load l, with no objective to judge (or with
 // s.Objectives checked, though nothing is searched): a cell of a Matrix at
-// the load given.
+// the load given; over a Shared engine (the agents) l 0 is the
+// concurrency it runs once it is ready.
 func (s Search) Measure(ctx context.Context, eng Engine, snaps <-chan load.Snapshot, l float64) (res Result, err error) {
 	if err := s.shared(ctx, eng); err != nil {
 		return Result{Over: s.withDefaults().Over, Objectives: s.Objectives, Knee: -1, Fixed: true, Why: "stopped: " + err.Error()}, err
 	}
+	if _, ok := eng.(Shared); ok && l <= 0 && s.withDefaults().Over == Concurrency {
+		// No load given over the agents: theirs, now that it is known.
+		if k, ok := eng.(interface{ Knobs() load.Knobs }); ok {
+			l = float64(k.Knobs().Concurrency)
+		}
+	}
 	s = s.withDefaults()
+	l = max(l, s.Min) // a Shared engine's least
 	res = Result{Over: s.Over, Objectives: s.Objectives, Resolution: s.Resolution, Knee: -1, Fixed: true}
 	started := time.Now()
 	defer func() { res.Elapsed = time.Since(started) }()
