@@ -31,26 +31,12 @@ func TestAgentsFindMax(t *testing.T) {
 	tokenFile, _ := tokenIn(t, dir)
 	// The agents start at the lowest load and run until the follower ends
 	// them (their --duration is only a bound).
-	agents := startAgents(t, dir, tokenFile, 2, "--url", srv.URL, "-c", "2", "--duration", "3m", "--prompt-tokens", "64",
-		"--output-tokens", "8", "--drain", "5s")
+	agents := searchAgents(t, dir, tokenFile, srv.URL, "2", "64", "8")
 	all := filepath.Join(dir, "all.json")
-	var out, errb bytes.Buffer
-	code := run([]string{"run", "--agents", addrsOf(agents), "--agents-token-file", tokenFile, "--agents-plain-loopback",
-		"--agents-poll", "100ms", "--agents-lost-after", "10s", "--json", all,
-		"--find-max", "ttft_p99<=150ms", "--find-max", "error_rate<1%", "--from", "1", "--to", "32", "--resolution", "50%",
-		"--step-warmup", "200ms", "--step-min-requests", "10", "--step-min-time", "700ms", "--step-max-time", "5s"}, &out, &errb)
-	t.Logf("%s\n%s", errb.String(), out.String())
+	code, out := followSearch(t, agents, tokenFile, all, "--find-max", "ttft_p99<=150ms", "--find-max", "error_rate<1%", "--from", "1",
+		"--to", "32", "--resolution", "50%")
 	if code != 0 {
-		for i, a := range agents {
-			t.Logf("agent %d:\n%s", i, a.stderr.String())
-		}
 		t.Fatalf("run --agents --find-max: exit %d", code)
-	}
-	for i, a := range agents {
-		if err := <-a.exited; err != nil { // each ends once its final result is fetched
-			t.Errorf("agent %d: %v\n%s", i, err, a.stderr.String())
-		}
-		a.exited <- nil
 	}
 	f := readMerged(t, all)
 	c := f.Infertop.Capacity
@@ -92,7 +78,7 @@ func TestAgentsFindMax(t *testing.T) {
 		t.Errorf("merged: sent %d = %d + %d + %d", run.Sent, run.Completed, run.Failed, run.Incomplete)
 	}
 	for _, s := range []string{"Capacity · ", "◀ knee", "Agents (2 of a load split 2 ways"} {
-		if !strings.Contains(out.String(), s) {
+		if !strings.Contains(out, s) {
 			t.Errorf("the summary has no %q", s)
 		}
 	}
@@ -110,21 +96,11 @@ func TestAgentsMatrix(t *testing.T) {
 	srv := simtest.Start(t, p)
 	dir := t.TempDir()
 	tokenFile, _ := tokenIn(t, dir)
-	agents := startAgents(t, dir, tokenFile, 2, "--url", srv.URL, "-c", "2", "--duration", "3m", "--prompt-tokens", "16",
-		"--output-tokens", "4", "--drain", "5s")
+	agents := searchAgents(t, dir, tokenFile, srv.URL, "2", "16", "4")
 	all := filepath.Join(dir, "all.json")
-	var out, errb bytes.Buffer
-	code := run([]string{"run", "--agents", addrsOf(agents), "--agents-token-file", tokenFile, "--agents-plain-loopback",
-		"--agents-poll", "100ms", "--agents-lost-after", "10s", "--json", all, "--matrix", "prompt=64;output=8,16",
-		"--find-max", "ttft_p99<=150ms", "--from", "4", "--to", "8", "--resolution", "50%",
-		"--step-warmup", "200ms", "--step-min-requests", "10", "--step-min-time", "700ms", "--step-max-time", "5s"}, &out, &errb)
-	t.Logf("%s\n%s", errb.String(), out.String())
-	if code != 0 {
+	if code, _ := followSearch(t, agents, tokenFile, all, "--matrix", "prompt=64;output=8,16", "--find-max", "ttft_p99<=150ms",
+		"--from", "4", "--to", "8", "--resolution", "50%"); code != 0 {
 		t.Fatalf("run --agents --matrix: exit %d", code)
-	}
-	for _, a := range agents {
-		<-a.exited
-		a.exited <- nil
 	}
 	c := readMerged(t, all).Infertop.Capacity
 	if c == nil || c.Matrix == nil || len(c.Matrix.Cells) != 2 {
@@ -152,19 +128,9 @@ func TestAgentsMatrix(t *testing.T) {
 	}
 	// Without --find-max: each cell measured at the agents' own
 	// concurrency (3 + 3), not searched.
-	agents = startAgents(t, dir, tokenFile, 2, "--url", srv.URL, "-c", "6", "--duration", "3m", "--prompt-tokens", "16",
-		"--output-tokens", "4", "--drain", "5s")
-	out.Reset()
-	errb.Reset()
-	code = run([]string{"run", "--agents", addrsOf(agents), "--agents-token-file", tokenFile, "--agents-plain-loopback",
-		"--agents-poll", "100ms", "--agents-lost-after", "10s", "--json", all, "--matrix", "prompt=64;output=8,16",
-		"--step-warmup", "200ms", "--step-min-requests", "10", "--step-min-time", "700ms", "--step-max-time", "5s"}, &out, &errb)
-	if code != 0 {
-		t.Fatalf("run --agents --matrix without --find-max: exit %d\n%s\n%s", code, errb.String(), out.String())
-	}
-	for _, a := range agents {
-		<-a.exited
-		a.exited <- nil
+	agents = searchAgents(t, dir, tokenFile, srv.URL, "6", "16", "4")
+	if code, _ := followSearch(t, agents, tokenFile, all, "--matrix", "prompt=64;output=8,16"); code != 0 {
+		t.Fatalf("run --agents --matrix without --find-max: exit %d", code)
 	}
 	c = readMerged(t, all).Infertop.Capacity
 	if c == nil || c.Matrix == nil || len(c.Matrix.Cells) != 2 {
@@ -175,4 +141,39 @@ func TestAgentsMatrix(t *testing.T) {
 			t.Errorf("measured cell %d: fixed %v, steps %+v", i, cell.Fixed, cell.Steps)
 		}
 	}
+}
+
+// searchAgents starts two agent processes of a closed loop of c against
+// url at the lengths given, each running until its follower ends it
+// (their --duration only a bound).
+func searchAgents(t *testing.T, dir, tokenFile, url, c, prompt, output string) []*agentProc {
+	t.Helper()
+	return startAgents(t, dir, tokenFile, 2, "--url", url, "-c", c, "--duration", "3m", "--prompt-tokens", prompt, "--output-tokens", output,
+		"--drain", "5s")
+}
+
+// followSearch is run --agents over agents with the follower's args
+// beside short polls and short steps, its JSON to all; it returns the
+// exit code and the summary once every agent has ended (a failed agent
+// fails the test, and a failed run shows the agents' logs).
+func followSearch(t *testing.T, agents []*agentProc, tokenFile, all string, args ...string) (int, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(append([]string{"run", "--agents", addrsOf(agents), "--agents-token-file", tokenFile, "--agents-plain-loopback",
+		"--agents-poll", "100ms", "--agents-lost-after", "10s", "--json", all,
+		"--step-warmup", "200ms", "--step-min-requests", "10", "--step-min-time", "700ms", "--step-max-time", "5s"}, args...), &out, &errb)
+	t.Logf("%s\n%s", errb.String(), out.String())
+	if code != 0 {
+		for i, a := range agents {
+			t.Logf("agent %d:\n%s", i, a.stderr.String())
+		}
+		return code, out.String()
+	}
+	for i, a := range agents {
+		if err := <-a.exited; err != nil { // each ends once its final result is fetched
+			t.Errorf("agent %d: %v\n%s", i, err, a.stderr.String())
+		}
+		a.exited <- nil
+	}
+	return code, out.String()
 }

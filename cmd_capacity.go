@@ -2,13 +2,11 @@ package main
 
 import (
 	"errors"
-	"slices"
 
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/capacity/capflag"
-	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/session/sessionflag"
@@ -84,42 +82,11 @@ func dashboardSearch(fs *pflag.FlagSet, c *capflag.Flags, f *loadFlags, cfg *run
 }
 
 // agentsPlan is the capacity run the flags ask of a follower of agents
-// (nil: none), checked against its other flags as a headless run's are.
-// The agents' knobs are not known yet: the search walks the concurrency
-// unless --over says the rate, and a matrix gives both of its lengths
-// (without --find-max it measures each cell at the agents' concurrency).
+// (nil: none; capflag's AgentsPlan), its refusals usage errors.
 func agentsPlan(c *capflag.Flags, f *loadFlags, rf *sessionflag.Run) (*session.Plan, error) {
-	if !c.Searches() && !c.HasMatrix() {
-		if err := c.Stray(); err != nil {
-			return nil, usageError{err}
-		}
-		return nil, nil
-	}
-	switch {
-	case len(f.slos) > 0 && c.Searches():
-		return nil, usagef("give --find-max or --slo, not both: a search breaks its objectives on purpose, past the knee")
-	case rf.FailFast:
-		return nil, usagef("--fail-fast does not go with --find-max or --matrix: the search ends each step itself")
-	}
-	objs, err := c.Objectives(false)
+	p, err := c.AgentsPlan(len(f.slos) > 0, rf.FailFast)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	search, err := c.Search(objs, load.Knobs{})
-	if err != nil {
-		return nil, usageError{err}
-	}
-	m, err := c.Matrix(load.Knobs{})
-	if err != nil {
-		return nil, usageError{err}
-	}
-	if m != nil && (slices.Contains(m.Prompts, 0) || slices.Contains(m.Outputs, 0)) {
-		return nil, usagef("--matrix with --agents: give both prompt= and output= (the agents' lengths are not known here)")
-	}
-	if m != nil && !c.Searches() && search.Over == capacity.Rate {
-		return nil, usagef("--matrix over the rate with --agents measures at a rate: give --find-max (the agents' rate is not known here)")
-	}
-	// A matrix without objectives measures every cell at the agents' own
-	// concurrency (At 0: theirs, once known).
-	return &session.Plan{Search: search, Matrix: m}, nil
+	return p, nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/dashboard"
 	"github.com/infertop/infertop/fleet"
-	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/session/sessionflag"
@@ -61,20 +60,9 @@ func (a *app) runTUI(args []string) error {
 			return err
 		}
 	} else {
-		switch { // the f key's searches take the step flags without --find-max, as on one machine
-		case capf.HasMatrix():
-			return usagef("--matrix is headless: infertop run --agents ... --matrix")
-		case capf.Searches():
-			plan, err := agentsPlan(capf, f, &sessionflag.Run{})
-			if err != nil {
-				return err
-			}
-			find = plan.Search
-		default:
-			var err error
-			if find, err = capf.Search(nil, load.Knobs{}); err != nil {
-				return usageError{err}
-			}
+		var err error
+		if find, err = capf.AgentsDashboardSearch(len(f.slos) > 0); err != nil {
+			return usageError{err}
 		}
 	}
 	if err := runner.CheckDir(*reportDir); err != nil {

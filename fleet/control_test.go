@@ -366,7 +366,7 @@ func TestRestartedInPlace(t *testing.T) {
 	a1.mu.Lock()
 	a1.st.Started, a1.res = time.Now(), result(t, 3, 9, 0)
 	a1.mu.Unlock()
-	v := waitView(t, f, "the earlier run kept beside the new one", func(v View) bool {
+	waitView(t, f, "the earlier run kept beside the new one", func(v View) bool {
 		n := 0
 		for _, a := range v.Agents {
 			if a.Addr == a1.addr() {
@@ -377,7 +377,7 @@ func TestRestartedInPlace(t *testing.T) {
 	})
 	a0.set(func(s *agent.State) { s.Final, s.Done = true, true })
 	a1.set(func(s *agent.State) { s.Final, s.Done = true, true })
-	v = waitView(t, f, "the fleet over", func(v View) bool {
+	v := waitView(t, f, "the fleet over", func(v View) bool {
 		for _, a := range v.Agents {
 			if a.Addr == a1.addr() && a.Status == report.AgentDone && a.Result != nil && a.Result.Result.Run.Sent != 3 {
 				return false // the new run's final result not in yet

@@ -171,7 +171,7 @@ func (s *Session) snapshot(base load.Snapshot, front int, v View) load.Snapshot 
 		out.Phases = slices.DeleteFunc(out.Phases, func(p load.Phase) bool { return p.ID > front })
 		for _, n := range s.namedUpTo(front) {
 			if !slices.ContainsFunc(out.Phases, func(p load.Phase) bool { return p.ID == n.id }) {
-				out.Phases = append(out.Phases, load.Phase{ID: n.id, Knobs: n.knobs, Start: n.at.Sub(v.Started), Latency: emptyLatency()})
+				out.Phases = append(out.Phases, load.Phase{ID: n.id, Knobs: n.knobs, Start: n.at.Sub(v.Started)})
 			}
 		}
 		slices.SortFunc(out.Phases, func(a, b load.Phase) int { return cmp.Compare(a.ID, b.ID) })
@@ -690,9 +690,6 @@ func (s *Session) finishing() bool {
 	defer s.cmu.Unlock()
 	return s.ctl.finish
 }
-
-// emptyLatency is a phase's latencies before any request: none.
-func emptyLatency() [load.NumMetrics]load.Dist { return [load.NumMetrics]load.Dist{} }
 
 // commonStart is the agents' run time 0 on this machine's clock: the
 // earliest agent's load start, by its clock's offset (with --start-at,

@@ -8,12 +8,14 @@ package capflag
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/slo"
 )
 
@@ -121,4 +123,60 @@ func (c *Flags) Matrix(k load.Knobs) (*capacity.Matrix, error) {
 		return nil, fmt.Errorf("--matrix: %w", err)
 	}
 	return &m, nil
+}
+
+// AgentsPlan is the capacity run the flags ask of a follower of agents
+// (nil: none), checked against its other flags as a headless run's are:
+// slos says --slo was given, failFast --fail-fast. The agents' knobs are
+// not known yet: the search walks the concurrency unless --over says the
+// rate, and a matrix gives both of its lengths (without --find-max it
+// measures each cell at the agents' concurrency, At 0: theirs, once
+// known).
+func (c *Flags) AgentsPlan(slos, failFast bool) (*session.Plan, error) {
+	if !c.Searches() && !c.HasMatrix() {
+		return nil, c.Stray()
+	}
+	switch {
+	case slos && c.Searches():
+		return nil, errors.New("give --find-max or --slo, not both: a search breaks its objectives on purpose, past the knee")
+	case failFast:
+		return nil, errors.New("--fail-fast does not go with --find-max or --matrix: the search ends each step itself")
+	}
+	objs, err := c.Objectives(false)
+	if err != nil {
+		return nil, err
+	}
+	search, err := c.Search(objs, load.Knobs{})
+	if err != nil {
+		return nil, err
+	}
+	m, err := c.Matrix(load.Knobs{})
+	if err != nil {
+		return nil, err
+	}
+	if m != nil && (slices.Contains(m.Prompts, 0) || slices.Contains(m.Outputs, 0)) {
+		return nil, errors.New("--matrix with --agents: give both prompt= and output= (the agents' lengths are not known here)")
+	}
+	if m != nil && !c.Searches() && search.Over == capacity.Rate {
+		return nil, errors.New("--matrix over the rate with --agents measures at a rate: give --find-max (the agents' rate is not known here)")
+	}
+	return &session.Plan{Search: search, Matrix: m}, nil
+}
+
+// AgentsDashboardSearch is the search a dashboard over agents starts at
+// once (--find-max), or the template of those its f key starts, which
+// take the step flags without --find-max, as on one machine; slos says
+// --slo was given. A matrix is headless.
+func (c *Flags) AgentsDashboardSearch(slos bool) (capacity.Search, error) {
+	switch {
+	case c.HasMatrix():
+		return capacity.Search{}, errors.New("--matrix is headless: infertop run --agents ... --matrix")
+	case c.Searches():
+		p, err := c.AgentsPlan(slos, false)
+		if err != nil {
+			return capacity.Search{}, err
+		}
+		return p.Search, nil
+	}
+	return c.Search(nil, load.Knobs{})
 }
