@@ -50,7 +50,7 @@ test-manifests:
 # --agents: four merged exactly, and one killed mid-run (.ci/run runs it
 # after make test). About 20 s: the processes' start and their --start-at.
 test-agents:
-	INFERTOP_AGENTS=1 go test -race -count=1 -v -run 'TestFourAgents|TestAgentLost|TestAgentsSplit|TestAgentsFindMax|TestAgentsMatrix' .
+	INFERTOP_AGENTS=1 go test -race -count=1 -v -run 'TestFourAgents|TestAgentLost|TestAgentsSplit|TestAgentsFindMax|TestAgentsMatrix|TestAgentsCompare' .
 
 # The endurance test in a stage of its own (.ci/run runs it after make
 # test): 35 s of the real dashboard in tmux against every fault.

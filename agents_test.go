@@ -394,8 +394,8 @@ func TestAgentLost(t *testing.T) {
 
 // TestAgentsBadInput: run --agents (and ssh --agents) refuses the load's
 // flags, a missing token, a bad address and the follower's flags without
-// --agents, and it and infertop agent a search or a comparison, each in
-// one line; agents that never answer end the run (exit 2) within the
+// --agents, a comparison's judging without --agents-compare, and it and
+// infertop agent a search (infertop agent a split), each in one line; agents that never answer end the run (exit 2) within the
 // bound, naming them.
 func TestAgentsBadInput(t *testing.T) {
 	dir := t.TempDir()
@@ -415,10 +415,15 @@ func TestAgentsBadInput(t *testing.T) {
 		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--find-max", "ttft_p99<=1s", "--slo", "e2e_p99<=1s"}, "give --find-max or --slo, not both"},
 		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--step-min-time", "1s"}, "--step-min-time belongs to a capacity search"},
 		{[]string{"agent", "--index", "0", "--of", "2", "--find-max", "ttft_p99<=1s"}, "agent: --find-max does not go with agents: a search judges"},
-		{[]string{"agent", "--index", "0", "--of", "2", "--compare", "http://127.0.0.1:1"}, "agent: --compare does not go with agents"},
+		{[]string{"agent", "--index", "0", "--of", "2", "--split-by", "header:x"}, "agent: --split-by does not go with agents"},
+		// A comparison: the agents load both sides, the follower judges.
+		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--regression", "ttft_p99<+10%"}, "--regression judges a comparison: give --agents-compare"},
+		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--agents-compare", "--find-max", "ttft_p99<=1s"}, "--find-max does not work with a comparison yet"},
+		{[]string{"--agents-compare", "--duration", "1s"}, "--agents-compare needs --agents"},
+		{[]string{"--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--agents-compare", "--regression", "ttft_p99<10ms"}, "--regression"},
 		// infertop ssh takes the same flags, and its server's beside them.
 		{[]string{"ssh", "--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--listen", "127.0.0.1:0", "-c", "4"}, "--concurrency is the load's"},
-		{[]string{"ssh", "--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--compare", "http://127.0.0.1:1/v1"}, "--compare does not go with agents"},
+		{[]string{"ssh", "--agents", "127.0.0.1:1", "--agents-token-file", tokenFile, "--compare", "http://127.0.0.1:1/v1"}, "--compare is the load's, which the agents run"},
 		{[]string{"ssh", "--agents-token-file", tokenFile, "--allow-any-key"}, "--agents-token-file needs --agents"},
 	} {
 		var out, errb bytes.Buffer

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -21,13 +22,14 @@ a dataset's prompts and a trace's arrivals partitioned, a seed of its own.
 It starts at --start-at on its own clock, serves its live state on --listen
 to whoever holds the token (GET /state, Authorization: Bearer TOKEN; GET
 /healthz to anyone), takes their knob changes (POST /control, its share of
-the whole), and writes its result (--json) for infertop merge.`
+the whole), and writes its result (--json) for infertop merge. With --compare URL it loads
+the canary too (the same share on each side), served under /canary/.`
 
 // agentFlagSet is the agent's flags: the load's, the run's and its own.
-func (a *app) agentFlagSet() (*pflag.FlagSet, *loadFlags, *sessionflag.Run, *agent.Flags) {
+func (a *app) agentFlagSet() (*pflag.FlagSet, *loadFlags, *sessionflag.Run, *sessionflag.Flags, *agent.Flags) {
 	fs := newFlagSet("agent", agentSynopsis, a.stdout)
 	f := addLoadFlags(fs)
-	return fs, f, sessionflag.AddRun(fs), agent.AddFlags(fs)
+	return fs, f, sessionflag.AddRun(fs), sessionflag.Add(fs, true), agent.AddFlags(fs)
 }
 
 // runAgent is `infertop agent`: a headless run of this agent's share,
@@ -36,7 +38,7 @@ func (a *app) runAgent(args []string) error {
 	if err := agent.Unsplit(args); err != nil { // flags it has not: their own word, not "unknown"
 		return usageError{err}
 	}
-	fs, f, rf, af := a.agentFlagSet()
+	fs, f, rf, cf, af := a.agentFlagSet()
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
@@ -44,7 +46,7 @@ func (a *app) runAgent(args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if err := rf.Check(len(f.slos) > 0); err != nil {
+	if err := rf.Check(len(f.slos) > 0 || cf.Regressions()); err != nil {
 		return usageError{err}
 	}
 	ln, token, err := af.Open()
@@ -55,11 +57,15 @@ func (a *app) runAgent(args []string) error {
 	// The plan is made of the whole load (its manifest's settings are
 	// the flags as given, which the merge holds the agents to), then cut
 	// to this agent's share.
-	lp, err := a.headlessPlan(fs, f, rf, &sessionflag.Flags{}, nil)
+	lp, err := a.headlessPlan(fs, f, rf, cf, nil)
 	if err != nil {
 		return err
 	}
-	if err := b.Cut(&lp.Run.Load, fs.Changed("requests")); err != nil {
+	l := &lp.Run.Load
+	if lp.Pair != nil { // --compare: both sides this share of the one load
+		l, b.Compare = &lp.Pair.Baseline.Load, true
+	}
+	if err := b.Cut(l, fs.Changed("requests")); err != nil {
 		return usageError{err}
 	}
 	return a.serveAgent(b, ln, token, lp, rf, af.Linger)
@@ -77,7 +83,7 @@ func (a *app) serveAgent(b *agent.Board, ln net.Listener, token []byte, lp sessi
 	served := make(chan error, 1)
 	go func() { served <- agent.Serve(ctx, ln, h) }()
 	defer func() { cancel(); <-served }()
-	l := lp.Run.Load
+	l := lp.Base().Load
 	a.logf("agent: %d of %d serving on %s (concurrency %d, rate %g, seed %d)", b.Share.Index, b.Share.Of, ln.Addr(), l.Knobs.Concurrency, l.Knobs.Rate, l.Seed)
 	if err := b.WaitStart(ctx, sigs); err != nil {
 		return err
@@ -88,13 +94,21 @@ func (a *app) serveAgent(b *agent.Board, ln net.Listener, token []byte, lp sessi
 	}
 	defer s.Stop()
 	defer s.Release()
-	if l, ok := s.Sides()[0].(agent.Load); ok {
+	sides := s.Sides()
+	if c, ok := sides[len(sides)-1].(agent.Load); ok && len(sides) == 2 {
+		b.StartedCanary(c)
+	}
+	if l, ok := sides[0].(agent.Load); ok {
 		b.Started(l, s.Controller())
 	}
 	fo := rf.Follower(a.stderr, false, sigs).Follow(s)
 	o := session.End(s, fo, a.reportTimeout)
-	if len(o.Reports) > 0 {
-		b.Finish(o.Reports[0]) // the last word, for the followers (run --agents)
+	if len(o.Reports) > 0 { // the last word, for the followers (run --agents)
+		reps := slices.Clone(o.Reports)
+		base := *reps[0]
+		base.Compare = nil // each side's, merged by the follower: a comparison's is no merge's
+		reps[0] = &base
+		b.Finish(reps...)
 	}
 	err = a.conclude(o, rf.Outputs())
 	if fo.Signals < 2 {

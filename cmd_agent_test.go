@@ -208,7 +208,7 @@ func TestJobArgsParse(t *testing.T) {
 	if c.Args[0] != "agent" {
 		t.Fatalf("the job runs %q", c.Args[0])
 	}
-	fs, _, _, af := (&app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}).agentFlagSet()
+	fs, _, _, _, af := (&app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}).agentFlagSet()
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("the job's arguments: %v", err)
 	}

@@ -57,15 +57,13 @@ func (a *app) runHeadless(args []string) error {
 		if err != nil {
 			return err
 		}
-		fs, err := a.followAgents(f, agf, false)
+		// A search's steps are split between the agents, their runs
+		// ended after it.
+		s, err := a.followAgents(f, agf, cf, plan, false)
 		if err != nil {
 			return err
 		}
-		defer fs.Stop()
-		var s session.Session = fs
-		if plan != nil { // each step split between the agents, their runs ended after it
-			s = session.NewSearchOver(fs.Searched(), *plan)
-		}
+		defer s.Stop()
 		return a.conclude(session.End(s, rf.Follower(a.stderr, isTerminal(a.stderr), sigs).Follow(s), a.reportTimeout), rf.Outputs())
 	}
 	lp, err := a.headlessPlan(fs, f, rf, cf, capf)

@@ -84,7 +84,7 @@ func (a *app) runSSH(args []string) error {
 	}()
 	var s session.Session
 	if agf.On() {
-		s, err = a.followAgents(f, agf, sf.Local)
+		s, err = a.followAgents(f, agf, cf, nil, sf.Local)
 	} else {
 		s, err = a.start(ctx, lp)
 	}

@@ -77,10 +77,7 @@ func (a *app) runTUI(args []string) error {
 	var s session.Session
 	var err error
 	if agf.On() {
-		var fs *fleet.Session
-		if fs, err = a.followAgents(f, agf, true); err == nil {
-			s = fs
-		}
+		s, err = a.followAgents(f, agf, cf, nil, true)
 	} else {
 		s, err = a.start(context.Background(), lp)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/infertop/infertop/fleet"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/session"
+	"github.com/infertop/infertop/session/sessionflag"
 	"github.com/infertop/infertop/slo"
 )
 
@@ -29,9 +30,12 @@ func (a *app) start(ctx context.Context, spec session.Spec) (session.Session, er
 }
 
 // followAgents follows the agents agf names (package fleet), their merge
-// checked against the --slo objectives; quiet keeps their notes off the
-// terminal (the dashboard's panel names refusals).
-func (a *app) followAgents(f *loadFlags, agf *fleet.Flags, quiet bool) (*fleet.Session, error) {
+// checked against the --slo objectives: with --agents-compare both sides'
+// merges and their comparison (cf's regressions), else the one merge,
+// searched with plan where one is given (each step split between the
+// agents). quiet keeps their notes off the terminal (the dashboard's
+// panel names refusals).
+func (a *app) followAgents(f *loadFlags, agf *fleet.Flags, cf *sessionflag.Flags, plan *session.Plan, quiet bool) (session.Session, error) {
 	objs, err := slo.ParseAll(f.slos)
 	if err != nil {
 		return nil, usagef("--slo: %v", err)
@@ -40,9 +44,23 @@ func (a *app) followAgents(f *loadFlags, agf *fleet.Flags, quiet bool) (*fleet.S
 	if quiet {
 		logf = nil
 	}
+	if agf.Compare {
+		o, err := cf.Options()
+		if err != nil {
+			return nil, usageError{err}
+		}
+		ps, err := agf.FollowPair(objs, o, versionString(), logf)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		return ps, nil
+	}
 	s, err := agf.Follow(objs, versionString(), logf)
 	if err != nil {
 		return nil, usageError{err}
+	}
+	if plan != nil {
+		return session.NewSearchOver(s.Searched(), *plan), nil
 	}
 	return s, nil
 }

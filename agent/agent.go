@@ -184,24 +184,43 @@ type State struct {
 	Phase     int   `json:"phase"`
 	Scheduled int64 `json:"scheduled"`
 	Backlog   int   `json:"backlog"`
+	// Compare says the agent loads a canary beside its baseline (its
+	// --compare): this state and /result and /seconds are the
+	// baseline's, /canary/state, /canary/result and /canary/seconds the
+	// canary's; Canary says this state is the canary's.
+	Compare bool `json:"compare,omitempty"`
+	Canary  bool `json:"canary,omitempty"`
 }
 
 // Handler serves an agent: /healthz to anyone (it says "ok" and nothing
 // more, for a readiness probe); GET /state, GET /result, GET /seconds
-// (Seconds) and POST /control (a follower's Control; Board.Handler's)
-// only with
+// (Seconds), their canary's under CanaryPrefix (WithCanary) and POST
+// /control (a follower's Control; Board.Handler's) only with
 // "Authorization: Bearer TOKEN", compared in constant time. A refused
 // request is counted and told to logf (with its address, never what it
 // sent), and so is every control applied.
 type Handler struct {
-	token   []byte
-	state   func() State
-	result  func(context.Context, io.Writer) (bool, error)
-	control func(Control) (string, error)                  // nil: /control is 404
-	seconds func(context.Context, int64) (*Seconds, error) // nil: /seconds is 404
+	token []byte
+	// sides are the baseline's (the one load's) and, for an agent of a
+	// comparison, the canary's (served under CanaryPrefix; a zero one
+	// serves nothing there).
+	sides   [2]sideHandler
+	control func(Control) (string, error) // nil: /control is 404
 	logf    func(format string, args ...any)
 	refused atomic.Int64
 }
+
+// sideHandler is what a handler serves of one load.
+type sideHandler struct {
+	state   func() State
+	result  func(context.Context, io.Writer) (bool, error)
+	seconds func(context.Context, int64) (*Seconds, error) // nil: /seconds is 404
+}
+
+// CanaryPrefix is where an agent of a comparison serves its canary's
+// state, result and seconds: /canary/state, /canary/result,
+// /canary/seconds. The controls are the pair's, at /control.
+const CanaryPrefix = "/canary"
 
 // ResultHeader is the header of a /result that says whether it is the
 // run's last word (ResultFinal) or its figures so far: a follower knows
@@ -221,7 +240,16 @@ func NewHandler(token []byte, state func() State, result func(context.Context, i
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &Handler{token: bytes.Clone(token), state: state, result: result, logf: logf}
+	return &Handler{token: bytes.Clone(token), sides: [2]sideHandler{{state: state, result: result}}, logf: logf}
+}
+
+// WithCanary makes h serve a canary's state, result and seconds under
+// CanaryPrefix (their contracts NewHandler's and WithSeconds'), before h
+// serves; it returns h.
+func (h *Handler) WithCanary(state func() State, result func(context.Context, io.Writer) (bool, error),
+	seconds func(context.Context, int64) (*Seconds, error)) *Handler {
+	h.sides[1] = sideHandler{state: state, result: result, seconds: seconds}
+	return h
 }
 
 // WithControl makes h take the followers' controls (POST /control)
@@ -234,16 +262,23 @@ func (h *Handler) WithControl(control func(Control) (string, error)) *Handler {
 // WithSeconds makes h serve GET /seconds?since=N with seconds
 // (Board.Seconds' contract), before h serves; it returns h.
 func (h *Handler) WithSeconds(seconds func(context.Context, int64) (*Seconds, error)) *Handler {
-	h.seconds = seconds
+	h.sides[0].seconds = seconds
 	return h
 }
 
 // Refused counts the requests refused for their token.
 func (h *Handler) Refused() int64 { return h.refused.Load() }
 
-// ServeHTTP serves the two paths.
+// ServeHTTP serves the paths.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
+	path, sd := r.URL.Path, &h.sides[0]
+	if p, ok := strings.CutPrefix(path, CanaryPrefix+"/"); ok {
+		path = "/canary" // none of the paths: 404
+		if h.sides[1].state != nil && (p == "state" || p == "result" || p == "seconds") {
+			path, sd = "/"+p, &h.sides[1]
+		}
+	}
+	switch path {
 	case "/healthz":
 		io.WriteString(w, "ok\n")
 		return
@@ -260,7 +295,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a token is needed", http.StatusUnauthorized)
 		return
 	}
-	if r.URL.Path == "/control" {
+	if path == "/control" {
 		h.serveControl(w, r)
 		return
 	}
@@ -269,20 +304,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	switch r.URL.Path {
+	switch path {
 	case "/state":
-		_ = json.NewEncoder(w).Encode(h.state())
+		_ = json.NewEncoder(w).Encode(sd.state())
 		return
 	case "/seconds":
-		h.serveSeconds(w, r)
+		h.serveSeconds(w, r, sd)
 		return
 	}
-	if h.result == nil {
+	if sd.result == nil {
 		http.NotFound(w, r)
 		return
 	}
 	var b bytes.Buffer
-	final, err := h.result(r.Context(), &b)
+	final, err := sd.result(r.Context(), &b)
 	if err != nil {
 		h.logf("agent: /result: %v", err)
 		http.Error(w, "no result now", http.StatusServiceUnavailable)
@@ -296,8 +331,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveSeconds serves the seconds after since (token already checked).
-func (h *Handler) serveSeconds(w http.ResponseWriter, r *http.Request) {
-	if h.seconds == nil {
+func (h *Handler) serveSeconds(w http.ResponseWriter, r *http.Request, sd *sideHandler) {
+	if sd.seconds == nil {
 		http.NotFound(w, r)
 		return
 	}
@@ -306,7 +341,7 @@ func (h *Handler) serveSeconds(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	s, err := h.seconds(r.Context(), since)
+	s, err := sd.seconds(r.Context(), since)
 	if err != nil {
 		h.logf("agent: /seconds: %v", err)
 		http.Error(w, "no seconds now", http.StatusServiceUnavailable)
@@ -347,7 +382,7 @@ func (h *Handler) serveControl(w http.ResponseWriter, r *http.Request) {
 		h.logf("agent: control %d from %s: %s", c.Seq, r.RemoteAddr, said)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(h.state())
+	_ = json.NewEncoder(w).Encode(h.sides[0].state())
 }
 
 // Serve serves h on ln until ctx ends, then shuts the server down.

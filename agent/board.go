@@ -29,13 +29,22 @@ type Board struct {
 	Share   Share
 	StartAt *time.Time
 	Version string
+	// Compare says the agent loads a canary beside its baseline (its
+	// --compare): it serves the canary's state, result and seconds too
+	// (under CanaryPrefix), set before Handler.
+	Compare bool
 	seed    uint64
 
-	mu      sync.Mutex
-	load    Load
-	since   time.Time
-	final   []byte        // the last word's result JSON (nil: not yet)
-	fetched chan struct{} // closed once a follower has fetched final
+	mu sync.Mutex
+	// loads are the load (a comparison's baseline) and a comparison's
+	// canary, once started; final their last words' result JSON (nil:
+	// not yet), fetched closed once a follower has fetched every one
+	// (unfetched counts those not yet).
+	loads     [2]Load
+	since     time.Time
+	final     [2][]byte
+	fetched   chan struct{}
+	unfetched [2]bool
 
 	// The followers' controls (behind cmu): the whole load's knobs as
 	// the last control (or the flags) gave them, the last control's
@@ -114,12 +123,20 @@ func (b *Board) WaitStart(ctx context.Context, sigs <-chan os.Signal) error {
 	return WaitUntil(ctx, *b.StartAt)
 }
 
+// StartedCanary records a comparison's canary, once it runs, before
+// Started records its baseline.
+func (b *Board) StartedCanary(l Load) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.loads[1] = l
+}
+
 // Started records the load, once it runs, and ctl, its controller
 // (nil: the load takes no control): what controls came before the start
 // are applied now.
 func (b *Board) Started(l Load, ctl Controller) {
 	b.mu.Lock()
-	b.load, b.since = l, time.Now()
+	b.loads[0], b.since = l, time.Now()
 	b.mu.Unlock()
 	b.cmu.Lock()
 	defer b.cmu.Unlock()
@@ -142,7 +159,12 @@ func (b *Board) Started(l Load, ctl Controller) {
 // sealed seconds and the followers' controls, behind token; logf hears of refusals and of every
 // control applied.
 func (b *Board) Handler(token []byte, logf func(string, ...any)) *Handler {
-	return NewHandler(token, b.State, b.Result, logf).WithControl(b.Control).WithSeconds(b.Seconds)
+	h := NewHandler(token, b.State, b.Result, logf).WithControl(b.Control).WithSeconds(b.Seconds)
+	if b.Compare {
+		h.WithCanary(func() State { return b.stateOf(1) }, func(ctx context.Context, w io.Writer) (bool, error) { return b.resultOf(ctx, w, 1) },
+			func(ctx context.Context, since int64) (*Seconds, error) { return b.secondsOf(ctx, since, 1) })
+	}
+	return h
 }
 
 // Control applies c (POST /control): this share of its whole knobs, its
@@ -233,25 +255,30 @@ func (b *Board) setShare(whole load.Knobs) load.Knobs {
 	return b.ctl.Update(set)
 }
 
-// State is the agent's state now (Handler's GET /state).
-func (b *Board) State() State {
+// State is the agent's state now (Handler's GET /state): its load's, a
+// comparison's baseline's.
+func (b *Board) State() State { return b.stateOf(0) }
+
+// stateOf is the state of load i (1: a comparison's canary).
+func (b *Board) stateOf(i int) State {
 	b.mu.Lock()
-	l, at := b.load, b.since
-	b.mu.Unlock()
-	b.mu.Lock()
-	final := b.final != nil
+	l, at := b.loads[i], b.since
+	final := b.final[i] != nil
 	b.mu.Unlock()
 	b.cmu.Lock()
 	whole, seq, ctl, phase := KnobsOf(b.whole), b.applied, b.ctl, b.phase
 	b.cmu.Unlock()
+	if l == nil {
+		at = time.Time{} // a canary not yet started with its baseline
+	}
 	st := State{Version: b.Version, Index: b.Share.Index, Of: b.Share.Of, StartAt: b.StartAt, Started: at, Seed: b.seed,
-		Now: time.Now(), Final: final, Whole: &whole, ControlSeq: seq}
+		Now: time.Now(), Final: final, Whole: &whole, ControlSeq: seq, Compare: b.Compare, Canary: i == 1}
 	if b.StartAt != nil && !at.IsZero() {
 		st.OffsetMS = float64(at.Sub(*b.StartAt)) / 1e6
 	}
 	if l != nil {
 		snap := l.Latest()
-		if k, ok := ctl.(interface{ Knobs() load.Knobs }); ok { // the knobs now, not at the last snapshot's tick
+		if k, ok := ctl.(interface{ Knobs() load.Knobs }); ok && i == 0 { // the knobs now, not at the last snapshot's tick
 			snap.Knobs = k.Knobs()
 		}
 		st.fill(snap)
@@ -262,16 +289,20 @@ func (b *Board) State() State {
 
 // Result writes the result so far, as the run's JSON will be at its end:
 // what a dashboard merges (report/merge) while the agents run (Handler's
-// GET /result); final says it is the run's last word (Finish), whose
-// first fetch ends Linger.
+// GET /result); final says it is the run's last word (Finish): once
+// every side's has been fetched, Linger ends.
 func (b *Board) Result(ctx context.Context, w io.Writer) (final bool, err error) {
+	return b.resultOf(ctx, w, 0)
+}
+
+// resultOf is Result of load i (1: a comparison's canary).
+func (b *Board) resultOf(ctx context.Context, w io.Writer, i int) (final bool, err error) {
 	b.mu.Lock()
-	l, last, fetched := b.load, b.final, b.fetched
-	if last != nil {
-		select {
-		case <-fetched:
-		default:
-			close(fetched)
+	l, last := b.loads[i], b.final[i]
+	if last != nil && b.unfetched[i] {
+		b.unfetched[i] = false
+		if !b.unfetched[0] && !b.unfetched[1] {
+			close(b.fetched)
 		}
 	}
 	b.mu.Unlock()
@@ -285,16 +316,25 @@ func (b *Board) Result(ctx context.Context, w io.Writer) (final bool, err error)
 	return false, l.Report(ctx, l.Latest()).WriteJSON(w)
 }
 
-// Finish keeps r, the run's last word, as the result /result serves from
-// now on.
-func (b *Board) Finish(r *report.Report) {
-	var buf bytes.Buffer
-	if r == nil || r.WriteJSON(&buf) != nil {
+// Finish keeps reps, the run's last word (a comparison's baseline's and
+// canary's), as the results /result (and /canary/result) serve from now
+// on.
+func (b *Board) Finish(reps ...*report.Report) {
+	var finals [2][]byte
+	for i, r := range reps[:min(len(reps), 2)] {
+		var buf bytes.Buffer
+		if r == nil || r.WriteJSON(&buf) != nil {
+			return
+		}
+		finals[i] = buf.Bytes()
+	}
+	if finals[0] == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.final, b.fetched = buf.Bytes(), make(chan struct{})
+	b.final, b.fetched = finals, make(chan struct{})
+	b.unfetched = [2]bool{true, finals[1] != nil}
 }
 
 // Linger serves the final result until a follower has fetched it, d is

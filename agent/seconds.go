@@ -80,8 +80,13 @@ var errNoSeconds = errors.New("the load has not started")
 // /seconds); the histograms are encoded here, on the handler's goroutine,
 // not on the engine's loop.
 func (b *Board) Seconds(ctx context.Context, since int64) (*Seconds, error) {
+	return b.secondsOf(ctx, since, 0)
+}
+
+// secondsOf is Seconds of load i (1: a comparison's canary).
+func (b *Board) secondsOf(ctx context.Context, since int64, i int) (*Seconds, error) {
 	b.mu.Lock()
-	l := b.load
+	l := b.loads[i]
 	b.mu.Unlock()
 	sl, ok := l.(secondsLoad)
 	if !ok {

@@ -64,7 +64,6 @@ func named(flag string, err error) error {
 var whole = map[string]string{
 	"find-max": "a search judges each step on the whole load's figures, which no agent has: give it to the follower (run --agents --find-max, or the dashboard's), which drives every agent's share",
 	"matrix":   "a search judges each step on the whole load's figures, which no agent has: give it to the follower (run --agents --matrix ... --find-max), which drives every agent's share",
-	"compare":  "a comparison's statistics are not merged between agents; run it from one machine",
 	"split-by": "a comparison's statistics are not merged between agents; run it from one machine",
 }
 

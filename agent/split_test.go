@@ -150,16 +150,17 @@ func TestCutPrompts(t *testing.T) {
 	}
 }
 
-// TestUnsplit: the flags of a search or a comparison are refused with
-// why, in one line, wherever they stand before "--"; the rest pass.
+// TestUnsplit: the flags of a search or a split are refused with why, in
+// one line, wherever they stand before "--"; the rest pass (a comparison
+// with another endpoint is each agent's: it loads both sides).
 func TestUnsplit(t *testing.T) {
-	for _, args := range [][]string{{"--find-max", "ttft_p99<=1s"}, {"-c", "4", "--compare=http://x"}, {"--matrix", "c=1,2"}, {"--split-by", "x"}} {
+	for _, args := range [][]string{{"--find-max", "ttft_p99<=1s"}, {"-c", "4", "--split-by=header:x"}, {"--matrix", "c=1,2"}, {"--split-by", "x"}} {
 		err := Unsplit(args)
 		if err == nil || !strings.Contains(err.Error(), "does not go with agents") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v", args, err)
 		}
 	}
-	for _, args := range [][]string{{"--dataset", "d.jsonl", "--stages", "c=1,duration=1s"}, {"--", "--compare"}, {"--model", "find-max"}} {
+	for _, args := range [][]string{{"--dataset", "d.jsonl", "--stages", "c=1,duration=1s"}, {"--", "--split-by"}, {"--model", "find-max"}, {"--compare", "http://x"}} {
 		if err := Unsplit(args); err != nil {
 			t.Errorf("%v: %v", args, err)
 		}

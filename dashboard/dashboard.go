@@ -63,7 +63,7 @@ func ViewOptions(s session.Session, o Options) ui.Options {
 			return s.Save(ctx, snap, o.ReportDir)
 		},
 	}
-	if fs, ok := s.(*fleet.Session); ok { // the agents' panel; the keys move every agent
+	if fs, ok := s.(interface{ AgentsView() fleet.View }); ok { // the agents' panel (a fleet.Session's, a PairSession's); the keys move every agent
 		uo.Agents = func() ui.Agents { return agentsPanel(fs.AgentsView()) }
 	}
 	return uo

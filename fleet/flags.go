@@ -11,13 +11,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/slo"
 )
 
 // Flags are the follower's flags (run --agents, the dashboard's, ssh's).
 type Flags struct {
 	Agents, TokenFile, CACert, ServerName string
-	PlainLoopback                         bool
+	PlainLoopback, Compare                bool
 	PollEvery, ResultEvery, LostAfter     time.Duration
 }
 
@@ -42,6 +43,32 @@ func (f *Flags) Follow(objs []slo.Objective, version string, logf func(string, .
 	return NewSession(fl, objs), nil
 }
 
+// FollowPair starts following agents that compare a canary with their
+// baseline (--agents-compare): two fleets of the same agents, their
+// baselines and their canaries, compared with o (PairSession).
+func (f *Flags) FollowPair(objs []slo.Objective, o compare.Options, version string, logf func(string, ...any)) (*PairSession, error) {
+	cfg, err := f.Config(version, logf)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Compare = true
+	base, err := Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ccfg := cfg
+	ccfg.Canary = true
+	if logf != nil {
+		ccfg.Logf = func(format string, args ...any) { logf("canary: "+format, args...) }
+	}
+	canary, err := Start(ccfg)
+	if err != nil {
+		base.Stop()
+		return nil, err
+	}
+	return NewPairSession(base, canary, objs, o), nil
+}
+
 // Add adds the flags to fs.
 func (f *Flags) Add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Agents, "agents", "", "follow infertop agents instead of loading: host:port,host:port, a DNS name with a port (a headless Service's: re-resolved), or an SRV name _agent._tcp.NAME")
@@ -49,6 +76,7 @@ func (f *Flags) Add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.CACert, "agents-cacert", "", "with --agents: the CA certificate (PEM) the agents' certificates are checked against (default: the system's)")
 	fs.StringVar(&f.ServerName, "agents-server-name", "", "with --agents: the name every agent's certificate must hold (default: the name each was found under)")
 	fs.BoolVar(&f.PlainLoopback, "agents-plain-loopback", false, "with --agents: poll agents on a loopback address over plain HTTP (their --plain-http-loopback)")
+	fs.BoolVar(&f.Compare, "agents-compare", false, "with --agents: the agents compare a canary (their --compare): follow both sides, and the live verdict over their merges")
 	fs.DurationVar(&f.PollEvery, "agents-poll", DefaultPollEvery, "with --agents: read each agent's state this often")
 	fs.DurationVar(&f.ResultEvery, "agents-result-every", DefaultResultEvery, "with --agents: merge the agents' results (the exact figures) this often")
 	fs.DurationVar(&f.LostAfter, "agents-lost-after", DefaultLostAfter, "with --agents: an agent silent this long is lost (one that never answered, unreachable)")
@@ -60,11 +88,17 @@ func (f *Flags) On() bool { return f.Agents != "" }
 // follower are the flags a follower of agents takes; the rest are the
 // load's, which are the agents' own.
 var follower = []string{"agents", "agents-token-file", "agents-cacert", "agents-server-name", "agents-plain-loopback", "agents-poll",
-	"agents-result-every", "agents-lost-after", "slo", "slo-window", "fail-fast", "json", "csv", "html", "progress-every", "theme",
+	"agents-result-every", "agents-lost-after", "agents-compare", "slo", "slo-window", "fail-fast", "json", "csv", "html", "progress-every", "theme",
 	"report-dir",
 	// A capacity search's (capflag's): the follower drives it, each
 	// step's load split between the agents.
-	"find-max", "matrix", "over", "from", "to", "resolution", "step-warmup", "step-min-requests", "step-min-time", "step-max-time"}
+	"find-max", "matrix", "over", "from", "to", "resolution", "step-warmup", "step-min-requests", "step-min-time", "step-max-time",
+	// A comparison's judging (sessionflag's), with --agents-compare.
+	"regression", "compare-min-seconds"}
+
+// followerOnly are the follower's flags that mean nothing without
+// --agents.
+var followerOnly = follower[:9]
 
 // Check refuses, with --agents, a flag of the load: the agents were
 // given the load, and run it. own are the command's flags that are no
@@ -78,8 +112,15 @@ func (f *Flags) Check(fs *pflag.FlagSet, own ...string) error {
 				err = fmt.Errorf("--agents: %w", w)
 			}
 		}
-		if err == nil && !f.On() && fl.Name != "agents" && slices.Contains(follower[:8], fl.Name) {
+		if err == nil && !f.On() && fl.Name != "agents" && slices.Contains(followerOnly, fl.Name) {
 			err = fmt.Errorf("--%s needs --agents", fl.Name)
+		}
+		switch {
+		case err != nil || !f.On():
+		case !f.Compare && (fl.Name == "regression" || fl.Name == "compare-min-seconds"):
+			err = fmt.Errorf("--agents: --%s judges a comparison: give --agents-compare (the agents' --compare)", fl.Name)
+		case f.Compare && (fl.Name == "find-max" || fl.Name == "matrix"):
+			err = fmt.Errorf("--agents-compare: --%s does not work with a comparison yet (as with --compare from one machine)", fl.Name)
 		}
 	})
 	switch {

@@ -74,6 +74,13 @@ type Config struct {
 	PlainLoopback bool
 	// Version is the follower's: an agent of another is refused.
 	Version string
+	// Compare says the agents compare a canary with their baseline
+	// (their --compare, agent.State.Compare): one that does not, where
+	// Compare is set, or one that does, where it is not, is refused by
+	// name. Canary follows their canaries (under agent.CanaryPrefix)
+	// and sends no control: the pair's controls are their baselines'
+	// (see PairSession).
+	Compare, Canary bool
 	// PollEvery is how often each agent's /state is read, ResultEvery
 	// its /result (the exact figures so far), ResolveEvery the DNS names;
 	// Timeout bounds each request (a /result's four times it); LostAfter
@@ -474,7 +481,7 @@ func (f *Fleet) loop(ctx context.Context) {
 			lastChange = now
 		}
 		for _, m := range members {
-			m.send.Store(m.HasState && m.other == "" && m.Status != report.AgentRefused && m.Status != report.AgentReplaced)
+			m.send.Store(!cfg.Canary && m.HasState && m.other == "" && m.Status != report.AgentRefused && m.Status != report.AgentReplaced)
 			if m.other != "" && m.logged != m.other {
 				m.logged = m.other
 				cfg.Logf("fleet: refused the agent at %s: %s", m.Addr, m.other)
@@ -550,6 +557,12 @@ func (f *Fleet) foreign(st agent.State) string {
 		return sanitize.Text(fmt.Sprintf("version %q, not this infertop's %q", st.Version, f.cfg.Version))
 	case st.Of < 1 || st.Of > agent.MaxAgents || st.Index < 0 || st.Index >= st.Of:
 		return sanitize.Text(fmt.Sprintf("index %d of %d is no share", st.Index, st.Of))
+	case st.Compare && !f.cfg.Compare:
+		return "it compares a canary (its --compare): follow it with --agents-compare"
+	case !st.Compare && f.cfg.Compare:
+		return "it compares nothing (no --compare): follow it without --agents-compare"
+	case st.Canary != f.cfg.Canary:
+		return "its state is not its canary's" // the canary's path answered with another side's
 	}
 	return ""
 }
@@ -846,6 +859,9 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
 	cfg := f.cfg
 	client, base := f.client(a)
 	defer client.CloseIdleConnections()
+	if cfg.Canary { // its canary's state, result and seconds; no control is sent there
+		base += agent.CanaryPrefix
+	}
 	t := time.NewTicker(cfg.PollEvery)
 	defer t.Stop()
 	var lastResult time.Time

@@ -280,7 +280,19 @@ type placed struct {
 // its ClockOffset). shift is the common second 0 in the follower's
 // elapsed seconds (View.Started), where the snapshot's series count.
 func place(v View) (ps []placed, shift int64) {
-	var origin time.Time
+	ps, origin := placeAt(v)
+	if len(ps) == 0 {
+		return nil, 0
+	}
+	return ps, seconds(origin.Sub(v.Started))
+}
+
+// seconds is d in whole seconds, rounded.
+func seconds(d time.Duration) int64 { return int64(math.Round(d.Seconds())) }
+
+// placeAt is place's agents and the instant of common second 0 on this
+// machine's clock (zero: no agent's seconds).
+func placeAt(v View) (ps []placed, origin time.Time) {
 	for i := range v.Agents {
 		a := &v.Agents[i]
 		if !a.HasState || a.Status == report.AgentRefused || len(a.Seconds) == 0 {
@@ -298,9 +310,9 @@ func place(v View) (ps []placed, shift int64) {
 		ps = append(ps, placed{a: a})
 	}
 	if origin.IsZero() {
-		return nil, 0
+		return nil, origin
 	}
-	secs := func(d time.Duration) int64 { return int64(math.Round(d.Seconds())) }
+	secs := seconds
 	for i := range ps {
 		a := ps[i].a
 		if a.State.StartAt != nil {
@@ -309,7 +321,7 @@ func place(v View) (ps []placed, shift int64) {
 			ps[i].off = secs(a.SecondsStart.Add(-a.ClockOffset).Sub(origin))
 		}
 	}
-	return ps, secs(origin.Sub(v.Started))
+	return ps, origin
 }
 
 // apply makes out's window figures and series the exact merge of v's
@@ -336,22 +348,7 @@ func (l *live) apply(out *load.Snapshot, v View, w time.Duration, now time.Time)
 // of the last w seconds merged.
 func (l *live) merge(ps []placed, shift int64, w time.Duration) liveFigures {
 	var out liveFigures
-	// The frontier: the newest second every live agent has sent, those
-	// past the grace left out.
-	newest, first := int64(math.MinInt64), int64(math.MaxInt64)
-	for _, p := range ps {
-		newest = max(newest, p.off+p.a.Seconds[len(p.a.Seconds)-1].Sec)
-		first = min(first, p.off+p.a.SecondsFrom)
-	}
-	frontier := newest
-	for _, p := range ps {
-		if p.a.Status != report.AgentRunning {
-			continue // done or lost: all it will send is in
-		}
-		if last := p.off + p.a.Seconds[len(p.a.Seconds)-1].Sec; last >= newest-mergeGrace {
-			frontier = min(frontier, last)
-		}
-	}
+	frontier, first := frontierOf(ps)
 	lo := frontier - keepSeconds + 1
 	type acc struct {
 		p    load.Point
@@ -430,6 +427,28 @@ func (l *live) merge(ps []placed, shift int64, w time.Duration) liveFigures {
 	out.covered = time.Duration(max(frontier-max(winLo, first)+1, 0)) * time.Second
 	out.outTok, out.inTok, out.good = outTok, inTok, good
 	return out
+}
+
+// frontierOf is the newest common second every live agent of ps has
+// sent (those past mergeGrace behind the newest left out: an agent done
+// or lost has sent all it will), and the first second of their figures
+// (the earliest since its last reset).
+func frontierOf(ps []placed) (frontier, first int64) {
+	newest, first := int64(math.MinInt64), int64(math.MaxInt64)
+	for _, p := range ps {
+		newest = max(newest, p.off+p.a.Seconds[len(p.a.Seconds)-1].Sec)
+		first = min(first, p.off+p.a.SecondsFrom)
+	}
+	frontier = newest
+	for _, p := range ps {
+		if p.a.Status != report.AgentRunning {
+			continue // done or lost: all it will send is in
+		}
+		if last := p.off + p.a.Seconds[len(p.a.Seconds)-1].Sec; last >= newest-mergeGrace {
+			frontier = min(frontier, last)
+		}
+	}
+	return frontier, first
 }
 
 // point is common second c's point: counters p, its TTFT and E2E

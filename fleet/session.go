@@ -62,7 +62,11 @@ var _ session.Session = (*Session)(nil)
 // NewSession follows f's agents; objs are the follower's own objectives
 // (--slo), checked over the merge with the agents' own.
 func NewSession(f *Fleet, objs []slo.Objective) *Session {
-	s := &Session{f: f, objs: objs, done: make(chan struct{}), known: make(chan struct{}), what: "agents " + sanitize.Text(f.cfg.Source.String())}
+	what := "agents " + sanitize.Text(f.cfg.Source.String())
+	if f.cfg.Canary {
+		what += ", their canary"
+	}
+	s := &Session{f: f, objs: objs, done: make(chan struct{}), known: make(chan struct{}), what: what}
 	s.latest = load.Snapshot{Target: load.Target{URL: s.what}}
 	go s.run()
 	return s
@@ -682,6 +686,19 @@ func (s *Session) namedUpTo(front int) []named {
 		}
 	}
 	return out
+}
+
+// settingSince is when the agents' knob setting began, on this
+// machine's clock: the newest phase this follower named, or its last
+// reset, whichever is later (zero: neither, the run's own).
+func (s *Session) settingSince() time.Time {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	at := s.ctl.resetAt
+	if n := len(s.ctl.named); n > 0 && s.ctl.named[n-1].at.After(at) {
+		at = s.ctl.named[n-1].at
+	}
+	return at
 }
 
 // finishing says the follower ended the agents' runs (FinishAgents).

@@ -140,6 +140,7 @@ func (r *Report) writeMergedJSON(w io.Writer) error {
 	if r.Capacity != nil { // a search over the agents
 		inf.Capacity = capacityJSON(r.Capacity)
 	}
+	inf.Compare = r.Compare // a comparison over the agents: the canaries' merge inside
 	return WriteMerged(w, inf, r.Merged.MaxConcurrency)
 }
 

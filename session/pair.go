@@ -253,6 +253,22 @@ func (p *Pair) Update(f func(*load.Knobs)) load.Knobs {
 	return k
 }
 
+// NewPhaseFrom changes the knobs of both sides as Update does and starts
+// a phase on each, of an id at least least, the canary's the baseline's
+// (load.Engine.NewPhaseFrom): an agent of a comparison numbers its phases
+// as its follower names them, on both sides alike.
+func (p *Pair) NewPhaseFrom(least int, f func(*load.Knobs)) (load.Knobs, int) {
+	p.knobsMu.Lock()
+	defer p.knobsMu.Unlock()
+	k, id := p.runners[compare.Baseline].Engine().NewPhaseFrom(least, f)
+	p.runners[compare.Canary].Engine().NewPhaseFrom(id, func(c *load.Knobs) { *c = k })
+	p.samples.SetKnobs(k)
+	return k, id
+}
+
+// NewPhase is NewPhaseFrom past every phase begun.
+func (p *Pair) NewPhase(f func(*load.Knobs)) (load.Knobs, int) { return p.NewPhaseFrom(0, f) }
+
 // SetWindow selects both sides' rolling window.
 func (p *Pair) SetWindow(w time.Duration) {
 	for _, r := range p.runners {
@@ -377,7 +393,7 @@ func (p *Pair) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]
 	}
 	c := Conclusion{Reports: reps[:], Failures: cmp.Failures(), Breached: cmp.Breached(),
 		Headline: "the canary regressed, a regression went unjudged or an SLO broke"}
-	if err := withComparison(reps, cmp); err != nil {
+	if err := WithComparison(reps, cmp); err != nil {
 		c.Err = err
 	}
 	base, canary := sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL)
@@ -385,9 +401,9 @@ func (p *Pair) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]
 	return c
 }
 
-// withComparison puts the comparison and the canary's whole report into
+// WithComparison puts the comparison and the canary's whole report into
 // the baseline's JSON, as infertop.compare: one file holds the run.
-func withComparison(reps [2]*report.Report, cmp compare.Comparison) error {
+func WithComparison(reps [2]*report.Report, cmp compare.Comparison) error {
 	var cj bytes.Buffer
 	if err := reps[1].WriteJSON(&cj); err != nil {
 		return fmt.Errorf("the canary's report: %w", err)
@@ -412,7 +428,7 @@ func (p *Pair) Save(ctx context.Context, s load.Snapshot, dir string) (string, e
 	}
 	b, c := p.runners[compare.Baseline], p.runners[compare.Canary]
 	reps := [2]*report.Report{b.Report(ctx, s), c.Report(ctx, c.Latest())}
-	if err := withComparison(reps, cmp); err != nil {
+	if err := WithComparison(reps, cmp); err != nil {
 		return "", err
 	}
 	base := b.SaveBase(dir)
@@ -423,15 +439,15 @@ func (p *Pair) Save(ctx context.Context, s load.Snapshot, dir string) (string, e
 	table := p.settings.table(func(w io.Writer) error {
 		return cmp.WriteTable(w, sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL))
 	})
-	if err := saveWithTable(reps[0], base, table); err != nil {
+	if err := SaveWithTable(reps[0], base, table); err != nil {
 		return "", err
 	}
 	return base + "{,.canary}.{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
 }
 
-// saveWithTable writes rep's reports at base (base.json, .csv, .txt,
+// SaveWithTable writes rep's reports at base (base.json, .csv, .txt,
 // .html) and the comparison's table beside them (base.compare.txt).
-func saveWithTable(rep *report.Report, base string, table func(io.Writer) error) error {
+func SaveWithTable(rep *report.Report, base string, table func(io.Writer) error) error {
 	if _, err := runner.SaveAs(rep, base); err != nil {
 		return err
 	}

@@ -114,6 +114,9 @@ func (m *Model) agentsPanel(w, h int) string {
 	if len(a.Missing) > 0 {
 		notes = append(notes, part{t.Warn.Render(fmt.Sprintf("no agent for index %v", a.Missing)), 1})
 	}
+	if m.cmp.on {
+		notes = append(notes, part{t.Muted.Render("each row an agent's baseline (its canary's below, merged)"), 2})
+	}
 	notes = append(notes, part{t.Muted.Render("counters summed live; the window the exact merge of the agents' seconds, the run of their results"), 2})
 	if room := h - len(lines); room > 0 {
 		lines = append(lines, flowParts(notes, t.Muted.Render(" · "), w, room)...)
@@ -122,13 +125,14 @@ func (m *Model) agentsPanel(w, h int) string {
 }
 
 // agentsDashboard lays the agents' dashboard out in h lines: the agents'
-// panel first, then the merged load's panels in the rest; the load's
+// panel first, then the merged load's panels in the rest (panels: the
+// one load's, or a comparison's of the agents' two sides); the load's
 // panels keep their least (the latency table and the small panels).
-func (m *Model) agentsDashboard(w, h int) string {
+func (m *Model) agentsDashboard(w, h int, panels func(w, h int) string) string {
 	const loadMin = 12
 	ah := min(m.agentsHeight(), max(h-loadMin, 3))
 	if ah >= h {
 		return m.agentsPanel(w, h)
 	}
-	return lipgloss.JoinVertical(lipgloss.Left, m.agentsPanel(w, ah), m.loadPanels(w, h-ah))
+	return lipgloss.JoinVertical(lipgloss.Left, m.agentsPanel(w, ah), panels(w, h-ah))
 }

@@ -499,12 +499,14 @@ func colorString(c lipgloss.TerminalColor) string {
 // the rows its phases need while the charts can give them up.
 func (m *Model) dashboard(w, h int) string {
 	switch {
+	case m.cmp.on && m.agents.on: // agents comparing a canary
+		return m.agentsDashboard(w, h, m.compareDashboard)
 	case m.cmp.on:
 		return m.compareDashboard(w, h)
 	case m.split.on:
 		return m.splitDashboard(w, h)
 	case m.agents.on:
-		return m.agentsDashboard(w, h)
+		return m.agentsDashboard(w, h, m.loadPanels)
 	}
 	return m.loadPanels(w, h)
 }

@@ -75,8 +75,9 @@ func (f *Flags) Spec(cfg runner.Config, search *session.Plan) (session.Spec, err
 	return session.Spec{Run: cfg, Search: search}, nil
 }
 
-// options are the comparison's options from the flags.
-func (f *Flags) options() (compare.Options, error) {
+// Options are the comparison's options from the flags (the regressions
+// judged, the seconds a statistic needs).
+func (f *Flags) Options() (compare.Options, error) {
 	regs, err := compare.ParseRegressions(f.regressions)
 	if err != nil {
 		return compare.Options{}, fmt.Errorf("--regression: %w", err)
@@ -97,7 +98,7 @@ func (f *Flags) split(cfg runner.Config) (session.SplitConfig, error) {
 	if err != nil {
 		return session.SplitConfig{}, fmt.Errorf("--split-by: %w", err)
 	}
-	o, err := f.options()
+	o, err := f.Options()
 	if err != nil {
 		return session.SplitConfig{}, err
 	}
@@ -120,7 +121,7 @@ func (f *Flags) pair(cfg runner.Config) (session.PairConfig, error) {
 	if f.url == "" {
 		return session.PairConfig{}, errors.New("--compare-model and --regression need --compare URL (or --split-by)")
 	}
-	o, err := f.options()
+	o, err := f.Options()
 	if err != nil {
 		return session.PairConfig{}, err
 	}

@@ -1,0 +1,86 @@
+package fleet
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/report"
+)
+
+// sideView is a view of n running agents whose seconds 0..secs-1 hold
+// perSec requests each, their TTFTs around ms (microsecond buckets), the
+// agents' load started at start (on this machine's clock: no offset).
+func sideView(rng *rand.Rand, n, secs, perSec int, ms float64, start time.Time) View {
+	v := View{Started: start}
+	for i := range n {
+		a := Agent{Addr: "a", Status: report.AgentRunning, HasState: true, SecondsStart: start,
+			State: agent.State{Index: i, Of: n, Started: start}}
+		for sec := range int64(secs) {
+			s := Second{Sec: sec, Completed: int64(perSec)}
+			for range perSec {
+				us := int64(ms * 1000 * (1 + 0.1*rng.NormFloat64()))
+				s.hist[load.TTFT].values = append(s.hist[load.TTFT].values, us)
+				s.hist[load.TTFT].counts = append(s.hist[load.TTFT].counts, 1)
+			}
+			a.Seconds = append(a.Seconds, s)
+		}
+		v.Agents = append(v.Agents, a)
+	}
+	return v
+}
+
+// TestBinnedSeconds: the comparison over the agents' merged seconds
+// calls a canary twice as slow worse and an alike one no different;
+// it counts the seconds from since on, up to the newest both sides'
+// agents have sent, the canaries' placed on the baselines' clock.
+func TestBinnedSeconds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	stats := []compare.Stat{mustStat(t, "ttft_p50")}
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	o := compare.Options{Seed: 1, Resamples: 300}
+	vb := sideView(rng, 2, 40, 10, 20, t0)
+	for _, tt := range []struct {
+		slow  float64
+		worse bool
+	}{{1, false}, {2, true}} {
+		vc := sideView(rng, 2, 40, 10, 20*tt.slow, t0)
+		c := binned(stats, vb, vc, time.Time{}).Compare(o)
+		r := c.Results[0]
+		if (r.Verdict == compare.Worse) != tt.worse || r.NBaseline != 800 || r.NCanary != 800 || r.Seconds != 40 {
+			t.Errorf("slow %g: %+v", tt.slow, r)
+		}
+	}
+	// From since: the seconds that start at it or later.
+	vc := sideView(rng, 2, 40, 10, 20, t0)
+	r := binned(stats, vb, vc, t0.Add(9500*time.Millisecond)).Compare(o).Results[0]
+	if r.NBaseline != 600 || r.NCanary != 600 {
+		t.Errorf("from 9.5 s: %d and %d samples, want 600 each", r.NBaseline, r.NCanary)
+	}
+	// The canaries' load began a second later: their second k is the
+	// baselines' k+1, and only the seconds both have are compared, to
+	// the older frontier (one canary agent is a second behind).
+	late := sideView(rng, 2, 30, 10, 20, t0.Add(time.Second))
+	late.Agents[1].Seconds = late.Agents[1].Seconds[:len(late.Agents[1].Seconds)-1]
+	r = binned(stats, vb, late, time.Time{}).Compare(o).Results[0]
+	// To common second 29 (the canary agent behind sent its 28th, the
+	// baselines' 29th), from 1 (the canaries' first): 29 seconds of 20.
+	if r.NBaseline != 29*20 || r.NCanary != 29*20 || r.Seconds != 29 {
+		t.Errorf("a later canary: %d and %d samples over %d s", r.NBaseline, r.NCanary, r.Seconds)
+	}
+	if got := binned(stats, vb, View{Started: t0}, time.Time{}).Compare(o).Results[0]; got.NBaseline != 0 || got.Verdict != compare.NotEnough {
+		t.Errorf("no canary seconds: %+v", got)
+	}
+}
+
+func mustStat(t *testing.T, name string) compare.Stat {
+	t.Helper()
+	s, err := compare.ParseStat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
