@@ -7,6 +7,8 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/infertop/infertop/compare"
 )
 
 // fixedAgents are four agents: two running, one lost (a reason given),
@@ -52,6 +54,32 @@ func TestAgentsPanel(t *testing.T) {
 			}
 			if size[1] >= 40 && (!strings.Contains(view, "silent for 30s") || !strings.Contains(view, "no agent for index [3]")) {
 				t.Errorf("the reasons:\n%s", view)
+			}
+		})
+	}
+}
+
+// TestAgentsCompare: agents comparing a canary show the agents' panel
+// above a comparison's dashboard (the verdicts, both sides' columns),
+// filling the terminal exactly at every size.
+func TestAgentsCompare(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {160, 48}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			c := fixedComparison()
+			m, err := New(nil, Options{Renderer: asciiRenderer(), Agents: fixedAgents, Compare: func() (compare.Comparison, bool) { return c, true }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m = press[tea.Msg](m, tea.WindowSizeMsg{Width: size[0], Height: size[1]}, CanarySnapshotMsg(canarySnapshot()), SnapshotMsg(fixedSnapshot()))
+			view := m.View()
+			checkSize(t, view, size[0], size[1])
+			for _, want := range []string{"─ Agents · 4 followed of 5 shares", "  0 10.0.0.1:7070", "canary", "─ Latency"} {
+				if !strings.Contains(view, want) {
+					t.Errorf("no %q:\n%s", want, view)
+				}
+			}
+			if size[1] >= 40 && !strings.Contains(view, "each row an agent's baseline") {
+				t.Errorf("no word of whose the rows are:\n%s", view)
 			}
 		})
 	}
