@@ -95,8 +95,10 @@ func (a *app) serveAgent(b *agent.Board, ln net.Listener, token []byte, lp sessi
 	defer s.Stop()
 	defer s.Release()
 	sides := s.Sides()
-	if c, ok := sides[len(sides)-1].(agent.Load); ok && len(sides) == 2 {
-		b.StartedCanary(c)
+	if len(sides) == 2 { // --compare: the canary's, served under /canary/
+		if c, ok := sides[1].(agent.Load); ok {
+			b.StartedCanary(c)
+		}
 	}
 	if l, ok := sides[0].(agent.Load); ok {
 		b.Started(l, s.Controller())

@@ -30,8 +30,8 @@ import (
 // metric), the paired block bootstrap that a comparison from one machine
 // runs over its requests. The comparison counts the seconds of the
 // current knob setting: from a poll after the newest phase this follower
-// named (a knob turned, a reset), before any from the start (the agents'
-// warm-up is in no second). Its controller is the baselines' (each agent
+// named (a knob turned, a reset) or saw an agent begin (a walk's stage),
+// before any from the start (the agents' warm-up is in no second). Its controller is the baselines' (each agent
 // moves both of its sides).
 type PairSession struct {
 	base, canary *Session
@@ -42,6 +42,13 @@ type PairSession struct {
 	cancel       context.CancelFunc
 	done         chan struct{}
 	once         sync.Once
+
+	// The newest phase any agent said it is in, and when this follower
+	// first saw it (behind mu): a phase the agents begin on their own (a
+	// walk's stage, the warm-up's end) starts the comparison over too.
+	mu      sync.Mutex
+	phase   int
+	phaseAt time.Time
 }
 
 var _ session.Session = (*PairSession)(nil)
@@ -81,11 +88,35 @@ func (p *PairSession) Compare(resamples int) compare.Comparison {
 		o.Resamples = resamples
 	}
 	o.Seed += p.evals.Add(1)
+	vb := p.base.f.Latest()
 	since := p.base.settingSince()
+	if at := p.phaseSeen(vb); at.After(since) {
+		since = at
+	}
 	if !since.IsZero() {
 		since = since.Add(p.base.f.cfg.PollEvery) // the control reaches every agent within a poll
 	}
-	return binned(p.stats, p.base.f.Latest(), p.canary.f.Latest(), since).Compare(o)
+	return binned(p.stats, vb, p.canary.f.Latest(), since).Compare(o)
+}
+
+// phaseSeen is when this follower first saw the newest phase any agent
+// of v is in, past the first it saw (zero: none since).
+func (p *PairSession) phaseSeen(v View) time.Time {
+	newest := 0
+	for i := range v.Agents {
+		if a := &v.Agents[i]; a.HasState && a.Status == report.AgentRunning {
+			newest = max(newest, a.State.Phase)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if newest > p.phase {
+		if p.phase > 0 {
+			p.phaseAt = p.base.f.cfg.Now()
+		}
+		p.phase = newest
+	}
+	return p.phaseAt
 }
 
 // binned is the data of a comparison of stats over the baselines' view

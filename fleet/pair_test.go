@@ -84,3 +84,37 @@ func mustStat(t *testing.T, name string) compare.Stat {
 	}
 	return s
 }
+
+// TestPhaseSeen: a phase the agents begin on their own (a walk's next
+// stage) starts the comparison over from when the follower saw it; the
+// first phase seen is the run's own, and a lost agent's word is none.
+func TestPhaseSeen(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	p := &PairSession{base: &Session{f: &Fleet{cfg: Config{Now: func() time.Time { return now }}}}}
+	view := func(phases ...int) View {
+		var v View
+		for i, ph := range phases {
+			status := report.AgentRunning
+			if i == 2 {
+				status = report.AgentLost
+			}
+			v.Agents = append(v.Agents, Agent{Status: status, HasState: true, State: agent.State{Phase: ph}})
+		}
+		return v
+	}
+	if at := p.phaseSeen(view(1, 1)); !at.IsZero() {
+		t.Errorf("the first phase: %v", at)
+	}
+	now = now.Add(5 * time.Second)
+	if at := p.phaseSeen(view(1, 1, 7)); !at.IsZero() {
+		t.Errorf("a lost agent's phase counted: %v", at)
+	}
+	if at := p.phaseSeen(view(1, 2)); !at.Equal(now) {
+		t.Errorf("a new phase at %v, want %v", at, now)
+	}
+	later := now
+	now = now.Add(5 * time.Second)
+	if at := p.phaseSeen(view(2, 2)); !at.Equal(later) {
+		t.Errorf("the same phase again: %v, want %v", at, later)
+	}
+}
