@@ -212,8 +212,12 @@ func (s *Session) snapshot(base load.Snapshot, front int, v View) load.Snapshot 
 			out.TotalCompleted, out.TotalFailed, out.InFlight, out.Incomplete = c, f, int(pend), inc
 		}
 	}
+	// The follower's clock, live and at the end: its series and phases
+	// are on it (a follower that came late shows the seconds the agents
+	// ran before it, at negative times); the merged run's own length is
+	// the report's.
+	out.Elapsed = s.f.cfg.Now().Sub(v.Started)
 	if !v.Done {
-		out.Elapsed = s.f.cfg.Now().Sub(v.Started)
 		out.Done, out.DoneWhy = false, ""
 		if s.finishing() { // the runs end: a second signal stops at once
 			out.DoneWhy = agent.FinishWhy
