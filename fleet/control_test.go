@@ -451,3 +451,32 @@ func TestHurry(t *testing.T) {
 		t.Errorf("after it: every %v", got)
 	}
 }
+
+// TestFirstMergeWaitsForAll: the first merge waits for every running
+// agent's result (a ResultEvery at most): one agent's alone would show
+// its share as the whole's phases.
+func TestFirstMergeWaitsForAll(t *testing.T) {
+	a, b := newFake(t, testToken, state(0, 2), result(t, 10, 5, 0)), newFake(t, testToken, state(1, 2), nil)
+	f := follow(t, a.addr()+","+b.addr(), func(c *Config) { c.ResultEvery, c.LostAfter = time.Minute, time.Minute })
+	f.Hurry() // every poll asks for the results; the first merge may wait a minute
+	s := NewSession(f, nil)
+	defer s.Stop()
+	waitView(t, f, "agent 0's result, none of agent 1's", func(v View) bool {
+		return len(v.Agents) == 2 && v.Agents[0].Result != nil && v.Agents[1].HasState && v.Agents[1].Result == nil
+	})
+	views, stop := f.Subscribe()
+	for range 3 { // views after it: still no merge
+		<-views
+	}
+	stop()
+	if ps := (side{s}).Latest().Phases; len(ps) != 0 {
+		t.Errorf("merged one agent's result alone: %+v", ps)
+	}
+	b.mu.Lock()
+	b.res = result(t, 20, 5, 0)
+	b.mu.Unlock()
+	sn := waitSnap(t, s, "the first merge", func(sn load.Snapshot) bool { return len(sn.Phases) > 0 })
+	if got := sn.Phases[0].Completed; got != 30 {
+		t.Errorf("the first merge's phase completed %d, want 30 (both agents')", got)
+	}
+}

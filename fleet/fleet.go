@@ -156,8 +156,10 @@ type View struct {
 	// refused (or Finish was called); DoneWhy says so in a line.
 	Done    bool
 	DoneWhy string
-	// Started is when the fleet started; ResolveErr the last resolution's
-	// error ("" none).
+	// Started is when the fleet started, or, where the first agent that
+	// answered said its load had started before, that start (on this
+	// machine's clock): the instant the follower's run time counts from.
+	// ResolveErr is the last resolution's error ("" none).
 	Started    time.Time
 	ResolveErr string
 }
@@ -419,6 +421,7 @@ func (f *Fleet) loop(ctx context.Context) {
 	}
 	defer stopAll()
 	finishing := ""
+	clockSet := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -467,6 +470,17 @@ func (f *Fleet) loop(ctx context.Context) {
 			}
 			if f.fold(m, o) {
 				lastChange = cfg.Now()
+			}
+			if !clockSet && m.HasState && m.Status != report.AgentRefused {
+				// A follower that comes after the agents' load began
+				// (kubectl run once the Job runs) counts its time from
+				// their start, so its run time, series and phases are
+				// theirs; once, at the first agent's word: a clock that
+				// later moved back would undo what was shown.
+				clockSet = true
+				if at := m.State.Started.Add(-m.ClockOffset); !m.State.Started.IsZero() && at.Before(v.Started) {
+					v.Started = at
+				}
 			}
 		case <-tick.C:
 		}

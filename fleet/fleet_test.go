@@ -419,3 +419,28 @@ func TestAgentRowCounters(t *testing.T) {
 		t.Errorf("lost: %+v", r)
 	}
 }
+
+// TestLateFollower: a follower that comes after the agents' load began
+// counts its time from their start (its view's Started), once, at the
+// first agent's word; one before their start keeps its own.
+func TestLateFollower(t *testing.T) {
+	st := state(0, 2)
+	st.Started = time.Now().Add(-20 * time.Second)
+	early := newFake(t, testToken, st, nil)
+	f := follow(t, early.addr(), nil)
+	v := waitView(t, f, "the agent's state", func(v View) bool { return len(v.Agents) == 1 && v.Agents[0].HasState })
+	if d := v.Started.Sub(st.Started); d < -time.Second || d > time.Second {
+		t.Errorf("the follower's start %v, the agents' %v", v.Started, st.Started)
+	}
+	waiting := state(0, 1)
+	waiting.Started = time.Time{} // waiting for --start-at
+	w := newFake(t, testToken, waiting, nil)
+	f2 := follow(t, w.addr(), nil)
+	before := f2.Latest().Started
+	waitView(t, f2, "the waiting agent's state", func(v View) bool { return len(v.Agents) == 1 && v.Agents[0].HasState })
+	w.set(func(s *agent.State) { s.Started = time.Now().Add(-time.Hour) }) // an odd start, but the clock was set at the first word
+	v = waitView(t, f2, "the agent started", func(v View) bool { return !v.Agents[0].State.Started.IsZero() })
+	if !v.Started.Equal(before) {
+		t.Errorf("moved from %v to %v after the first word", before, v.Started)
+	}
+}

@@ -83,7 +83,7 @@ func (s *Session) run() {
 	defer unsubscribe()
 	var base load.Snapshot
 	front := noFrontier // the phase every running agent's merged result has reached
-	var merged time.Time
+	var merged, firstResult time.Time
 	results := map[string]any{}
 	changed := false
 	lv := live{every: s.f.cfg.PollEvery} // the window's merge, this goroutine's alone
@@ -96,8 +96,17 @@ func (s *Session) run() {
 			}
 		}
 		// At most one merge every ResultEvery (the agents' results come
-		// at their own moments): a merge decodes every histogram.
-		if now := s.f.cfg.Now(); changed && now.Sub(merged) >= s.f.resultEvery() || v.Done {
+		// at their own moments): a merge decodes every histogram. The
+		// first waits for every running agent's result, for the
+		// configured ResultEvery at most (an agent's poller asks again
+		// within it): one agent's alone would show its share as the
+		// whole (its phases' knobs and counts).
+		now := s.f.cfg.Now()
+		if changed && firstResult.IsZero() {
+			firstResult = now
+		}
+		waitAll := merged.IsZero() && !v.Done && !everyResult(v) && now.Sub(firstResult) < s.f.cfg.ResultEvery
+		if !waitAll && changed && now.Sub(merged) >= s.f.resultEvery() || v.Done {
 			merged, changed = now, false
 			if m, err := mergeView(v, !v.Done); err == nil {
 				base = report.SnapshotOf(m.Result, m.MaxConcurrency)
@@ -127,6 +136,18 @@ func (s *Session) run() {
 	lv.apply(&snap, v, s.window(), s.f.cfg.Now())
 	snap.Done = true
 	s.publish(snap, v)
+}
+
+// everyResult says every agent found has sent a result, but those done
+// with none, lost, unreachable, refused or replaced (one yet to answer,
+// or whose load is yet to start, has not).
+func everyResult(v View) bool {
+	for i := range v.Agents {
+		if a := &v.Agents[i]; (a.Status == report.AgentRunning || a.Status == report.AgentWaiting) && a.Result == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // window is the rolling window the agents were set to (the default's
