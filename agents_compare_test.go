@@ -18,7 +18,7 @@ import (
 // canary sim four times as slow (--compare: its share on both sides),
 // followed by run --agents --agents-compare: the live verdict over the
 // two merges calls the canary slower and breaches the regression (exit
-// 1), its JSON holds the comparison and the canaries' merge, each side's
+// 1), --fail-fast ending the agents' runs (both sides), its JSON holds the comparison and the canaries' merge, each side's
 // requests counted over both agents (sent = completed + failed +
 // incomplete) as their own results count them. A follower without
 // --agents-compare refuses them by name.
@@ -33,7 +33,9 @@ func TestAgentsCompare(t *testing.T) {
 	b, c := simtest.Start(t, p), simtest.Start(t, slow)
 	dir := t.TempDir()
 	tokenFile, _ := tokenIn(t, dir)
-	agents := startAgents(t, dir, tokenFile, 2, "--url", b.URL, "--compare", c.URL, "-c", "8", "--duration", "8s", "--prompt-tokens", "16",
+	// Their --duration only a bound: --fail-fast ends their runs at the
+	// first live breach of the regression.
+	agents := startAgents(t, dir, tokenFile, 2, "--url", b.URL, "--compare", c.URL, "-c", "8", "--duration", "2m", "--prompt-tokens", "16",
 		"--output-tokens", "4")
 	follow := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
@@ -46,8 +48,9 @@ func TestAgentsCompare(t *testing.T) {
 		t.Errorf("a follower without --agents-compare: exit %d\n%s\n%s", code, out, errs)
 	}
 	all := filepath.Join(dir, "all.json")
+	start := time.Now()
 	code, out, errs = follow("--agents-compare", "--agents-lost-after", "10s", "--regression", "tpot_p50<+10%", "--compare-min-seconds", "3",
-		"--json", all)
+		"--fail-fast", "--json", all)
 	t.Logf("%s\n%s", errs, out)
 	if code != 1 {
 		for i, a := range agents {
@@ -60,11 +63,21 @@ func TestAgentsCompare(t *testing.T) {
 			t.Errorf("no %q in the summary", want)
 		}
 	}
+	if !strings.Contains(errs, "the canary regressed (--fail-fast)") {
+		t.Errorf("no --fail-fast end in\n%s", errs)
+	}
+	bound := time.NewTimer(time.Minute) // their --duration is 2 m: a bound, not a wait
+	defer bound.Stop()
 	for i, a := range agents {
-		if err := <-a.exited; err != nil { // each ends once both its final results are fetched
-			t.Errorf("agent %d: %v\n%s", i, err, a.stderr.String())
+		select {
+		case err := <-a.exited: // each ends once both its final results are fetched
+			if err != nil {
+				t.Errorf("agent %d: %v\n%s", i, err, a.stderr.String())
+			}
+			a.exited <- nil
+		case <-bound.C:
+			t.Fatalf("agent %d still runs %v after the follower started: --fail-fast did not end its run", i, time.Since(start).Round(time.Second))
 		}
-		a.exited <- nil
 	}
 	f := readMerged(t, all)
 	pair := f.Infertop.Compare

@@ -323,10 +323,9 @@ func (b *Board) Finish(reps ...*report.Report) {
 	var finals [2][]byte
 	for i, r := range reps[:min(len(reps), 2)] {
 		var buf bytes.Buffer
-		if r == nil || r.WriteJSON(&buf) != nil {
-			return
+		if r != nil && r.WriteJSON(&buf) == nil { // a side without one: its result so far stays served
+			finals[i] = buf.Bytes()
 		}
-		finals[i] = buf.Bytes()
 	}
 	if finals[0] == nil {
 		return

@@ -68,9 +68,12 @@ func TestCanaryServed(t *testing.T) {
 	lingered := make(chan struct{})
 	go func() { defer close(lingered); b.Linger(time.Hour, nil) }()
 	for _, side := range []struct{ path, url string }{{"/result", "http://baseline"}, {"/canary/result", "http://canary"}} {
+		b.mu.Lock()
+		fetched := b.fetched
+		b.mu.Unlock()
 		select {
-		case <-lingered:
-			t.Fatalf("the linger ended before %s was fetched", side.path)
+		case <-fetched: // what ends the linger
+			t.Fatalf("every last word counted fetched before %s was", side.path)
 		default:
 		}
 		w := do(http.MethodGet, side.path, token)
@@ -79,4 +82,19 @@ func TestCanaryServed(t *testing.T) {
 		}
 	}
 	<-lingered
+}
+
+// TestFinishWithoutCanary: a canary without a last word (its report
+// missing) leaves the baseline's kept, and the linger waits for it alone.
+func TestFinishWithoutCanary(t *testing.T) {
+	b := &Board{Share: Share{Index: 0, Of: 1}, Compare: true}
+	b.Finish(&report.Report{Manifest: report.Manifest{Tool: "infertop", URL: "http://baseline"}}, nil)
+	if b.final[0] == nil || b.final[1] != nil || b.unfetched != [2]bool{true, false} {
+		t.Fatalf("finals %v %v, unfetched %v", b.final[0] != nil, b.final[1] != nil, b.unfetched)
+	}
+	var w bytes.Buffer
+	if final, err := b.Result(t.Context(), &w); !final || err != nil {
+		t.Fatalf("the baseline's last word: %v %v", final, err)
+	}
+	b.Linger(time.Hour, nil) // returns: every last word there is was fetched
 }

@@ -1,6 +1,10 @@
 package compare
 
-import "github.com/infertop/infertop/load"
+import (
+	"math/rand/v2"
+
+	"github.com/infertop/infertop/load"
+)
 
 // Binned is a comparison's data given as counts by second, not request
 // by request: what a follower of agents has of each side (their sealed
@@ -8,14 +12,23 @@ import "github.com/infertop/infertop/load"
 // histogram bucket's value and its count in a second, the error rate a
 // second's completed and failed counts; each becomes that many samples
 // of the second, so Compare is the same paired block bootstrap as
-// Samples.Compare, over values within the histograms' precision. Limit
-// bounds each side's samples of a metric as Samples' rings do: Add the
-// newest seconds first, and a side past its limit takes no more (the
-// oldest are left out). A Binned is one goroutine's.
+// Samples.Compare, over values within the histograms' precision.
+//
+// A side holds at most limit samples of a metric (the bootstrap's cost
+// is its samples'), and a second at most limit/seconds of them, so that
+// a full side spans seconds seconds at the least whatever the fleet's
+// rate (the newest limit requests of a fleet at 400 requests a second
+// are 10 s, too few to judge). A second past its share is thinned by
+// systematic sampling over its values in order: every bucket keeps its
+// share rounded up or down, a bucket of one value (a tail's) kept with
+// the chance of its share, and the shares add up to the room exactly.
+// Add the newest seconds first; a full side takes no more. A Binned is
+// one goroutine's.
 type Binned struct {
-	stats []Stat
-	limit int
-	sides [2]binnedSide
+	stats  []Stat
+	limit  int
+	perSec int
+	sides  [2]binnedSide
 }
 
 type binnedSide struct {
@@ -24,22 +37,25 @@ type binnedSide struct {
 }
 
 // NewBinned collects the data of a comparison of stats, at most limit
-// samples (0: DefaultSamples) per side and metric.
-func NewBinned(stats []Stat, limit int) *Binned {
+// samples (0: DefaultSamples) per side and metric, a second's at most a
+// seconds'th of them (0: 2×MinSeconds).
+func NewBinned(stats []Stat, limit, seconds int) *Binned {
 	if limit <= 0 {
 		limit = DefaultSamples
 	}
-	return &Binned{stats: stats, limit: limit}
+	if seconds <= 0 {
+		seconds = 2 * MinSeconds
+	}
+	return &Binned{stats: stats, limit: limit, perSec: max(limit/seconds, 1)}
 }
 
 // Latency adds the values of metric m that side saw in second sec (any
 // clock both sides share, in seconds): counts[i] requests of ms[i]
-// milliseconds each (a histogram's buckets). Where they are more than
-// the room left they are thinned alike, bucket by bucket, so the
-// second's shape stays what it was.
+// milliseconds each (histograms' buckets, any order), thinned
+// past the second's share (see Binned).
 func (b *Binned) Latency(side Side, m load.Metric, sec int32, ms []float64, counts []int64) {
 	r := &b.sides[side].lat[m]
-	for i, n := range b.thin(len(*r), counts) {
+	for i, n := range b.thin(len(*r), counts, sec, side, int(m)) {
 		for range n {
 			*r = append(*r, sample{sec, ms[i]})
 		}
@@ -47,21 +63,23 @@ func (b *Binned) Latency(side Side, m load.Metric, sec int32, ms []float64, coun
 }
 
 // Outcomes adds a second's requests of side: completed ones and failed
-// ones (the error rate's samples, 0 and 1), thinned alike as Latency's.
+// ones (the error rate's samples, 0 and 1), thinned as Latency's.
 func (b *Binned) Outcomes(side Side, sec int32, completed, failed int64) {
 	r := &b.sides[side].errs
-	ns := b.thin(len(*r), []int64{completed, failed})
-	for i, n := range ns {
+	for i, n := range b.thin(len(*r), []int64{completed, failed}, sec, side, int(load.NumMetrics)) {
 		for range n {
 			*r = append(*r, sample{sec, float64(i)})
 		}
 	}
 }
 
-// thin is counts within the room a side's held samples leave of the
-// limit: as they are when they fit, else each scaled down alike.
-func (b *Binned) thin(held int, counts []int64) []int64 {
-	room := int64(max(b.limit-held, 0))
+// thin is counts within the room a second has: the side's limit less
+// held, and the second's share. Past it, a systematic sample of the
+// second's values as given: room points evenly spaced over them from an
+// offset drawn by the second, side and metric (so a comparison is
+// repeatable), each bucket keeping the points that fall in it.
+func (b *Binned) thin(held int, counts []int64, sec int32, side Side, m int) []int64 {
+	room := int64(min(max(b.limit-held, 0), b.perSec))
 	var total int64
 	for _, n := range counts {
 		total += max(n, 0)
@@ -70,11 +88,24 @@ func (b *Binned) thin(held int, counts []int64) []int64 {
 	if total == 0 || room == 0 {
 		return out
 	}
-	for i, n := range counts {
-		out[i] = max(n, 0)
-		if total > room {
-			out[i] = int64(float64(out[i]) * float64(room) / float64(total))
+	if total <= room {
+		for i, n := range counts {
+			out[i] = max(n, 0)
 		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(uint64(uint32(sec)), uint64(side)<<8|uint64(m)))
+	step := float64(total) / float64(room)
+	at := rng.Float64() * step // the first point
+	var from int64             // the values before bucket i
+	for i, n := range counts {
+		to := from + max(n, 0)
+		for at < float64(to) && room > 0 {
+			out[i]++
+			room--
+			at += step
+		}
+		from = to
 	}
 	return out
 }

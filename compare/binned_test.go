@@ -20,7 +20,7 @@ func TestBinnedIsSamples(t *testing.T) {
 	for _, slow := range []float64{1, 2} {
 		rng := rand.New(rand.NewPCG(7, 1))
 		s := NewSamples(DefaultStats(), 0, t0)
-		b := NewBinned(DefaultStats(), 0)
+		b := NewBinned(DefaultStats(), 0, 0)
 		ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 		for sec := range 30 {
 			for side := range 2 {
@@ -78,7 +78,7 @@ func TestBinnedIsSamples(t *testing.T) {
 // a second past the room left is thinned alike bucket by bucket, the
 // error rate's outcomes too.
 func TestBinnedLimit(t *testing.T) {
-	b := NewBinned(DefaultStats(), 100)
+	b := NewBinned(DefaultStats(), 100, 1)
 	b.Latency(Baseline, load.TTFT, 9, []float64{10, 20}, []int64{3000, 1000})
 	b.Latency(Baseline, load.TTFT, 8, []float64{30}, []int64{1 << 40}) // no room left
 	b.Outcomes(Baseline, 9, 900, 100)
@@ -106,5 +106,42 @@ func TestBinnedLimit(t *testing.T) {
 	}
 	if b.Full(Baseline) || b.Full(Canary) {
 		t.Error("full without every metric's samples")
+	}
+}
+
+// TestBinnedTail: seconds past their share keep their tail: a bucket of
+// one slow value is kept with the chance of its share, so over the
+// seconds a side spans the slow hundredth stays a hundredth; every
+// second gives its share whole (none thinned to nothing), and a full
+// side spans the seconds asked for however many values each holds.
+func TestBinnedTail(t *testing.T) {
+	b := NewBinned(DefaultStats(), 4000, 40)
+	ms, counts := []float64{10}, []int64{9900}
+	for i := range 100 {
+		ms, counts = append(ms, float64(100+i)), append(counts, 1)
+	}
+	secs := 0
+	for sec := int32(100); !b.Full(Baseline) && sec > 0; sec-- { // the newest first
+		before := len(b.sides[Baseline].lat[load.TTFT])
+		for _, m := range []load.Metric{load.TTFT, load.TPOT, load.E2E} {
+			b.Latency(Baseline, m, sec, ms, counts)
+		}
+		b.Outcomes(Baseline, sec, 9900, 100)
+		if got := len(b.sides[Baseline].lat[load.TTFT]) - before; got != 100 {
+			t.Fatalf("second %d gave %d samples, want its share, 100", sec, got)
+		}
+		secs++
+	}
+	slow, fails := 0, 0
+	for _, s := range b.sides[Baseline].lat[load.TTFT] {
+		if s.v >= 100 {
+			slow++
+		}
+	}
+	for _, s := range b.sides[Baseline].errs {
+		fails += int(s.v)
+	}
+	if secs != 40 || slow < 20 || slow > 60 || fails != 40 {
+		t.Errorf("%d seconds, %d slow of 4000 (want about 40), %d failures (want 40)", secs, slow, fails)
 	}
 }

@@ -256,8 +256,8 @@ func TestSearchControls(t *testing.T) {
 	waitAll("the reset's phase on every agent", func(a *agentFake) bool { return phaseOn(a) == id+2 })
 	s.FinishAgents("the search ended")
 	waitAll("every run ended", func(a *agentFake) bool { a.load.mu.Lock(); defer a.load.mu.Unlock(); return a.load.ended == 1 })
-	// The runs are ending: a second signal stops the follower at once.
-	waitSnap(t, s, "the snapshot ending", func(sn load.Snapshot) bool { return sn.Ending() && sn.DoneWhy == agent.FinishWhy })
+	// The runs are ending, for the reason given: a second signal stops the follower at once.
+	waitSnap(t, s, "the snapshot ending", func(sn load.Snapshot) bool { return sn.Ending() && sn.DoneWhy == "the search ended" })
 }
 
 // waitSnap waits for a snapshot of s that cond holds for.

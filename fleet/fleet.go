@@ -52,6 +52,11 @@ const (
 	DefaultLostAfter    = 30 * time.Second
 )
 
+// lateFollowerBound is the longest an agents' load may have run before
+// its follower came for the follower to count from its start; an agent
+// saying more is not believed (its clock is then the follower's own).
+const lateFollowerBound = 30 * 24 * time.Hour
+
 // MaxStateBytes bounds an agent's /state.
 const MaxStateBytes = 64 << 10
 
@@ -478,7 +483,9 @@ func (f *Fleet) loop(ctx context.Context) {
 				// theirs; once, at the first agent's word: a clock that
 				// later moved back would undo what was shown.
 				clockSet = true
-				if at := m.State.Started.Add(-m.ClockOffset); !m.State.Started.IsZero() && at.Before(v.Started) {
+				st := &m.State // untrusted: a start after its own clock, or a month back, is none
+				if at := st.Started.Add(-m.ClockOffset); !st.Started.IsZero() && !st.Started.After(st.Now) && at.Before(v.Started) &&
+					v.Started.Sub(at) < lateFollowerBound {
 					v.Started = at
 				}
 			}

@@ -443,4 +443,12 @@ func TestLateFollower(t *testing.T) {
 	if !v.Started.Equal(before) {
 		t.Errorf("moved from %v to %v after the first word", before, v.Started)
 	}
+	// A start of year 1 is not believed: the follower's own clock.
+	odd := state(0, 1)
+	odd.Started = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	f3 := follow(t, newFake(t, testToken, odd, nil).addr(), nil)
+	v = waitView(t, f3, "the odd agent's state", func(v View) bool { return len(v.Agents) == 1 && v.Agents[0].HasState })
+	if time.Since(v.Started) > time.Minute {
+		t.Errorf("a start of year 1 believed: %v", v.Started)
+	}
 }

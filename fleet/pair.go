@@ -96,7 +96,11 @@ func (p *PairSession) Compare(resamples int) compare.Comparison {
 	if !since.IsZero() {
 		since = since.Add(p.base.f.cfg.PollEvery) // the control reaches every agent within a poll
 	}
-	return binned(p.stats, vb, p.canary.f.Latest(), since).Compare(o)
+	minSecs := o.MinSeconds
+	if minSecs <= 0 {
+		minSecs = compare.MinSeconds
+	}
+	return binned(p.stats, vb, p.canary.f.Latest(), since, 2*minSecs).Compare(o)
 }
 
 // phaseSeen is when this follower first saw the newest phase any agent
@@ -123,11 +127,12 @@ func (p *PairSession) phaseSeen(v View) time.Time {
 // vb and the canaries' vc: each common second's values and outcomes,
 // from the first second that starts at since or later (zero: every one)
 // to the newest second both merges have (each side's frontier), newest
-// first up to the limit of compare.Binned. The canaries' seconds are
+// first up to the limit of compare.Binned, a full side spanning span
+// seconds at the least. The canaries' seconds are
 // put on the baselines' clock (their common starts are one agent's two
 // engines', started together).
-func binned(stats []compare.Stat, vb, vc View, since time.Time) *compare.Binned {
-	out := compare.NewBinned(stats, 0)
+func binned(stats []compare.Stat, vb, vc View, since time.Time, span int) *compare.Binned {
+	out := compare.NewBinned(stats, 0, span)
 	psB, originB := placeAt(vb)
 	psC, originC := placeAt(vc)
 	if len(psB) == 0 || len(psC) == 0 {
@@ -217,8 +222,48 @@ func (p *PairSession) Sides() []session.Side {
 }
 
 // Controller moves every agent's two sides: the baselines' controls, each
-// agent applying them to both.
-func (p *PairSession) Controller() session.Controller { return p.base.Controller() }
+// agent applying them to both; the canaries' merge takes the same window,
+// phases and reset (mirror).
+func (p *PairSession) Controller() session.Controller { return pairControl{p} }
+
+// pairControl is the pair's controller: the baselines', mirrored.
+type pairControl struct{ p *PairSession }
+
+func (c pairControl) Update(fn func(*load.Knobs)) load.Knobs {
+	k := c.p.base.Controller().Update(fn)
+	c.p.mirror()
+	return k
+}
+
+func (c pairControl) SetWindow(d time.Duration) {
+	c.p.base.Controller().SetWindow(d)
+	c.p.mirror()
+}
+
+func (c pairControl) Reset() {
+	c.p.base.Controller().Reset()
+	c.p.mirror()
+}
+
+// mirror gives the canaries' merge what the baselines' controller set
+// (its window, the phases it named, its last reset, the whole knobs),
+// sending nothing: the agents apply every control to both sides, and
+// the canaries' rolling window and phase table are then the baselines'
+// (the window key set to 60 s is 60 s on both columns).
+func (p *PairSession) mirror() {
+	p.base.cmu.Lock()
+	b := p.base.ctl
+	named := slices.Clone(b.named)
+	p.base.cmu.Unlock()
+	p.canary.cmu.Lock()
+	defer p.canary.cmu.Unlock()
+	c := &p.canary.ctl
+	c.window, c.named, c.resetAt, c.resetSeq = b.window, named, b.resetAt, b.resetSeq
+	c.phase = max(c.phase, b.phase)
+	if b.known {
+		c.knobs = b.knobs
+	}
+}
 
 // Live is the newest live comparison.
 func (p *PairSession) Live() (session.Look, bool) {
@@ -229,8 +274,15 @@ func (p *PairSession) Live() (session.Look, bool) {
 	return session.Look{Line: c.Line(), Breaches: c.Breaches(), Regressed: "the canary regressed"}, true
 }
 
-// Finish stops waiting for the agents (they run on).
+// Finish ends the follow for why as Session.Finish does: a signal stops
+// waiting for both sides (the agents run on); a gate ends the agents'
+// runs, both sides of each (the baselines' control: each agent finishes
+// its pair), and both merges wait for their last words.
 func (p *PairSession) Finish(why string) {
+	if why != load.EndInterrupted {
+		p.base.FinishAgents(why)
+		return
+	}
 	p.base.Finish(why)
 	p.canary.Finish(why)
 }

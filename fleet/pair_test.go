@@ -48,15 +48,22 @@ func TestBinnedSeconds(t *testing.T) {
 		worse bool
 	}{{1, false}, {2, true}} {
 		vc := sideView(rng, 2, 40, 10, 20*tt.slow, t0)
-		c := binned(stats, vb, vc, time.Time{}).Compare(o)
+		c := binned(stats, vb, vc, time.Time{}, 40).Compare(o)
 		r := c.Results[0]
 		if (r.Verdict == compare.Worse) != tt.worse || r.NBaseline != 800 || r.NCanary != 800 || r.Seconds != 40 {
 			t.Errorf("slow %g: %+v", tt.slow, r)
 		}
 	}
+	// A fleet's rate (four agents at 100 a second): a full side spans
+	// the 40 seconds asked for, not the newest 4,096 requests' 10, and
+	// is judged.
+	fast, slowC := sideView(rng, 4, 40, 100, 20, t0), sideView(rng, 4, 40, 100, 40, t0)
+	if r := binned(stats, fast, slowC, time.Time{}, 40).Compare(o).Results[0]; r.Verdict != compare.Worse || r.Seconds != 40 {
+		t.Errorf("at a fleet's rate: %+v", r)
+	}
 	// From since: the seconds that start at it or later.
 	vc := sideView(rng, 2, 40, 10, 20, t0)
-	r := binned(stats, vb, vc, t0.Add(9500*time.Millisecond)).Compare(o).Results[0]
+	r := binned(stats, vb, vc, t0.Add(9500*time.Millisecond), 40).Compare(o).Results[0]
 	if r.NBaseline != 600 || r.NCanary != 600 {
 		t.Errorf("from 9.5 s: %d and %d samples, want 600 each", r.NBaseline, r.NCanary)
 	}
@@ -65,13 +72,13 @@ func TestBinnedSeconds(t *testing.T) {
 	// the older frontier (one canary agent is a second behind).
 	late := sideView(rng, 2, 30, 10, 20, t0.Add(time.Second))
 	late.Agents[1].Seconds = late.Agents[1].Seconds[:len(late.Agents[1].Seconds)-1]
-	r = binned(stats, vb, late, time.Time{}).Compare(o).Results[0]
+	r = binned(stats, vb, late, time.Time{}, 40).Compare(o).Results[0]
 	// To common second 29 (the canary agent behind sent its 28th, the
 	// baselines' 29th), from 1 (the canaries' first): 29 seconds of 20.
 	if r.NBaseline != 29*20 || r.NCanary != 29*20 || r.Seconds != 29 {
 		t.Errorf("a later canary: %d and %d samples over %d s", r.NBaseline, r.NCanary, r.Seconds)
 	}
-	if got := binned(stats, vb, View{Started: t0}, time.Time{}).Compare(o).Results[0]; got.NBaseline != 0 || got.Verdict != compare.NotEnough {
+	if got := binned(stats, vb, View{Started: t0}, time.Time{}, 40).Compare(o).Results[0]; got.NBaseline != 0 || got.Verdict != compare.NotEnough {
 		t.Errorf("no canary seconds: %+v", got)
 	}
 }
@@ -116,5 +123,30 @@ func TestPhaseSeen(t *testing.T) {
 	now = now.Add(5 * time.Second)
 	if at := p.phaseSeen(view(2, 2)); !at.Equal(later) {
 		t.Errorf("the same phase again: %v, want %v", at, later)
+	}
+}
+
+// TestPairControlMirrors: the pair's controller moves the baselines'
+// controls and gives the canaries' merge the same window, named phases
+// and reset, sending nothing on the canaries' fleet.
+func TestPairControlMirrors(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	newSession := func() *Session {
+		return &Session{f: &Fleet{cfg: Config{Now: clock}, wake: make(chan struct{})}, known: make(chan struct{})}
+	}
+	p := &PairSession{base: newSession(), canary: newSession()}
+	p.base.ctl.known, p.base.ctl.knobs, p.base.ctl.of = true, load.Knobs{Concurrency: 8, PromptTokens: 16, OutputTokens: 8}, 2
+	ctl := p.Controller()
+	ctl.SetWindow(time.Minute)
+	ctl.Update(func(k *load.Knobs) { k.Concurrency = 12 })
+	now = now.Add(time.Second)
+	ctl.Reset()
+	c := p.canary.ctl
+	if c.window != time.Minute || len(c.named) != 2 || c.named[0].knobs.Concurrency != 12 || !c.resetAt.Equal(now) || c.knobs.Concurrency != 12 {
+		t.Errorf("the canaries' record: window %v, named %+v, reset at %v, knobs %+v", c.window, c.named, c.resetAt, c.knobs)
+	}
+	if p.canary.window() != time.Minute || p.canary.f.out.c.Seq != 0 || p.base.f.out.c.Seq == 0 {
+		t.Errorf("the canaries' window %v; controls sent: canaries %d, baselines %d", p.canary.window(), p.canary.f.out.c.Seq, p.base.f.out.c.Seq)
 	}
 }

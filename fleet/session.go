@@ -238,13 +238,14 @@ func (s *Session) snapshot(base load.Snapshot, front int, v View) load.Snapshot 
 	// ran before it, at negative times); the merged run's own length is
 	// the report's.
 	out.Elapsed = s.f.cfg.Now().Sub(v.Started)
+	why := s.finishing()
 	if !v.Done {
-		out.Done, out.DoneWhy = false, ""
-		if s.finishing() { // the runs end: a second signal stops at once
-			out.DoneWhy = agent.FinishWhy
-		}
+		out.Done, out.DoneWhy = false, why // the runs end: a second signal stops at once
 	} else {
 		out.Done, out.DoneWhy = true, v.DoneWhy
+		if why != "" { // why they ended, not that they did
+			out.DoneWhy = why
+		}
 	}
 	if v.Done && base.Run.Sent() == 0 && out.LastError == "" {
 		// Nothing merged at the end: it says which agents gave nothing.
@@ -320,8 +321,17 @@ func (s *Session) Controller() session.Controller { return control{s} }
 // Live is never: the agents compare nothing.
 func (s *Session) Live() (session.Look, bool) { return session.Look{}, false }
 
-// Finish stops waiting for the agents (they run on).
-func (s *Session) Finish(why string) { s.f.Finish("the follower stopped: " + why) }
+// Finish ends the follow for why: an interruption (a signal) stops
+// waiting for the agents, which run on; any other end (a gate's
+// --fail-fast) ends their runs too (FinishAgents), as it ends one
+// machine's, the follower waiting for their last words.
+func (s *Session) Finish(why string) {
+	if why != load.EndInterrupted {
+		s.FinishAgents(why)
+		return
+	}
+	s.f.Finish("the follower stopped: " + why)
+}
 
 // Stop stops following; it may be called more than once.
 func (s *Session) Stop() error {
@@ -443,7 +453,8 @@ type whole struct {
 	phase int
 	// finish: the follower ended the agents' runs; every later control
 	// says so too (an agent that comes late ends at once).
-	finish bool
+	finish    bool
+	finishWhy string // why, as the follower said it
 	// named are the phases this follower named, oldest first (at most
 	// maxNamed).
 	named []named
@@ -620,8 +631,11 @@ func (s *Session) Least(o capacity.Over) float64 {
 // FinishAgents ends every agent's run (agent.Control's Finish: each
 // drains and its result becomes its last word), and the follower waits
 // for their last words: the end of a capacity search over the agents.
-func (s *Session) FinishAgents(string) {
+func (s *Session) FinishAgents(why string) {
 	s.cmu.Lock()
+	if !s.ctl.finish {
+		s.ctl.finishWhy = sanitize.Text(why)
+	}
 	s.ctl.finish = true
 	out, at := s.ctl.next(false, false, s.f.cfg.Now()), s.ctl.resetAt
 	s.cmu.Unlock()
@@ -726,11 +740,15 @@ func (s *Session) settingSince() time.Time {
 	return at
 }
 
-// finishing says the follower ended the agents' runs (FinishAgents).
-func (s *Session) finishing() bool {
+// finishing says why the follower ended the agents' runs
+// (FinishAgents; "": it did not).
+func (s *Session) finishing() string {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
-	return s.ctl.finish
+	if !s.ctl.finish {
+		return ""
+	}
+	return cmp.Or(s.ctl.finishWhy, agent.FinishWhy)
 }
 
 // commonStart is the agents' run time 0 on this machine's clock: the
