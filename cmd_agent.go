@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net"
-	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -61,11 +60,7 @@ func (a *app) runAgent(args []string) error {
 	if err != nil {
 		return err
 	}
-	l := &lp.Run.Load
-	if lp.Pair != nil { // --compare: both sides this share of the one load
-		l, b.Compare = &lp.Pair.Baseline.Load, true
-	}
-	if err := b.Cut(l, fs.Changed("requests")); err != nil {
+	if err := b.CutSpec(&lp, fs.Changed("requests")); err != nil {
 		return usageError{err}
 	}
 	return a.serveAgent(b, ln, token, lp, rf, af.Linger)
@@ -94,24 +89,10 @@ func (a *app) serveAgent(b *agent.Board, ln net.Listener, token []byte, lp sessi
 	}
 	defer s.Stop()
 	defer s.Release()
-	sides := s.Sides()
-	if len(sides) == 2 { // --compare: the canary's, served under /canary/
-		if c, ok := sides[1].(agent.Load); ok {
-			b.StartedCanary(c)
-		}
-	}
-	if l, ok := sides[0].(agent.Load); ok {
-		b.Started(l, s.Controller())
-	}
+	b.StartedSession(s)
 	fo := rf.Follower(a.stderr, false, sigs).Follow(s)
 	o := session.End(s, fo, a.reportTimeout)
-	if len(o.Reports) > 0 { // the last word, for the followers (run --agents)
-		reps := slices.Clone(o.Reports)
-		base := *reps[0]
-		base.Compare = nil // each side's, merged by the follower: a comparison's is no merge's
-		reps[0] = &base
-		b.Finish(reps...)
-	}
+	b.Finish(o.Reports...) // the last word, for the followers (run --agents)
 	err = a.conclude(o, rf.Outputs())
 	if fo.Signals < 2 {
 		b.Linger(linger, sigs)

@@ -44,23 +44,13 @@ func (a *app) followAgents(f *loadFlags, agf *fleet.Flags, cf *sessionflag.Flags
 	if quiet {
 		logf = nil
 	}
-	if agf.Compare {
-		o, err := cf.Options()
-		if err != nil {
-			return nil, usageError{err}
-		}
-		ps, err := agf.FollowPair(objs, o, versionString(), logf)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		return ps, nil
-	}
-	s, err := agf.Follow(objs, versionString(), logf)
+	o, err := cf.Options() // with --agents-compare: the comparison's regressions
 	if err != nil {
 		return nil, usageError{err}
 	}
-	if plan != nil {
-		return session.NewSearchOver(s.Searched(), *plan), nil
+	s, err := agf.Session(objs, o, plan, versionString(), logf)
+	if err != nil {
+		return nil, usageError{err}
 	}
 	return s, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/session"
 )
 
 // Load is the load an agent runs, as its board reads it: the newest
@@ -103,6 +104,32 @@ func (b *Board) Cut(l *load.Config, requestsGiven bool) error {
 	l.Seed = share.Seed(l.Seed)
 	b.seed = l.Seed
 	return nil
+}
+
+// CutSpec makes the load s describes this agent's share (Cut): a
+// comparison's (--compare) on both sides, its baseline's load being its
+// canary's too, whose state the board then serves as well (Compare).
+func (b *Board) CutSpec(s *session.Spec, requestsGiven bool) error {
+	l := &s.Run.Load
+	if s.Pair != nil {
+		l, b.Compare = &s.Pair.Baseline.Load, true
+	}
+	return b.Cut(l, requestsGiven)
+}
+
+// StartedSession records s's loads once it runs, its first side the
+// load (Started, with s's controller), a comparison's second its canary
+// (StartedCanary).
+func (b *Board) StartedSession(s session.Session) {
+	sides := s.Sides()
+	if len(sides) == 2 {
+		if c, ok := sides[1].(Load); ok {
+			b.StartedCanary(c)
+		}
+	}
+	if l, ok := sides[0].(Load); ok {
+		b.Started(l, s.Controller())
+	}
 }
 
 // WaitStart waits for the common start (StartAt; none: no wait), or for a
@@ -318,10 +345,17 @@ func (b *Board) resultOf(ctx context.Context, w io.Writer, i int) (final bool, e
 
 // Finish keeps reps, the run's last word (a comparison's baseline's and
 // canary's), as the results /result (and /canary/result) serve from now
-// on.
+// on: the baseline's without its comparison (infertop.compare), each side
+// being merged by the followers on its own, and a comparison's result no
+// merge's.
 func (b *Board) Finish(reps ...*report.Report) {
 	var finals [2][]byte
 	for i, r := range reps[:min(len(reps), 2)] {
+		if r != nil && r.Compare != nil {
+			own := *r
+			own.Compare = nil
+			r = &own
+		}
 		var buf bytes.Buffer
 		if r != nil && r.WriteJSON(&buf) == nil { // a side without one: its result so far stays served
 			finals[i] = buf.Bytes()

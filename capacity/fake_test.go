@@ -472,6 +472,16 @@ func (s *sharedFake) Ready() <-chan struct{} { return s.ready }
 
 func (s *sharedFake) Least(Over) float64 { return s.least }
 
+// Knobs are the newest phase's.
+func (s *sharedFake) Knobs() load.Knobs {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.phases); n > 0 {
+		return s.phases[n-1].Knobs
+	}
+	return load.Knobs{}
+}
+
 // TestSearchOverShares: a search over a load split between agents waits
 // for it to be ready (no phase started before) and starts at its least
 // (one request in flight each: 4 over four agents, not 1); an engine

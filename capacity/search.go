@@ -113,6 +113,9 @@ type Shared interface {
 	Ready() <-chan struct{}
 	// Least is the lowest load over o the engine takes.
 	Least(o Over) float64
+	// Knobs are the whole load's knobs, once Ready: a measurement given
+	// no load holds the load the machines run.
+	Knobs() load.Knobs
 }
 
 // Hold says how long a step is held before it is judged.
@@ -527,11 +530,8 @@ func (s Search) Measure(ctx context.Context, eng Engine, snaps <-chan load.Snaps
 	if err := s.shared(ctx, eng); err != nil {
 		return Result{Over: s.withDefaults().Over, Objectives: s.Objectives, Knee: -1, Fixed: true, Why: "stopped: " + err.Error()}, err
 	}
-	if _, ok := eng.(Shared); ok && l <= 0 && s.withDefaults().Over == Concurrency {
-		// No load given over the agents: theirs, now that it is known.
-		if k, ok := eng.(interface{ Knobs() load.Knobs }); ok {
-			l = float64(k.Knobs().Concurrency)
-		}
+	if sh, ok := eng.(Shared); ok && l <= 0 && s.withDefaults().Over == Concurrency {
+		l = float64(sh.Knobs().Concurrency) // no load given over the agents: theirs, now that it is known
 	}
 	s = s.withDefaults()
 	l = max(l, s.Min) // a Shared engine's least

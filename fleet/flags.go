@@ -12,6 +12,7 @@ import (
 
 	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/slo"
 )
 
@@ -41,6 +42,28 @@ func (f *Flags) Follow(objs []slo.Objective, version string, logf func(string, .
 		return nil, err
 	}
 	return NewSession(fl, objs), nil
+}
+
+// Session starts following the agents the flags name, as the session
+// they make: with --agents-compare both sides' merges compared with o
+// (FollowPair), else their merge (Follow), searched by plan where one is
+// given (each step split between the agents; nil: none).
+func (f *Flags) Session(objs []slo.Objective, o compare.Options, plan *session.Plan, version string, logf func(string, ...any)) (session.Session, error) {
+	if f.Compare {
+		p, err := f.FollowPair(objs, o, version, logf)
+		if err != nil {
+			return nil, err // not a nil *PairSession in a Session
+		}
+		return p, nil
+	}
+	s, err := f.Follow(objs, version, logf)
+	if err != nil {
+		return nil, err
+	}
+	if plan != nil {
+		return session.NewSearchOver(s.Searched(), *plan), nil
+	}
+	return s, nil
 }
 
 // FollowPair starts following agents that compare a canary with their

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,7 +14,6 @@ import (
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
-	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/slo"
 )
@@ -165,13 +164,7 @@ func binned(stats []compare.Stat, vb, vc View, since time.Time, span int) *compa
 				}
 			}
 		}
-		secs := slices.Sorted(func(yield func(int64) bool) {
-			for c := range bySec {
-				if !yield(c) {
-					return
-				}
-			}
-		})
+		secs := slices.Sorted(maps.Keys(bySec))
 		sd := compare.Side(side)
 		for i := len(secs) - 1; i >= 0 && !out.Full(sd); i-- { // the newest first
 			c := secs[i]
@@ -204,10 +197,6 @@ func (p *PairSession) Comparison() (compare.Comparison, bool) {
 	}
 	return compare.Comparison{}, false
 }
-
-// Base and Canary are the two merges followed.
-func (p *PairSession) Base() *Session   { return p.base }
-func (p *PairSession) Canary() *Session { return p.canary }
 
 // AgentsView is the agents as their baselines' last snapshot saw them:
 // the agents' table (each agent is one row, its two sides one process).
@@ -271,7 +260,7 @@ func (p *PairSession) Live() (session.Look, bool) {
 	if !ok {
 		return session.Look{}, false
 	}
-	return session.Look{Line: c.Line(), Breaches: c.Breaches(), Regressed: "the canary regressed"}, true
+	return session.ComparedLook(c), true
 }
 
 // Finish ends the follow for why as Session.Finish does: a signal stops
@@ -326,13 +315,7 @@ func (p *PairSession) Conclude(ctx context.Context, last []load.Snapshot, breach
 		reps[i] = c.Reports[0]
 	}
 	cmp := p.Compare(2 * compare.DefaultResamples)
-	c := session.Conclusion{Reports: reps[:], Failures: cmp.Failures(), Breached: cmp.Breached(),
-		Headline: "the canary regressed, a regression went unjudged or an SLO broke"}
-	if err := session.WithComparison(reps, cmp); err != nil {
-		c.Err = err
-	}
-	c.Table = p.table(cmp)
-	return c
+	return session.Compared(reps, cmp, p.table(cmp))
 }
 
 // table writes cmp's table, the sides named as the agents are.
@@ -357,17 +340,7 @@ func (p *PairSession) Save(_ context.Context, _ load.Snapshot, dir string) (stri
 	if !ok {
 		cmp = p.Compare(0)
 	}
-	if err := session.WithComparison(reps, cmp); err != nil {
-		return "", err
-	}
-	base := filepath.Join(dir, "infertop-agents-"+time.Now().Format("20060102-150405"))
-	if _, err := runner.SaveAs(reps[1], session.CanaryPath(base)); err != nil {
-		return "", fmt.Errorf("the canary's: %w", err)
-	}
-	if err := session.SaveWithTable(reps[0], base, p.table(cmp)); err != nil {
-		return "", err
-	}
-	return base + "{,.canary}.{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
+	return session.SaveCompared(reps, cmp, saveBase(dir), p.table(cmp))
 }
 
 // View: the live comparison and the canaries' snapshots; no capacity

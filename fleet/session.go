@@ -387,7 +387,13 @@ func (s *Session) Save(_ context.Context, _ load.Snapshot, dir string) (string, 
 	if err != nil {
 		return "", err
 	}
-	return runner.SaveAs(s.report(m), filepath.Join(dir, "infertop-agents-"+time.Now().Format("20060102-150405")))
+	return runner.SaveAs(s.report(m), saveBase(dir))
+}
+
+// saveBase is where the s key saves the agents' reports in dir, without
+// an extension: infertop-agents-START.
+func saveBase(dir string) string {
+	return filepath.Join(dir, "infertop-agents-"+time.Now().Format("20060102-150405"))
 }
 
 // View: a capacity search may drive the agents (the dashboard's f key),

@@ -378,7 +378,7 @@ func (p *Pair) Live() (Look, bool) {
 	if !ok {
 		return Look{}, false
 	}
-	return Look{Line: c.Line(), Breaches: c.Breaches(), Regressed: "the canary regressed"}, true
+	return ComparedLook(c), true
 }
 
 // Conclude is both sides' reports, the baseline's holding the comparison
@@ -391,19 +391,32 @@ func (p *Pair) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]
 		reps[i] = r.Report(ctx, last[i])
 		reps[i].Verdicts = append(reps[i].Verdicts, breaches[i]...)
 	}
-	c := Conclusion{Reports: reps[:], Failures: cmp.Failures(), Breached: cmp.Breached(),
+	base, canary := sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL)
+	return Compared(reps, cmp, p.settings.table(func(w io.Writer) error { return cmp.WriteTable(w, base, canary) }))
+}
+
+// Compared is the end of a comparison of two loads (a Pair, or agents
+// comparing a canary): both sides' reports, the baseline's holding the
+// comparison and the canary's whole report (withComparison), the
+// comparison's gates that did not pass, and table, which writes its
+// table.
+func Compared(reps [2]*report.Report, cmp compare.Comparison, table func(io.Writer) error) Conclusion {
+	c := Conclusion{Reports: reps[:], Failures: cmp.Failures(), Breached: cmp.Breached(), Table: table,
 		Headline: "the canary regressed, a regression went unjudged or an SLO broke"}
-	if err := WithComparison(reps, cmp); err != nil {
+	if err := withComparison(reps, cmp); err != nil {
 		c.Err = err
 	}
-	base, canary := sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL)
-	c.Table = p.settings.table(func(w io.Writer) error { return cmp.WriteTable(w, base, canary) })
 	return c
 }
 
-// WithComparison puts the comparison and the canary's whole report into
+// ComparedLook is a comparison of two loads as a follower reads it live.
+func ComparedLook(c compare.Comparison) Look {
+	return Look{Line: c.Line(), Breaches: c.Breaches(), Regressed: "the canary regressed"}
+}
+
+// withComparison puts the comparison and the canary's whole report into
 // the baseline's JSON, as infertop.compare: one file holds the run.
-func WithComparison(reps [2]*report.Report, cmp compare.Comparison) error {
+func withComparison(reps [2]*report.Report, cmp compare.Comparison) error {
 	var cj bytes.Buffer
 	if err := reps[1].WriteJSON(&cj); err != nil {
 		return fmt.Errorf("the canary's report: %w", err)
@@ -428,26 +441,33 @@ func (p *Pair) Save(ctx context.Context, s load.Snapshot, dir string) (string, e
 	}
 	b, c := p.runners[compare.Baseline], p.runners[compare.Canary]
 	reps := [2]*report.Report{b.Report(ctx, s), c.Report(ctx, c.Latest())}
-	if err := WithComparison(reps, cmp); err != nil {
-		return "", err
-	}
-	base := b.SaveBase(dir)
-	// base has no extension (infertop-START): CanaryPath adds .canary.
-	if _, err := runner.SaveAs(reps[1], CanaryPath(base)); err != nil {
-		return "", fmt.Errorf("the canary's: %w", err)
-	}
 	table := p.settings.table(func(w io.Writer) error {
 		return cmp.WriteTable(w, sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL))
 	})
-	if err := SaveWithTable(reps[0], base, table); err != nil {
+	return SaveCompared(reps, cmp, b.SaveBase(dir), table)
+}
+
+// SaveCompared writes a comparison's files at base (a path without an
+// extension, infertop-START): the baseline's reports (base.json, .csv,
+// .txt, .html) holding the comparison and the canary's whole report, the
+// canary's beside them (base.canary.json, ...), and the comparison's
+// table (base.compare.txt, written by table); it says where.
+func SaveCompared(reps [2]*report.Report, cmp compare.Comparison, base string, table func(io.Writer) error) (string, error) {
+	if err := withComparison(reps, cmp); err != nil {
+		return "", err
+	}
+	if _, err := runner.SaveAs(reps[1], CanaryPath(base)); err != nil { // CanaryPath adds .canary
+		return "", fmt.Errorf("the canary's: %w", err)
+	}
+	if err := saveWithTable(reps[0], base, table); err != nil {
 		return "", err
 	}
 	return base + "{,.canary}.{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
 }
 
-// SaveWithTable writes rep's reports at base (base.json, .csv, .txt,
+// saveWithTable writes rep's reports at base (base.json, .csv, .txt,
 // .html) and the comparison's table beside them (base.compare.txt).
-func SaveWithTable(rep *report.Report, base string, table func(io.Writer) error) error {
+func saveWithTable(rep *report.Report, base string, table func(io.Writer) error) error {
 	if _, err := runner.SaveAs(rep, base); err != nil {
 		return err
 	}

@@ -216,7 +216,7 @@ func (s *Split) Save(ctx context.Context, snap load.Snapshot, dir string) (strin
 	rep := s.run.Report(ctx, snap)
 	rep.Compare = splitCompare(grp)
 	base := s.run.SaveBase(dir)
-	if err := SaveWithTable(rep, base, s.settings.table(grp.WriteTable)); err != nil {
+	if err := saveWithTable(rep, base, s.settings.table(grp.WriteTable)); err != nil {
 		return "", err
 	}
 	return base + ".{json,csv,txt,html} and " + filepath.Base(base) + ".compare.txt", nil
