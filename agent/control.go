@@ -85,26 +85,6 @@ const MaxControlBytes = 16 << 10
 // or ones that leave its share nothing.
 var ErrControl = errors.New("a control refused")
 
-// Controller is what a control moves: the running load's knobs, window
-// and statistics (session.Controller; *load.Engine is one).
-type Controller interface {
-	Update(func(*load.Knobs)) load.Knobs
-	SetWindow(time.Duration)
-	Reset()
-}
-
-// phaser is a controller that starts a phase on demand (*load.Engine):
-// every agent starts one at every change of the whole, its own share
-// changed or not, so their phases line up in the merge; one a follower
-// numbers (Control.Phase) takes its id.
-type phaser interface {
-	NewPhase(func(*load.Knobs)) (load.Knobs, int)
-	NewPhaseFrom(int, func(*load.Knobs)) (load.Knobs, int)
-}
-
-// finisher is a controller that ends its run (*load.Engine).
-type finisher interface{ Finish(why string) }
-
 // FinishWhy is why an agent's run ended when its follower finished it.
 const FinishWhy = "the follower ended the run"
 

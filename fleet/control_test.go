@@ -113,7 +113,7 @@ func TestKnobsReachEveryAgent(t *testing.T) {
 	}
 	const tick = 5 * time.Second
 	f := follow(t, strings.Join(addrs, ","), func(c *Config) { c.PollEvery, c.ResultEvery, c.LostAfter = tick, tick, 30*time.Second })
-	s := NewSession(f, nil)
+	s := NewMerging(f, nil)
 	defer s.Stop()
 	ctl := s.Controller()
 	waitView(t, f, "four agents running", func(v View) bool {
@@ -210,7 +210,7 @@ func TestSearchControls(t *testing.T) {
 		agents, addrs = append(agents, a), append(addrs, a.addr())
 	}
 	f := follow(t, strings.Join(addrs, ","), func(c *Config) { c.PollEvery, c.ResultEvery, c.LostAfter = time.Second, 5*time.Second, 30*time.Second })
-	s := NewSession(f, nil)
+	s := NewMerging(f, nil)
 	defer s.Stop()
 	var _ capacity.Shared = s
 	select {
@@ -261,9 +261,9 @@ func TestSearchControls(t *testing.T) {
 }
 
 // waitSnap waits for a snapshot of s that cond holds for.
-func waitSnap(t *testing.T, s *Session, what string, cond func(load.Snapshot) bool) load.Snapshot {
+func waitSnap(t *testing.T, s *Merging, what string, cond func(load.Snapshot) bool) load.Snapshot {
 	t.Helper()
-	snaps, stop := s.Sides()[0].Subscribe()
+	snaps, stop := s.Subscribe()
 	defer stop()
 	bound := time.NewTimer(20 * time.Second) // a bound on a hang, not a wait
 	defer bound.Stop()
@@ -294,7 +294,7 @@ func TestRestartedIndex(t *testing.T) {
 	old := newAgent(t, 1, 2, testWhole, t0, result(t, 6, 7, 2))
 	fresh := newAgent(t, 1, 2, testWhole, t0.Add(time.Minute), result(t, 3, 9, 0))
 	f := follow(t, a0.addr()+","+old.addr()+","+fresh.addr(), nil)
-	s := NewSession(f, nil)
+	s := NewMerging(f, nil)
 	defer s.Stop()
 	waitView(t, f, "the new pod refused while the old answers", func(v View) bool {
 		a := byAddr(v, fresh.addr())
@@ -459,7 +459,7 @@ func TestFirstMergeWaitsForAll(t *testing.T) {
 	a, b := newFake(t, testToken, state(0, 2), result(t, 10, 5, 0)), newFake(t, testToken, state(1, 2), nil)
 	f := follow(t, a.addr()+","+b.addr(), func(c *Config) { c.ResultEvery, c.LostAfter = time.Minute, time.Minute })
 	f.Hurry() // every poll asks for the results; the first merge may wait a minute
-	s := NewSession(f, nil)
+	s := NewMerging(f, nil)
 	defer s.Stop()
 	waitView(t, f, "agent 0's result, none of agent 1's", func(v View) bool {
 		return len(v.Agents) == 2 && v.Agents[0].Result != nil && v.Agents[1].HasState && v.Agents[1].Result == nil
@@ -469,7 +469,7 @@ func TestFirstMergeWaitsForAll(t *testing.T) {
 		<-views
 	}
 	stop()
-	if ps := (side{s}).Latest().Phases; len(ps) != 0 {
+	if ps := s.Latest().Phases; len(ps) != 0 {
 		t.Errorf("merged one agent's result alone: %+v", ps)
 	}
 	b.mu.Lock()

@@ -175,7 +175,7 @@ func TestWindowMergesSeconds(t *testing.T) {
 		agents, addrs = append(agents, a), append(addrs, a.addr())
 	}
 	f := follow(t, strings.Join(addrs, ","), func(c *Config) { c.LostAfter, c.ResultEvery = 5*time.Second, time.Hour }) // the results: once
-	s := NewSession(f, nil)
+	s := NewMerging(f, nil)
 	defer s.Stop()
 	const w = 10 * time.Second
 	s.Controller().SetWindow(w) // the fakes take no control: the window is the follower's
@@ -307,7 +307,7 @@ func TestSecondsRefused(t *testing.T) {
 	a := newSecondsFake(t, st)
 	a.raw = []byte(`{"encoding": "` + strings.Repeat("A", agent.MaxSecondsBytes) + `"}`)
 	f := follow(t, a.addr(), func(c *Config) { c.LostAfter = 5 * time.Second })
-	s := NewSession(f, nil)
+	s := NewMerging(f, nil)
 	defer s.Stop()
 	waitView(t, f, "the huge answer refused", func(v View) bool {
 		return len(v.Agents) == 1 && strings.Contains(v.Agents[0].SecondsErr, "past")
@@ -318,7 +318,7 @@ func TestSecondsRefused(t *testing.T) {
 	waitView(t, f, "the other geometry refused", func(v View) bool {
 		return len(v.Agents) == 1 && strings.Contains(v.Agents[0].SecondsErr, "digits") && len(v.Agents[0].Seconds) == 0
 	})
-	if sn := s.Sides()[0].Latest(); len(sn.Series) != 0 {
+	if sn := s.Latest(); len(sn.Series) != 0 {
 		t.Fatalf("a window from refused seconds: %d points", len(sn.Series))
 	}
 	a.mu.Lock()

@@ -227,7 +227,12 @@ func TestSubscribers(t *testing.T) {
 	for range b {
 	}
 	cancelB()
-	if _, ok := <-func() <-chan Snapshot { c, _ := r.eng.Subscribe(); return c }(); ok {
+	// A subscription after the stop holds the last snapshot, then ends.
+	late, _ := r.eng.Subscribe()
+	if s, ok := <-late; !ok || !s.Done {
+		t.Fatalf("a subscription after stop: %v, done %v; want the last snapshot", ok, s.Done)
+	}
+	if _, ok := <-late; ok {
 		t.Fatal("subscription after stop is open")
 	}
 }

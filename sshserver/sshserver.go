@@ -73,7 +73,7 @@ type Config struct {
 	// comparison it is the session.Pair, whose knobs move both loads, or
 	// the session.Split, whose new setting starts its groups' comparison
 	// over: turning Engine's knobs alone would leave them behind.
-	Controller ui.Controller
+	Controller load.Controller
 	// Canary, if set, makes every session's view a comparison's: it
 	// subscribes to the canary's snapshots, called when a session starts,
 	// and its cancel is called when the session ends (a channel cannot be
@@ -174,7 +174,7 @@ func New(cfg Config) (*Server, error) {
 	orDefault(&cfg.MaxConnections, DefaultMaxConnections)
 	orDefault(&cfg.MaxConnectionsPerIP, DefaultMaxConnectionsPerIP)
 	orDefault(&cfg.SessionWait, DefaultSessionWait)
-	if c, ok := cfg.Watch.(ui.Controller); ok && cfg.Controller == nil {
+	if c, ok := cfg.Watch.(load.Controller); ok && cfg.Controller == nil {
 		cfg.Controller = c
 	}
 	s := &Server{cfg: cfg, pendingByIP: map[string]int{}, connsByIP: map[string]int{}, stopping: make(chan struct{})}

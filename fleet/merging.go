@@ -2,10 +2,9 @@ package fleet
 
 import (
 	"cmp"
-	"context"
+
 	"fmt"
-	"io"
-	"path/filepath"
+
 	"slices"
 	"strings"
 	"sync"
@@ -13,17 +12,18 @@ import (
 
 	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/capacity"
+	"github.com/infertop/infertop/latest"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
-	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/sanitize"
-	"github.com/infertop/infertop/session"
+
 	"github.com/infertop/infertop/slo"
 	"github.com/infertop/infertop/telemetry"
 )
 
-// Session is the agents followed as one load: a session.Session whose
-// one side's snapshots are the agents' merged. Each snapshot's run
+// Merging is the agents followed as one load, merged: a source of
+// snapshots (session follows it as one side), a controller, the agents'
+// table and the final merged report. Each snapshot's run
 // counters are the sum of the agents' last states (every PollEvery); its
 // run figures and phases the exact merge of their last results (every
 // ResultEvery), as is the final report. Its rolling window (latencies,
@@ -37,7 +37,7 @@ import (
 // at the run so far. Its controller moves every agent: it keeps the
 // whole load's knobs and sends them to the agents, each taking its
 // share.
-type Session struct {
+type Merging struct {
 	f     *Fleet
 	objs  []slo.Objective
 	what  string // the agents' name, set once: What is read from any goroutine
@@ -48,36 +48,33 @@ type Session struct {
 	cmu sync.Mutex
 	ctl whole
 
-	mu     sync.Mutex
-	latest load.Snapshot
-	final  *report.MergedResult
-	err    error // the final merge's
-	view   View
-	subs   []chan load.Snapshot
-	closed bool
+	hub latest.Hub[load.Snapshot]
+
+	mu    sync.Mutex
+	final *report.MergedResult
+	err   error // the final merge's
+	view  View
 }
 
-var _ session.Session = (*Session)(nil)
-
-// NewSession follows f's agents; objs are the follower's own objectives
+// NewMerging follows f's agents; objs are the follower's own objectives
 // (--slo), checked over the merge with the agents' own.
-func NewSession(f *Fleet, objs []slo.Objective) *Session {
+func NewMerging(f *Fleet, objs []slo.Objective) *Merging {
 	what := "agents " + sanitize.Text(f.cfg.Source.String())
 	if f.cfg.Canary {
 		what += ", their canary"
 	}
-	s := &Session{f: f, objs: objs, done: make(chan struct{}), known: make(chan struct{}), what: what}
-	s.latest = load.Snapshot{Target: load.Target{URL: s.what}}
+	s := &Merging{f: f, objs: objs, done: make(chan struct{}), known: make(chan struct{}), what: what}
+	s.hub.Publish(load.Snapshot{Target: load.Target{URL: s.what}})
 	go s.run()
 	return s
 }
 
 // Fleet is the agents followed.
-func (s *Session) Fleet() *Fleet { return s.f }
+func (s *Merging) Fleet() *Fleet { return s.f }
 
 // run turns the fleet's views into snapshots: a merge whenever a result
 // came, the counters on every view; at the fleet's end the final merge.
-func (s *Session) run() {
+func (s *Merging) run() {
 	defer close(s.done)
 	views, unsubscribe := s.f.Subscribe()
 	defer unsubscribe()
@@ -152,7 +149,7 @@ func everyResult(v View) bool {
 
 // window is the rolling window the agents were set to (the default's
 // before any).
-func (s *Session) window() time.Duration {
+func (s *Merging) window() time.Duration {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	if s.ctl.window > 0 {
@@ -161,7 +158,7 @@ func (s *Session) window() time.Duration {
 	return load.DefaultWindow
 }
 
-func (s *Session) setFinal(m *report.MergedResult, err error) {
+func (s *Merging) setFinal(m *report.MergedResult, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.final, s.err = m, err
@@ -176,7 +173,7 @@ func (s *Session) setFinal(m *report.MergedResult, err error) {
 // reached (see phaseFrontier), and every phase this follower named up to
 // it that sent nothing yet (in no result: a search's drain, a phase just
 // begun), empty.
-func (s *Session) snapshot(base load.Snapshot, front int, v View) load.Snapshot {
+func (s *Merging) snapshot(base load.Snapshot, front int, v View) load.Snapshot {
 	out := base
 	out.Seq = v.Seq
 	out.Target = load.Target{URL: s.what, Model: base.Target.Model, API: base.Target.API}
@@ -275,57 +272,67 @@ func noResultsWhy(as []Agent) string {
 }
 
 // Knobs are the whole load's knobs (zero before any agent said them).
-func (s *Session) Knobs() load.Knobs {
+func (s *Merging) Knobs() load.Knobs {
 	k, _ := s.wholeKnobs()
 	return k
 }
 
 // publish makes snap the latest and offers it to every subscriber; the
 // last (Done) closes them.
-func (s *Session) publish(snap load.Snapshot, v View) {
+func (s *Merging) publish(snap load.Snapshot, v View) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.latest, s.view = snap, v
-	for _, ch := range s.subs {
-		select {
-		case <-ch:
-		default:
-		}
-		ch <- snap
-		if snap.Done {
-			close(ch)
-		}
-	}
+	s.view = v
+	s.mu.Unlock()
+	s.hub.Publish(snap)
 	if snap.Done {
-		s.subs, s.closed = nil, true
+		s.hub.Close()
 	}
 }
 
-// AgentsView is the fleet as the last snapshot saw it: the agents' table.
-func (s *Session) AgentsView() View {
+// AgentsView is the fleet as the last snapshot saw it.
+func (s *Merging) AgentsView() View {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.view
 }
 
-// What names the agents.
-func (s *Session) What() string { return s.what }
+// Table is the agents' table as the last snapshot saw it (infertop.agents'
+// rows): what a dashboard's panel shows.
+func (s *Merging) Table() *report.AgentsJSON { return agentsJSON(s.AgentsView()) }
 
-// Sides is the one merged side.
-func (s *Session) Sides() []session.Side { return []session.Side{side{s}} }
+// What names the agents.
+func (s *Merging) What() string { return s.what }
+
+// Subscribe is a subscription to the merged snapshots (latest wins); the
+// channel closes after the last (Done).
+func (s *Merging) Subscribe() (<-chan load.Snapshot, func()) { return s.hub.Subscribe() }
+
+// Latest is the newest merged snapshot.
+func (s *Merging) Latest() load.Snapshot {
+	snap, _ := s.hub.Latest()
+	return snap
+}
+
+// Check checks the follower's objectives over snap's window.
+func (s *Merging) Check(snap load.Snapshot, scope string) []slo.Verdict {
+	return slo.CheckAll(s.objs, s.Figures(snap).Window, scope)
+}
+
+// Objectives are the follower's objectives (--slo).
+func (s *Merging) Objectives() []slo.Objective { return s.objs }
+
+// Figures are snap's figures: the follower scrapes no server of its own.
+func (s *Merging) Figures(snap load.Snapshot) telemetry.Figures { return telemetry.Join(snap, nil) }
 
 // Controller moves every agent: the whole load's knobs, the window, a
 // reset, sent to each agent (its share of the knobs its own to take).
-func (s *Session) Controller() session.Controller { return control{s} }
-
-// Live is never: the agents compare nothing.
-func (s *Session) Live() (session.Look, bool) { return session.Look{}, false }
+func (s *Merging) Controller() load.Controller { return control{s} }
 
 // Finish ends the follow for why: an interruption (a signal) stops
 // waiting for the agents, which run on; any other end (a gate's
 // --fail-fast) ends their runs too (FinishAgents), as it ends one
 // machine's, the follower waiting for their last words.
-func (s *Session) Finish(why string) {
+func (s *Merging) Finish(why string) {
 	if why != load.EndInterrupted {
 		s.FinishAgents(why)
 		return
@@ -334,21 +341,18 @@ func (s *Session) Finish(why string) {
 }
 
 // Stop stops following; it may be called more than once.
-func (s *Session) Stop() error {
+func (s *Merging) Stop() {
 	s.once.Do(func() {
 		s.f.Stop()
 		<-s.done
 	})
-	return nil
 }
 
-// Release is nothing: the follower serves no metrics of its own.
-func (s *Session) Release() {}
-
-// Conclude is the merged report: the exact merge of the agents' final
-// (or last) results, the agents' table inside, checked against the
-// follower's objectives and the agents' own.
-func (s *Session) Conclude(_ context.Context, last []load.Snapshot, breaches [][]slo.Verdict) session.Conclusion {
+// Final is the merged report of the run, once it is over: the exact
+// merge of the agents' final (or last) results, the agents' table
+// inside, checked against the follower's objectives and the agents'
+// own. ErrNoResults: no agent's result came.
+func (s *Merging) Final() (*report.Report, error) {
 	s.mu.Lock()
 	m, err := s.final, s.err
 	s.mu.Unlock()
@@ -356,17 +360,23 @@ func (s *Session) Conclude(_ context.Context, last []load.Snapshot, breaches [][
 		if err == nil {
 			err = fmt.Errorf("fleet: %w", ErrNoResults)
 		}
-		return session.Conclusion{Err: err}
+		return nil, err
 	}
-	rep := s.report(m)
-	if len(breaches) > 0 {
-		rep.Verdicts = append(rep.Verdicts, breaches[0]...)
+	return s.report(m), nil
+}
+
+// Now is the merge of the agents' last results, as a report: what the s
+// key saves.
+func (s *Merging) Now() (*report.Report, error) {
+	m, err := Merge(s.f.Latest())
+	if err != nil {
+		return nil, err
 	}
-	return session.Conclusion{Reports: []*report.Report{rep}}
+	return s.report(m), nil
 }
 
 // report is m as a report: its snapshot and its verdicts.
-func (s *Session) report(m *report.MergedResult) *report.Report {
+func (s *Merging) report(m *report.MergedResult) *report.Report {
 	snap := report.SnapshotOf(m.Result, m.MaxConcurrency)
 	objs := slices.Clone(s.objs)
 	var exprs []string
@@ -381,67 +391,7 @@ func (s *Session) report(m *report.MergedResult) *report.Report {
 	return &report.Report{Manifest: m.Result.Manifest, Final: snap, Merged: m, Verdicts: report.Verdicts(objs, snap, nil)}
 }
 
-// Save writes the merge of the agents' last results into dir.
-func (s *Session) Save(_ context.Context, _ load.Snapshot, dir string) (string, error) {
-	m, err := Merge(s.f.Latest())
-	if err != nil {
-		return "", err
-	}
-	return runner.SaveAs(s.report(m), saveBase(dir))
-}
-
-// saveBase is where the s key saves the agents' reports in dir, without
-// an extension: infertop-agents-START.
-func saveBase(dir string) string {
-	return filepath.Join(dir, "infertop-agents-"+time.Now().Format("20060102-150405"))
-}
-
-// View: a capacity search may drive the agents (the dashboard's f key),
-// each step split between them.
-func (s *Session) View() session.View { return session.View{Search: s} }
-
-// LastWord is nothing: the agents compare nothing.
-func (s *Session) LastWord(io.Writer) error { return nil }
-
-// side is the merged side.
-type side struct{ s *Session }
-
-func (d side) Subscribe() (<-chan load.Snapshot, func()) {
-	s := d.s
-	ch := make(chan load.Snapshot, 1)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch <- s.latest
-	if s.closed {
-		close(ch)
-		return ch, func() {}
-	}
-	s.subs = append(s.subs, ch)
-	return ch, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if i := slices.Index(s.subs, ch); i >= 0 {
-			s.subs = slices.Delete(s.subs, i, i+1)
-			close(ch)
-		}
-	}
-}
-
-func (d side) Latest() load.Snapshot {
-	d.s.mu.Lock()
-	defer d.s.mu.Unlock()
-	return d.s.latest
-}
-
-func (d side) Check(snap load.Snapshot, scope string) []slo.Verdict {
-	return slo.CheckAll(d.s.objs, d.Figures(snap).Window, scope)
-}
-
-func (d side) Objectives() []slo.Objective { return d.s.objs }
-
-func (d side) Figures(snap load.Snapshot) telemetry.Figures { return telemetry.Join(snap, nil) }
-
-// whole is the controller's record (behind Session.cmu): the whole
+// whole is the controller's record (behind Merging.cmu): the whole
 // load's knobs (known once an agent has said them, or the follower set
 // them), the split, the last control's seq and the highest any agent
 // has taken, the window and the last reset.
@@ -469,7 +419,7 @@ type whole struct {
 // observe takes the whole knobs from v's agents until this follower has
 // sent any, and from an agent that took a newer control than its own
 // (another follower's: the last word wins).
-func (s *Session) observe(v View) {
+func (s *Merging) observe(v View) {
 	var best *agent.State
 	for i := range v.Agents {
 		a := &v.Agents[i]
@@ -504,7 +454,7 @@ func (s *Session) observe(v View) {
 }
 
 // wholeKnobs are the whole load's knobs, once known.
-func (s *Session) wholeKnobs() (load.Knobs, bool) {
+func (s *Merging) wholeKnobs() (load.Knobs, bool) {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	return s.ctl.knobs, s.ctl.known
@@ -546,7 +496,7 @@ func (w *whole) next(reset, phase bool, now time.Time) agent.Control {
 
 // control is the merged agents' controller: each method changes the
 // whole and hands the control to the fleet's pollers, returning at once.
-type control struct{ s *Session }
+type control struct{ s *Merging }
 
 // Update changes the whole knobs by fn, within what every share can
 // take (agent.ClampWhole); before any agent has said them it moves
@@ -557,7 +507,7 @@ func (c control) Update(fn func(*load.Knobs)) load.Knobs {
 	w := &s.ctl
 	if !w.known {
 		s.cmu.Unlock()
-		return side{s}.Latest().Knobs
+		return s.Latest().Knobs
 	}
 	k := w.knobs
 	fn(&k)
@@ -582,12 +532,12 @@ func (c control) Update(fn func(*load.Knobs)) load.Knobs {
 // and says so with the id 0 (a search waits for Ready first), as it
 // does when no id is left to name (an agent that says it is in the
 // last, agent.MaxPhase: a search then stops as taken over).
-func (s *Session) NewPhase(fn func(*load.Knobs)) (load.Knobs, int) {
+func (s *Merging) NewPhase(fn func(*load.Knobs)) (load.Knobs, int) {
 	s.cmu.Lock()
 	w := &s.ctl
 	if !w.known {
 		s.cmu.Unlock()
-		return side{s}.Latest().Knobs, 0
+		return s.Latest().Knobs, 0
 	}
 	if w.phase >= agent.MaxPhase { // no id left to name: nothing changes (a search then stops as taken over)
 		k := w.knobs
@@ -614,17 +564,17 @@ func (s *Session) NewPhase(fn func(*load.Knobs)) (load.Knobs, int) {
 
 // Ending is closed once the agents' run is over (every agent done or
 // lost) or the follower stopped: capacity.Engine's.
-func (s *Session) Ending() <-chan struct{} { return s.done }
+func (s *Merging) Ending() <-chan struct{} { return s.done }
 
 // Ready is closed once the whole load's knobs are known (an agent said
 // them): a search over the agents (capacity.Shared) starts its first
 // step then.
-func (s *Session) Ready() <-chan struct{} { return s.known }
+func (s *Merging) Ready() <-chan struct{} { return s.known }
 
 // Least is the lowest whole load over o every agent takes a share of: a
 // request in flight each, or the open loop's slowest rate each
 // (capacity.Shared).
-func (s *Session) Least(o capacity.Over) float64 {
+func (s *Merging) Least(o capacity.Over) float64 {
 	s.cmu.Lock()
 	n := max(s.ctl.of, 1)
 	s.cmu.Unlock()
@@ -637,7 +587,7 @@ func (s *Session) Least(o capacity.Over) float64 {
 // FinishAgents ends every agent's run (agent.Control's Finish: each
 // drains and its result becomes its last word), and the follower waits
 // for their last words: the end of a capacity search over the agents.
-func (s *Session) FinishAgents(why string) {
+func (s *Merging) FinishAgents(why string) {
 	s.cmu.Lock()
 	if !s.ctl.finish {
 		s.ctl.finishWhy = sanitize.Text(why)
@@ -646,13 +596,6 @@ func (s *Session) FinishAgents(why string) {
 	out, at := s.ctl.next(false, false, s.f.cfg.Now()), s.ctl.resetAt
 	s.cmu.Unlock()
 	s.f.Send(out, at)
-}
-
-// Searched is the agents as a capacity search drives them: every step
-// split between them, judged on the exact merge of their phases, their
-// runs ended when it is over.
-func (s *Session) Searched() session.Searched {
-	return session.Searched{Session: s, Engine: s, Subscribe: side{s}.Subscribe, End: s.FinishAgents}
 }
 
 // SetWindow sets every agent's rolling window, and the merged window's
@@ -721,7 +664,7 @@ type named struct {
 const maxNamed = 1024
 
 // namedUpTo are the phases named, up to id front.
-func (s *Session) namedUpTo(front int) []named {
+func (s *Merging) namedUpTo(front int) []named {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	var out []named
@@ -736,7 +679,7 @@ func (s *Session) namedUpTo(front int) []named {
 // settingSince is when the agents' knob setting began, on this
 // machine's clock: the newest phase this follower named, or its last
 // reset, whichever is later (zero: neither, the run's own).
-func (s *Session) settingSince() time.Time {
+func (s *Merging) settingSince() time.Time {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	at := s.ctl.resetAt
@@ -748,7 +691,7 @@ func (s *Session) settingSince() time.Time {
 
 // finishing says why the follower ended the agents' runs
 // (FinishAgents; "": it did not).
-func (s *Session) finishing() string {
+func (s *Merging) finishing() string {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	if !s.ctl.finish {
