@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/infertop/infertop/sanitize"
 )
@@ -76,16 +75,5 @@ func (l *Limiter) flushLocked() {
 	}
 }
 
-// Line is s sanitised and cut to MaxLine bytes (on a rune's boundary),
-// "…" marking a cut.
-func Line(s string) string {
-	s = sanitize.Text(s)
-	if len(s) <= MaxLine {
-		return s
-	}
-	cut := MaxLine
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+// Line is s sanitised and cut to MaxLine bytes (sanitize.Short).
+func Line(s string) string { return sanitize.Short(s, MaxLine) }
