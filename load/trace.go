@@ -9,12 +9,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/infertop/infertop/readlimit"
 )
 
 // TraceBlockTokens is the length of one prefix block a Mooncake trace's
@@ -129,7 +130,7 @@ func LoadTrace(path string, o TraceOptions) (*Trace, error) {
 	if o.Format != "" && !slices.Contains(TraceFormats(), o.Format) {
 		return nil, &SettingError{SettingTrace, fmt.Errorf("unknown trace format %q (have %s)", o.Format, strings.Join(TraceFormats(), ", "))}
 	}
-	data, err := os.ReadFile(path)
+	data, err := readlimit.File(path, readlimit.Trace)
 	if err != nil {
 		return nil, &SettingError{SettingTrace, err}
 	}

@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -26,6 +25,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/readlimit"
 	"golang.org/x/net/http2"
 )
 
@@ -179,7 +179,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure} //nolint:gosec // only when asked for
 	if cfg.CACert != "" {
-		pem, err := os.ReadFile(cfg.CACert)
+		pem, err := readlimit.File(cfg.CACert, readlimit.Certs)
 		if err != nil {
 			return nil, &SettingError{SettingCACert, err}
 		}

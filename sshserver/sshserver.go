@@ -28,6 +28,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/ratelog"
+	"github.com/infertop/infertop/readlimit"
 	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/ui"
 )
@@ -191,8 +192,14 @@ func New(cfg Config) (*Server, error) {
 	if err := ensureHostKey(cfg.HostKeyPath); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrHostKey, err)
 	}
+	// Read here, bounded: the library would read a file of any size
+	// (/dev/zero given as --host-key).
+	pem, err := readlimit.File(cfg.HostKeyPath, readlimit.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrHostKey, err)
+	}
 	opts := []ssh.Option{
-		wish.WithHostKeyPath(cfg.HostKeyPath),
+		wish.WithHostKeyPEM(pem),
 		wish.WithPublicKeyAuth(s.checkKey),
 		wish.WithMiddleware(
 			bm.MiddlewareWithProgramHandler(s.program, termenv.ANSI256),
@@ -226,7 +233,7 @@ func orDefault[T int | time.Duration](v *T, d T) {
 
 // readKeys parses an authorized_keys file.
 func readKeys(path string) ([]ssh.PublicKey, error) {
-	data, err := os.ReadFile(path)
+	data, err := readlimit.File(path, readlimit.Certs)
 	if err != nil {
 		return nil, err
 	}
