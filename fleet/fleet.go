@@ -38,7 +38,6 @@ import (
 
 	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/report"
-	"github.com/infertop/infertop/report/htmlreport"
 	"github.com/infertop/infertop/report/merge"
 	"github.com/infertop/infertop/sanitize"
 )
@@ -926,7 +925,7 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
 				// Within half the silence that makes an agent lost: a
 				// poll ends, answered or failed, before the agent could
 				// be called lost while it was answering.
-				raw, h, rerr := f.get(ctx, client, base+"/result", htmlreport.MaxResultBytes, min(4*cfg.Timeout, cfg.LostAfter/2))
+				raw, h, rerr := f.get(ctx, client, base+"/result", report.MaxResultBytes, min(4*cfg.Timeout, cfg.LostAfter/2))
 				if rerr == nil {
 					in, derr := merge.Decode(fmt.Sprintf("agent %d (%s)", st.Index, a.HostPort), raw)
 					if derr == nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/report"
-	"github.com/infertop/infertop/report/htmlreport"
 )
 
 // Second is one of an agent's sealed seconds as the fleet keeps it
@@ -70,7 +69,7 @@ type secondsBatch struct {
 // at most load.MaxSealedSeconds seconds, each after since and after the
 // one before it, counts within maxSecondCount, failure classes and
 // metrics known, every histogram of the engine's geometry (its header
-// checked before it is decoded: htmlreport.DecodeHistogram), its counts
+// checked before it is decoded: report.DecodeHistogram), its counts
 // read through floors (bucketFloors). Anything else refuses the whole
 // answer.
 func decodeSeconds(raw []byte, since int64, floors []int64) (*secondsBatch, error) {
@@ -129,7 +128,7 @@ func decodeSeconds(raw []byte, since int64, floors []int64) (*secondsBatch, erro
 			if !ok {
 				return nil, bad("second %d: no metric %.40q", js.Sec, key)
 			}
-			h, err := htmlreport.DecodeHistogram(enc)
+			h, err := report.DecodeHistogram(enc)
 			if err != nil {
 				return nil, fmt.Errorf("%w: second %d, %s: %w", errSeconds, js.Sec, key, err)
 			}
