@@ -30,12 +30,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/latest"
 )
 
 // Defaults of a Config's durations.
@@ -101,9 +101,8 @@ type Fleet struct {
 	hmu   sync.Mutex
 	hurry time.Time
 
-	mu     sync.Mutex
-	latest View
-	subs   []chan View
+	// hub offers the views, latest wins; closed after the Done one.
+	hub latest.Hub[View]
 
 	// The latest control, sent by every poller to its agent while the
 	// agent's state says it is behind (behind cmu); wake is closed and
@@ -152,47 +151,19 @@ func Start(cfg Config) (*Fleet, error) {
 	f := &Fleet{cfg: cfg, cancel: cancel, done: make(chan struct{}), found: make(chan resolution), obs: make(chan observation, 64),
 		finish: make(chan string, 1), wake: make(chan struct{}), floors: bucketFloors()}
 	r := newRoster(cfg, cfg.Now())
-	f.latest = r.v
+	f.hub.Publish(r.v)
 	go f.loop(ctx, r)
 	return f, nil
 }
 
 // Subscribe is a subscription to the fleet's views (latest wins); the
 // channel closes after the last (Done) view, or at Stop.
-func (f *Fleet) Subscribe() (<-chan View, func()) {
-	ch := make(chan View, 1)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ch <- f.latest
-	if f.latest.Done || f.closed() {
-		close(ch)
-		return ch, func() {}
-	}
-	f.subs = append(f.subs, ch)
-	return ch, func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if i := slices.Index(f.subs, ch); i >= 0 {
-			f.subs = slices.Delete(f.subs, i, i+1)
-			close(ch)
-		}
-	}
-}
-
-func (f *Fleet) closed() bool {
-	select {
-	case <-f.done:
-		return true
-	default:
-		return false
-	}
-}
+func (f *Fleet) Subscribe() (<-chan View, func()) { return f.hub.Subscribe() }
 
 // Latest is the newest view.
 func (f *Fleet) Latest() View {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.latest
+	v, _ := f.hub.Latest()
+	return v
 }
 
 // Finish stops waiting for the agents: the next view is Done, with why.
@@ -294,7 +265,7 @@ func (f *Fleet) loop(ctx context.Context, r *roster) {
 	for {
 		select {
 		case <-ctx.Done():
-			f.publish(r.stopView())
+			f.end(r.stopView())
 			return
 		case why := <-f.finish:
 			r.finish(why)
@@ -323,29 +294,17 @@ func (f *Fleet) loop(ctx context.Context, r *roster) {
 		for addr, p := range pollers {
 			p.send.Store(r.sendable(addr))
 		}
-		f.publish(out)
 		if out.Done {
+			f.end(out)
 			return
 		}
+		f.hub.Publish(out)
 	}
 }
 
-// publish makes v the latest view and offers it to every subscriber.
-func (f *Fleet) publish(v View) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.latest = v
-	for _, ch := range f.subs {
-		select {
-		case <-ch: // latest wins
-		default:
-		}
-		ch <- v
-		if v.Done {
-			close(ch)
-		}
-	}
-	if v.Done {
-		f.subs = nil
-	}
+// end publishes the last view and closes the views' hub: every
+// subscriber sees it, then its channel closed.
+func (f *Fleet) end(v View) {
+	f.hub.Publish(v)
+	f.hub.Close()
 }
