@@ -6,10 +6,13 @@
 // elsewhere), unreachable and refused agents apart, sends them the
 // follower's knob changes (POST /control, by each agent's poller), and
 // merges their results exactly (report/merge) and their sealed seconds
-// into the live window (see Session). Session is the merged agents as
-// one more kind of session.Session, so that run --agents and the
-// dashboard follow them with the follower and epilogue of every run, and
-// the dashboard's keys move them all.
+// into the live window (see Merging). Merging is the merged agents as a
+// source of snapshots, with a controller and the merged reports; Pair
+// compares two of them (the agents' baselines and canaries). Package
+// session follows both through interfaces of its own (fleet/fleetflag
+// joins them), so that run --agents and the dashboard follow them with
+// the follower and epilogue of every run, and the dashboard's keys move
+// them all; fleet links no session, runner or sim.
 //
 // Everything an agent sends is untrusted: its bodies are bounded, its
 // results decoded by merge.Decode's bounds and its seconds by
@@ -21,7 +24,9 @@
 // poll.go polls one agent over HTTP or TLS, roster.go decides every
 // agent's status and the view (a type without goroutines or network,
 // its time passed in), and this file's loop carries out its decisions
-// and publishes the views.
+// and publishes the views; merging.go merges them into snapshots,
+// control.go is the merge's controller, seconds.go and window.go the
+// live window, pair.go the comparison of two merges.
 package fleet
 
 import (
