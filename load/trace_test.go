@@ -263,11 +263,11 @@ func TestPrefixSeed(t *testing.T) {
 // and 9999), and the sort's comparator does not overflow.
 func TestTraceTimesBounded(t *testing.T) {
 	for name, body := range map[string]string{
-		"mooncake far":   `{"timestamp": 0, "input_length": 5, "output_length": 5}` + "\n" + `{"timestamp": 9.3e12, "input_length": 5, "output_length": 5}`,
-		"jsonl far":      `{"at": 0, "prompt_tokens": 5}` + "\n" + `{"at": 1e11, "prompt_tokens": 5}`,
-		"azure year 1":   "TIMESTAMP,ContextTokens,GeneratedTokens\n0001-01-01 00:00:00.0000000,5,5\n2023-11-16 18:15:46.6805900,5,5\n",
+		"mooncake far":    `{"timestamp": 0, "input_length": 5, "output_length": 5}` + "\n" + `{"timestamp": 9.3e12, "input_length": 5, "output_length": 5}`,
+		"jsonl far":       `{"at": 0, "prompt_tokens": 5}` + "\n" + `{"at": 1e11, "prompt_tokens": 5}`,
+		"azure year 1":    "TIMESTAMP,ContextTokens,GeneratedTokens\n0001-01-01 00:00:00.0000000,5,5\n2023-11-16 18:15:46.6805900,5,5\n",
 		"azure year 9999": "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,5,5\n9999-12-31 00:00:00.0000000,5,5\n",
-		"azure decade":   "TIMESTAMP,ContextTokens,GeneratedTokens\n2013-11-16 18:15:46.6805900,5,5\n2023-11-16 18:15:46.6805900,5,5\n",
+		"azure decade":    "TIMESTAMP,ContextTokens,GeneratedTokens\n2013-11-16 18:15:46.6805900,5,5\n2023-11-16 18:15:46.6805900,5,5\n",
 	} {
 		_, err := parseTrace([]byte(body), TraceOptions{})
 		if err == nil || strings.Contains(err.Error(), "\n") {

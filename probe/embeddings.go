@@ -234,7 +234,7 @@ func vector(dec *json.Decoder) (bool, error) {
 		return len(raw) > 2, nil
 	case '[':
 		inner := bytes.TrimSpace(raw[1 : len(raw)-1])
-		return len(inner) > 0 && bytes.IndexAny(inner, "[]{}\"tfn") < 0, nil
+		return len(inner) > 0 && !bytes.ContainsAny(inner, "[]{}\"tfn"), nil
 	}
 	return false, nil
 }
