@@ -110,7 +110,8 @@ func TestSavePair(t *testing.T) {
 	canary := simtest.Start(t, p)
 	cfg := runner.Config{Sim: p, Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff},
 		Load: load.Config{Knobs: load.Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 4}, Tick: 20 * time.Millisecond}}
-	pair, err := session.StartPair(context.Background(), session.PairConfig{Baseline: cfg, CanaryURL: canary.URL, Every: 50 * time.Millisecond})
+	started, err := session.Start(context.Background(), session.Spec{Pair: &session.PairConfig{Baseline: cfg, CanaryURL: canary.URL, Every: 50 * time.Millisecond}}, nil, nil)
+	pair, _ := started.(*session.Pair)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -209,7 +209,8 @@ func TestSaveSplit(t *testing.T) {
 	cfg := runner.Config{URL: srv.URL + "/v1", API: probe.OpenAIChat, Probe: probe.Config{Model: "m", SplitBy: by},
 		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff},
 		Load:      load.Config{Knobs: load.Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 4}, Tick: 20 * time.Millisecond}}
-	sp, err := session.StartSplit(context.Background(), session.SplitConfig{Run: cfg, Every: 50 * time.Millisecond})
+	started, err := session.Start(context.Background(), session.Spec{Split: &session.SplitConfig{Run: cfg, Every: 50 * time.Millisecond}}, nil, nil)
+	sp, _ := started.(*session.Split)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,12 +80,12 @@ type runners struct {
 	stopErr  error
 }
 
-// StartPair starts both runners at once: each does its detection and
+// startPair starts both runners at once: each does its detection and
 // model discovery, then waits for the other (runner.Config.Ready), so
 // both engines start together; then the live comparison of their
 // requests. When a side fails, both are stopped and the error is a
 // *StartError naming the side.
-func StartPair(ctx context.Context, cfg PairConfig) (*Pair, error) {
+func startPair(ctx context.Context, cfg PairConfig) (*Pair, error) {
 	rs, err := startRunners(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func StartPair(ctx context.Context, cfg PairConfig) (*Pair, error) {
 	return p, nil
 }
 
-// startRunners starts both runners at once (StartPair).
+// startRunners starts both runners at once (startPair).
 func startRunners(ctx context.Context, cfg PairConfig) (_ *runners, err error) {
 	stats := compare.Stats(cfg.Options.Regressions)
 	p := &runners{cfg: cfg, stopX: func() {}, samples: compare.NewSamples(stats, cfg.Samples, time.Now()), onReset: func() {}}

@@ -40,21 +40,21 @@ func slower(p sim.Params, f float64) sim.Params {
 	return p
 }
 
-// startPair starts two sims and a pair on them whose live comparison is
+// pairOfSims starts two sims and a pair on them whose live comparison is
 // computed every 200 ms (tests that wait for a verdict see it sooner).
-func startPair(t *testing.T, base, canary sim.Params, lc load.Config, opt compare.Options) *Pair {
+func pairOfSims(t *testing.T, base, canary sim.Params, lc load.Config, opt compare.Options) *Pair {
 	t.Helper()
 	return startPairEvery(t, base, canary, lc, opt, 200*time.Millisecond)
 }
 
-// startPairEvery is startPair with the live comparison every every; the
+// startPairEvery is pairOfSims with the live comparison every every; the
 // pair and both sims stop when t ends.
 func startPairEvery(t *testing.T, base, canary sim.Params, lc load.Config, opt compare.Options, every time.Duration) *Pair {
 	t.Helper()
 	b, c := simtest.Start(t, base), simtest.Start(t, canary)
 	cfg := PairConfig{Baseline: runner.Config{URL: b.URL, API: probe.OpenAIChat, Load: lc,
 		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff}}, CanaryURL: c.URL, Options: opt, Every: every}
-	p, err := StartPair(context.Background(), cfg)
+	p, err := startPair(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func ttftP99Worse(c compare.Comparison) bool {
 // pair for a moment under -race says nothing about that, so its line
 // (once both sides have answered) is only logged.
 func TestPairIdenticalSims(t *testing.T) {
-	p := startPair(t, quick(t, 1), quick(t, 1),
+	p := pairOfSims(t, quick(t, 1), quick(t, 1),
 		load.Config{Knobs: load.Knobs{Concurrency: 8, PromptTokens: 64, OutputTokens: 16}, Seed: 1}, compare.Options{})
 	// Both sides loaded: requests answered on each.
 	loaded := func(c compare.Comparison) bool {
@@ -130,7 +130,7 @@ func TestPairDetectsSlowCanary(t *testing.T) {
 	// 1.5×, not less: the suite runs two packages at once on two cores,
 	// and a smaller difference drowned in their scheduling's noise; 20 %
 	// at the default's settings is TestPairDefaultSim's (make test-compare).
-	p := startPair(t, quick(t, 1), slower(quick(t, 1), 1.5),
+	p := pairOfSims(t, quick(t, 1), slower(quick(t, 1), 1.5),
 		load.Config{Knobs: load.Knobs{Concurrency: 8, PromptTokens: 256, OutputTokens: 16}, Seed: 1},
 		compare.Options{MinSeconds: slowCanarySeconds})
 	c, took := waitVerdict(p, 60*time.Second, compare.Comparison.Worse)
@@ -153,7 +153,7 @@ func TestPairExporterTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Baseline.MetricsAddr = ln
-	p, err := StartPair(context.Background(), cfg)
+	p, err := startPair(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

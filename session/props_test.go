@@ -206,7 +206,7 @@ func TestPairDefaultSim(t *testing.T) {
 		t.Fatal(err)
 	}
 	const within = 60 * time.Second
-	p := startPair(t, d, slower(d, 1.2), load.Config{Knobs: load.Knobs{Concurrency: load.DefaultConcurrency,
+	p := pairOfSims(t, d, slower(d, 1.2), load.Config{Knobs: load.Knobs{Concurrency: load.DefaultConcurrency,
 		PromptTokens: load.DefaultPromptTokens, OutputTokens: load.DefaultOutputTokens}, Seed: 1}, compare.Options{})
 	start := time.Now()
 	c, took := waitVerdict(p, within, compare.Comparison.Worse)

@@ -18,7 +18,7 @@ import (
 // holds its figures. On main the saved table said only "not enough data"
 // of the new setting, and the judged one was kept nowhere.
 func TestPairKeepsEachSettingsVerdict(t *testing.T) {
-	p := startPair(t, quick(t, 1), quick(t, 1),
+	p := pairOfSims(t, quick(t, 1), quick(t, 1),
 		load.Config{Knobs: load.Knobs{Concurrency: 8, PromptTokens: 64, OutputTokens: 16}, Seed: 1}, compare.Options{MinSeconds: 2})
 	judged := func(c compare.Comparison) bool { return !strings.Contains(c.Line(), "not enough data") }
 	c, took := waitVerdict(p, 60*time.Second, judged)

@@ -18,9 +18,9 @@ type Single struct {
 // NewSingle follows r, started.
 func NewSingle(r *runner.Runner) *Single { return &Single{r: r} }
 
-// StartSingle starts the load cfg describes (ctx bounds only the start:
+// startSingle starts the load cfg describes (ctx bounds only the start:
 // detection, model discovery) and follows it.
-func StartSingle(ctx context.Context, cfg runner.Config) (*Single, error) {
+func startSingle(ctx context.Context, cfg runner.Config) (*Single, error) {
 	r, err := runner.Start(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ func Start(ctx context.Context, s Spec, notes io.Writer, wrap func(runner.Do) ru
 	case s.Pair != nil:
 		pc := *s.Pair
 		pc.Baseline.Notes, pc.Baseline.WrapDo = notes, wrap
-		p, err := StartPair(ctx, pc)
+		p, err := startPair(ctx, pc)
 		if err != nil {
 			return nil, err // not a nil *Pair in a Session
 		}
@@ -51,7 +51,7 @@ func Start(ctx context.Context, s Spec, notes io.Writer, wrap func(runner.Do) ru
 	case s.Split != nil:
 		sc := *s.Split
 		sc.Run.Notes, sc.Run.WrapDo = notes, wrap
-		sp, err := StartSplit(ctx, sc)
+		sp, err := startSplit(ctx, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -59,7 +59,7 @@ func Start(ctx context.Context, s Spec, notes io.Writer, wrap func(runner.Do) ru
 	}
 	cfg := s.Run
 	cfg.Notes, cfg.WrapDo = notes, wrap
-	single, err := StartSingle(ctx, cfg)
+	single, err := startSingle(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

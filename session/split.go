@@ -57,9 +57,9 @@ type Split struct {
 // errNoSplit is a SplitConfig without a SplitBy.
 var errNoSplit = errors.New("a split needs Run.Probe.SplitBy")
 
-// StartSplit starts the load with every result counted in its group, and
+// startSplit starts the load with every result counted in its group, and
 // the live comparison.
-func StartSplit(ctx context.Context, cfg SplitConfig) (*Split, error) {
+func startSplit(ctx context.Context, cfg SplitConfig) (*Split, error) {
 	if cfg.Run.Probe.SplitBy.IsZero() {
 		return nil, errNoSplit
 	}
