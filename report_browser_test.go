@@ -349,8 +349,10 @@ func checkSummary(t *testing.T, table [][]string, inf *report.InfertopJSON) {
 	}
 	for i, p := range rows {
 		r := table[i+1]
-		if r[3] != strconv.FormatInt(p.Sent, 10) || r[4] != strconv.FormatInt(p.Completed, 10) || r[7] != fmt.Sprintf("%.2f", p.RequestThroughput) {
-			t.Errorf("summary row %d: %q, want sent %d, ok %d, %.2f req/s", i, r, p.Sent, p.Completed, p.RequestThroughput)
+		// phase, knobs, s, sent, ok, failed, incompl., dropped, req/s, ...
+		if r[3] != strconv.FormatInt(p.Sent, 10) || r[4] != strconv.FormatInt(p.Completed, 10) || r[7] != strconv.FormatInt(p.Dropped, 10) ||
+			r[8] != fmt.Sprintf("%.2f", p.RequestThroughput) {
+			t.Errorf("summary row %d: %q, want sent %d, ok %d, dropped %d, %.2f req/s", i, r, p.Sent, p.Completed, p.Dropped, p.RequestThroughput)
 		}
 	}
 }

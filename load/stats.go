@@ -620,6 +620,7 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	for _, p := range s.Phases { // the run's share of what is still out, and its sending time
 		if !p.Warmup {
 			s.Run.Pending += p.Pending
+			s.Run.Waiting += p.Waiting
 			s.Run.Sending += p.Sending
 		}
 	}
@@ -679,8 +680,12 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current, Warmup: p.info.warmup,
 		Completed: p.completed, Failed: p.failed, Good: p.good, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
 		DeliveredTokens: p.delivered, FailedOutTokens: p.failedTok, ReasoningTokens: p.reasonTok, Inputs: p.inputs,
-		Retried: p.retried, Incomplete: p.info.incomplete.Load(), Pending: p.info.outstanding.Load(),
+		Retried: p.retried, Incomplete: p.info.incomplete.Load(), Dropped: p.info.dropped.Load(),
 	}
+	// waiting before outstanding (which holds it): an arrival sent between
+	// the two reads is pending, not counted twice.
+	ph.Waiting = p.info.waiting.Load()
+	ph.Pending = max(p.info.outstanding.Load()-ph.Waiting, 0)
 	if !current {
 		ph.End = p.end
 	}

@@ -104,7 +104,7 @@ func CheckMerged(exprs []string, run PhaseJSON, phases []PhaseJSON) ([]VerdictJS
 // figures are a phase's figures as an objective reads them, from the
 // JSON (the reverse of phaseJSON's).
 func (p PhaseJSON) figures() slo.Figures {
-	f := slo.Figures{Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, ReqPerSec: p.RequestThroughput,
+	f := slo.Figures{Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Dropped: p.Dropped, ReqPerSec: p.RequestThroughput,
 		OutTokPerSec: p.OutputThroughput, InTokPerSec: p.InputThroughput, GoodPerSec: p.RequestGoodput}
 	d := func(v float64) time.Duration { return time.Duration(math.Round(v * 1e6)) }
 	for _, m := range allMetrics {

@@ -24,7 +24,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteString("not streamed: TTFT, TPOT and ITL are not observable\n")
 	}
 	for _, p := range r.Final.Phases {
-		if p.Sent() == 0 {
+		if p.Scheduled() == 0 {
 			continue
 		}
 		level := fmt.Sprintf("concurrency %d", p.Knobs.Concurrency)
@@ -95,9 +95,16 @@ func writeCounts(b *strings.Builder, s load.Snapshot) {
 	}
 	b.WriteString("\n")
 	if s.Scheduled > 0 {
-		// Over the time requests were being sent: the drain sends none.
-		fmt.Fprintf(b, "  open loop: %d arrivals scheduled, %d sent (%.1f req/s sent over %s)\n", s.Scheduled, run.Sent(), run.SentPerSec,
-			run.Sending.Round(time.Millisecond))
+		// Every arrival: sent, waiting or dropped. The rate is over the
+		// time requests were being sent: the drain sends none.
+		fmt.Fprintf(b, "  open loop: %d arrivals scheduled = %d sent", s.Scheduled, s.ArrivalsSent())
+		if run.Waiting > 0 {
+			fmt.Fprintf(b, " + %d waiting in the backlog", run.Waiting)
+		}
+		fmt.Fprintf(b, " + %d dropped (%.1f req/s sent over %s)\n", run.Dropped, run.SentPerSec, run.Sending.Round(time.Millisecond))
+	}
+	if run.Dropped > 0 {
+		fmt.Fprintf(b, "  %d arrivals were still waiting for a free slot (--max-in-flight) when the run ended and were never sent: dropped, late, counted as failed in error_rate, not in the percentiles below\n", run.Dropped)
 	}
 	if s.Trace.On { // how far behind the trace the client fell, if it did
 		fmt.Fprintf(b, "  %s\n", s.Trace.Summary())
@@ -125,6 +132,12 @@ const maxErrorLines = 5
 
 func writeFigures(b *strings.Builder, p load.Phase) {
 	fmt.Fprintf(b, "  requests %d ok, %d failed", p.Completed, p.Failed)
+	if p.Dropped > 0 {
+		fmt.Fprintf(b, ", %d dropped unsent", p.Dropped)
+	}
+	if p.Waiting > 0 {
+		fmt.Fprintf(b, ", %d waiting unsent", p.Waiting)
+	}
 	var classes []string
 	for _, c := range probe.FailureClasses() {
 		if n := p.ByClass[c]; n > 0 {

@@ -168,8 +168,10 @@ type Figures struct {
 	Completed, Failed                                int64
 	ReqPerSec, OutTokPerSec, InTokPerSec, GoodPerSec float64
 	// Incomplete counts requests cancelled before they finished (at the
-	// end of a run): error_rate counts them as failed.
-	Incomplete int64
+	// end of a run), Dropped the open loop's arrivals never sent (left in
+	// its backlog when the run ended): error_rate counts both as failed,
+	// the dropped as the late requests they are.
+	Incomplete, Dropped int64
 	// JoulesPerToken is the GPUs' energy per output token, when known.
 	JoulesPerToken float64
 	HasEnergy      bool
@@ -177,7 +179,7 @@ type Figures struct {
 
 // FromPhase takes the figures of a phase (or of the whole run, Snapshot.Run).
 func FromPhase(p load.Phase) Figures {
-	return Figures{Latency: p.Latency, Completed: p.Completed, Failed: p.Failed,
+	return Figures{Latency: p.Latency, Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Dropped: p.Dropped,
 		ReqPerSec: p.ReqPerSec, OutTokPerSec: p.OutTokPerSec, InTokPerSec: p.InTokPerSec, GoodPerSec: p.GoodPerSec}
 }
 
@@ -217,8 +219,8 @@ func (o Objective) Check(f Figures, scope string) Verdict {
 		v.Known = f.Completed+f.Failed > 0
 		switch o.Metric {
 		case "error_rate":
-			if n := f.Completed + f.Failed + f.Incomplete; n > 0 {
-				v.Actual, v.Known = float64(f.Failed+f.Incomplete)/float64(n), true
+			if n := f.Completed + f.Failed + f.Incomplete + f.Dropped; n > 0 {
+				v.Actual, v.Known = float64(f.Failed+f.Incomplete+f.Dropped)/float64(n), true
 			}
 		case "request_throughput":
 			v.Actual = f.ReqPerSec

@@ -75,6 +75,14 @@ func TestCheck(t *testing.T) {
 	if v := o.Check(Figures{Incomplete: 4}, "run"); !v.Known || v.Held || v.Actual != 1 {
 		t.Errorf("hung run: %+v", v)
 	}
+	// So do the open loop's arrivals never sent (dropped from its
+	// backlog): 523 of 750 late is not a clean run.
+	if v := o.Check(Figures{Completed: 227, Dropped: 523}, "run"); !v.Known || v.Held || v.Actual < 0.69 || v.Actual > 0.7 {
+		t.Errorf("dropped arrivals: %+v", v)
+	}
+	if v := o.Check(FromPhase(load.Phase{Completed: 227, Incomplete: 1, Dropped: 523}), "run"); v.Held || v.Actual < 0.69 {
+		t.Errorf("a phase's dropped and incomplete: %+v", v)
+	}
 	if v := o.Check(Figures{}, "window"); v.Known || v.Held {
 		t.Errorf("empty window: %+v", v)
 	}
