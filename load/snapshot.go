@@ -250,11 +250,28 @@ func (p Phase) Sent() int64 { return p.Completed + p.Failed + p.Incomplete + p.P
 // In the closed loop it is Sent.
 func (p Phase) Scheduled() int64 { return p.Sent() + p.Waiting + p.Dropped }
 
-// ArrivalsSent is the open loop's arrivals sent, of Scheduled: the rest
-// wait in the backlog (Run.Waiting) or were dropped (Run.Dropped). In a
-// walk that mixes the loops it is less than Run.Sent, which counts the
-// closed loop's requests too.
-func (s *Snapshot) ArrivalsSent() int64 { return max(s.Scheduled-s.Run.Waiting-s.Run.Dropped, 0) }
+// ArrivalCounts are the open loop's arrivals: Scheduled = Sent + Waiting +
+// Dropped.
+type ArrivalCounts struct{ Scheduled, Sent, Waiting, Dropped int64 }
+
+// Arrivals sums the open loop's arrivals over its phases (the warm-up
+// left out): those sent, waiting in the backlog and dropped from it, each
+// phase's read together, so that they add up in a snapshot taken while
+// arrivals come. In a walk that mixes the loops Sent is less than
+// Run.Sent, which counts the closed loop's requests too.
+func (s *Snapshot) Arrivals() ArrivalCounts {
+	var a ArrivalCounts
+	for _, p := range s.Phases {
+		if p.Warmup || p.Knobs.Mode != OpenLoop {
+			continue
+		}
+		a.Sent += p.Sent()
+		a.Waiting += p.Waiting
+		a.Dropped += p.Dropped
+	}
+	a.Scheduled = a.Sent + a.Waiting + a.Dropped
+	return a
+}
 
 // Finished counts every request that came back since the start or the last
 // reset, the warm-up's included (the totals leave those out): what a

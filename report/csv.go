@@ -76,9 +76,27 @@ func (r *Report) WriteCSV(w io.Writer) error {
 			run.Knobs.Mode = load.OpenLoop
 		}
 	}
-	if err := cw.Write(row("run", run)); err != nil {
+	out := row("run", run)
+	if mixedLoops(r.Final.Phases) { // a walk through both loops: the run is neither
+		out[1] = "mixed"
+	}
+	if err := cw.Write(out); err != nil {
 		return fmt.Errorf("write CSV: %w", err)
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// mixedLoops reports whether the phases with requests (the warm-up left
+// out) ran both the closed and the open loop.
+func mixedLoops(phases []load.Phase) bool {
+	var open, closed bool
+	for _, p := range phases {
+		if p.Warmup || p.Scheduled() == 0 {
+			continue
+		}
+		open = open || p.Knobs.Mode == load.OpenLoop
+		closed = closed || p.Knobs.Mode == load.ClosedLoop
+	}
+	return open && closed
 }

@@ -119,3 +119,23 @@ func summaryAndJSON(t *testing.T, r *Report, want ...string) *bytes.Buffer {
 	validate(t, js.Bytes())
 	return &js
 }
+
+// TestMixedWalkCSV: the CSV's run row of a walk through both loops says
+// so, rather than the first stage's loop.
+func TestMixedWalkCSV(t *testing.T) {
+	r := overloaded()
+	closed := r.Final.Phases[0]
+	closed.ID, closed.Knobs, closed.Dropped = 2, load.Knobs{Concurrency: 8, PromptTokens: 256, OutputTokens: 128}, 0
+	r.Final.Phases = append(r.Final.Phases, closed)
+	var c bytes.Buffer
+	if err := r.WriteCSV(&c); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&c).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rows[len(rows)-1]; got[0] != "run" || got[1] != "mixed" || rows[1][1] != "open" || rows[2][1] != "closed" {
+		t.Fatalf("rows %v", rows)
+	}
+}

@@ -154,10 +154,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		Errors: errorsJSON(r.Final.Errors), Retried: run.Retried, SLO: verdicts, SLOHeld: Held(r.Verdicts),
 		Compare: r.Compare,
 	}
-	if s := r.Final.Scheduled; s > 0 {
-		inf.ArrivalsScheduled = s
-		sent := r.Final.ArrivalsSent()
-		inf.ArrivalsSent, inf.ArrivalsDropped = &sent, r.Final.Run.Dropped
+	if r.Final.Scheduled > 0 {
+		a := r.Final.Arrivals() // its parts, read together
+		inf.ArrivalsScheduled, inf.ArrivalsSent, inf.ArrivalsDropped = a.Scheduled, &a.Sent, a.Dropped
 		if run.Sending > 0 { // over the time requests were being sent, not the drain
 			rate := run.SentPerSec
 			inf.SentRate = &rate

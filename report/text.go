@@ -94,17 +94,18 @@ func writeCounts(b *strings.Builder, s load.Snapshot) {
 		fmt.Fprintf(b, " + %d still in flight", run.Pending)
 	}
 	b.WriteString("\n")
-	if s.Scheduled > 0 {
-		// Every arrival: sent, waiting or dropped. The rate is over the
+	if a := s.Arrivals(); s.Scheduled > 0 {
+		// Every arrival: sent, waiting or dropped; a walk's closed-loop
+		// stages sent the rest of the sent above. The rate is over the
 		// time requests were being sent: the drain sends none.
-		fmt.Fprintf(b, "  open loop: %d arrivals scheduled = %d sent", s.Scheduled, s.ArrivalsSent())
-		if run.Waiting > 0 {
-			fmt.Fprintf(b, " + %d waiting in the backlog", run.Waiting)
+		fmt.Fprintf(b, "  open loop: %d arrivals scheduled = %d sent", a.Scheduled, a.Sent)
+		if a.Waiting > 0 {
+			fmt.Fprintf(b, " + %d waiting in the backlog", a.Waiting)
 		}
-		fmt.Fprintf(b, " + %d dropped (%.1f req/s sent over %s)\n", run.Dropped, run.SentPerSec, run.Sending.Round(time.Millisecond))
+		fmt.Fprintf(b, " + %d dropped (%.1f req/s sent over %s)\n", a.Dropped, run.SentPerSec, run.Sending.Round(time.Millisecond))
 	}
 	if run.Dropped > 0 {
-		fmt.Fprintf(b, "  %d arrivals were still waiting for a free slot (--max-in-flight) when the run ended and were never sent: dropped, late, counted as failed in error_rate, not in the percentiles below\n", run.Dropped)
+		fmt.Fprintf(b, "  %d arrivals were still waiting for a free slot (--max-in-flight) when the run ended or the loop closed, and were never sent: dropped, late, counted as failed in error_rate, not in the percentiles below\n", run.Dropped)
 	}
 	if s.Trace.On { // how far behind the trace the client fell, if it did
 		fmt.Fprintf(b, "  %s\n", s.Trace.Summary())
