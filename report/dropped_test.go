@@ -69,14 +69,7 @@ func TestDroppedCounted(t *testing.T) {
 	if doc.Dropped != 523 || doc.Sent != 227 || inf.Scheduled != 750 || inf.Sent != 227 || inf.Dropped != 523 || inf.Run.Dropped != 523 || inf.SLOHeld {
 		t.Fatalf("JSON: %+v", doc)
 	}
-	var c bytes.Buffer
-	if err := r.WriteCSV(&c); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(&c).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := csvRows(t, r)
 	col := map[string]int{}
 	for i, h := range rows[0] {
 		col[h] = i
@@ -127,6 +120,15 @@ func TestMixedWalkCSV(t *testing.T) {
 	closed := r.Final.Phases[0]
 	closed.ID, closed.Knobs, closed.Dropped = 2, load.Knobs{Concurrency: 8, PromptTokens: 256, OutputTokens: 128}, 0
 	r.Final.Phases = append(r.Final.Phases, closed)
+	rows := csvRows(t, r)
+	if got := rows[len(rows)-1]; got[0] != "run" || got[1] != "mixed" || rows[1][1] != "open" || rows[2][1] != "closed" {
+		t.Fatalf("rows %v", rows)
+	}
+}
+
+// csvRows is r's CSV, read back.
+func csvRows(t *testing.T, r *Report) [][]string {
+	t.Helper()
 	var c bytes.Buffer
 	if err := r.WriteCSV(&c); err != nil {
 		t.Fatal(err)
@@ -135,7 +137,5 @@ func TestMixedWalkCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rows[len(rows)-1]; got[0] != "run" || got[1] != "mixed" || rows[1][1] != "open" || rows[2][1] != "closed" {
-		t.Fatalf("rows %v", rows)
-	}
+	return rows
 }
