@@ -1,9 +1,12 @@
 package load
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/infertop/infertop/probe"
 )
 
 // TestBacklogCounted: an open loop above what --max-in-flight lets out
@@ -15,7 +18,13 @@ import (
 func TestBacklogCounted(t *testing.T) {
 	k := Knobs{Mode: OpenLoop, Rate: 400, PromptTokens: 8, OutputTokens: 4}
 	t.Run("while it runs", virtual(func(t *testing.T) {
-		e := startFake(t, Config{Do: fakeDo(50 * time.Millisecond), Knobs: k, MaxInFlight: 2})
+		do := func(ctx context.Context, r probe.Request) probe.Result { // fakeDo, with its start
+			start := time.Now()
+			res := fakeDo(50*time.Millisecond)(ctx, r)
+			res.Start = start
+			return res
+		}
+		e := startFake(t, Config{Do: do, Knobs: k, MaxInFlight: 2})
 		s := waitFor(t, e, 10*time.Second, "a backlog", func(s Snapshot) bool { return s.Run.Waiting >= 20 })
 		// At most the two out, and the results handed on but not yet
 		// counted: never the backlog.
@@ -24,6 +33,12 @@ func TestBacklogCounted(t *testing.T) {
 		}
 		if a := s.Arrivals(); a.Sent != s.Run.Sent() || a.Waiting != s.Run.Waiting || a.Scheduled != a.Sent+a.Waiting {
 			t.Fatalf("arrivals %+v, run: sent %d, waiting %d", a, s.Run.Sent(), s.Run.Waiting)
+		}
+		// Each second's starred figures, for the charts: the backlog's
+		// wait on top of the service time.
+		s = waitFor(t, e, 10*time.Second, "a second sealed", func(s Snapshot) bool { return len(s.Series) >= 2 })
+		if p := s.Series[1]; p.E2EIntendedP99 <= p.E2EP99 || p.TTFTIntendedP50 <= p.TTFTP50 || p.E2EIntendedP50 == 0 || p.E2EIntendedP95 == 0 || p.TTFTIntendedP99 == 0 {
+			t.Fatalf("second 1: %+v", p)
 		}
 	}))
 	t.Run("at the end", virtual(func(t *testing.T) {

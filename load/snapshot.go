@@ -170,7 +170,11 @@ type Point struct {
 	// Latency percentiles of this second (zero when none): TTFTs that
 	// arrived in it, E2Es of the requests that finished in it.
 	TTFTP50, TTFTP99, E2EP50, E2EP95, E2EP99 time.Duration
-	Completed, Failed                        int64
+	// The same from the intended send time, TTFT* and E2E* (the open
+	// loop's; zero in the closed loop).
+	TTFTIntendedP50, TTFTIntendedP99               time.Duration
+	E2EIntendedP50, E2EIntendedP95, E2EIntendedP99 time.Duration
+	Completed, Failed                              int64
 	// OutTokens are the output tokens that arrived in this second: a
 	// token for each output message, in the second it arrived (learnt
 	// within a tick), and a completed request's correction from the

@@ -176,13 +176,23 @@ func (a *aggregator) seal() {
 	c := &a.cur
 	c.valid = true
 	p := Point{Sec: c.sec, Completed: c.completed, Failed: c.failed, OutTokens: c.outTok, InTokens: c.inTok, InFlight: c.inflight}
-	if c.mom[TTFT].n > 0 {
-		q := a.curHist[TTFT].ValueAtPercentilesSlice([]float64{50, 99})
-		p.TTFTP50, p.TTFTP99 = time.Duration(q[0])*time.Microsecond, time.Duration(q[1])*time.Microsecond
-	}
-	if c.mom[E2E].n > 0 {
-		q := a.curHist[E2E].ValueAtPercentilesSlice([]float64{50, 95, 99})
-		p.E2EP50, p.E2EP95, p.E2EP99 = time.Duration(q[0])*time.Microsecond, time.Duration(q[1])*time.Microsecond, time.Duration(q[2])*time.Microsecond
+	// The second's percentiles of each charted metric (zero: none).
+	for _, q := range []struct {
+		m   Metric
+		out []*time.Duration
+		at  []float64
+	}{
+		{TTFT, []*time.Duration{&p.TTFTP50, &p.TTFTP99}, []float64{50, 99}},
+		{E2E, []*time.Duration{&p.E2EP50, &p.E2EP95, &p.E2EP99}, []float64{50, 95, 99}},
+		{TTFTIntended, []*time.Duration{&p.TTFTIntendedP50, &p.TTFTIntendedP99}, []float64{50, 99}},
+		{E2EIntended, []*time.Duration{&p.E2EIntendedP50, &p.E2EIntendedP95, &p.E2EIntendedP99}, []float64{50, 95, 99}},
+	} {
+		if c.mom[q.m].n == 0 {
+			continue
+		}
+		for i, v := range a.curHist[q.m].ValueAtPercentilesSlice(q.at) {
+			*q.out[i] = time.Duration(v) * time.Microsecond
+		}
 	}
 	c.point = p
 	a.recordSecond(c)
@@ -230,7 +240,11 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 		ph = a.phase(f.phase)
 		ph.lastEnd = max(ph.lastEnd, end)
 	}
-	good := a.goodput.good(r)
+	var queue time.Duration // the open loop's: the limits count from the intended send
+	if !f.intended.IsZero() {
+		queue = max(r.Start.Sub(f.intended), 0)
+	}
+	good := a.goodput.good(r, queue)
 	warm := f.phase.warmup
 	if a.onResult != nil {
 		rec := Record{Result: *r, PromptTokens: f.prompt, Good: good, At: r.Start.Sub(a.t0), Phase: f.phase.id, Knobs: f.phase.knobs, Warmup: warm, Live: &f.live,

@@ -148,7 +148,7 @@ func (r *Report) writeMergedJSON(w io.Writer) error {
 func verdictsJSON(vs []slo.Verdict) []VerdictJSON {
 	out := []VerdictJSON{}
 	for _, v := range vs {
-		vj := VerdictJSON{Expr: v.Expr, Scope: v.Scope, Held: v.Held, Known: v.Known, Target: v.Value, Text: v.String()}
+		vj := VerdictJSON{Expr: v.Expr, Scope: v.Scope, Held: v.Held, Known: v.Known, Target: v.Value, Text: v.String(), Of: v.Of}
 		if v.Known {
 			a := v.Actual
 			vj.Actual = &a

@@ -129,6 +129,8 @@ type VerdictJSON struct {
 	Actual *float64 `json:"actual"`
 	Target float64  `json:"target"`
 	Text   string   `json:"text"`
+	// Of says which figure a latency objective judged (slo.Verdict.Of).
+	Of string `json:"of,omitempty"`
 }
 
 // WriteJSON writes the result: vLLM's keys at the top level for the whole

@@ -175,18 +175,67 @@ type Figures struct {
 	// JoulesPerToken is the GPUs' energy per output token, when known.
 	JoulesPerToken float64
 	HasEnergy      bool
+	// Loop says how the figures' requests were timed: every one from its
+	// intended send time (the open loop), none (the closed loop), or some
+	// (a walk through both). See Timing.
+	Loop Timing
+}
+
+// Timing is how the requests of some figures were timed.
+type Timing int
+
+// The timings: in the open loop an objective on TTFT or E2E judges TTFT*
+// and E2E*, from the intended send time, so that the wait of an arrival
+// for a free slot is never hidden (coordinated omission); in the closed
+// loop there is only the service time; over a walk through both loops,
+// the service time, since only the open loop's requests have a starred
+// figure (the verdict says so).
+const (
+	ClosedTiming Timing = iota
+	OpenTiming
+	MixedTiming
+)
+
+// TimingOf is the timing of figures whose distributions are lat: open
+// when every request timed to its end has a queue time (the open loop's
+// mark), mixed when some have.
+func TimingOf(lat [load.NumMetrics]load.Dist) Timing {
+	q, e := lat[load.Queue].Count, lat[load.E2E].Count
+	switch {
+	case q == 0:
+		return ClosedTiming
+	case q >= e:
+		return OpenTiming
+	}
+	return MixedTiming
+}
+
+// judged is the metric an objective on m reads under timing t, and what
+// the verdict says of it ("" where the metric is all there is).
+func judged(m load.Metric, t Timing) (load.Metric, string) {
+	switch {
+	case t == OpenTiming && m == load.TTFT:
+		return load.TTFTIntended, "TTFT*, from the intended send time"
+	case t == OpenTiming && m == load.E2E:
+		return load.E2EIntended, "E2E*, from the intended send time"
+	case t == OpenTiming && m == load.TTFO:
+		return m, "service time: TTFO has no figure from the intended send time"
+	case t == MixedTiming && (m == load.TTFT || m == load.E2E || m == load.TTFO):
+		return m, "service time: the walk's closed-loop requests have no figure from the intended send time"
+	}
+	return m, ""
 }
 
 // FromPhase takes the figures of a phase (or of the whole run, Snapshot.Run).
 func FromPhase(p load.Phase) Figures {
 	return Figures{Latency: p.Latency, Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Dropped: p.Dropped,
-		ReqPerSec: p.ReqPerSec, OutTokPerSec: p.OutTokPerSec, InTokPerSec: p.InTokPerSec, GoodPerSec: p.GoodPerSec}
+		ReqPerSec: p.ReqPerSec, OutTokPerSec: p.OutTokPerSec, InTokPerSec: p.InTokPerSec, GoodPerSec: p.GoodPerSec, Loop: TimingOf(p.Latency)}
 }
 
 // FromWindow takes the figures of a snapshot's rolling window.
 func FromWindow(s load.Snapshot) Figures {
 	return Figures{Latency: s.Latency, Completed: s.Completed, Failed: s.Failed,
-		ReqPerSec: s.ReqPerSec, OutTokPerSec: s.OutTokPerSec, InTokPerSec: s.InTokPerSec, GoodPerSec: s.GoodPerSec}
+		ReqPerSec: s.ReqPerSec, OutTokPerSec: s.OutTokPerSec, InTokPerSec: s.InTokPerSec, GoodPerSec: s.GoodPerSec, Loop: TimingOf(s.Latency)}
 }
 
 // Verdict is one objective checked.
@@ -199,6 +248,13 @@ type Verdict struct {
 	Actual float64
 	Known  bool
 	Held   bool
+	// Of says which figure a latency objective judged where the name
+	// alone does not: "TTFT*, from the intended send time" in the open
+	// loop, or why it is the service time; "" otherwise. Judged is the
+	// metric a latency objective read (load.TTFTIntended for ttft in the
+	// open loop).
+	Of     string
+	Judged load.Metric
 }
 
 // Check evaluates o against f. An objective with nothing measured never
@@ -208,6 +264,8 @@ type Verdict struct {
 func (o Objective) Check(f Figures, scope string) Verdict {
 	v := Verdict{Objective: o, Scope: scope}
 	if m, ok := LatencyMetric(o.Metric); ok {
+		m, v.Of = judged(m, f.Loop)
+		v.Judged = m
 		d := f.Latency[m]
 		if d.Count > 0 {
 			val, _ := statValue(d, o.Stat)
@@ -290,18 +348,22 @@ func (o Objective) Format(v float64) string {
 // String says how the verdict went: "ttft_p99<=500ms held in run: 412ms",
 // or for a breach by how much.
 func (v Verdict) String() string {
+	of := ""
+	if v.Of != "" {
+		of = " [" + v.Of + "]"
+	}
 	if !v.Known {
-		return fmt.Sprintf("%s BREACHED in %s: nothing measured", v.Expr, v.Scope)
+		return fmt.Sprintf("%s BREACHED in %s: nothing measured%s", v.Expr, v.Scope, of)
 	}
 	if v.Held {
-		return fmt.Sprintf("%s held in %s: %s", v.Expr, v.Scope, v.Format(v.Actual))
+		return fmt.Sprintf("%s held in %s: %s%s", v.Expr, v.Scope, v.Format(v.Actual), of)
 	}
 	over := math.Abs(v.Actual - v.Value)
 	rel := ""
 	if v.Value != 0 {
 		rel = fmt.Sprintf(", %.0f%%", over/math.Abs(v.Value)*100)
 	}
-	return fmt.Sprintf("%s BREACHED in %s: %s (off by %s%s)", v.Expr, v.Scope, v.Format(v.Actual), v.Format(over), rel)
+	return fmt.Sprintf("%s BREACHED in %s: %s (off by %s%s)%s", v.Expr, v.Scope, v.Format(v.Actual), v.Format(over), rel, of)
 }
 
 // ParseGoodput reads vLLM's per-request limits: 'ttft:500ms,tpot:50ms,e2el:10s'.

@@ -649,9 +649,9 @@ func (m *Model) banner(w int) string {
 
 // sloStyle is the style for a latency figure an objective watches: good or
 // bad; ok is false when none does.
-func (m *Model) sloStyle(metric, stat string) (style themes.Paint, ok bool) {
+func (m *Model) sloStyle(met load.Metric, stat string) (style themes.Paint, ok bool) {
 	for _, v := range m.verdicts {
-		if (v.Metric == metric || v.Metric == "e2el" && metric == "e2e") && v.Stat == stat && v.Known {
+		if _, latency := slo.LatencyMetric(v.Metric); latency && v.Judged == met && v.Stat == stat && v.Known {
 			if !v.Held {
 				return m.theme.Bad, true
 			}

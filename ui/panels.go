@@ -71,12 +71,17 @@ func embeds(s *load.Snapshot) bool {
 }
 
 // e2ePanel stands in for the TTFT panel where nothing streams.
+// In the open loop it shows E2E*, from the intended send time.
 func (m *Model) e2ePanel(w, h int) string {
 	t, s := m.theme, &m.snap
-	d := s.Latency[load.E2E]
-	lines := []string{m.title("E2E", "", w), t.Muted.Render("p50 ") + t.P50.Render(Duration(d.P50)),
+	met, pick := load.E2E, func(p load.Point) float64 { return float64(p.E2EP99) }
+	if m.starred(met) != met {
+		met, pick = load.E2EIntended, func(p load.Point) float64 { return float64(p.E2EIntendedP99) }
+	}
+	d := s.Latency[met]
+	lines := []string{m.title(met.String(), "", w), t.Muted.Render("p50 ") + t.P50.Render(Duration(d.P50)),
 		t.Muted.Render("p99 ") + t.P99.Render(Duration(d.P99))}
-	lines = append(lines, m.spark("e2e", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.E2EP99) })...)
+	lines = append(lines, m.spark(met.String(), w, h-len(lines), t.Spark, pick)...)
 	return block(lines, w, h)
 }
 
@@ -85,15 +90,21 @@ func (m *Model) ttftPanel(w, h int) string {
 	if embeds(s) {
 		return m.e2ePanel(w, h)
 	}
-	d := s.Latency[load.TTFT]
-	p99, last := t.Muted.Render("p99 ")+t.P99.Render(Duration(d.P99)), t.Muted.Render("last s "+Duration(lastPoint(s).TTFTP99))
-	lines := []string{m.title("TTFT", "", w), t.Muted.Render("p50 ") + t.P50.Render(Duration(d.P50))}
+	// In the open loop TTFT*, from the intended send time (the
+	// latency table's note says so beside it).
+	met, pick := load.TTFT, func(p load.Point) float64 { return float64(p.TTFTP99) }
+	if m.starred(met) != met {
+		met, pick = load.TTFTIntended, func(p load.Point) float64 { return float64(p.TTFTIntendedP99) }
+	}
+	d := s.Latency[met]
+	p99, last := t.Muted.Render("p99 ")+t.P99.Render(Duration(d.P99)), t.Muted.Render("last s "+Duration(time.Duration(pick(lastPoint(s)))))
+	lines := []string{m.title(met.String(), "", w), t.Muted.Render("p50 ") + t.P50.Render(Duration(d.P50))}
 	if full := p99 + t.Muted.Render(" (") + last + t.Muted.Render(")"); blockWidth(full) <= w {
 		lines = append(lines, full)
 	} else { // the last second's p99 on a line of its own rather than cut
 		lines = append(lines, p99, last)
 	}
-	lines = append(lines, m.spark("ttft", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.TTFTP99) })...)
+	lines = append(lines, m.spark(met.String(), w, h-len(lines), t.Spark, pick)...)
 	return block(lines, w, h)
 }
 

@@ -123,6 +123,12 @@ func openSnapshot() load.Snapshot {
 	s.Latency[load.TTFTIntended] = load.Dist{Count: 392, Mean: 900 * ms, P50: 530 * ms, P90: 2200 * ms, P95: 2700 * ms, P99: 3200 * ms, Max: 3600 * ms}
 	s.Latency[load.E2EIntended] = load.Dist{Count: 392, Mean: 3300 * ms, P50: 2930 * ms, P90: 4500 * ms, P95: 4980 * ms, P99: 5450 * ms, Max: 5900 * ms}
 	s.Phases[2].Knobs.Mode, s.Phases[2].Knobs.Rate = load.OpenLoop, 20
+	for i := range s.Series { // each second's starred figures: the queue on top
+		p := &s.Series[i]
+		q := time.Duration(p.Sec) * 10 * ms
+		p.TTFTIntendedP50, p.TTFTIntendedP99 = p.TTFTP50+q, p.TTFTP99+2*q
+		p.E2EIntendedP50, p.E2EIntendedP95, p.E2EIntendedP99 = p.E2EP50+q, p.E2EP95+2*q, p.E2EP99+2*q
+	}
 	return s
 }
 
@@ -995,3 +1001,29 @@ func (f *fakeLimited) Update(fn func(*load.Knobs)) load.Knobs {
 }
 func (f *fakeLimited) SetWindow(time.Duration) {}
 func (f *fakeLimited) Reset()                  {}
+
+// TestOpenLoopShowsIntended: in the open loop the TTFT panel and the
+// charts show TTFT* and E2E*, from the intended send time, and an
+// objective on ttft marks the TTFT* row it judges, not the service time's.
+func TestOpenLoopShowsIntended(t *testing.T) {
+	objs, _ := slo.ParseAll([]string{"ttft_p99<=3s"})
+	m, err := New(nil, Options{Renderer: asciiRenderer(), Objectives: objs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	next, _ = next.Update(SnapshotMsg(openSnapshot()))
+	m = next.(Model)
+	view := m.View()
+	for _, want := range []string{"─ TTFT* ─", "E2E* over time", "TTFT* over time", "from the intended send"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the open loop's dashboard lacks %q:\n%s", want, view)
+		}
+	}
+	if _, ok := m.sloStyle(load.TTFTIntended, "p99"); !ok || len(m.verdicts) != 1 || m.verdicts[0].Held {
+		t.Error("ttft_p99<=3s does not mark TTFT* p99 (3.2s) breached")
+	}
+	if _, ok := m.sloStyle(load.TTFT, "p99"); ok {
+		t.Error("ttft_p99<=3s marks the service time's row, which it does not judge")
+	}
+}
