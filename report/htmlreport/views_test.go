@@ -2,9 +2,11 @@ package htmlreport
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
+	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/report"
 )
 
@@ -43,5 +45,28 @@ func TestServer(t *testing.T) {
 	if len(got) != 3 || got[0] != "models: llama (context 8192 tokens, from vllm)" || strings.ContainsAny(got[2], "\x1b\x07") ||
 		got[2] != `version: 0.6.1\x1b]0;x\a` || len(got[1]) > maxServerText+20 {
 		t.Fatalf("server says %q", got)
+	}
+}
+
+// TestUnmeasuredStepIsAGap: a capacity step with nothing measured (null
+// in the JSON) is "—" in the steps table and a gap in the curves, never
+// a fall to zero past the knee.
+func TestUnmeasuredStepIsAGap(t *testing.T) {
+	v := 10.2
+	s := report.SearchJSON{Steps: []report.StepJSON{{N: 1, Load: 8, ReqPerSec: &v, OutTokPerSec: &v, P99TTFT: &v}, {N: 2, Load: 16, ReqPerSec: &v}}}
+	view := search("-0", capacity.Concurrency, nil, s)
+	row := view.Steps[1]
+	if row.Req != "10.2" || row.Out != "—" || row.Good != "—" || row.TTFT99 != "—" || row.E2E50 != "—" || row.Errors != "—" {
+		t.Fatalf("step 2's row: %+v", row)
+	}
+	for _, c := range view.Charts {
+		for _, l := range c.Lines {
+			if l.Name == "req/s" {
+				continue
+			}
+			if y := l.Y[1]; !math.IsNaN(y) {
+				t.Errorf("%s: %s at step 2 is %v, want a gap", c.ID, l.Name, y)
+			}
+		}
 	}
 }
