@@ -60,9 +60,9 @@ func writeCapacity(b *strings.Builder, o *capacity.Outcome) {
 			}
 			sj := stepJSON(s) // what was measured, nothing else
 			fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.N, r.Over.Format(s.Load), s.Phase,
-				seen(sj.ReqPerSec, "%.1f", 1), seen(sj.OutTokPerSec, "%.1f", 1), seen(sj.GoodPerSec, "%.1f", 1),
-				seen(sj.P50TTFT, "%.2fms", 1), seen(sj.P99TTFT, "%.2fms", 1), seen(sj.P50E2E, "%.2fms", 1), seen(sj.P99E2E, "%.2fms", 1),
-				seen(sj.ErrorRate, "%.2f%%", 100), verdict, mark)
+				FormatKnown(sj.ReqPerSec, "%.1f", 1), FormatKnown(sj.OutTokPerSec, "%.1f", 1), FormatKnown(sj.GoodPerSec, "%.1f", 1),
+				FormatKnown(sj.P50TTFT, "%.2fms", 1), FormatKnown(sj.P99TTFT, "%.2fms", 1), FormatKnown(sj.P50E2E, "%.2fms", 1), FormatKnown(sj.P99E2E, "%.2fms", 1),
+				FormatKnown(sj.ErrorRate, "%.2f%%", 100), verdict, mark)
 		}
 		tw.Flush()
 		for _, s := range r.Steps {
@@ -171,9 +171,10 @@ func known(v float64, ok bool) *float64 {
 	return &v
 }
 
-// seen formats *v scaled by scale with format, or "—" when it was not
-// measured (nil): never a zero that reads as a measurement.
-func seen(v *float64, format string, scale float64) string {
+// FormatKnown formats *v scaled by scale with format, or "—" when it was
+// not measured (nil, null in the JSON): never a zero that reads as a
+// measurement.
+func FormatKnown(v *float64, format string, scale float64) string {
 	if v == nil {
 		return "—"
 	}

@@ -279,15 +279,6 @@ type stepRow struct {
 
 func fms(v float64) string { return fmt.Sprintf("%.2fms", v) }
 
-// opt formats *v scaled by scale with format, or "—" when it was not
-// measured (null in the JSON): never a zero that reads as a measurement.
-func opt(v *float64, format string, scale float64) string {
-	if v == nil {
-		return "—"
-	}
-	return fmt.Sprintf(format, *v*scale)
-}
-
 // nullGap is *v, or NaN (a gap in a curve) when it was not measured.
 func nullGap(v *float64) float64 {
 	if v == nil {
@@ -318,9 +309,9 @@ func search(id string, over capacity.Over, objs []string, s report.SearchJSON) c
 		v.There = fmt.Sprintf("there: %.1f req/s · %.1f tok/s out · goodput %.1f req/s · errors %.2f%%", at.ReqPerSec, at.OutTokPerSec, at.GoodPerSec, at.ErrorRate*100)
 	}
 	for _, st := range s.Steps {
-		v.Steps = append(v.Steps, stepRow{N: st.N, Phase: st.Phase, Load: over.Format(st.Load), Req: opt(st.ReqPerSec, "%.1f", 1),
-			Out: opt(st.OutTokPerSec, "%.1f", 1), Good: opt(st.GoodPerSec, "%.1f", 1), TTFT50: opt(st.P50TTFT, "%.2fms", 1), TTFT99: opt(st.P99TTFT, "%.2fms", 1),
-			E2E50: opt(st.P50E2E, "%.2fms", 1), E2E99: opt(st.P99E2E, "%.2fms", 1), Errors: opt(st.ErrorRate, "%.2f%%", 100), Why: sanitize.Text(st.Why),
+		v.Steps = append(v.Steps, stepRow{N: st.N, Phase: st.Phase, Load: over.Format(st.Load), Req: report.FormatKnown(st.ReqPerSec, "%.1f", 1),
+			Out: report.FormatKnown(st.OutTokPerSec, "%.1f", 1), Good: report.FormatKnown(st.GoodPerSec, "%.1f", 1), TTFT50: report.FormatKnown(st.P50TTFT, "%.2fms", 1), TTFT99: report.FormatKnown(st.P99TTFT, "%.2fms", 1),
+			E2E50: report.FormatKnown(st.P50E2E, "%.2fms", 1), E2E99: report.FormatKnown(st.P99E2E, "%.2fms", 1), Errors: report.FormatKnown(st.ErrorRate, "%.2f%%", 100), Why: sanitize.Text(st.Why),
 			Held: st.Held, Knee: st.N == knee})
 	}
 	if len(s.Steps) == 0 {
