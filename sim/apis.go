@@ -95,10 +95,14 @@ func appendResponsesUsage(b []byte, prompt, out, reasoning int) []byte {
 func (e *chunkEncoder) startPart(b []byte, reasoning bool) []byte {
 	switch e.kind {
 	case kindResponses:
-		if reasoning {
-			return e.event(b, "response.output_item.added", `"item":`, []byte(`{"content":[],"id":"rs_`+e.num+`","summary":[],"type":"reasoning"}`), `,"output_index":0`)
+		if e.index > 0 { // the reasoning is over: its item is done
+			b = e.donePart(b)
 		}
 		idx := strconv.Itoa(e.index)
+		if reasoning {
+			b = e.event(b, "response.output_item.added", `"item":`, []byte(`{"content":[],"id":"rs_`+e.num+`","summary":[],"type":"reasoning"}`), `,"output_index":`+idx)
+			return e.event(b, "response.content_part.added", `"content_index":0,"item_id":"rs_`+e.num+`","output_index":`+idx, nil, `,"part":{"text":"","type":"reasoning_text"}`)
+		}
 		b = e.event(b, "response.output_item.added", `"item":`, []byte(`{"content":[],"id":"msg_`+e.num+`","role":"assistant","status":"in_progress","type":"message"}`), `,"output_index":`+idx)
 		return e.event(b, "response.content_part.added", `"content_index":0,"item_id":"msg_`+e.num+`","output_index":`+idx, nil, `,"part":{"annotations":[],"logprobs":[],"text":"","type":"output_text"}`)
 	case kindMessages:
@@ -121,6 +125,36 @@ func (e *chunkEncoder) stopBlock(b []byte) []byte {
 	return append(b, "}\n\n"...)
 }
 
+// donePart appends the Responses API's events that close the part open
+// (the last opened, at e.index-1): the text's done, the content part's
+// done and the output item's done, each with the whole text (Ollama's
+// order); and keeps the item for response.completed's output.
+func (e *chunkEncoder) donePart(b []byte) []byte {
+	text, _ := json.Marshal(string(e.partText))
+	e.partText = e.partText[:0]
+	idx := strconv.Itoa(e.index - 1)
+	var item []byte
+	if e.inReasoning {
+		at := `"content_index":0,"item_id":"rs_` + e.num + `","output_index":` + idx
+		b = e.event(b, "response.reasoning_text.done", at, nil, `,"text":`+string(text))
+		part := `{"text":` + string(text) + `,"type":"reasoning_text"}`
+		b = e.event(b, "response.content_part.done", at, nil, `,"part":`+part)
+		item = []byte(`{"content":[` + part + `],"id":"rs_` + e.num + `","summary":[],"type":"reasoning"}`)
+	} else {
+		at := `"content_index":0,"item_id":"msg_` + e.num + `","logprobs":[],"output_index":` + idx
+		b = e.event(b, "response.output_text.done", at, nil, `,"text":`+string(text))
+		part := `{"annotations":[],"logprobs":[],"text":` + string(text) + `,"type":"output_text"}`
+		b = e.event(b, "response.content_part.done", `"content_index":0,"item_id":"msg_`+e.num+`","output_index":`+idx, nil, `,"part":`+part)
+		item = []byte(`{"content":[` + part + `],"id":"msg_` + e.num + `","role":"assistant","status":"completed","type":"message"}`)
+	}
+	b = e.event(b, "response.output_item.done", `"item":`, item, `,"output_index":`+idx)
+	if len(e.items) > 0 {
+		e.items = append(e.items, ',')
+	}
+	e.items = append(e.items, item...)
+	return b
+}
+
 // apiToken appends one token of the new APIs, a reasoning one or the
 // answer's, opening the part it belongs to first.
 func (e *chunkEncoder) apiToken(b []byte, word string, reasoning bool) []byte {
@@ -135,6 +169,7 @@ func (e *chunkEncoder) apiToken(b []byte, word string, reasoning bool) []byte {
 		if reasoning {
 			typ, item = "response.reasoning_text.delta", "rs_"
 		}
+		e.partText = append(append(e.partText, ' '), word...)
 		return e.event(b, typ, `"content_index":0,"delta":" `+word+`","item_id":"`+item+e.num+`","output_index":`+strconv.Itoa(e.index-1), nil, "")
 	default: // kindMessages
 		b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
@@ -156,7 +191,10 @@ func (e *chunkEncoder) apiToken(b []byte, word string, reasoning bool) []byte {
 func (e *chunkEncoder) end(b []byte, prompt, out, reasoning int, usage bool) []byte {
 	switch e.kind {
 	case kindResponses:
-		return e.event(b, "response.completed", `"response":`, e.response(nil, "completed", prompt, out, reasoning), "")
+		if e.index > 0 {
+			b = e.donePart(b)
+		}
+		return e.event(b, "response.completed", `"response":`, e.response(e.items, "completed", prompt, out, reasoning), "")
 	case kindMessages:
 		if e.index > 0 {
 			b = e.stopBlock(b)
