@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -248,8 +250,10 @@ func (e *chunkEncoder) wholeAPI(reasoning, text string, prompt, out, nReasoning 
 }
 
 // embeddings is an embeddings answer: n vectors of embedDims unit-length
-// floats, drawn from the request's id, and the input count.
-func (e *chunkEncoder) embeddings(n, prompt int) []byte {
+// floats, drawn from the request's id, and the input count; with b64
+// (OpenAI's encoding_format base64) each vector is the base64 of its
+// float32s, little-endian, as OpenAI and Ollama send it.
+func (e *chunkEncoder) embeddings(n, prompt int, b64 bool) []byte {
 	var b []byte
 	if e.kind == kindOllamaEmbed {
 		b = append(b, `{"model":`...)
@@ -267,7 +271,7 @@ func (e *chunkEncoder) embeddings(n, prompt int) []byte {
 			b = strconv.AppendInt(b, int64(i), 10)
 			b = append(b, `,"embedding":`...)
 		}
-		b = appendVector(b, e.seed+uint64(i))
+		b = appendVector(b, e.seed+uint64(i), b64)
 		if e.kind != kindOllamaEmbed {
 			b = append(b, '}')
 		}
@@ -289,8 +293,10 @@ func (e *chunkEncoder) embeddings(n, prompt int) []byte {
 // embedDims is the length of the sim's embeddings (Ollama's tiny model's).
 const embedDims = 64
 
-// appendVector appends a unit vector drawn from seed.
-func appendVector(b []byte, seed uint64) []byte {
+// appendVector appends a unit vector drawn from seed: a JSON list of
+// numbers, or with b64 a JSON string, the base64 of its float32s
+// (little-endian).
+func appendVector(b []byte, seed uint64, b64 bool) []byte {
 	var v [embedDims]float64
 	norm := 0.0
 	x := seed*0x9e3779b97f4a7c15 + 1
@@ -302,6 +308,15 @@ func appendVector(b []byte, seed uint64) []byte {
 		norm += v[i] * v[i]
 	}
 	norm = math.Sqrt(norm)
+	if b64 {
+		raw := make([]byte, 0, 4*embedDims)
+		for i := range v {
+			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(float32(v[i]/norm)))
+		}
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, raw)
+		return append(b, '"')
+	}
 	b = append(b, '[')
 	for i := range v {
 		if i > 0 {

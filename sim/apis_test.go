@@ -2,7 +2,10 @@ package sim
 
 import (
 	"bufio"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -200,4 +203,68 @@ func TestResponsesFollowOllama(t *testing.T) {
 		t.Fatalf("sim: %d\n%s\nOllama:\n%s", resp.StatusCode, got, want)
 	}
 	checkCompleted(t, body)
+}
+
+// TestEmbeddingsBase64: encoding_format "base64" (the OpenAI SDKs'
+// default) answers each vector as the base64 of its little-endian
+// float32s, the same unit vector the float answer holds (it got 16 zero
+// floats and no error); a format neither float nor base64 is refused.
+func TestEmbeddingsBase64(t *testing.T) {
+	p, _ := Preset("fast")
+	_, base := startSim(t, p)
+	type answer struct {
+		Data []struct {
+			Embedding json.RawMessage
+		}
+	}
+	get := func(format string) (int, answer) {
+		resp, body := post(t, base+"/v1/embeddings", `{"model":"sim-llama-8b","input":"a b"`+format+`}`)
+		var a answer
+		if resp.StatusCode == 200 {
+			if err := json.Unmarshal([]byte(body), &a); err != nil || len(a.Data) != 1 {
+				t.Fatalf("%s: %v %s", format, err, body)
+			}
+		}
+		return resp.StatusCode, a
+	}
+	code, b64 := get(`,"encoding_format":"base64"`)
+	var str string
+	if err := json.Unmarshal(b64.Data[0].Embedding, &str); code != 200 || err != nil {
+		t.Fatalf("base64: %d %v %s", code, err, b64.Data[0].Embedding)
+	}
+	decode := func(s string) []float32 {
+		raw, err := base64.StdEncoding.DecodeString(s)
+		if err != nil || len(raw) != 4*embedDims {
+			t.Fatalf("base64: %d bytes, %v", len(raw), err)
+		}
+		out := make([]float32, embedDims)
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		return out
+	}
+	got := decode(str)
+	// The same vector as the float form of the same seed.
+	var want []float32
+	if err := json.Unmarshal(appendVector(nil, 7, false), &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(appendVector(nil, 7, true), &str); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range decode(str) {
+		if math.Abs(float64(v-want[i])) > 1e-6 {
+			t.Fatalf("dimension %d: base64 %v, float %v", i, v, want[i])
+		}
+	}
+	norm := 0.0
+	for _, v := range got {
+		norm += float64(v) * float64(v)
+	}
+	if math.Abs(norm-1) > 1e-5 {
+		t.Fatalf("base64 vector's norm² %v, want 1", norm)
+	}
+	if code, _ := get(`,"encoding_format":"int8"`); code != 400 {
+		t.Fatalf("encoding_format int8: %d, want 400", code)
+	}
 }
