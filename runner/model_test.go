@@ -5,6 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
 )
 
 // TestModelNotListed: a model the server does not list is said at the
@@ -42,5 +46,31 @@ func TestModelNotListed(t *testing.T) {
 	defer r.Stop()
 	if notes.Len() != 0 || r.context != cfg.Sim.MaxModelLen || r.context == 0 {
 		t.Fatalf("the sim's own model: notes %q, context %d (want %d)", notes.String(), r.context, cfg.Sim.MaxModelLen)
+	}
+}
+
+// TestFixedOutputOnNewAPIs: --fixed-output reaches the Responses and
+// Messages APIs (ignore_eos, which vLLM's engine takes there too) without
+// the warning that it cannot; the APIs with no such field still warn.
+func TestFixedOutputOnNewAPIs(t *testing.T) {
+	for _, kind := range []probe.Kind{probe.OpenAIResponses, probe.Anthropic} {
+		cfg := simConfig(t)
+		cfg.API, cfg.Probe.Body.IgnoreEOS, cfg.Load.MaxRequests = kind, true, 4
+		var notes strings.Builder
+		cfg.Notes = &notes
+		r, err := Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := waitSnap(t, r, 10*time.Second, "the end", func(s load.Snapshot) bool { return s.Done })
+		r.Stop()
+		if strings.Contains(notes.String(), "force the output length") || s.Run.Completed != 4 || s.Run.OutTokens != 4*int64(cfg.Load.Knobs.OutputTokens) {
+			t.Errorf("%s: %d completed, %d tokens; notes %q", kind, s.Run.Completed, s.Run.OutTokens, notes.String())
+		}
+	}
+	for _, kind := range []probe.Kind{probe.Ollama, probe.TGI, probe.Generic, probe.OpenAIEmbeddings} {
+		if fixesOutput(kind) {
+			t.Errorf("%s: said to take ignore_eos", kind)
+		}
 	}
 }

@@ -341,7 +341,7 @@ func (r *Runner) startClient(ctx context.Context) error {
 	if r.why != "" {
 		fmt.Fprintf(r.cfg.Notes, "infertop: API %s (%s)\n", kind, r.why)
 	}
-	if pc.Body.IgnoreEOS && kind != probe.OpenAIChat && kind != probe.OpenAICompletions {
+	if pc.Body.IgnoreEOS && !fixesOutput(kind) {
 		fmt.Fprintf(r.cfg.Notes, "infertop: %s has no way to force the output length; answers may stop early\n", kind)
 	}
 	api := string(kind)
@@ -587,4 +587,16 @@ func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
+}
+
+// fixesOutput reports whether --fixed-output reaches servers of kind: the
+// OpenAI APIs and Anthropic's Messages take ignore_eos where vLLM's engine
+// serves them; Ollama, TGI, a generic API and the embeddings have no such
+// field.
+func fixesOutput(kind probe.Kind) bool {
+	switch kind {
+	case probe.OpenAIChat, probe.OpenAICompletions, probe.OpenAIResponses, probe.Anthropic:
+		return true
+	}
+	return false
 }
