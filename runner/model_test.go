@@ -74,3 +74,31 @@ func TestFixedOutputOnNewAPIs(t *testing.T) {
 		}
 	}
 }
+
+// TestModelLatestTag: a model given without a tag is the one an Ollama
+// server lists as NAME:latest (Ollama adds the tag itself): no warning
+// (every run against Ollama warned that tiny is not listed), and its
+// requests answered; another tag is another model.
+func TestModelLatestTag(t *testing.T) {
+	cfg := simConfig(t)
+	cfg.Sim.Model, cfg.Probe.Model, cfg.Load.MaxRequests = "tiny:latest", "tiny", 3
+	var notes strings.Builder
+	cfg.Notes = &notes
+	r, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := waitSnap(t, r, 10*time.Second, "the end", func(s load.Snapshot) bool { return s.Done })
+	r.Stop()
+	if notes.String() != "" || s.Run.Completed != 3 {
+		t.Fatalf("%d of 3 completed; notes %q", s.Run.Completed, notes.String())
+	}
+	for _, c := range []struct {
+		id, name string
+		same     bool
+	}{{"tiny:latest", "tiny", true}, {"tiny:latest", "tiny:latest", true}, {"tiny:1b", "tiny", false}, {"tiny:latest", "tiny:1b", false}, {"tiny", "tiny:latest", false}} {
+		if got := sameModel(c.id, c.name); got != c.same {
+			t.Errorf("sameModel(%q, %q) = %v", c.id, c.name, got)
+		}
+	}
+}

@@ -382,7 +382,7 @@ func (r *Runner) model(ctx context.Context, pc *probe.Config) error {
 	}
 	var ids []string
 	for _, m := range ms {
-		if m.ID == pc.Model {
+		if sameModel(m.ID, pc.Model) {
 			r.context = m.MaxModelLen
 			return nil
 		}
@@ -599,4 +599,11 @@ func fixesOutput(kind probe.Kind) bool {
 		return true
 	}
 	return false
+}
+
+// sameModel reports whether the model listed as id is the one named
+// name: the same, or name without a tag where the list says NAME:latest
+// (Ollama lists tiny:latest, and takes tiny for it).
+func sameModel(id, name string) bool {
+	return id == name || !strings.Contains(name, ":") && id == name+":latest"
 }

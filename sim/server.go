@@ -265,7 +265,7 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
 			return
 		}
-		if req.Model != s.p.Model {
+		if req.Model != s.p.Model && req.Model+":latest" != s.p.Model { // Ollama adds :latest itself
 			writeAPIError(w, kind, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
 			return
 		}
