@@ -56,16 +56,9 @@ func TestFixedOutputOnNewAPIs(t *testing.T) {
 	for _, kind := range []probe.Kind{probe.OpenAIResponses, probe.Anthropic} {
 		cfg := simConfig(t)
 		cfg.API, cfg.Probe.Body.IgnoreEOS, cfg.Load.MaxRequests = kind, true, 4
-		var notes strings.Builder
-		cfg.Notes = &notes
-		r, err := Start(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := waitSnap(t, r, 10*time.Second, "the end", func(s load.Snapshot) bool { return s.Done })
-		r.Stop()
-		if strings.Contains(notes.String(), "force the output length") || s.Run.Completed != 4 || s.Run.OutTokens != 4*int64(cfg.Load.Knobs.OutputTokens) {
-			t.Errorf("%s: %d completed, %d tokens; notes %q", kind, s.Run.Completed, s.Run.OutTokens, notes.String())
+		s, notes := runToEnd(t, cfg)
+		if strings.Contains(notes, "force the output length") || s.Run.Completed != 4 || s.Run.OutTokens != 4*int64(cfg.Load.Knobs.OutputTokens) {
+			t.Errorf("%s: %d completed, %d tokens; notes %q", kind, s.Run.Completed, s.Run.OutTokens, notes)
 		}
 	}
 	for _, kind := range []probe.Kind{probe.Ollama, probe.TGI, probe.Generic, probe.OpenAIEmbeddings} {
@@ -82,16 +75,9 @@ func TestFixedOutputOnNewAPIs(t *testing.T) {
 func TestModelLatestTag(t *testing.T) {
 	cfg := simConfig(t)
 	cfg.Sim.Model, cfg.Probe.Model, cfg.Load.MaxRequests = "tiny:latest", "tiny", 3
-	var notes strings.Builder
-	cfg.Notes = &notes
-	r, err := Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := waitSnap(t, r, 10*time.Second, "the end", func(s load.Snapshot) bool { return s.Done })
-	r.Stop()
-	if notes.String() != "" || s.Run.Completed != 3 {
-		t.Fatalf("%d of 3 completed; notes %q", s.Run.Completed, notes.String())
+	s, notes := runToEnd(t, cfg)
+	if notes != "" || s.Run.Completed != 3 {
+		t.Fatalf("%d of 3 completed; notes %q", s.Run.Completed, notes)
 	}
 	for _, c := range []struct {
 		id, name string
@@ -101,4 +87,19 @@ func TestModelLatestTag(t *testing.T) {
 			t.Errorf("sameModel(%q, %q) = %v", c.id, c.name, got)
 		}
 	}
+}
+
+// runToEnd runs cfg (a request limit in it) to its end, and returns its
+// last snapshot and its notes.
+func runToEnd(t *testing.T, cfg Config) (load.Snapshot, string) {
+	t.Helper()
+	var notes strings.Builder
+	cfg.Notes = &notes
+	r, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := waitSnap(t, r, 10*time.Second, "the end", func(s load.Snapshot) bool { return s.Done })
+	r.Stop()
+	return s, notes.String()
 }
