@@ -118,6 +118,9 @@ func Parse(expr string) (Objective, error) {
 		default:
 			return Objective{}, fmt.Errorf("bad SLO %q: unit %q does not fit %s", expr, unit, o.Metric)
 		}
+		if o.Metric == "error_rate" && o.Value > 1 { // a share of the requests: error_rate<200% holds for anything
+			return Objective{}, fmt.Errorf("bad SLO %q: an error rate is at most 100%%", expr)
+		}
 	default:
 		return Objective{}, fmt.Errorf("bad SLO %q: unknown metric %s", expr, o.Metric)
 	}

@@ -36,7 +36,8 @@ func TestParse(t *testing.T) {
 			t.Errorf("%s: %+v", tt.in, o)
 		}
 	}
-	for _, bad := range []string{"", "ttft<500ms", "ttft_p99<=500", "ttft_p42<=1s", "latency_p99<1s", "error_rate_p99<1%", "output_throughput>=2000ms", "ttft_p99=1s"} {
+	for _, bad := range []string{"", "ttft<500ms", "ttft_p99<=500", "ttft_p42<=1s", "latency_p99<1s", "error_rate_p99<1%", "output_throughput>=2000ms", "ttft_p99=1s",
+		"error_rate<200%", "error_rate<1.5"} { // past every request: it holds for anything
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
