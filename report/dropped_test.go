@@ -139,3 +139,12 @@ func csvRows(t *testing.T, r *Report) [][]string {
 	}
 	return rows
 }
+
+// TestPrefixPromptTitle: with a shared prefix a phase's title says the
+// prompt that went out, not the knob (256 shown, 1,008 sent).
+func TestPrefixPromptTitle(t *testing.T) {
+	r := overloaded()
+	r.Final.PrefixTokens = 1000
+	r.Final.Phases[0].InTokens = 227 * 1008
+	summaryAndJSON(t, r, "Phase 1: open loop 50 req/s, prompt ≈1008 as the server counted (asked 256; every prompt starts with the 1000-token shared prefix), output 128 tokens")
+}

@@ -35,10 +35,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if p.Warmup {
 			warm = " (warm-up, not in the run's figures)"
 		}
-		prompt := fmt.Sprintf("prompt %d", p.Knobs.PromptTokens)
-		if r.Final.Dataset > 0 {
-			prompt = fmt.Sprintf("prompts from the dataset (%d)", r.Final.Dataset)
-		}
+		prompt := promptTitle(p, r.Final)
 		// A phase ends when the next begins; its requests may finish later
 		// (they belong to the phase they started in), and its rates are
 		// over that span: say both rather than show phases overlapping.
@@ -185,6 +182,24 @@ func writeFigures(b *strings.Builder, p load.Phase) {
 			fms(d.Mean), fms(d.Std), fms(d.P50), fms(d.P90), fms(d.P95), fms(d.P99), fms(d.P999), fms(d.Max))
 	}
 	tw.Flush()
+}
+
+// promptTitle is a phase's prompt as its title says it: the knob, or,
+// with a shared prefix, what went out (the mean the server counted, or
+// the prefix and a marker when it is the longer: "prompt 256" said of
+// 1,008 tokens a request was untrue) and the prefix beside it.
+func promptTitle(p load.Phase, s load.Snapshot) string {
+	switch {
+	case s.Dataset > 0:
+		return fmt.Sprintf("prompts from the dataset (%d)", s.Dataset)
+	case s.PrefixTokens <= 0:
+		return fmt.Sprintf("prompt %d", p.Knobs.PromptTokens)
+	}
+	sent := fmt.Sprintf("prompt %d", max(p.Knobs.PromptTokens, s.PrefixTokens+1))
+	if p.Completed > 0 {
+		sent = fmt.Sprintf("prompt ≈%d as the server counted", (p.InTokens+p.Completed/2)/p.Completed)
+	}
+	return fmt.Sprintf("%s (asked %d; every prompt starts with the %d-token shared prefix)", sent, p.Knobs.PromptTokens, s.PrefixTokens)
 }
 
 // inputsPerSec is the phase's inputs embedded per second.
