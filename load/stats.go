@@ -130,6 +130,35 @@ type aggregator struct {
 	errors      errorTable
 	overflows   int64
 	hist        secHistory // every second of the run, for the reports
+	// held is the window's figures as a pause found them once its last
+	// request was in (nil: not paused): while nothing is sent they stay
+	// as they were, rather than drift as the window slides off measured
+	// seconds and onto a pause that is in none of its denominators.
+	held *heldWindow
+}
+
+// heldWindow is a snapshot's window figures, held through a pause, and
+// the window length they are of.
+type heldWindow struct {
+	window                                         time.Duration
+	covered                                        time.Duration
+	latency                                        [NumMetrics]Dist
+	completed, failed                              int64
+	byClass                                        [probe.NumClasses]int64
+	estimated                                      bool
+	req, outTok, inTok, errPerSec, good, errorRate float64
+}
+
+// hold keeps s's window figures (see aggregator.held).
+func (h *heldWindow) hold(s *Snapshot, window time.Duration) {
+	*h = heldWindow{window: window, covered: s.Covered, latency: s.Latency, completed: s.Completed, failed: s.Failed, byClass: s.ByClass,
+		estimated: s.OutputEstimated, req: s.ReqPerSec, outTok: s.OutTokPerSec, inTok: s.InTokPerSec, errPerSec: s.ErrPerSec, good: s.GoodPerSec, errorRate: s.ErrorRate}
+}
+
+// apply puts the held window figures in s.
+func (h *heldWindow) apply(s *Snapshot) {
+	s.Covered, s.Latency, s.Completed, s.Failed, s.ByClass, s.OutputEstimated = h.covered, h.latency, h.completed, h.failed, h.byClass, h.estimated
+	s.ReqPerSec, s.OutTokPerSec, s.InTokPerSec, s.ErrPerSec, s.GoodPerSec, s.ErrorRate = h.req, h.outTok, h.inTok, h.errPerSec, h.good, h.errorRate
 }
 
 func newAggregator(t0 time.Time, window time.Duration) *aggregator {
@@ -526,6 +555,7 @@ func (a *aggregator) reset(now time.Duration, gen int) {
 		}
 	}
 	a.phases = nil
+	a.held = nil
 	a.run = a.newRunAcc(now)
 	a.totalOK, a.totalFailed, a.totalOut, a.totalClass = 0, 0, 0, [probe.NumClasses]int64{}
 	a.lastErr, a.lastErrAt = "", 0
@@ -618,6 +648,16 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 		}
 	}
 	s.SetWindowRates(out, in, good)
+	// Paused with nothing out: the window as the pause found it.
+	switch paused := current != nil && current.knobs.Paused && inflight == 0; {
+	case !paused:
+		a.held = nil
+	case a.held != nil && a.held.window == a.window:
+		a.held.apply(&s)
+	default:
+		a.held = new(heldWindow)
+		a.held.hold(&s, a.window)
+	}
 	s.TotalCompleted, s.TotalFailed, s.TotalByClass, s.TotalOutTokens = a.totalOK, a.totalFailed, a.totalClass, a.totalOut
 	s.LastError, s.LastErrorAt = a.lastErr, a.lastErrAt
 	s.Errors = a.errors.list()
