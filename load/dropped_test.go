@@ -73,3 +73,20 @@ func TestMixedWalkArrivals(t *testing.T) {
 		}
 	})
 }
+
+// TestUnstreamedCounted: the requests answered whole though streamed
+// was asked, and those whose output count was estimated, are counted in
+// their phase and the run.
+func TestUnstreamedCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		do := func(ctx context.Context, r probe.Request) probe.Result {
+			res := fakeDo(5*time.Millisecond)(ctx, r)
+			res.Unstreamed, res.OutputEstimated, res.HasTTFT = true, true, false
+			return res
+		}
+		s := runFor(t, Config{Do: do, Knobs: Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 4}, MaxRequests: 10}, 10*time.Second)
+		if s.Run.Unstreamed != 10 || s.Run.EstimatedOutput != 10 || s.Phases[0].Unstreamed != 10 {
+			t.Fatalf("run: %d unstreamed, %d estimated; phase 1: %d", s.Run.Unstreamed, s.Run.EstimatedOutput, s.Phases[0].Unstreamed)
+		}
+	})
+}

@@ -217,6 +217,11 @@ type Phase struct {
 	// ReasoningTokens is the part of OutTokens spent reasoning; Inputs
 	// the inputs embedded (the embeddings kinds' batches).
 	ReasoningTokens, Inputs int64
+	// EstimatedOutput counts the completed requests whose output count
+	// was estimated (a token a message: the server reported no usage);
+	// Unstreamed those answered whole though streamed was asked (the
+	// server ignored "stream": no TTFT, TPOT or ITL of them).
+	EstimatedOutput, Unstreamed int64
 	// Incomplete counts the phase's requests cancelled before they
 	// finished (the drain ran out); Pending those sent and not yet
 	// counted; Retried those sent again on a new connection (not

@@ -22,14 +22,23 @@ type counts struct {
 	delivered, failedTok                            int64
 	byClass                                         [probe.NumClasses]int64
 	// reasonTok and inputs are the phase's reasoning tokens and inputs
-	// embedded (kept per phase; the seconds leave them at zero).
-	reasonTok, inputs int64
+	// embedded; estimated and unstreamed its completed requests whose
+	// output count was estimated and whose answer came whole though
+	// streamed was asked (kept per phase; the seconds leave them at zero).
+	reasonTok, inputs, estimated, unstreamed int64
 }
 
-// addKinds counts a successful result's reasoning tokens and inputs.
+// addKinds counts a successful result's reasoning tokens and inputs, and
+// whether its output count was estimated and its answer unstreamed.
 func (c *counts) addKinds(r *probe.Result) {
 	c.reasonTok += int64(r.ReasoningTokens)
 	c.inputs += int64(r.Inputs)
+	if r.OutputEstimated {
+		c.estimated++
+	}
+	if r.Unstreamed {
+		c.unstreamed++
+	}
 }
 
 // secSlot is one second of the run, sealed.
@@ -734,6 +743,7 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current, Warmup: p.info.warmup,
 		Completed: p.completed, Failed: p.failed, Good: p.good, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
 		DeliveredTokens: p.delivered, FailedOutTokens: p.failedTok, ReasoningTokens: p.reasonTok, Inputs: p.inputs,
+		EstimatedOutput: p.estimated, Unstreamed: p.unstreamed,
 		Retried: p.retried, Incomplete: p.info.incomplete.Load(), Dropped: p.info.dropped.Load(),
 	}
 	// waiting before outstanding (which holds it): an arrival sent between

@@ -153,6 +153,12 @@ func writeFigures(b *strings.Builder, p load.Phase) {
 		fmt.Fprintf(b, " · %.1f req/s · %.1f tok/s out · %.1f tok/s in · goodput %.1f req/s\n",
 			p.ReqPerSec, p.OutTokPerSec, p.InTokPerSec, p.GoodPerSec)
 	}
+	if p.Unstreamed > 0 {
+		fmt.Fprintf(b, "  %d of the %d answers came whole though streamed was asked (the server ignored \"stream\": true): no TTFT, TPOT or ITL of them\n", p.Unstreamed, p.Completed)
+	}
+	if p.EstimatedOutput > 0 {
+		fmt.Fprintf(b, "  %d of the %d output counts estimated, a token a message (the server reported no usage)\n", p.EstimatedOutput, p.Completed)
+	}
 	if p.ReasoningTokens > 0 {
 		fmt.Fprintf(b, "  reasoning %d of %d output tokens (%.0f%%), answer %d; TTFT is the first token of either, TTFO the answer's first\n",
 			p.ReasoningTokens, p.OutTokens, 100*float64(p.ReasoningTokens)/float64(max(p.OutTokens, 1)), p.OutTokens-p.ReasoningTokens)

@@ -80,3 +80,20 @@ func TestUnmeasuredStepIsAbsent(t *testing.T) {
 	}
 	t.Errorf("no row for step 4:\n%s", text.String())
 }
+
+// TestUnstreamedMarked: a run whose server ignored "stream" says so, and
+// marks its output counts estimated (it passed with neither said).
+func TestUnstreamedMarked(t *testing.T) {
+	r := testReport()
+	r.Final.Run.Unstreamed, r.Final.Run.EstimatedOutput = 200, 200
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`200 of the 200 answers came whole though streamed was asked (the server ignored "stream": true)`,
+		"200 of the 200 output counts estimated"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}
