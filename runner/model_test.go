@@ -9,6 +9,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/sim/simtest"
 )
 
 // TestModelNotListed: a model the server does not list is said at the
@@ -102,4 +103,22 @@ func runToEnd(t *testing.T, cfg Config) (load.Snapshot, string) {
 	s := waitSnap(t, r, 10*time.Second, "the end", func(s load.Snapshot) bool { return s.Done })
 	r.Stop()
 	return s, notes.String()
+}
+
+// TestAPIOverridesPath: --api given against a URL whose path names
+// another API says where requests go (/v1/embeddings with --api
+// openai-chat became /v1/chat/completions without a word); a path of
+// the API given says nothing.
+func TestAPIOverridesPath(t *testing.T) {
+	for _, c := range []struct {
+		path, note string
+	}{{"/v1/embeddings", "--api openai-chat, but the URL's path ends in /embeddings (openai-embeddings): requests go to "}, {"/v1/chat/completions", ""}, {"/v1", ""}} {
+		front := simtest.Start(t, simConfig(t).Sim)
+		cfg := Config{URL: front.Origin + c.path, API: probe.OpenAIChat, Load: simConfig(t).Load}
+		cfg.Load.MaxRequests = 1
+		_, notes := runToEnd(t, cfg)
+		if c.note == "" && notes != "" || !strings.Contains(notes, c.note) || c.note != "" && !strings.Contains(notes, front.ChatURL) {
+			t.Errorf("%s: notes %q", c.path, notes)
+		}
+	}
 }

@@ -341,6 +341,11 @@ func (r *Runner) startClient(ctx context.Context) error {
 	if r.why != "" {
 		fmt.Fprintf(r.cfg.Notes, "infertop: API %s (%s)\n", kind, r.why)
 	}
+	if said, why, ok := probe.KindFromPath(r.rawURL); ok && r.why == "" && said != kind {
+		// --api given against a URL whose path names another API: its
+		// path is replaced, and the person should know where requests go.
+		fmt.Fprintf(r.cfg.Notes, "infertop: --api %s, but %s (%s): requests go to %s\n", kind, why, said, probe.RedactURL(pc.URL))
+	}
 	if pc.Body.IgnoreEOS && !fixesOutput(kind) {
 		fmt.Fprintf(r.cfg.Notes, "infertop: %s has no way to force the output length; answers may stop early\n", kind)
 	}
