@@ -122,3 +122,15 @@ func TestAPIOverridesPath(t *testing.T) {
 		}
 	}
 }
+
+// TestGPULocalWithoutNvidiaSMI: --gpu local on a machine without
+// nvidia-smi says so at the start (a headless run said nothing, and had
+// no GPU figure).
+func TestGPULocalWithoutNvidiaSMI(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	cfg := simConfig(t)
+	cfg.Telemetry.GPULocal, cfg.Load.MaxRequests = true, 1
+	if _, notes := runToEnd(t, cfg); !strings.Contains(notes, "--gpu local: nvidia-smi is not on the PATH") {
+		t.Fatalf("notes %q", notes)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -257,6 +258,12 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 		}
 	}
 	r.scraper = r.newScraper()
+	if r.cfg.Telemetry.GPULocal {
+		if _, err := exec.LookPath("nvidia-smi"); err != nil {
+			// Else the run goes on with no GPU figure and no word why.
+			fmt.Fprintf(r.cfg.Notes, "infertop: --gpu local: nvidia-smi is not on the PATH (%v): no GPU power or energy figures\n", errors.Unwrap(err))
+		}
+	}
 	engCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.started = time.Now()
