@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -89,4 +90,15 @@ func TestUnstreamedCounted(t *testing.T) {
 			t.Fatalf("run: %d unstreamed, %d estimated; phase 1: %d", s.Run.Unstreamed, s.Run.EstimatedOutput, s.Phases[0].Unstreamed)
 		}
 	})
+}
+
+// TestTraceSummaryPasses: a replay's summary counts its passes in
+// English ("over 1 passes" read as a slip).
+func TestTraceSummaryPasses(t *testing.T) {
+	for pass, want := range map[int]string{1: " over 1 pass of 2s", 2: " over 2 passes of 2s"} {
+		s := TraceStatus{On: true, Name: "t", Format: "jsonl", Speed: 1, Pass: pass, Total: 10, Span: 2 * time.Second}
+		if got := s.Summary(); !strings.Contains(got, want) {
+			t.Errorf("pass %d: %q, want %q in it", pass, got, want)
+		}
+	}
 }

@@ -23,6 +23,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if !m.Stream {
 		b.WriteString("not streamed: TTFT, TPOT and ITL are not observable\n")
 	}
+	if r.Capacity != nil { // the answer first: a matrix's phases run to hundreds of lines
+		writeCapacity(&b, r.Capacity)
+	}
 	for _, p := range r.Final.Phases {
 		if p.Scheduled() == 0 {
 			continue
@@ -63,9 +66,6 @@ func (r *Report) WriteText(w io.Writer) error {
 	writeTurns(&b, r.Final.Sessions)
 	if r.Merged != nil && r.Merged.Result.Agents != nil {
 		writeAgents(&b, r.Merged.Result.Agents)
-	}
-	if r.Capacity != nil {
-		writeCapacity(&b, r.Capacity)
 	}
 	if len(r.Verdicts) > 0 {
 		b.WriteString("\nSLOs:\n")

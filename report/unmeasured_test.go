@@ -97,3 +97,18 @@ func TestUnstreamedMarked(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacityFirst: a capacity run's summary opens with its answer, the
+// matrix's table and each search, before the phases (the table was at
+// line 871 of 970).
+func TestCapacityFirst(t *testing.T) {
+	r := pastTheKnee(t)
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if c, p := strings.Index(out, "Capacity · prompt 64"), strings.Index(out, "\nPhase 1:"); c < 0 || p < 0 || c > p {
+		t.Fatalf("capacity at %d, phase 1 at %d:\n%s", c, p, out)
+	}
+}

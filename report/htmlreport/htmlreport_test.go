@@ -52,7 +52,7 @@ func TestCapacityCompareEscaping(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := html.UnescapeString(out.String())
-	for _, want := range []string{`id="capacity-latency-0" data-lines="4"`, `id="capacity-throughput-0"`, "the most at which ttft_p99<=500ms held: 16",
+	for _, want := range []string{`id="capacity-latency-0" data-lines="4"`, `id="capacity-throughput-0" data-lines="1"`, `id="capacity-requests-0" data-lines="2"`, "the most at which ttft_p99<=500ms held: 16",
 		"◀ knee", "Baseline against canary", `class="text bad">worse`, "+30%…+70%", "120ms", "+50%", "the canary regressed",
 		"<script>alert(1)</script>"} {
 		if !strings.Contains(page, want) {

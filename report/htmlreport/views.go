@@ -347,13 +347,18 @@ func search(id string, over capacity.Over, objs []string, s report.SearchJSON) c
 		{Name: "E2E p50", X: x, Y: pick(func(s report.StepJSON) *float64 { return s.P50E2E }), Color: 1},
 		{Name: "E2E p99", X: x, Y: pick(func(s report.StepJSON) *float64 { return s.P99E2E }), Color: 3},
 	}
-	thr := &chart{ID: "capacity-throughput" + id, Title: "Throughput against " + string(over), YUnit: "per s", XUnit: string(over), Points: true, Marks: marks}
+	// Tokens and requests on charts of their own: req/s on a tok/s axis
+	// lay flat along the bottom, a thousand times smaller.
+	thr := &chart{ID: "capacity-throughput" + id, Title: "Output throughput against " + string(over), YUnit: "tok/s", XUnit: string(over), Points: true, Marks: marks}
 	thr.Lines = []line{
 		{Name: "output tok/s", X: x, Y: pick(func(s report.StepJSON) *float64 { return s.OutTokPerSec }), Color: 0},
+	}
+	reqs := &chart{ID: "capacity-requests" + id, Title: "Requests against " + string(over), YUnit: "req/s", XUnit: string(over), Points: true, Marks: marks}
+	reqs.Lines = []line{
 		{Name: "req/s", X: x, Y: pick(func(s report.StepJSON) *float64 { return s.ReqPerSec }), Color: 1, Weight: 2}, // under goodput, often equal
 		{Name: "goodput req/s", X: x, Y: pick(func(s report.StepJSON) *float64 { return s.GoodPerSec }), Color: 4},
 	}
-	v.Charts = []*chart{lat, thr}
+	v.Charts = []*chart{lat, thr, reqs}
 	return v
 }
 
