@@ -1027,3 +1027,21 @@ func TestOpenLoopShowsIntended(t *testing.T) {
 		t.Error("ttft_p99<=3s marks the service time's row, which it does not judge")
 	}
 }
+
+// TestPhasesKeptAt80x24: at 80x24 a server panel that wraps to five
+// lines gives way rather than crowd out the Phases table the README
+// sends a newcomer to (after K three times it hid it): the table keeps
+// its title, its head and two rows, the server panel its first lines.
+func TestPhasesKeptAt80x24(t *testing.T) {
+	view := *serverView()
+	m, _ := New(nil, Options{Renderer: asciiRenderer(), Figures: func(s load.Snapshot) telemetry.Figures { return telemetry.Join(s, &view) }})
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(fixedSnapshot()))
+	v := m.View()
+	checkSize(t, v, 80, 24)
+	if !strings.Contains(v, "─ Phases") || !strings.Contains(v, "\n  2 ") || !strings.Contains(v, "\n  3 ") {
+		t.Fatalf("no Phases table (its title and two rows) at 80x24:\n%s", v)
+	}
+	if !strings.Contains(v, "vLLM · running 32") {
+		t.Fatalf("no server line at all:\n%s", v)
+	}
+}
