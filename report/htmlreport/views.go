@@ -139,10 +139,12 @@ type comparisonView struct {
 	Rows               []compareRow
 	Gates              []gateRow
 	// Outcome is the gate's ("the canary regressed", "no regression
-	// found"); empty without --regression.
-	Outcome   string
-	Regressed bool
-	Verdict   string
+	// found"), first: it decides the exit code; empty without
+	// --regression. OutcomeBad marks one that fails the gate without a
+	// regression (a gate not judged).
+	Outcome               string
+	Regressed, OutcomeBad bool
+	Verdict               string
 }
 
 // compareRow is one statistic compared.
@@ -198,8 +200,9 @@ func comparison(c compare.ComparisonJSON, heading string, cols [2]string, who st
 	case len(c.Regressions) == 0:
 	case c.Regressed:
 		v.Outcome = who + " regressed"
-	case notJudged > 0:
-		v.Outcome = fmt.Sprintf("no regression found, but %d of %d not judged: no gate passed for them", notJudged, len(c.Regressions))
+	case notJudged > 0: // what decides the exit code first, and never in the colour of a pass
+		v.Outcome = fmt.Sprintf("gate not passed: %d of %d not judged: no gate passed for them (too few requests); none breached", notJudged, len(c.Regressions))
+		v.OutcomeBad = true
 	default:
 		v.Outcome = "no regression found"
 	}

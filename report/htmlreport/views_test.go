@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/infertop/infertop/capacity"
+	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/report"
 )
 
@@ -68,5 +69,25 @@ func TestUnmeasuredStepIsAGap(t *testing.T) {
 				t.Errorf("%s: %s at step 2 is %v, want a gap", c.ID, l.Name, y)
 			}
 		}
+	}
+}
+
+// TestNotJudgedOutcomeFails: a gate not judged (too few requests) is a
+// failed gate, said first and in the colour of a failure (a split run
+// that exited 1 said "no regression found, but 1 of 1 not judged" in
+// bold green).
+func TestNotJudgedOutcomeFails(t *testing.T) {
+	c := compare.ComparisonJSON{Regressions: []compare.GateJSON{{Expr: "ttft_p99<+10%", Text: "ttft_p99<+10%: not judged: too few requests"}}}
+	v := comparison(c, "Comparison", [2]string{"a", "b"}, "group 2")
+	if !v.OutcomeBad || !strings.HasPrefix(v.Outcome, "gate not passed: 1 of 1 not judged") {
+		t.Fatalf("outcome %q (bad %v)", v.Outcome, v.OutcomeBad)
+	}
+	var b strings.Builder
+	if err := pageTmpl.ExecuteTemplate(&b, "comparison", v); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if o, tab := strings.Index(out, `class="outcome bad"`), strings.Index(out, "<table"); o < 0 || o > tab {
+		t.Fatalf("the outcome not first, or not marked a failure:\n%s", out)
 	}
 }
