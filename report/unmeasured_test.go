@@ -112,3 +112,17 @@ func TestCapacityFirst(t *testing.T) {
 		t.Fatalf("capacity at %d, phase 1 at %d:\n%s", c, p, out)
 	}
 }
+
+// TestSeriesIntendedColumns: the series carry the open loop's TTFT* and
+// E2E* per second where it has them, and no such column in a closed loop.
+func TestSeriesIntendedColumns(t *testing.T) {
+	h := &load.History{Seconds: []load.Second{{Sec: 0, TTFT: [3]uint32{1000, 2000, 3000}}, {Sec: 1, TTFTIntended: [3]uint32{5000, 6000, 7000}, E2EIntended: [3]uint32{9000, 9500, 9900}}}}
+	s := seriesJSON(h)
+	if c := s.Latency["ttft_intended_p99"]; len(c) != 2 || c[0] != nil || c[1] == nil || *c[1] != 7 || s.Latency["e2el_intended_p50"][1] == nil {
+		t.Fatalf("intended columns: %v", s.Latency)
+	}
+	h.Seconds = h.Seconds[:1]
+	if _, ok := seriesJSON(h).Latency["ttft_intended_p99"]; ok {
+		t.Fatal("a closed loop's series has an intended column")
+	}
+}

@@ -91,3 +91,56 @@ func TestNotJudgedOutcomeFails(t *testing.T) {
 		t.Fatalf("the outcome not first, or not marked a failure:\n%s", out)
 	}
 }
+
+// TestOpenLoopOverTime: an open loop's report draws TTFT* and E2E* over
+// time, and its charts over time span the same seconds, whatever the
+// seconds their values start in (TTFT's and E2E's were on different x
+// ranges: the first E2E comes seconds after the first TTFT).
+func TestOpenLoopOverTime(t *testing.T) {
+	var res struct {
+		Infertop report.InfertopJSON `json:"infertop"`
+	}
+	if err := json.Unmarshal([]byte(minimal), &res); err != nil {
+		t.Fatal(err)
+	}
+	n := 20
+	s := &report.SeriesJSON{Sec: make([]int64, n), Completed: make([]int32, n), Failed: make([]int32, n), OutputTokens: make([]int32, n),
+		InputTokens: make([]int32, n), InFlight: make([]int32, n), Latency: map[string][]*float64{}}
+	for _, k := range []string{"ttft", "e2el", "ttft_intended", "e2el_intended"} {
+		for _, q := range []string{"p50", "p95", "p99"} {
+			s.Latency[k+"_"+q] = make([]*float64, n)
+		}
+	}
+	for i := range n {
+		s.Sec[i] = int64(i)
+		v := float64(100 + i)
+		if i >= 2 { // the first TTFTs come at second 2, the first E2Es at 8
+			s.Latency["ttft_p99"][i], s.Latency["ttft_intended_p99"][i] = &v, &v
+		}
+		if i >= 8 && i < 15 {
+			s.Latency["e2el_p99"][i], s.Latency["e2el_intended_p99"][i] = &v, &v
+		}
+	}
+	res.Infertop.Series = s
+	doc, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := Write(&out, []Run{{Name: "a", JSON: doc}}); err != nil {
+		t.Fatal(err)
+	}
+	xs := map[string]string{}
+	for _, id := range []string{"ttft-time", "e2e-time", "ttft-intended-time", "e2e-intended-time"} {
+		at := strings.Index(out.String(), `id="`+id+`"`)
+		if at < 0 {
+			t.Fatalf("no chart %s", id)
+		}
+		rest := out.String()[at:]
+		x := rest[strings.Index(rest, `data-x="`)+8:]
+		xs[id] = x[:strings.Index(x, `"`)]
+	}
+	if xs["ttft-time"] != xs["e2e-time"] || xs["ttft-time"] != xs["e2e-intended-time"] || !strings.HasPrefix(xs["ttft-time"], "0 19 ") {
+		t.Fatalf("x axes: %v", xs)
+	}
+}
