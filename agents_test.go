@@ -18,6 +18,7 @@ import (
 
 	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/fleet"
+	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/report/schematest"
@@ -264,12 +265,17 @@ func TestFourAgents(t *testing.T) {
 // 1 s: the pollers wake for it). The channel says how it went.
 func turnKnobs(t *testing.T, addrs, tokenFile string) <-chan error {
 	t.Helper()
-	agf := fleet.Flags{Agents: addrs, TokenFile: tokenFile, PlainLoopback: true, PollEvery: time.Second, ResultEvery: time.Second,
+	agf := fleetflag.Flags{Agents: addrs, TokenFile: tokenFile, PlainLoopback: true, PollEvery: time.Second, ResultEvery: time.Second,
 		LostAfter: 20 * time.Second}
-	s, err := agf.Follow(nil, versionString(), nil)
+	cfg, err := agf.Config(versionString(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f, err := fleet.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := fleet.NewMerging(f, nil)
 	done := make(chan error, 1)
 	go func() {
 		defer s.Stop()

@@ -60,7 +60,7 @@ func (a *app) runAgent(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := b.CutSpec(&lp, fs.Changed("requests")); err != nil {
+	if err := lp.CutFor(b, fs.Changed("requests")); err != nil {
 		return usageError{err}
 	}
 	return a.serveAgent(b, ln, token, lp, rf, af.Linger)
@@ -88,8 +88,8 @@ func (a *app) serveAgent(b *agent.Board, ln net.Listener, token []byte, lp sessi
 		return err
 	}
 	defer s.Stop()
-	defer s.Release()
-	b.StartedSession(s)
+	defer session.Release(s)
+	session.Serve(b, s)
 	fo := rf.Follower(a.stderr, false, sigs).Follow(s)
 	o := session.End(s, fo, a.reportTimeout)
 	b.Finish(o.Reports...) // the last word, for the followers (run --agents)

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/capacity/capflag"
-	"github.com/infertop/infertop/fleet"
+	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/session/sessionflag"
@@ -37,7 +37,7 @@ func (a *app) runHeadless(args []string) error {
 	rf := sessionflag.AddRun(fs)
 	cf := sessionflag.Add(fs, true)
 	capf := capflag.Add(fs)
-	agf := fleet.AddFlags(fs)
+	agf := fleetflag.Add(fs)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
@@ -47,41 +47,47 @@ func (a *app) runHeadless(args []string) error {
 	if err := agf.Check(fs); err != nil {
 		return usageError{err}
 	}
-	sigs, stopSignals := a.interrupts()
-	defer stopSignals()
-	if agf.On() { // the agents' load, merged (package fleet)
-		if err := rf.CheckOutputs(""); err != nil {
-			return usageError{err}
-		}
-		plan, err := agentsPlan(capf, f, rf)
-		if err != nil {
-			return err
-		}
-		// A search's steps are split between the agents, their runs
-		// ended after it.
-		s, err := a.followAgents(f, agf, cf, plan, false)
-		if err != nil {
-			return err
-		}
-		defer s.Stop()
-		return a.conclude(session.End(s, rf.Follower(a.stderr, isTerminal(a.stderr), sigs).Follow(s), a.reportTimeout), rf.Outputs())
-	}
-	lp, err := a.headlessPlan(fs, f, rf, cf, capf)
+	// The files given to flags are read before the signals are taken: a
+	// signal during a long read ends the process, as it would any other.
+	lp, err := a.headlessSpec(fs, f, rf, cf, capf, agf)
 	if err != nil {
 		return err
 	}
+	sigs, stopSignals := a.interrupts()
+	defer stopSignals()
 	s, err := a.startUnder(sigs, lp)
 	if err != nil {
 		return err
 	}
 	defer s.Stop()
-	defer s.Release()
+	defer session.Release(s)
 	fo := rf.Follower(a.stderr, isTerminal(a.stderr), sigs).Follow(s)
 	err = a.conclude(session.End(s, fo, a.reportTimeout), rf.Outputs())
 	if lp.Base().HoldMetrics && fo.Signals < 2 {
 		rf.Linger(a.stderr, sigs, lp.Base().MetricsAddr)
 	}
 	return err
+}
+
+// headlessSpec is the load a headless run's flags describe: the agents'
+// (--agents: their merge, searched where asked, each step split between
+// them and their runs ended after it), or this machine's (headlessPlan).
+func (a *app) headlessSpec(fs *pflag.FlagSet, f *loadFlags, rf *sessionflag.Run, cf *sessionflag.Flags, capf *capflag.Flags, agf *fleetflag.Flags) (session.Spec, error) {
+	if !agf.On() {
+		return a.headlessPlan(fs, f, rf, cf, capf)
+	}
+	if err := rf.CheckOutputs(""); err != nil {
+		return session.Spec{}, usageError{err}
+	}
+	plan, err := agentsPlan(capf, f, rf)
+	if err != nil {
+		return session.Spec{}, err
+	}
+	ag, err := a.agentsSpec(f, agf, cf, false)
+	if err != nil {
+		return session.Spec{}, err
+	}
+	return session.Spec{Agents: ag, Search: plan}, nil
 }
 
 // headlessPlan is the load a headless run's flags describe, checked,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/dashboard"
-	"github.com/infertop/infertop/fleet"
+	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/session/sessionflag"
@@ -42,22 +42,16 @@ func (a *app) runSSH(args []string) error {
 	f := addLoadFlags(fs)
 	sf := sshflag.Add(fs)
 	cf := sessionflag.Add(fs, false)
-	agf := fleet.AddFlags(fs)
+	agf := fleetflag.Add(fs)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
-	if err := cmp.Or(sf.Check(), agf.Check(fs, sf.Names()...)); err != nil {
+	if err := cmp.Or(sf.Check(), agf.Check(fs)); err != nil {
 		return usageError{err}
 	}
-	var lp session.Spec
-	if !agf.On() { // else the agents' load, merged (package fleet)
-		cfg, err := f.config()
-		if err != nil {
-			return err
-		}
-		if lp, err = cf.Spec(cfg, nil); err != nil {
-			return usageError{err}
-		}
+	lp, err := a.sshSpec(f, cf, agf, sf.Local)
+	if err != nil {
+		return err
 	}
 	if err := runner.CheckDir(sf.ReportDir); err != nil {
 		return usagef("--report-dir: %v", err)
@@ -82,12 +76,7 @@ func (a *app) runSSH(args []string) error {
 		case <-ctx.Done():
 		}
 	}()
-	var s session.Session
-	if agf.On() {
-		s, err = a.followAgents(f, agf, cf, nil, sf.Local)
-	} else {
-		s, err = a.start(ctx, lp)
-	}
+	s, err := a.start(ctx, lp)
 	if err != nil {
 		return err
 	}
@@ -105,6 +94,24 @@ func (a *app) runSSH(args []string) error {
 	}
 	fmt.Fprintln(logw, sshflag.Serving(s.What(), ln.Addr()))
 	return a.serveSSH(ctx, srv, ln, s, term, d)
+}
+
+// sshSpec is the load ssh's flags describe: the agents' (--agents, their
+// notes off the terminal with --local), or this machine's.
+func (a *app) sshSpec(f *loadFlags, cf *sessionflag.Flags, agf *fleetflag.Flags, quiet bool) (session.Spec, error) {
+	if agf.On() {
+		ag, err := a.agentsSpec(f, agf, cf, quiet)
+		return session.Spec{Agents: ag}, err
+	}
+	cfg, err := f.config()
+	if err != nil {
+		return session.Spec{}, err
+	}
+	lp, err := cf.Spec(cfg, nil)
+	if err != nil {
+		return session.Spec{}, usageError{err}
+	}
+	return lp, nil
 }
 
 // serveSSH serves srv on ln until ctx ends (a signal) and, with term (--local),

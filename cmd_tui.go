@@ -13,7 +13,7 @@ import (
 	"github.com/infertop/infertop/capacity/capflag"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/dashboard"
-	"github.com/infertop/infertop/fleet"
+	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/session/sessionflag"
@@ -45,25 +45,16 @@ func (a *app) runTUI(args []string) error {
 	reportDir := fs.String("report-dir", ".", "where the s key writes the reports (infertop-START.json, .csv, .txt)")
 	cf := sessionflag.Add(fs, false)
 	capf := capflag.Add(fs)
-	agf := fleet.AddFlags(fs)
+	agf := fleetflag.Add(fs)
 	if done, err := f.parse(args, a.stdout); done || err != nil {
 		return err
 	}
 	if err := agf.Check(fs); err != nil {
 		return usageError{err}
 	}
-	var lp session.Spec
-	var find capacity.Search
-	if !agf.On() { // else the agents' load, merged (package fleet)
-		var err error
-		if lp, find, err = dashboardSpec(fs, f, cf, capf); err != nil {
-			return err
-		}
-	} else {
-		var err error
-		if find, err = capf.AgentsDashboardSearch(len(f.slos) > 0); err != nil {
-			return usageError{err}
-		}
+	lp, find, err := a.dashboardSpec(fs, f, cf, capf, agf, true)
+	if err != nil {
+		return err
 	}
 	if err := runner.CheckDir(*reportDir); err != nil {
 		return usagef("--report-dir: %v", err)
@@ -74,13 +65,7 @@ func (a *app) runTUI(args []string) error {
 	}
 	guard := termguard.Install(term, a.stderr)
 	defer crash.Handle(nil)
-	var s session.Session
-	var err error
-	if agf.On() {
-		s, err = a.followAgents(f, agf, cf, nil, true)
-	} else {
-		s, err = a.start(context.Background(), lp)
-	}
+	s, err := a.start(context.Background(), lp)
 	if err != nil {
 		return err
 	}
@@ -97,9 +82,18 @@ func (a *app) runTUI(args []string) error {
 	return a.lastWord(s)
 }
 
-// dashboardSpec is the load the dashboard's flags describe, and the
-// template of its capacity searches.
-func dashboardSpec(fs *pflag.FlagSet, f *loadFlags, cf *sessionflag.Flags, capf *capflag.Flags) (session.Spec, capacity.Search, error) {
+// dashboardSpec is the load a dashboard's flags describe, and the
+// template of its capacity searches: the agents' (--agents, their notes
+// off the terminal where quiet), or this machine's.
+func (a *app) dashboardSpec(fs *pflag.FlagSet, f *loadFlags, cf *sessionflag.Flags, capf *capflag.Flags, agf *fleetflag.Flags, quiet bool) (session.Spec, capacity.Search, error) {
+	if agf.On() {
+		find, err := capf.AgentsDashboardSearch(len(f.slos) > 0)
+		if err != nil {
+			return session.Spec{}, capacity.Search{}, usageError{err}
+		}
+		ag, err := a.agentsSpec(f, agf, cf, quiet)
+		return session.Spec{Agents: ag}, find, err
+	}
 	cfg, err := f.config()
 	if err != nil {
 		return session.Spec{}, capacity.Search{}, err
@@ -144,5 +138,5 @@ func (a *app) lastWord(s session.Session) error {
 	if err := s.Stop(); err != nil {
 		a.note(err)
 	}
-	return s.LastWord(a.stdout)
+	return session.LastWord(s, a.stdout)
 }

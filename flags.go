@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/load/loadflag"
 	"github.com/infertop/infertop/probe/probeflag"
@@ -49,6 +50,7 @@ func addLoadFlags(fs *pflag.FlagSet) *loadFlags {
 	fs.StringVar(&f.theme, "theme", themes.Default, "theme: "+strings.Join(themes.Names(), ", "))
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	f.sim = simflag.Add(fs, "sim-")
+	fleetflag.Follower(fs, "slo", "theme") // the follower's objectives over the merge, its theme
 	return f
 }
 

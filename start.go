@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/infertop/infertop/compare"
-	"github.com/infertop/infertop/fleet"
+	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/session/sessionflag"
@@ -29,13 +29,12 @@ func (a *app) start(ctx context.Context, spec session.Spec) (session.Session, er
 	return nil, startError(err)
 }
 
-// followAgents follows the agents agf names (package fleet), their merge
-// checked against the --slo objectives: with --agents-compare both sides'
-// merges and their comparison (cf's regressions), else the one merge,
-// searched with plan where one is given (each step split between the
-// agents). quiet keeps their notes off the terminal (the dashboard's
-// panel names refusals).
-func (a *app) followAgents(f *loadFlags, agf *fleet.Flags, cf *sessionflag.Flags, plan *session.Plan, quiet bool) (session.Session, error) {
+// agentsSpec is the agents agf names (package fleet) as a followed
+// load's spec: their merge checked against the --slo objectives, with
+// --agents-compare both sides' merges and their comparison (cf's
+// regressions). quiet keeps their notes off the terminal (the
+// dashboard's panel names refusals).
+func (a *app) agentsSpec(f *loadFlags, agf *fleetflag.Flags, cf *sessionflag.Flags, quiet bool) (*session.AgentsConfig, error) {
 	objs, err := slo.ParseAll(f.slos)
 	if err != nil {
 		return nil, usagef("--slo: %v", err)
@@ -48,11 +47,11 @@ func (a *app) followAgents(f *loadFlags, agf *fleet.Flags, cf *sessionflag.Flags
 	if err != nil {
 		return nil, usageError{err}
 	}
-	s, err := agf.Session(objs, o, plan, versionString(), logf)
+	ag, err := agf.Spec(objs, o, versionString(), logf)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return s, nil
+	return ag, nil
 }
 
 // startError says in the command line's words why a load could not start:

@@ -14,7 +14,6 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
-	"github.com/infertop/infertop/session"
 )
 
 // Load is the load an agent runs, as its board reads it: the newest
@@ -51,7 +50,7 @@ type Board struct {
 	// the last control (or the flags) gave them, the last control's
 	// seq, and what waits for the load's start.
 	cmu     sync.Mutex
-	ctl     Controller
+	ctl     load.Controller
 	whole   load.Knobs
 	applied uint64
 	window  time.Duration
@@ -106,32 +105,6 @@ func (b *Board) Cut(l *load.Config, requestsGiven bool) error {
 	return nil
 }
 
-// CutSpec makes the load s describes this agent's share (Cut): a
-// comparison's (--compare) on both sides, its baseline's load being its
-// canary's too, whose state the board then serves as well (Compare).
-func (b *Board) CutSpec(s *session.Spec, requestsGiven bool) error {
-	l := &s.Run.Load
-	if s.Pair != nil {
-		l, b.Compare = &s.Pair.Baseline.Load, true
-	}
-	return b.Cut(l, requestsGiven)
-}
-
-// StartedSession records s's loads once it runs, its first side the
-// load (Started, with s's controller), a comparison's second its canary
-// (StartedCanary).
-func (b *Board) StartedSession(s session.Session) {
-	sides := s.Sides()
-	if len(sides) == 2 {
-		if c, ok := sides[1].(Load); ok {
-			b.StartedCanary(c)
-		}
-	}
-	if l, ok := sides[0].(Load); ok {
-		b.Started(l, s.Controller())
-	}
-}
-
 // WaitStart waits for the common start (StartAt; none: no wait), or for a
 // signal on sigs or the end of ctx, which end the wait with an error.
 func (b *Board) WaitStart(ctx context.Context, sigs <-chan os.Signal) error {
@@ -161,7 +134,7 @@ func (b *Board) StartedCanary(l Load) {
 // Started records the load, once it runs, and ctl, its controller
 // (nil: the load takes no control): what controls came before the start
 // are applied now.
-func (b *Board) Started(l Load, ctl Controller) {
+func (b *Board) Started(l Load, ctl load.Controller) {
 	b.mu.Lock()
 	b.loads[0], b.since = l, time.Now()
 	b.mu.Unlock()
@@ -177,7 +150,7 @@ func (b *Board) Started(l Load, ctl Controller) {
 	if b.window > 0 {
 		ctl.SetWindow(b.window)
 	}
-	if f, ok := ctl.(finisher); ok && b.finish {
+	if f, ok := ctl.(load.Finisher); ok && b.finish {
 		f.Finish(FinishWhy)
 	}
 }
@@ -254,7 +227,7 @@ func (b *Board) Control(c Control) (said string, err error) {
 	}
 	if c.Finish && !b.finish {
 		b.finish = true
-		if f, ok := b.ctl.(finisher); ok {
+		if f, ok := b.ctl.(load.Finisher); ok {
 			f.Finish(FinishWhy)
 		}
 		parts = append(parts, "the run ended")
@@ -275,7 +248,7 @@ func (b *Board) setShare(whole load.Knobs) load.Knobs {
 	b.pending = false
 	k := b.Share.Knobs(whole)
 	set := func(l *load.Knobs) { *l = k }
-	if p, ok := b.ctl.(phaser); ok {
+	if p, ok := b.ctl.(load.Phaser); ok {
 		got, _ := p.NewPhaseFrom(b.phase, set)
 		return got
 	}
@@ -305,7 +278,7 @@ func (b *Board) stateOf(i int) State {
 	}
 	if l != nil {
 		snap := l.Latest()
-		if k, ok := ctl.(interface{ Knobs() load.Knobs }); ok && i == 0 { // the knobs now, not at the last snapshot's tick
+		if k, ok := ctl.(load.KnobReader); ok && i == 0 { // the knobs now, not at the last snapshot's tick
 			snap.Knobs = k.Knobs()
 		}
 		st.fill(snap)

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,26 +86,6 @@ const MaxControlBytes = 16 << 10
 // or ones that leave its share nothing.
 var ErrControl = errors.New("a control refused")
 
-// Controller is what a control moves: the running load's knobs, window
-// and statistics (session.Controller; *load.Engine is one).
-type Controller interface {
-	Update(func(*load.Knobs)) load.Knobs
-	SetWindow(time.Duration)
-	Reset()
-}
-
-// phaser is a controller that starts a phase on demand (*load.Engine):
-// every agent starts one at every change of the whole, its own share
-// changed or not, so their phases line up in the merge; one a follower
-// numbers (Control.Phase) takes its id.
-type phaser interface {
-	NewPhase(func(*load.Knobs)) (load.Knobs, int)
-	NewPhaseFrom(int, func(*load.Knobs)) (load.Knobs, int)
-}
-
-// finisher is a controller that ends its run (*load.Engine).
-type finisher interface{ Finish(why string) }
-
 // FinishWhy is why an agent's run ended when its follower finished it.
 const FinishWhy = "the follower ended the run"
 
@@ -160,19 +141,26 @@ func ClampWhole(k load.Knobs, n int) load.Knobs {
 }
 
 // DecodeControl reads one control from r, strictly: an unknown field,
-// trailing data or a body past MaxControlBytes is refused.
+// trailing data or a body past MaxControlBytes is refused. The body is
+// read whole first: json.Decoder.More takes a stray ']' or '}' after the
+// object for the end of the input, and what lies past the bound would go
+// unread.
 func DecodeControl(r io.Reader) (Control, error) {
-	dec := json.NewDecoder(io.LimitReader(r, MaxControlBytes+1))
+	body, err := io.ReadAll(io.LimitReader(r, MaxControlBytes+1))
+	if err != nil {
+		return Control{}, fmt.Errorf("agent: the control: %w", err)
+	}
+	if len(body) > MaxControlBytes {
+		return Control{}, fmt.Errorf("agent: the control is past %d bytes", MaxControlBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	var c Control
 	if err := dec.Decode(&c); err != nil {
 		return Control{}, fmt.Errorf("agent: the control: %w", err)
 	}
-	if dec.More() {
+	if len(bytes.Trim(body[dec.InputOffset():], " \t\r\n")) > 0 { // JSON's whitespace only
 		return Control{}, errors.New("agent: the control: data after its object")
-	}
-	if dec.InputOffset() > MaxControlBytes {
-		return Control{}, fmt.Errorf("agent: the control is past %d bytes", MaxControlBytes)
 	}
 	if c.Seq == 0 {
 		return Control{}, errors.New("agent: the control has no seq (they count from 1)")

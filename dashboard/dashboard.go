@@ -4,7 +4,7 @@
 // bubbletea program on a terminal. infertop and infertop ssh --local run
 // it on this terminal; sshserver builds each SSH session's view from the
 // same ViewOptions. ui knows nothing of sessions; this is where they meet
-// (a fleet of agents' session adds its agents' panel).
+// (a session of agents adds their panel).
 package dashboard
 
 import (
@@ -17,8 +17,8 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/infertop/infertop/capacity"
-	"github.com/infertop/infertop/fleet"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/ui"
 )
@@ -63,19 +63,18 @@ func ViewOptions(s session.Session, o Options) ui.Options {
 			return s.Save(ctx, snap, o.ReportDir)
 		},
 	}
-	if fs, ok := s.(interface{ AgentsView() fleet.View }); ok { // the agents' panel (a fleet.Session's, a PairSession's); the keys move every agent
-		uo.Agents = func() ui.Agents { return agentsPanel(fs.AgentsView()) }
+	if as, ok := s.(session.AgentsFollowed); ok { // the agents' panel; the keys move every agent
+		uo.Agents = func() ui.Agents { return agentsPanel(as.Agents()) }
 	}
 	return uo
 }
 
 // agentsPanel is v as the dashboard's agents panel shows it.
-func agentsPanel(v fleet.View) ui.Agents {
+func agentsPanel(v *report.AgentsJSON) ui.Agents {
 	out := ui.Agents{Source: v.Source, Of: v.Of, Missing: v.Missing}
-	for _, ag := range v.Agents {
-		r := fleet.AgentRow(ag)
+	for _, r := range v.Agents {
 		row := ui.AgentRow{Index: r.Index, Addr: r.Address, State: r.State, Why: r.Why, Sent: r.Sent, Completed: r.Completed, Failed: r.Failed,
-			Incomplete: r.Incomplete, InFlight: r.InFlight, ClockOffset: ag.ClockOffset, Seen: r.LastSeen != nil}
+			Incomplete: r.Incomplete, InFlight: r.InFlight, ClockOffset: time.Duration(r.ClockOffsetMS * float64(time.Millisecond)), Seen: r.LastSeen != nil}
 		if r.TTFTP99MS != nil {
 			row.TTFTP99 = time.Duration(*r.TTFTP99MS * float64(time.Millisecond))
 		}
@@ -136,7 +135,7 @@ func searcher(eng capacity.Engine, side session.Side, find *capacity.Search, o *
 	tmpl := capacity.Search{}
 	if find != nil {
 		tmpl = *find
-	} else if k, ok := eng.(interface{ Knobs() load.Knobs }); ok && k.Knobs().Mode == load.OpenLoop {
+	} else if k, ok := eng.(load.KnobReader); ok && k.Knobs().Mode == load.OpenLoop {
 		tmpl.Over = capacity.Rate
 	}
 	s := capacity.NewLive(tmpl, eng, side.Subscribe)

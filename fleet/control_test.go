@@ -113,7 +113,7 @@ func TestKnobsReachEveryAgent(t *testing.T) {
 	}
 	const tick = 5 * time.Second
 	f := follow(t, strings.Join(addrs, ","), func(c *Config) { c.PollEvery, c.ResultEvery, c.LostAfter = tick, tick, 30*time.Second })
-	s := NewSession(f, nil)
+	s := NewMerging(f, nil)
 	defer s.Stop()
 	ctl := s.Controller()
 	waitView(t, f, "four agents running", func(v View) bool {
@@ -210,7 +210,7 @@ func TestSearchControls(t *testing.T) {
 		agents, addrs = append(agents, a), append(addrs, a.addr())
 	}
 	f := follow(t, strings.Join(addrs, ","), func(c *Config) { c.PollEvery, c.ResultEvery, c.LostAfter = time.Second, 5*time.Second, 30*time.Second })
-	s := NewSession(f, nil)
+	s := NewMerging(f, nil)
 	defer s.Stop()
 	var _ capacity.Shared = s
 	select {
@@ -261,9 +261,9 @@ func TestSearchControls(t *testing.T) {
 }
 
 // waitSnap waits for a snapshot of s that cond holds for.
-func waitSnap(t *testing.T, s *Session, what string, cond func(load.Snapshot) bool) load.Snapshot {
+func waitSnap(t *testing.T, s *Merging, what string, cond func(load.Snapshot) bool) load.Snapshot {
 	t.Helper()
-	snaps, stop := s.Sides()[0].Subscribe()
+	snaps, stop := s.Subscribe()
 	defer stop()
 	bound := time.NewTimer(20 * time.Second) // a bound on a hang, not a wait
 	defer bound.Stop()
@@ -294,7 +294,7 @@ func TestRestartedIndex(t *testing.T) {
 	old := newAgent(t, 1, 2, testWhole, t0, result(t, 6, 7, 2))
 	fresh := newAgent(t, 1, 2, testWhole, t0.Add(time.Minute), result(t, 3, 9, 0))
 	f := follow(t, a0.addr()+","+old.addr()+","+fresh.addr(), nil)
-	s := NewSession(f, nil)
+	s := NewMerging(f, nil)
 	defer s.Stop()
 	waitView(t, f, "the new pod refused while the old answers", func(v View) bool {
 		a := byAddr(v, fresh.addr())
@@ -341,97 +341,6 @@ func TestRestartedIndex(t *testing.T) {
 	}
 }
 
-// TestRestartedInPlace: an agent's load started again at the same
-// address (its container restarted in its pod) is another run there:
-// the earlier run's last result is kept as a replaced agent's (its
-// requests in flight counted incomplete) beside the new run's, both
-// rows in the table, nothing counted twice or lost.
-func TestRestartedInPlace(t *testing.T) {
-	t0 := time.Now().Add(-time.Minute)
-	a0 := newAgent(t, 0, 2, testWhole, t0, result(t, 10, 5, 0))
-	a1 := newAgent(t, 1, 2, testWhole, t0, result(t, 6, 7, 2))
-	f := follow(t, a0.addr()+","+a1.addr(), nil)
-	waitView(t, f, "both results", func(v View) bool { return byAddr(v, a0.addr()).Result != nil && byAddr(v, a1.addr()).Result != nil })
-	// Started again: it answers before its load starts (no start yet),
-	// then with its new start and result.
-	a1.set(func(s *agent.State) { s.Started = time.Time{} })
-	waitView(t, f, "the agent before its new start", func(v View) bool {
-		for _, a := range v.Agents {
-			if a.Addr == a1.addr() && a.State.Started.IsZero() {
-				return true
-			}
-		}
-		return false
-	})
-	a1.mu.Lock()
-	a1.st.Started, a1.res = time.Now(), result(t, 3, 9, 0)
-	a1.mu.Unlock()
-	waitView(t, f, "the earlier run kept beside the new one", func(v View) bool {
-		n := 0
-		for _, a := range v.Agents {
-			if a.Addr == a1.addr() {
-				n++
-			}
-		}
-		return n == 2 && len(v.Agents) == 3
-	})
-	a0.set(func(s *agent.State) { s.Final, s.Done = true, true })
-	a1.set(func(s *agent.State) { s.Final, s.Done = true, true })
-	v := waitView(t, f, "the fleet over", func(v View) bool {
-		for _, a := range v.Agents {
-			if a.Addr == a1.addr() && a.Status == report.AgentDone && a.Result != nil && a.Result.Result.Run.Sent != 3 {
-				return false // the new run's final result not in yet
-			}
-		}
-		return v.Done
-	})
-	m, err := Merge(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := m.Result.Run; r.Sent != 10+8+3 || r.Completed != 19 || r.Incomplete != 2 {
-		t.Errorf("merged: sent %d = %d + %d + %d", r.Sent, r.Completed, r.Failed, r.Incomplete)
-	}
-	states := map[string]int{}
-	for _, row := range m.Result.Agents.Agents {
-		if row.Address == a1.addr() {
-			states[row.State]++
-			if row.State == report.AgentReplaced && !strings.Contains(row.Why, "started again at this address") {
-				t.Errorf("the earlier run's row: %+v", row)
-			}
-		}
-	}
-	if states[report.AgentReplaced] != 1 || states[report.AgentDone] != 1 {
-		t.Errorf("the rows at %s: %v", a1.addr(), states)
-	}
-}
-
-// TestOneAgentTwoAddresses: one agent found under two addresses (a
-// dual-stack pod) is followed once: the second is refused by name, and
-// its requests are in the merge once.
-func TestOneAgentTwoAddresses(t *testing.T) {
-	a := newAgent(t, 0, 1, testWhole, time.Now(), result(t, 5, 3, 0))
-	again := httptest.NewServer(a.srv.Config.Handler)
-	defer again.Close()
-	second := strings.TrimPrefix(again.URL, "http://")
-	f := follow(t, a.addr()+","+second, nil)
-	a.set(func(s *agent.State) { s.Final, s.Done = true, true })
-	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
-	refused := 0
-	for _, ag := range v.Agents {
-		if ag.Status == report.AgentRefused && strings.Contains(ag.Why, "the same agent as") {
-			refused++
-		}
-	}
-	m, err := Merge(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if refused != 1 || m.Result.Run.Sent != 5 {
-		t.Errorf("%d refused as the same agent, merged sent %d: %+v", refused, m.Result.Run.Sent, v.Agents)
-	}
-}
-
 // TestHurry: a search's step fetches the agents' results at every poll
 // for HurryFor, then every ResultEvery again (a search over, the agents
 // running on), on the fleet's clock.
@@ -459,7 +368,7 @@ func TestFirstMergeWaitsForAll(t *testing.T) {
 	a, b := newFake(t, testToken, state(0, 2), result(t, 10, 5, 0)), newFake(t, testToken, state(1, 2), nil)
 	f := follow(t, a.addr()+","+b.addr(), func(c *Config) { c.ResultEvery, c.LostAfter = time.Minute, time.Minute })
 	f.Hurry() // every poll asks for the results; the first merge may wait a minute
-	s := NewSession(f, nil)
+	s := NewMerging(f, nil)
 	defer s.Stop()
 	waitView(t, f, "agent 0's result, none of agent 1's", func(v View) bool {
 		return len(v.Agents) == 2 && v.Agents[0].Result != nil && v.Agents[1].HasState && v.Agents[1].Result == nil
@@ -469,7 +378,7 @@ func TestFirstMergeWaitsForAll(t *testing.T) {
 		<-views
 	}
 	stop()
-	if ps := (side{s}).Latest().Phases; len(ps) != 0 {
+	if ps := s.Latest().Phases; len(ps) != 0 {
 		t.Errorf("merged one agent's result alone: %+v", ps)
 	}
 	b.mu.Lock()

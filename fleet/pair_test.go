@@ -97,7 +97,7 @@ func mustStat(t *testing.T, name string) compare.Stat {
 // first phase seen is the run's own, and a lost agent's word is none.
 func TestPhaseSeen(t *testing.T) {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	p := &PairSession{base: &Session{f: &Fleet{cfg: Config{Now: func() time.Time { return now }}}}}
+	p := &Pair{base: &Merging{f: &Fleet{cfg: Config{Now: func() time.Time { return now }}}}}
 	view := func(phases ...int) View {
 		var v View
 		for i, ph := range phases {
@@ -132,10 +132,10 @@ func TestPhaseSeen(t *testing.T) {
 func TestPairControlMirrors(t *testing.T) {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	newSession := func() *Session {
-		return &Session{f: &Fleet{cfg: Config{Now: clock}, wake: make(chan struct{})}, known: make(chan struct{})}
+	newSession := func() *Merging {
+		return &Merging{f: &Fleet{cfg: Config{Now: clock}, wake: make(chan struct{})}, known: make(chan struct{})}
 	}
-	p := &PairSession{base: newSession(), canary: newSession()}
+	p := &Pair{base: newSession(), canary: newSession()}
 	p.base.ctl.known, p.base.ctl.knobs, p.base.ctl.of = true, load.Knobs{Concurrency: 8, PromptTokens: 16, OutputTokens: 8}, 2
 	ctl := p.Controller()
 	ctl.SetWindow(time.Minute)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/latest"
 )
 
 // phaseInfo is a phase as the workers see it: fixed when created, except
@@ -94,10 +95,7 @@ type Engine struct {
 	results      chan *flight
 	nudge        chan struct{}
 
-	subMu  sync.Mutex
-	subs   map[chan Snapshot]struct{}
-	closed bool
-	latest atomic.Pointer[Snapshot]
+	hub latest.Hub[Snapshot]
 
 	desk historyDesk // History's and Seconds' way to the aggregator
 
@@ -142,7 +140,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, prompts: NewPromptGen(cfg.Seed, cfg.PrefixTokens).withPrefixSeed(cfg.PrefixSeed).withGroups(cfg.PrefixGroups), knobs: cfg.Knobs.clamp(), window: cfg.Window,
 		changed: make(chan struct{}), alive: map[int]bool{}, results: make(chan *flight, 4096),
-		nudge: make(chan struct{}, 1), subs: map[chan Snapshot]struct{}{}, endingCh: make(chan struct{}),
+		nudge: make(chan struct{}, 1), endingCh: make(chan struct{}),
 	}
 	e.replay, e.sessions = newReplay(&e.cfg), newSessionStats(&e.cfg)
 	e.phase = &phaseInfo{id: 1, knobs: e.knobs, warmup: cfg.Warmup.set()}

@@ -149,6 +149,7 @@ func TestEngineMatchesSim(t *testing.T) {
 }
 
 func TestConcurrencyFollows(t *testing.T) {
+	t.Parallel()
 	// The deadlines are for a busy machine: each wait ends at its event.
 	p, _ := sim.Preset("default")
 	r := startRig(t, p, Knobs{Concurrency: 4, PromptTokens: 16, OutputTokens: 64})
@@ -196,6 +197,7 @@ func TestPhasesFollowKnobs(t *testing.T) {
 }
 
 func TestSubscribers(t *testing.T) {
+	t.Parallel()
 	p, _ := sim.Preset("default")
 	r := startRig(t, p, Knobs{Concurrency: 1, PromptTokens: 8, OutputTokens: 4})
 	a, cancelA := r.eng.Subscribe()
@@ -227,12 +229,18 @@ func TestSubscribers(t *testing.T) {
 	for range b {
 	}
 	cancelB()
-	if _, ok := <-func() <-chan Snapshot { c, _ := r.eng.Subscribe(); return c }(); ok {
+	// A subscription after the stop holds the last snapshot, then ends.
+	late, _ := r.eng.Subscribe()
+	if s, ok := <-late; !ok || !s.Done {
+		t.Fatalf("a subscription after stop: %v, done %v; want the last snapshot", ok, s.Done)
+	}
+	if _, ok := <-late; ok {
 		t.Fatal("subscription after stop is open")
 	}
 }
 
 func TestDeadEndpoint(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +287,7 @@ func BenchmarkEngineNoop(b *testing.B) {
 }
 
 func TestMaxRequestsGoodputAndRecords(t *testing.T) {
+	t.Parallel()
 	p, _ := sim.Preset("default")
 	var records []Record
 	r := startRig(t, p, Knobs{Concurrency: 4, PromptTokens: 16, OutputTokens: 8}, func(c *Config) {
@@ -336,6 +345,7 @@ func TestGoodputLimits(t *testing.T) {
 // adds a chat template; within 20 requests the prompts it reports are
 // within 5 % of the length asked for.
 func TestCalibrationAgainstSim(t *testing.T) {
+	t.Parallel()
 	p, _ := sim.Preset("fast")
 	var mu sync.Mutex
 	var got []int

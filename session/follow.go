@@ -115,7 +115,7 @@ func (f *Follower) Follow(s Session) Followed {
 			continue
 		}
 		line := progressLine(snap)
-		if l, ok := s.Live(); ok {
+		if l, ok := liveLook(s); ok {
 			line += "  ·  " + l.Line
 			if stop := f.Gate.Regression(l, f.now()); len(stop) > 0 && !failed && !snap.Ending() {
 				failed, out.StoppedBy = true, stop
@@ -178,6 +178,14 @@ func (f *Follower) clear() {
 	if f.Live {
 		fmt.Fprint(f.Stderr, "\r\033[K")
 	}
+}
+
+// liveLook is s's live comparison where s compares.
+func liveLook(s Session) (Look, bool) {
+	if c, ok := s.(Comparing); ok {
+		return c.Live()
+	}
+	return Look{}, false
 }
 
 // onSide names side i of n in a reason ("" for one side).

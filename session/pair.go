@@ -54,53 +54,55 @@ func (e *StartError) Unwrap() error { return e.Err }
 // errOtherSide fails a side's start when the other side's failed.
 var errOtherSide = errors.New("the other side did not start")
 
-// Pair puts one load on two endpoints at once, a canary against a
-// baseline, and says live whether the canary is slower or fails more. It
-// is two runners driven by one set of knobs: the same load.Config (the
-// same seed, so the same prompts in the same order), each endpoint its
-// own engine (the closed loop's concurrency on each, the open loop's rate
-// on each), started at the same moment, every knob change applied to both
-// (Pair is the controller the dashboard's keys act on). Beside the engines
-// it keeps the newest requests of each side (compare.Samples) and compares
-// them every second with compare's paired block bootstrap. Its methods
-// are safe from any goroutine.
-type Pair struct {
+// runners are a comparison's two loads on this machine: one load on two
+// endpoints at once, a canary against a baseline, two runners driven by
+// one set of knobs: the same load.Config (the same seed, so the same
+// prompts in the same order), each endpoint its own engine (the closed
+// loop's concurrency on each, the open loop's rate on each), started at
+// the same moment, every knob change applied to both (runners is the
+// controller the dashboard's keys act on). Beside the engines it keeps
+// the newest requests of each side (compare.Samples), the Pair's source.
+// Its methods are safe from any goroutine.
+type runners struct {
 	cfg     PairConfig
 	runners [2]*runner.Runner
 	samples *compare.Samples
-	live    atomic.Pointer[compare.Comparison]
-	evals   atomic.Uint64
 	// knobsMu makes a knob change one step on both sides: two
 	// controllers at once (SSH sessions, --local) would otherwise
 	// interleave and leave the sides on different settings.
 	knobsMu sync.Mutex
+	// onReset forgets the Pair's verdicts of earlier settings.
+	onReset func()
 
-	// settings keeps each knob setting's last live verdict.
-	settings settings
-
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
 	stopX    func()
 	stopOnce sync.Once
 	xOnce    sync.Once // stopX, from Stop or from Release
 	stopErr  error
 }
 
-// Start starts both runners at once: each does its detection and model
-// discovery, then waits for the other (runner.Config.Ready), so both
-// engines start together. When a side fails, both are stopped and the
-// error is a *StartError naming the side.
-func StartPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
-	if cfg.Every <= 0 {
-		cfg.Every = time.Second
+// StartPair starts both runners at once: each does its detection and
+// model discovery, then waits for the other (runner.Config.Ready), so
+// both engines start together; then the live comparison of their
+// requests. When a side fails, both are stopped and the error is a
+// *StartError naming the side.
+func StartPair(ctx context.Context, cfg PairConfig) (*Pair, error) {
+	rs, err := startRunners(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
+	p := newPair(rs, rs.samples, cfg.Options, cfg.Every)
+	rs.onReset = p.settings.v.Reset
+	return p, nil
+}
+
+// startRunners starts both runners at once (StartPair).
+func startRunners(ctx context.Context, cfg PairConfig) (_ *runners, err error) {
 	stats := compare.Stats(cfg.Options.Regressions)
-	p := &Pair{cfg: cfg, stopX: func() {}, samples: compare.NewSamples(stats, cfg.Samples, time.Now())}
-	p.settings.knobs = p.samples.Knobs
+	p := &runners{cfg: cfg, stopX: func() {}, samples: compare.NewSamples(stats, cfg.Samples, time.Now()), onReset: func() {}}
 	defer func() {
 		if err != nil {
-			p.Stop()
-			p.Release()
+			p.stop()
+			p.release()
 		}
 	}()
 	cfgs := [2]runner.Config{cfg.Baseline, cfg.Baseline}
@@ -189,62 +191,16 @@ func StartPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 			return nil, &StartError{compare.Side(i), e}
 		}
 	}
-	lctx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		defer crash.Recover()
-		p.follow(lctx)
-	}()
 	return p, nil
 }
 
-// follow computes the live comparison every cfg.Every until ctx ends.
-func (p *Pair) follow(ctx context.Context) {
-	t := time.NewTicker(p.cfg.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			p.settings.look(func() string {
-				c := p.Compare(0)
-				p.live.Store(&c)
-				return c.Line()
-			})
-		}
-	}
-}
-
-// Compare compares the sides now with resamples bootstrap replicates (0:
-// the configured number); each call draws afresh (a seed of its own).
-func (p *Pair) Compare(resamples int) compare.Comparison {
-	o := p.cfg.Options
-	if resamples > 0 {
-		o.Resamples = resamples
-	}
-	o.Seed += p.evals.Add(1)
-	return p.samples.Compare(o)
-}
-
-// Comparison is the newest live comparison (computed every PairConfig.Every);
-// ok is false before the first.
-func (p *Pair) Comparison() (c compare.Comparison, ok bool) {
-	if l := p.live.Load(); l != nil {
-		return *l, true
-	}
-	return compare.Comparison{}, false
-}
-
 // Runner is one side's runner.
-func (p *Pair) Runner(s compare.Side) *runner.Runner { return p.runners[s] }
+func (p *runners) Runner(s compare.Side) *runner.Runner { return p.runners[s] }
 
 // Update changes the knobs of both sides: f moves the baseline's, and the
 // canary's are set to the result, so both stay the same even if a walk
-// moved one (the ui.Controller's Update).
-func (p *Pair) Update(f func(*load.Knobs)) load.Knobs {
+// moved one (load.Controller's Update).
+func (p *runners) Update(f func(*load.Knobs)) load.Knobs {
 	p.knobsMu.Lock()
 	defer p.knobsMu.Unlock()
 	k := p.runners[compare.Baseline].Engine().Update(f)
@@ -257,7 +213,7 @@ func (p *Pair) Update(f func(*load.Knobs)) load.Knobs {
 // a phase on each, of an id at least least, the canary's the baseline's
 // (load.Engine.NewPhaseFrom): an agent of a comparison numbers its phases
 // as its follower names them, on both sides alike.
-func (p *Pair) NewPhaseFrom(least int, f func(*load.Knobs)) (load.Knobs, int) {
+func (p *runners) NewPhaseFrom(least int, f func(*load.Knobs)) (load.Knobs, int) {
 	p.knobsMu.Lock()
 	defer p.knobsMu.Unlock()
 	k, id := p.runners[compare.Baseline].Engine().NewPhaseFrom(least, f)
@@ -267,43 +223,42 @@ func (p *Pair) NewPhaseFrom(least int, f func(*load.Knobs)) (load.Knobs, int) {
 }
 
 // NewPhase is NewPhaseFrom past every phase begun.
-func (p *Pair) NewPhase(f func(*load.Knobs)) (load.Knobs, int) { return p.NewPhaseFrom(0, f) }
+func (p *runners) NewPhase(f func(*load.Knobs)) (load.Knobs, int) { return p.NewPhaseFrom(0, f) }
+
+// Knobs are the baseline's knobs now (both sides have the same).
+func (p *runners) Knobs() load.Knobs { return p.runners[compare.Baseline].Engine().Knobs() }
 
 // SetWindow selects both sides' rolling window.
-func (p *Pair) SetWindow(w time.Duration) {
+func (p *runners) SetWindow(w time.Duration) {
 	for _, r := range p.runners {
 		r.Engine().SetWindow(w)
 	}
 }
 
-// Reset forgets both sides' statistics and the comparison's samples.
-func (p *Pair) Reset() {
+// Reset forgets both sides' statistics, the comparison's samples and the
+// verdicts of earlier settings.
+func (p *runners) Reset() {
 	p.knobsMu.Lock()
 	defer p.knobsMu.Unlock()
 	for _, r := range p.runners {
 		r.Engine().Reset()
 	}
 	p.samples.Reset(time.Now())
-	p.settings.v.Reset()
+	p.onReset()
 }
 
 // Finish ends both runs for why (see load.Engine.Finish).
-func (p *Pair) Finish(why string) {
+func (p *runners) Finish(why string) {
 	for _, r := range p.runners {
 		r.Engine().Finish(why)
 	}
 }
 
-// Stop stops the live comparison and both runners (see runner.Stop), and
-// the exporter they share (unless the baseline holds it: see Release);
-// the samples stay for a last Compare. The first
-// runner error is returned, every time.
-func (p *Pair) Stop() error {
+// stop stops both runners (see runner.Stop), and the exporter they share
+// (unless the baseline holds it: see release); the samples stay for a
+// last Compare. The first runner error is returned, every time.
+func (p *runners) stop() error {
 	p.stopOnce.Do(func() {
-		if p.cancel != nil {
-			p.cancel()
-		}
-		p.wg.Wait()
 		var errs []error
 		for i, r := range p.runners {
 			if r != nil {
@@ -313,64 +268,151 @@ func (p *Pair) Stop() error {
 			}
 		}
 		if !p.cfg.Baseline.HoldMetrics {
-			p.Release()
+			p.release()
 		}
 		p.stopErr = errors.Join(errs...)
 	})
 	return p.stopErr
 }
 
-// Release stops serving the metrics both sides share, which Stop leaves
+// release stops serving the metrics both sides share, which stop leaves
 // served under the baseline's runner.Config.HoldMetrics; it may be called
 // more than once.
-func (p *Pair) Release() { p.xOnce.Do(p.stopX) }
+func (p *runners) release() { p.xOnce.Do(p.stopX) }
 
-// prefixWriter puts prefix before each line a runner's notes write,
-// instead of their own "infertop: ", so the canary's notes say whose they
-// are.
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
+func (p *runners) sides() [2]Side {
+	return [2]Side{p.runners[compare.Baseline], p.runners[compare.Canary]}
 }
 
-// lockedWriter serialises the writes of both sides to one writer.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+func (p *runners) controller() load.Controller { return p }
+func (p *runners) finish(why string)           { p.Finish(why) }
+
+func (p *runners) names() [2]string {
+	return [2]string{sanitize.Text(p.runners[compare.Baseline].Target().URL), sanitize.Text(p.runners[compare.Canary].Target().URL)}
 }
 
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
+func (p *runners) what() string {
+	n := p.names()
+	return n[0] + " against the canary " + n[1]
 }
 
-func (pw prefixWriter) Write(b []byte) (int, error) {
-	if pw.w == nil {
-		return len(b), nil
+// reports are both sides' reports of last.
+func (p *runners) reports(ctx context.Context, last [2]load.Snapshot) ([2]*report.Report, error) {
+	var reps [2]*report.Report
+	for i, r := range p.runners {
+		reps[i] = r.Report(ctx, last[i])
 	}
-	var out strings.Builder
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		if line != "" {
-			out.WriteString(pw.prefix + strings.TrimPrefix(line, "infertop: "))
-		}
+	return reps, nil
+}
+
+// saved are the s key's reports: the baseline's as snap shows it, the
+// canary's latest, at the runner's SaveBase (infertop-START).
+func (p *runners) saved(ctx context.Context, snap load.Snapshot, dir string) ([2]*report.Report, string, error) {
+	b, c := p.runners[compare.Baseline], p.runners[compare.Canary]
+	return [2]*report.Report{b.Report(ctx, snap), c.Report(ctx, c.Latest())}, b.SaveBase(dir), nil
+}
+
+// PairSource is what a comparison is judged from: the per-request
+// samples of two runners (compare.Samples) or the agents' two merges'
+// binned seconds (fleet.Pair).
+type PairSource interface {
+	// Compare compares the sides now with o.
+	Compare(o compare.Options) compare.Comparison
+	// Knobs are the setting compared and its epoch, which changes
+	// whenever the comparison starts over; ok is false before one.
+	Knobs() (k load.Knobs, epoch int, ok bool)
+}
+
+// pairLoads are the two loads a Pair compares: two runners on this
+// machine (runners), or the agents' two merges (merges).
+type pairLoads interface {
+	sides() [2]Side
+	controller() load.Controller
+	finish(why string)
+	stop() error
+	release()
+	// names are the sides' names in the comparison's table; what the
+	// pair's, in a line.
+	names() [2]string
+	what() string
+	// reports are both sides' reports of last, at the run's end; saved
+	// the s key's, with the path they are saved at (no extension).
+	reports(ctx context.Context, last [2]load.Snapshot) ([2]*report.Report, error)
+	saved(ctx context.Context, snap load.Snapshot, dir string) ([2]*report.Report, string, error)
+}
+
+// Pair is a comparison of two loads, a canary against a baseline, of
+// either kind (pairLoads), judged live from its source (PairSource) with
+// compare's paired block bootstrap: it says live whether the canary is
+// slower or fails more. Its methods are safe from any goroutine.
+type Pair struct {
+	loads pairLoads
+	src   PairSource
+	opts  compare.Options
+	evals atomic.Uint64
+	// settings keeps each knob setting's last live verdict.
+	settings settings
+	live     live[compare.Comparison]
+}
+
+// newPair compares l's two loads from src with o, every every (1 s when
+// not positive).
+func newPair(l pairLoads, src PairSource, o compare.Options, every time.Duration) *Pair {
+	p := &Pair{loads: l, src: src, opts: o}
+	p.settings.knobs = src.Knobs
+	p.live.start(every, &p.settings, func() compare.Comparison { return p.Compare(0) })
+	return p
+}
+
+// Compare compares the sides now with resamples bootstrap replicates (0:
+// the configured number); each call draws afresh (a seed of its own).
+func (p *Pair) Compare(resamples int) compare.Comparison {
+	o := p.opts
+	if resamples > 0 {
+		o.Resamples = resamples
 	}
-	if _, err := io.WriteString(pw.w, out.String()); err != nil {
-		return 0, err
+	o.Seed += p.evals.Add(1)
+	return p.src.Compare(o)
+}
+
+// Comparison is the newest live comparison; ok is false before the
+// first.
+func (p *Pair) Comparison() (compare.Comparison, bool) { return p.live.get() }
+
+// Runner is one side's runner, in a comparison of two runners (nil in
+// the agents').
+func (p *Pair) Runner(s compare.Side) *runner.Runner {
+	if rs, ok := p.loads.(*runners); ok {
+		return rs.Runner(s)
 	}
-	return len(b), nil
+	return nil
 }
 
 // What names the pair: the baseline against the canary.
-func (p *Pair) What() string {
-	return sanitize.Text(p.runners[compare.Baseline].Target().URL) + " against the canary " + sanitize.Text(p.runners[compare.Canary].Target().URL)
+func (p *Pair) What() string { return p.loads.what() }
+
+// Sides are the baseline's load and the canary's.
+func (p *Pair) Sides() []Side {
+	s := p.loads.sides()
+	return s[:]
 }
 
-// Sides are the baseline's runner and the canary's.
-func (p *Pair) Sides() []Side { return []Side{p.runners[compare.Baseline], p.runners[compare.Canary]} }
+// Controller moves both loads.
+func (p *Pair) Controller() load.Controller { return p.loads.controller() }
 
-// Controller is the pair: its knobs move both loads.
-func (p *Pair) Controller() Controller { return p }
+// Finish ends both runs for why.
+func (p *Pair) Finish(why string) { p.loads.finish(why) }
+
+// Stop stops the live comparison and both loads; the source stays for a
+// last Compare. The first load error is returned, every time.
+func (p *Pair) Stop() error {
+	p.live.stop()
+	return p.loads.stop()
+}
+
+// Release stops serving the metrics both sides share where Stop left
+// them served; it may be called more than once.
+func (p *Pair) Release() { p.loads.release() }
 
 // Live is the newest live comparison.
 func (p *Pair) Live() (Look, bool) {
@@ -381,18 +423,29 @@ func (p *Pair) Live() (Look, bool) {
 	return ComparedLook(c), true
 }
 
+// table writes cmp's table, then the verdicts of earlier settings.
+func (p *Pair) table(cmp compare.Comparison) func(io.Writer) error {
+	n := p.loads.names()
+	return p.settings.table(func(w io.Writer) error { return cmp.WriteTable(w, n[0], n[1]) })
+}
+
 // Conclude is both sides' reports, the baseline's holding the comparison
 // (the last word: more resamples than the live line's) and the canary's
 // whole report, and the comparison's gates that did not pass.
 func (p *Pair) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]slo.Verdict) Conclusion {
-	cmp := p.Compare(2 * compare.DefaultResamples)
-	reps := [2]*report.Report{}
-	for i, r := range p.runners {
-		reps[i] = r.Report(ctx, last[i])
-		reps[i].Verdicts = append(reps[i].Verdicts, breaches[i]...)
+	var l [2]load.Snapshot
+	copy(l[:], last)
+	reps, err := p.loads.reports(ctx, l)
+	if err != nil {
+		return Conclusion{Err: err}
 	}
-	base, canary := sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL)
-	return Compared(reps, cmp, p.settings.table(func(w io.Writer) error { return cmp.WriteTable(w, base, canary) }))
+	for i := range reps {
+		if i < len(breaches) {
+			reps[i].Verdicts = append(reps[i].Verdicts, breaches[i]...)
+		}
+	}
+	cmp := p.Compare(2 * compare.DefaultResamples)
+	return Compared(reps, cmp, p.table(cmp))
 }
 
 // Compared is the end of a comparison of two loads (a Pair, or agents
@@ -427,24 +480,22 @@ func withComparison(reps [2]*report.Report, cmp compare.Comparison) error {
 }
 
 // Save is the s key's save in a comparison: what `run --compare` writes,
-// for the run so far. The baseline's reports at the runner's SaveBase
-// (infertop-START.json, .csv, .txt, .html), its JSON holding
-// infertop.compare with the canary's whole report; the canary's beside
-// them, named as CanaryPath names its requests log
-// (infertop-START.canary.json, …); and the comparison's table
-// (infertop-START.compare.txt). The comparison is the live one, the
+// for the run so far. The baseline's reports at base (infertop-START.json,
+// .csv, .txt, .html), its JSON holding infertop.compare with the canary's
+// whole report; the canary's beside them, named as CanaryPath names its
+// requests log (infertop-START.canary.json, …); and the comparison's
+// table (infertop-START.compare.txt). The comparison is the live one, the
 // verdict on screen (a fresh one before the first).
 func (p *Pair) Save(ctx context.Context, s load.Snapshot, dir string) (string, error) {
 	cmp, ok := p.Comparison()
 	if !ok {
 		cmp = p.Compare(0)
 	}
-	b, c := p.runners[compare.Baseline], p.runners[compare.Canary]
-	reps := [2]*report.Report{b.Report(ctx, s), c.Report(ctx, c.Latest())}
-	table := p.settings.table(func(w io.Writer) error {
-		return cmp.WriteTable(w, sanitize.Text(reps[0].Manifest.URL), sanitize.Text(reps[1].Manifest.URL))
-	})
-	return SaveCompared(reps, cmp, b.SaveBase(dir), table)
+	reps, base, err := p.loads.saved(ctx, s, dir)
+	if err != nil {
+		return "", err
+	}
+	return SaveCompared(reps, cmp, base, p.table(cmp))
 }
 
 // SaveCompared writes a comparison's files at base (a path without an
@@ -482,7 +533,12 @@ func saveWithTable(rep *report.Report, base string, table func(io.Writer) error)
 // search (it would drive the baseline's knobs and leave the canary
 // behind).
 func (p *Pair) View() View {
-	return View{Compare: p.Comparison, Canary: p.runners[compare.Canary].Subscribe}
+	return View{Compare: p.Comparison, Canary: p.loads.sides()[compare.Canary].Subscribe}
+}
+
+// LastWord is the comparison's table, the last word.
+func (p *Pair) LastWord(w io.Writer) error {
+	return p.table(p.Compare(2 * compare.DefaultResamples))(w)
 }
 
 // CanaryPath is the canary's file beside the baseline's: run.jsonl ->
@@ -495,9 +551,38 @@ func CanaryPath(path string) string {
 	return strings.TrimSuffix(path, ext) + ".canary" + ext
 }
 
-// LastWord is the comparison's table, the last word.
-func (p *Pair) LastWord(w io.Writer) error {
-	b, c := p.runners[compare.Baseline].Target().URL, p.runners[compare.Canary].Target().URL
-	cmp := p.Compare(2 * compare.DefaultResamples)
-	return p.settings.table(func(w io.Writer) error { return cmp.WriteTable(w, sanitize.Text(b), sanitize.Text(c)) })(w)
+// prefixWriter puts prefix before each line a runner's notes write,
+// instead of their own "infertop: ", so the canary's notes say whose they
+// are.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+// lockedWriter serialises the writes of both sides to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (pw prefixWriter) Write(b []byte) (int, error) {
+	if pw.w == nil {
+		return len(b), nil
+	}
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line != "" {
+			out.WriteString(pw.prefix + strings.TrimPrefix(line, "infertop: "))
+		}
+	}
+	if _, err := io.WriteString(pw.w, out.String()); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

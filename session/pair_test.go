@@ -112,7 +112,7 @@ func TestPairIdenticalSims(t *testing.T) {
 	if bk, ck := p.Runner(compare.Baseline).Engine().Knobs(), p.Runner(compare.Canary).Engine().Knobs(); bk != ck {
 		t.Errorf("at the start: canary's knobs %+v, baseline's %+v", ck, bk)
 	}
-	k := p.Update(func(k *load.Knobs) { k.Concurrency = 4 })
+	k := p.Controller().Update(func(k *load.Knobs) { k.Concurrency = 4 })
 	if got := p.Runner(compare.Canary).Engine().Knobs(); got != k {
 		t.Errorf("canary's knobs %+v, baseline's %+v", got, k)
 	}

@@ -78,6 +78,10 @@ func NewSearch(s *Single, p Plan) *Search {
 // NewSearchOver is the search p over on's load.
 func NewSearchOver(on Searched, p Plan) *Search { return &Search{Session: on.Session, on: on, plan: p} }
 
+// Release releases the searched load's metrics (Releaser), where it
+// holds them.
+func (s *Search) Release() { Release(s.Session) }
+
 // Finish ends the searched load for why.
 func (s *Search) Finish(why string) {
 	if s.on.End != nil {
@@ -105,7 +109,7 @@ func (s *Search) Drive(ctx context.Context, progress func(capacity.Progress)) er
 		res, err = search.Run(ctx, eng, snaps)
 		out = &capacity.Outcome{Over: res.Over, Objectives: search.Objectives,
 			Cells: []capacity.Cell{{Prompt: cmp.Or(res.Prompt, s.plan.Knobs.PromptTokens), Output: cmp.Or(res.Output, s.plan.Knobs.OutputTokens), Result: res}}}
-		if k, ok := eng.(interface{ Knobs() load.Knobs }); ok { // a search cut short before a step: the lengths it ran at
+		if k, ok := eng.(load.KnobReader); ok { // a search cut short before a step: the lengths it ran at
 			c := &out.Cells[0]
 			c.Prompt, c.Output = cmp.Or(c.Prompt, k.Knobs().PromptTokens), cmp.Or(c.Output, k.Knobs().OutputTokens)
 		}

@@ -1,20 +1,26 @@
-// Package session owns a followed load of any kind behind one narrow
-// interface: one runner (Single), a canary beside a baseline (Pair), one
-// load whose answers are split by the backend that gave them (Split), and
-// a capacity search driving one of them (Search). The dashboard, the SSH
-// watchers and a headless run reach every kind the same way: the sides'
-// snapshots and the controller the keys act on, the live verdict, a
-// fail-fast gate (Gate), one follower (Follow) and one epilogue (End),
-// which returns a typed Outcome: the reports, the failures, the exit code.
+// Package session owns a followed load of any kind: one runner (Single),
+// a canary beside a baseline (Pair), one load whose answers are split by
+// the backend that gave them (Split), a capacity search driving one of
+// them (Search), and the agents' loads merged (Agents, or a Pair of their
+// two merges). Start is the one place that starts any of them, from a
+// Spec. The dashboard, the SSH watchers and a headless run reach every
+// kind the same way: the sides' snapshots and the controller the keys act
+// on, a fail-fast gate (Gate), one follower (Follow) and one epilogue
+// (End), which returns a typed Outcome: the reports, the failures, the
+// exit code. What only some kinds do is an optional capability named
+// beside Session (Comparing, Releaser, Driver, AgentsFollowed), never a
+// method some kinds leave empty.
 //
 // Imports point one way: session uses runner, compare and capacity; the
-// command layer uses session; ui and sshserver never see a runner.
+// agents' merges come to it as the interfaces it names (Merge,
+// MergePair), which fleet's types meet, so that neither links the other
+// (fleet/fleetflag joins them); the command layer uses session; ui and
+// sshserver never see a runner.
 package session
 
 import (
 	"context"
 	"io"
-	"time"
 
 	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/compare"
@@ -28,25 +34,18 @@ import (
 // goroutine.
 type Session interface {
 	// What names the load in a line, sanitised: the endpoint, a pair's
-	// canary, a split's grouping.
+	// canary, a split's grouping, the agents.
 	What() string
 	// Sides are the loads followed, each with its own snapshots: one, or
 	// a pair's baseline then its canary. The first is the one a dashboard
 	// shows.
 	Sides() []Side
 	// Controller is what the dashboard's keys act on.
-	Controller() Controller
-	// Live is the newest live comparison, if the session compares; ok is
-	// false before the first, and always for a load that compares nothing.
-	Live() (l Look, ok bool)
+	Controller() load.Controller
 	// Finish ends the run for why: what is in flight drains.
 	Finish(why string)
 	// Stop ends the load at once; it may be called more than once.
 	Stop() error
-	// Release stops serving infertop's own metrics where Stop left them
-	// served for a last scrape (runner.Config.HoldMetrics); it may be
-	// called more than once.
-	Release()
 	// Conclude is the end of the run: the sides' reports as last shows
 	// them (a snapshot per side), each with its breaches (the fail-fast
 	// windows' verdicts), and the last comparison. Called once, after Stop.
@@ -56,10 +55,51 @@ type Session interface {
 	Save(ctx context.Context, s load.Snapshot, dir string) (string, error)
 	// View is what a dashboard shows beside the snapshots.
 	View() View
+}
+
+// Comparing is a Session that compares (a pair, a split): its live
+// verdict, and the last word once the load has stopped.
+type Comparing interface {
+	Session
+	// Live is the newest live comparison; ok is false before the first.
+	Live() (l Look, ok bool)
 	// LastWord writes what is left of a dashboard's live verdict once the
-	// load has stopped: a comparison's table (more resamples than the
-	// live line's); nothing for a load that compares nothing.
+	// load has stopped: the comparison's table (more resamples than the
+	// live line's).
 	LastWord(w io.Writer) error
+}
+
+// Releaser is a Session whose Stop may leave infertop's own metrics
+// served for a last scrape (runner.Config.HoldMetrics): Release stops
+// serving them; it may be called more than once.
+type Releaser interface {
+	Session
+	Release()
+}
+
+// AgentsFollowed is a Session of agents' loads (run --agents): the
+// agents' table (infertop.agents' rows), as the last snapshot saw it,
+// for the dashboard's panel.
+type AgentsFollowed interface {
+	Session
+	Agents() *report.AgentsJSON
+}
+
+// Release stops serving s's metrics where Stop left them served (a
+// Releaser); nothing for any other kind.
+func Release(s Session) {
+	if r, ok := s.(Releaser); ok {
+		r.Release()
+	}
+}
+
+// LastWord writes s's last word when it compares (Comparing); nothing
+// for any other kind.
+func LastWord(s Session, w io.Writer) error {
+	if c, ok := s.(Comparing); ok {
+		return c.LastWord(w)
+	}
+	return nil
 }
 
 // Side is one load a session follows: its snapshots and its objectives.
@@ -76,14 +116,6 @@ type Side interface {
 	// over s's window to it.
 	Objectives() []slo.Objective
 	Figures(s load.Snapshot) telemetry.Figures
-}
-
-// Controller is what the keys act on: the knobs, the window, a reset.
-// *load.Engine is one; a Pair moves both of its loads.
-type Controller interface {
-	Update(func(*load.Knobs)) load.Knobs
-	SetWindow(time.Duration)
-	Reset()
 }
 
 // Look is the live comparison at one moment, as a follower reads it.
@@ -133,11 +165,15 @@ type Conclusion struct {
 	Err error
 }
 
-// Every kind of load is a Session.
+// Every kind of load is a Session, each with its capabilities.
 var (
-	_ Session = (*Single)(nil)
-	_ Session = (*Pair)(nil)
-	_ Session = (*Split)(nil)
-	_ Session = (*Search)(nil)
-	_ Driver  = (*Search)(nil)
+	_ Session        = (*Single)(nil)
+	_ Releaser       = (*Single)(nil)
+	_ Comparing      = (*Pair)(nil)
+	_ Releaser       = (*Pair)(nil)
+	_ Comparing      = (*Split)(nil)
+	_ Releaser       = (*Split)(nil)
+	_ Releaser       = (*Search)(nil)
+	_ Driver         = (*Search)(nil)
+	_ AgentsFollowed = (*Agents)(nil)
 )

@@ -25,7 +25,7 @@ func TestPairKeepsEachSettingsVerdict(t *testing.T) {
 	if !judged(c) {
 		t.Fatalf("not judged in %v: %s", took, c.Line())
 	}
-	p.Update(func(k *load.Knobs) { k.Concurrency = 4 })
+	p.Controller().Update(func(k *load.Knobs) { k.Concurrency = 4 })
 	// The first look under the new setting: the old one's verdict is
 	// final once the comparison has started over.
 	waitVerdict(p, 30*time.Second, func(c compare.Comparison) bool { return strings.Contains(c.Line(), "not enough data") })

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"io"
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
@@ -39,10 +38,7 @@ func (s *Single) What() string { return sanitize.Text(s.r.Target().URL) }
 func (s *Single) Sides() []Side { return []Side{s.r} }
 
 // Controller is the engine.
-func (s *Single) Controller() Controller { return s.r.Engine() }
-
-// Live is never: one load compares nothing.
-func (s *Single) Live() (Look, bool) { return Look{}, false }
+func (s *Single) Controller() load.Controller { return s.r.Engine() }
 
 // Finish ends the run for why.
 func (s *Single) Finish(why string) { s.r.Engine().Finish(why) }
@@ -74,6 +70,3 @@ func (s *Single) Save(ctx context.Context, snap load.Snapshot, dir string) (stri
 
 // View: a capacity search may drive the engine.
 func (s *Single) View() View { return View{Search: s.r.Engine()} }
-
-// LastWord is nothing: one load compares nothing.
-func (s *Single) LastWord(io.Writer) error { return nil }

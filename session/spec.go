@@ -8,13 +8,15 @@ import (
 )
 
 // Spec is a load of any kind, checked and not yet started: one runner
-// (Run), a pair (Pair: --compare), a split (Split: --split-by), or a
-// capacity search over one runner (Run with Search: --find-max,
-// --matrix). At most one of Pair and Split is set; Run is unused then.
+// (Run), a pair (Pair: --compare), a split (Split: --split-by), the
+// agents' load followed (Agents: --agents), or a capacity search over
+// one runner or over the agents (Search: --find-max, --matrix). At most
+// one of Pair, Split and Agents is set; Run is unused then.
 type Spec struct {
 	Run    runner.Config
 	Pair   *PairConfig
 	Split  *SplitConfig
+	Agents *AgentsConfig
 	Search *Plan
 }
 
@@ -32,9 +34,12 @@ func (s Spec) Base() runner.Config {
 // Start starts the load s describes, its notes to notes and every
 // request through wrap (nil: none); ctx bounds only the start (detection,
 // model discovery). It is the one place that tells the kinds of load
-// apart. A pair's errors are *StartError, naming the side.
+// apart. A pair's errors are *StartError, naming the side. The agents'
+// load takes neither notes nor wrap: their fleet's Logf hears of them.
 func Start(ctx context.Context, s Spec, notes io.Writer, wrap func(runner.Do) runner.Do) (Session, error) {
 	switch {
+	case s.Agents != nil:
+		return startAgents(*s.Agents, s.Search)
 	case s.Pair != nil:
 		pc := *s.Pair
 		pc.Baseline.Notes, pc.Baseline.WrapDo = notes, wrap

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/compare"
-	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
@@ -46,13 +45,11 @@ type Split struct {
 	cfg    SplitConfig
 	run    *runner.Runner
 	groups *compare.Groups
-	live   atomic.Pointer[compare.Grouping]
 	evals  atomic.Uint64
 	// settings keeps each knob setting's last live verdict.
 	settings settings
+	live     live[compare.Grouping]
 
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -65,9 +62,6 @@ var errNoSplit = errors.New("a split needs Run.Probe.SplitBy")
 func StartSplit(ctx context.Context, cfg SplitConfig) (*Split, error) {
 	if cfg.Run.Probe.SplitBy.IsZero() {
 		return nil, errNoSplit
-	}
-	if cfg.Every <= 0 {
-		cfg.Every = time.Second
 	}
 	s := &Split{cfg: cfg, groups: compare.NewGroupsWithBaseline(compare.Stats(cfg.Options.Regressions), cfg.Samples, cfg.Groups, time.Now(), cfg.BaselineGroup)}
 	s.settings.knobs = s.groups.Knobs
@@ -83,27 +77,7 @@ func StartSplit(ctx context.Context, cfg SplitConfig) (*Split, error) {
 		return nil, err
 	}
 	s.run = r
-	lctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer crash.Recover()
-		t := time.NewTicker(cfg.Every)
-		defer t.Stop()
-		for {
-			select {
-			case <-lctx.Done():
-				return
-			case <-t.C:
-				s.settings.look(func() string {
-					g := s.Compare(0)
-					s.live.Store(&g)
-					return g.Line()
-				})
-			}
-		}
-	}()
+	s.live.start(cfg.Every, &s.settings, func() compare.Grouping { return s.Compare(0) })
 	return s, nil
 }
 
@@ -122,12 +96,7 @@ func (s *Split) Compare(resamples int) compare.Grouping {
 
 // Comparison is the newest live comparison (computed every
 // SplitConfig.Every); ok is false before the first.
-func (s *Split) Comparison() (g compare.Grouping, ok bool) {
-	if l := s.live.Load(); l != nil {
-		return *l, true
-	}
-	return compare.Grouping{}, false
-}
+func (s *Split) Comparison() (g compare.Grouping, ok bool) { return s.live.get() }
 
 // Runner is the split's one runner.
 func (s *Split) Runner() *runner.Runner { return s.run }
@@ -159,8 +128,7 @@ func (s *Split) Finish(why string) { s.run.Engine().Finish(why) }
 // time.
 func (s *Split) Stop() error {
 	s.stopOnce.Do(func() {
-		s.cancel()
-		s.wg.Wait()
+		s.live.stop()
 		s.stopErr = s.run.Stop()
 	})
 	return s.stopErr
@@ -179,7 +147,7 @@ func (s *Split) Sides() []Side { return []Side{s.run} }
 
 // Controller is the split: a new setting starts its groups' comparison
 // over.
-func (s *Split) Controller() Controller { return s }
+func (s *Split) Controller() load.Controller { return s }
 
 // Live is the newest live comparison of the groups.
 func (s *Split) Live() (Look, bool) {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -40,13 +39,6 @@ const (
 // to compare a frame that had not changed, for a fifth of the
 // dashboard's own CPU at an idle endpoint.
 const FPS = 20
-
-// Controller is what the dashboard's keys act on: *load.Engine.
-type Controller interface {
-	Update(func(*load.Knobs)) load.Knobs
-	SetWindow(time.Duration)
-	Reset()
-}
 
 // Options configure a dashboard.
 type Options struct {
@@ -123,7 +115,7 @@ const (
 
 // Model is the dashboard.
 type Model struct {
-	ctl      Controller
+	ctl      load.Controller
 	renderer *lipgloss.Renderer
 	palettes []themes.Palette
 	palette  int
@@ -173,7 +165,7 @@ type Model struct {
 }
 
 // New returns a dashboard acting on ctl.
-func New(ctl Controller, o Options) (Model, error) {
+func New(ctl load.Controller, o Options) (Model, error) {
 	if o.Renderer == nil {
 		o.Renderer = lipgloss.DefaultRenderer()
 	}

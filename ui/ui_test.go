@@ -90,7 +90,7 @@ func fixedSnapshot() load.Snapshot {
 	return s
 }
 
-func newTestModel(t testing.TB, ctl Controller) Model {
+func newTestModel(t testing.TB, ctl load.Controller) Model {
 	t.Helper()
 	m, err := New(ctl, Options{Renderer: asciiRenderer()})
 	if err != nil {

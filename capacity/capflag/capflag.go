@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/capacity"
+	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/slo"
@@ -43,6 +44,10 @@ func Add(fs *pflag.FlagSet) *Flags {
 	fs.Int64Var(&c.minRequests, "step-min-requests", d.MinRequests, "the least requests a step's measured phase holds for")
 	fs.DurationVar(&c.minTime, "step-min-time", d.MinTime, "the least time a step's measured phase holds for")
 	fs.DurationVar(&c.maxTime, "step-max-time", d.MaxTime, "the most time a step's measured phase holds for (then judged on what it has)")
+	// The follower drives a search over agents, each step's load split
+	// between them; not yet over a comparison.
+	fleetflag.Mark(fs, []string{fleetflag.Taken, fleetflag.Searching}, "find-max", "matrix")
+	fleetflag.Follower(fs, "over", "from", "to", "resolution", "step-warmup", "step-min-requests", "step-min-time", "step-max-time")
 	return c
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
@@ -35,6 +36,9 @@ func AddRun(fs *pflag.FlagSet) *Run {
 	fs.DurationVar(&r.SLOWindow, "slo-window", load.DefaultWindow, "window the SLOs are checked over while running (10s..5m)")
 	fs.BoolVar(&r.FailFast, "fail-fast", false, "end the run at the first full --slo-window that breaks an SLO")
 	fs.DurationVar(&r.MetricsLinger, "metrics-linger", 15*time.Second, "with --metrics-addr: keep serving the final metrics this long after the reports, for a last scrape (0: none; a signal ends it)")
+	// A follower of agents writes and gates the merged run as one
+	// machine's.
+	fleetflag.Follower(fs, "progress-every", "json", "csv", "html", "slo-window", "fail-fast")
 	return r
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
@@ -45,6 +46,11 @@ func Add(fs *pflag.FlagSet, headless bool) *Flags {
 	}
 	fs.IntVar(&f.minSeconds, "compare-min-seconds", 0, "seconds of requests a statistic needs before it is judged (default 20)")
 	_ = fs.MarkHidden("compare-min-seconds")
+	// The judging of a comparison is a follower's, of the agents' merges.
+	fleetflag.Mark(fs, []string{fleetflag.Taken, fleetflag.Judging}, "compare-min-seconds")
+	if headless {
+		fleetflag.Mark(fs, []string{fleetflag.Taken, fleetflag.Judging}, "regression")
+	}
 	return f
 }
 

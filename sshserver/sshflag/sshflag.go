@@ -16,6 +16,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/sshserver"
 )
 
@@ -25,8 +26,6 @@ type Flags struct {
 	Listen, LogPath, ReportDir string
 	// Local shows the dashboard on this terminal too, as a controller.
 	Local bool
-	// names are the flags Add bound: the server's, no load's.
-	names []string
 }
 
 // Add binds the flags to fs, the files' defaults under the user's home
@@ -39,7 +38,7 @@ func Add(fs *pflag.FlagSet) *Flags {
 		confDir = filepath.Join(home, ".config")
 	}
 	c := &sf.Server
-	own := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError) // to know their names
+	own := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError) // to mark them the server's
 	own.SortFlags = fs.SortFlags
 	own.StringVar(&sf.Listen, "listen", "127.0.0.1:2222", "address to serve SSH on")
 	own.StringVar(&c.AuthorizedKeys, "authorized-keys", filepath.Join(home, ".ssh", "authorized_keys"), "public keys that may connect")
@@ -51,14 +50,10 @@ func Add(fs *pflag.FlagSet) *Flags {
 	own.BoolVar(&sf.Local, "local", false, "show the dashboard on this terminal too, as a controller")
 	own.StringVar(&sf.LogPath, "log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
 	own.StringVar(&sf.ReportDir, "report-dir", ".", "where a controller's s key writes the reports")
-	own.VisitAll(func(f *pflag.Flag) { sf.names = append(sf.names, f.Name) })
+	own.VisitAll(func(f *pflag.Flag) { fleetflag.Follower(own, f.Name) }) // the server's, no load's: taken beside --agents
 	fs.AddFlagSet(own)
 	return sf
 }
-
-// Names are the flags Add bound (fleet.Flags.Check takes them beside
-// --agents: they are the server's, no load's).
-func (sf *Flags) Names() []string { return sf.names }
 
 // Check checks the server's limits.
 func (sf *Flags) Check() error {

@@ -1,4 +1,4 @@
-package main
+package dashboard
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/infertop/infertop/dashboard"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/runner"
@@ -55,8 +54,8 @@ func TestSaveWhileServerHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Stop()
-	a := &app{saveTimeout: 2 * time.Second} // the save gives up on the hung server in 2 s
-	m, err := ui.New(r.Engine(), dashboard.ViewOptions(session.NewSingle(r), dashboard.Options{Theme: "dark", ReportDir: t.TempDir(), SaveTimeout: a.saveTimeout}))
+	// The save gives up on the hung server in 2 s.
+	m, err := ui.New(r.Engine(), ViewOptions(session.NewSingle(r), Options{Theme: "dark", ReportDir: t.TempDir(), SaveTimeout: 2 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
