@@ -316,9 +316,11 @@ func (m *Model) phasesPanel(w, h int) string {
 		if !shownPhase(ph) {
 			continue
 		}
+		// The error rate as error_rate counts it: the incomplete and the
+		// open loop's dropped arrivals (late, never sent) are failures.
 		errs := "0"
-		if n := ph.Completed + ph.Failed; ph.Failed > 0 {
-			errs = pct(float64(ph.Failed) / float64(n))
+		if bad := ph.Failed + ph.Incomplete + ph.Dropped; bad > 0 {
+			errs = pct(float64(bad) / float64(ph.Completed+bad))
 			if ph.Completed == 0 { // "100.0%" fills the column and runs into tok/s ("0100.0%")
 				errs = "100%"
 			}
@@ -338,9 +340,15 @@ func (m *Model) phasesPanel(w, h int) string {
 		if ph.Warmup {
 			id += "w"
 		}
+		// An open loop's phase shows TTFT* and E2E*, from the intended
+		// send time, marked * as the latency table's note explains.
+		ttft, e2e, star := load.TTFT, load.E2E, ""
+		if ph.Knobs.Mode == load.OpenLoop && ph.Latency[load.TTFTIntended].Count > 0 {
+			ttft, e2e, star = load.TTFTIntended, load.E2EIntended, "*"
+		}
 		cells := []string{
 			id, level, count(int64(ph.Knobs.PromptTokens), 6), count(int64(ph.Knobs.OutputTokens), 6),
-			count(ph.Completed, 6), Duration(ph.Latency[load.TTFT].P50), Duration(ph.Latency[load.TTFT].P99), Duration(ph.Latency[load.E2E].P99),
+			count(ph.Completed, 6), Duration(ph.Latency[ttft].P50) + star, Duration(ph.Latency[ttft].P99) + star, Duration(ph.Latency[e2e].P99) + star,
 			num(ph.DeliveredPerSec), errs, clock(span), // as it streams: the tokens delivered for the phase's requests
 		}
 		row := ""

@@ -1045,3 +1045,25 @@ func TestPhasesKeptAt80x24(t *testing.T) {
 		t.Fatalf("no server line at all:\n%s", v)
 	}
 }
+
+// TestOpenPhaseRowStarred: an open loop's phase row shows TTFT* and E2E*
+// (marked *), and its errors count its dropped arrivals as error_rate
+// does.
+func TestOpenPhaseRowStarred(t *testing.T) {
+	s := openSnapshot()
+	ph := &s.Phases[2]
+	ph.Latency[load.TTFTIntended] = load.Dist{Count: 420, P50: 530 * time.Millisecond, P99: 3200 * time.Millisecond}
+	ph.Latency[load.E2EIntended] = load.Dist{Count: 420, P99: 5450 * time.Millisecond}
+	ph.Failed, ph.Dropped = 0, 420 // half of what it was to send, never sent
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 40}, SnapshotMsg(s))
+	for _, l := range strings.Split(m.View(), "\n") {
+		if f := strings.Fields(l); len(f) > 8 && f[0] == "3" {
+			if f[5] != "530ms*" || f[6] != "3.20s*" || f[7] != "5.45s*" || f[9] != "50.0%" {
+				t.Fatalf("phase 3's row: %q", l)
+			}
+			return
+		}
+	}
+	t.Fatalf("no row for phase 3:\n%s", m.View())
+}
