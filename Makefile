@@ -10,7 +10,7 @@
 # accuracy test, the bench's memory test, compare's 100-run properties)
 # are test-accuracy's, a stage of their own that .ci/run runs beside
 # test-compare, which shares its build.
-.PHONY: test test-accuracy test-endurance test-compare test-manifests test-agents test-trace test-slow build image bench lint
+.PHONY: test test-accuracy test-endurance test-compare test-manifests test-agents test-trace test-slow test-sdk build image bench lint
 
 # VERSION is what infertop --version says of a make build: the checkout's
 # tag, commits since and revision (git describe); "dev" outside git.
@@ -72,6 +72,17 @@ test-compare:
 # milliseconds needs a machine that is not busy, and no race detector.
 test-trace:
 	INFERTOP_TRACE_TIMING=1 go test -count=1 -v -timeout 5m -run 'TestReplayTiming' ./load
+
+# The official OpenAI SDK against the sim (.ci/run runs it after make
+# test): the openai npm package, pinned in tools/sdkcheck's
+# package-lock.json and installed there by npm ci, reads two sims on
+# 127.0.0.1 (one that reasons first) as an application would:
+# responses.stream().finalResponse()'s text and reasoning, and
+# embeddings.create with its defaults (base64). Needs node and npm
+# (.ci/run installs them). A few seconds once installed.
+test-sdk:
+	cd tools/sdkcheck && npm ci --no-audit --no-fund
+	INFERTOP_SDK=1 go test -count=1 -v -run TestOpenAISDK ./tools/sdkcheck
 
 # The slow stage: the capacity searches against the default sim at its
 # own pace (minutes), kept out of make test's five-minute budget.

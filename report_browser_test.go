@@ -349,8 +349,10 @@ func checkSummary(t *testing.T, table [][]string, inf *report.InfertopJSON) {
 	}
 	for i, p := range rows {
 		r := table[i+1]
-		if r[3] != strconv.FormatInt(p.Sent, 10) || r[4] != strconv.FormatInt(p.Completed, 10) || r[7] != fmt.Sprintf("%.2f", p.RequestThroughput) {
-			t.Errorf("summary row %d: %q, want sent %d, ok %d, %.2f req/s", i, r, p.Sent, p.Completed, p.RequestThroughput)
+		// phase, knobs, s, sent, ok, failed, incompl., dropped, req/s, ...
+		if r[3] != strconv.FormatInt(p.Sent, 10) || r[4] != strconv.FormatInt(p.Completed, 10) || r[7] != strconv.FormatInt(p.Dropped, 10) ||
+			r[8] != fmt.Sprintf("%.2f", p.RequestThroughput) {
+			t.Errorf("summary row %d: %q, want sent %d, ok %d, dropped %d, %.2f req/s", i, r, p.Sent, p.Completed, p.Dropped, p.RequestThroughput)
 		}
 	}
 }
@@ -535,8 +537,8 @@ func TestReportRoundTrip(t *testing.T) {
 		}
 		x, y, o := []float64{}, []float64{}, []float64{}
 		for i, s := range c.Steps {
-			x, y, o = append(x, s.Load), append(y, s.P99TTFT), append(o, s.OutTokPerSec)
-			if r := steps[0][i+1]; r[0] != strconv.Itoa(s.N) || r[7] != fmt.Sprintf("%.2fms", s.P99TTFT) || (r[12] == "◀ knee") != (c.At != nil && c.At.Step == s.N) {
+			x, y, o = append(x, s.Load), append(y, orNaN(s.P99TTFT)), append(o, orNaN(s.OutTokPerSec))
+			if r := steps[0][i+1]; r[0] != strconv.Itoa(s.N) || r[7] != report.FormatKnown(s.P99TTFT, "%.2fms", 1) || (r[12] == "◀ knee") != (c.At != nil && c.At.Step == s.N) {
 				t.Errorf("step row %q, JSON %+v", r, s)
 			}
 		}
@@ -559,7 +561,7 @@ func TestReportRoundTrip(t *testing.T) {
 		for _, cell := range m.Cells {
 			var x, y []float64
 			for _, s := range cell.Steps {
-				x, y = append(x, s.Load), append(y, s.OutTokPerSec)
+				x, y = append(x, s.Load), append(y, orNaN(s.OutTokPerSec))
 			}
 			checkSeries(t, charts, "matrix-throughput", fmt.Sprintf("prompt %d, output %d", cell.Prompt, cell.Output), x, y)
 		}
@@ -596,4 +598,12 @@ func TestReportTwoRuns(t *testing.T) {
 		checkTimeCharts(t, charts, &res.Infertop, strings.TrimSuffix(filepath.Base(p), ".json")+" ")
 		checkSummary(t, tables[i], &res.Infertop)
 	}
+}
+
+// orNaN is a step's figure, or NaN (a gap) where nothing measured it.
+func orNaN(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return *v
 }

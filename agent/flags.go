@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -54,6 +55,9 @@ func (f *Flags) Board(version string) (*Board, error) {
 // Open opens the agent's port as the flags say (TLS, or plain HTTP on a
 // loopback address where allowed) and reads the shared token.
 func (f *Flags) Open() (net.Listener, []byte, error) {
+	if f.TokenFile == "" { // else: "open : no such file or directory"
+		return nil, nil, errors.New("agent: --token-file is required: the file of the token the dashboard and the agents share")
+	}
 	token, err := ReadToken(f.TokenFile)
 	if err != nil {
 		return nil, nil, err

@@ -263,9 +263,15 @@ type Step struct {
 	// ReqPerSec counts the requests completed per second during the
 	// measured phase (of any phase: the load's steady state);
 	// OutTokPerSec and GoodPerSec scale it by the measured phase's output
-	// tokens and good requests per completed request.
+	// tokens and good requests per completed request. ReqKnown is false
+	// when no second of the stretch was whole and the phase completed
+	// nothing; PerRequestKnown when the phase completed nothing (past
+	// the knee, its requests still queued): the figures are then zero
+	// and were not measured, and reports show them absent, never as 0.
 	ReqPerSec, OutTokPerSec, GoodPerSec float64
-	// ErrorRate is (Failed+Incomplete) over every finished request.
+	ReqKnown, PerRequestKnown           bool
+	// ErrorRate is (Failed+Incomplete) over every finished request (0
+	// with none: see Finished).
 	ErrorRate float64
 	// TTFT, TPOT and E2E are the measured phase's distributions.
 	TTFT, TPOT, E2E load.Dist
@@ -281,6 +287,11 @@ type Step struct {
 	// tail: the search keeps it before it stops.
 	judged bool
 }
+
+// Finished is the measured phase's requests that finished when the step
+// was judged: completed, failed or incomplete (its error rate's
+// denominator; 0: no error rate was measured).
+func (s Step) Finished() int64 { return s.Completed + s.Failed + s.Incomplete }
 
 // Result is a search's outcome.
 type Result struct {

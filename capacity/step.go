@@ -208,6 +208,7 @@ func (st *stepper) figures(step *Step, snap load.Snapshot, ph load.Phase, markAt
 	if secs > 0 {
 		step.ReqPerSec = float64(done) / float64(secs)
 	}
+	step.ReqKnown, step.PerRequestKnown = secs > 0 || ph.Completed > 0, ph.Completed > 0
 	step.OutTokPerSec, step.GoodPerSec = 0, 0
 	if ph.Completed > 0 {
 		step.OutTokPerSec = step.ReqPerSec * float64(ph.OutTokens) / float64(ph.Completed)

@@ -92,9 +92,9 @@ func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 			}
 			b.WriteString(who + " regressed\n")
 		} else if n := len(only(c.Failures(), NotJudged)); n > 0 {
-			// An objective with nothing measured never passes: the table
-			// says so, as the exit code does.
-			fmt.Fprintf(&b, "no regression found, but %d of %d not judged: no gate passed for them\n", n, len(c.Gates))
+			// An objective with nothing measured never passes: lead with
+			// what decides the exit code, as the exit code does.
+			fmt.Fprintf(&b, "gate not passed: %d of %d not judged: no gate passed for them (too few requests); none breached\n", n, len(c.Gates))
 		} else {
 			b.WriteString("no regression found\n")
 		}
@@ -133,6 +133,9 @@ func (g Gate) detail() string {
 			r.NBaseline, sideName(g.sides, 0), r.NCanary, sideName(g.sides, 1), r.Stat.Name, r.Stat.minSamples(), minSecs)
 	case Breached:
 		return fmt.Sprintf("%s (%s), above %s with confidence", r.DeltaText(), r.Interval(), pct(r.Stat, g.Regression.Tolerance))
+	}
+	if r.Delta > g.Regression.Tolerance { // a point past the margin that holds: say why
+		return fmt.Sprintf("%s (%s): above %s, but not with confidence (the interval reaches below it)", r.DeltaText(), r.Interval(), pct(r.Stat, g.Regression.Tolerance))
 	}
 	return fmt.Sprintf("%s (%s)", r.DeltaText(), r.Interval())
 }

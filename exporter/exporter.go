@@ -283,6 +283,7 @@ func (x *Exporter) Update(s load.Snapshot, fig slo.Figures) {
 	// Never the run's figures, which a reset sets back to zero: a
 	// Prometheus counter only goes up.
 	x.flow.set(s.SentEver, s.IncompleteEver)
+	x.flow.setArrivals(s.ScheduledEver, s.DroppedEver, s.Backlog)
 	x.trace.set(s.Trace)
 	x.conc.Set(float64(s.Knobs.Concurrency))
 	x.prompt.Set(float64(s.Knobs.PromptTokens))
@@ -354,12 +355,21 @@ func Serve(ctx context.Context, ln net.Listener, xs ...*Exporter) error {
 // gauge is what the others leave, so sent = finished + incomplete + in
 // flight in every scrape: a gauge and counters read apart were seen off
 // by a request that moved between their reads.
+//
+// The open loop's arrivals are there too: every arrival scheduled, those
+// waiting in the backlog for a free slot (--max-in-flight) and those
+// dropped from it unsent when the run ended or the loop closed (late
+// requests, which the reports' error rate counts as failed). The rest of
+// the arrivals were sent, and are in the sent counter.
 type flow struct {
 	requests, sent, incomplete, inflight *prometheus.Desc
+	arrivals, dropped, backlog           *prometheus.Desc
 
 	mu       sync.Mutex
 	s, inc   int64 // the newest snapshot's
 	finished [probe.NumClasses]int64
+	// arr and drop are running totals, waiting the newest snapshot's.
+	arr, drop, waiting int64
 }
 
 func newFlow() *flow {
@@ -368,7 +378,20 @@ func newFlow() *flow {
 		sent:       prometheus.NewDesc("infertop_requests_sent_total", "Requests started: finished (infertop_requests_total), incomplete, or in flight.", nil, nil),
 		incomplete: prometheus.NewDesc("infertop_requests_incomplete_total", "Requests still in flight at the end of the drain, cancelled.", nil, nil),
 		inflight:   prometheus.NewDesc("infertop_in_flight_requests", "Requests sent and not yet finished.", nil, nil),
+		arrivals: prometheus.NewDesc("infertop_arrivals_total",
+			"Open loop: arrivals scheduled, the warm-up's included: sent, waiting in the backlog (infertop_backlog_requests), or dropped (infertop_arrivals_dropped_total).", nil, nil),
+		dropped: prometheus.NewDesc("infertop_arrivals_dropped_total",
+			"Open loop: arrivals dropped from the backlog unsent when the run ended or the loop closed: late requests, never sent.", nil, nil),
+		backlog: prometheus.NewDesc("infertop_backlog_requests", "Open loop: arrivals waiting for a free slot (--max-in-flight), not yet sent.", nil, nil),
 	}
+}
+
+// setArrivals takes a snapshot's open-loop counts: the arrivals and the
+// dropped (running totals that only grow) and the backlog now.
+func (f *flow) setArrivals(arrivals, dropped int64, backlog int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.arr, f.drop, f.waiting = max(f.arr, arrivals), max(f.drop, dropped), int64(max(backlog, 0))
 }
 
 // set takes a snapshot's counts, each a running total that only grows.
@@ -394,6 +417,9 @@ func (f *flow) Describe(ch chan<- *prometheus.Desc) {
 	ch <- f.sent
 	ch <- f.incomplete
 	ch <- f.inflight
+	ch <- f.arrivals
+	ch <- f.dropped
+	ch <- f.backlog
 }
 
 // Collect is prometheus.Collector's: every count under one lock. A
@@ -408,6 +434,7 @@ func (f *flow) Collect(ch chan<- prometheus.Metric) {
 	}
 	f.s = max(f.s, done+inc)
 	sent := f.s
+	arr, drop, waiting := f.arr, f.drop, f.waiting
 	f.mu.Unlock()
 	for _, c := range append([]probe.ErrorClass{probe.OK}, probe.FailureClasses()...) { // every class shows, at zero
 		ch <- prometheus.MustNewConstMetric(f.requests, prometheus.CounterValue, float64(finished[c]), c.String())
@@ -415,4 +442,7 @@ func (f *flow) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(f.sent, prometheus.CounterValue, float64(sent))
 	ch <- prometheus.MustNewConstMetric(f.incomplete, prometheus.CounterValue, float64(inc))
 	ch <- prometheus.MustNewConstMetric(f.inflight, prometheus.GaugeValue, float64(sent-done-inc))
+	ch <- prometheus.MustNewConstMetric(f.arrivals, prometheus.CounterValue, float64(arr))
+	ch <- prometheus.MustNewConstMetric(f.dropped, prometheus.CounterValue, float64(drop))
+	ch <- prometheus.MustNewConstMetric(f.backlog, prometheus.GaugeValue, float64(waiting))
 }

@@ -179,3 +179,24 @@ func TestGrafanaDashboard(t *testing.T) {
 		t.Fatalf("only %d metrics queried", n)
 	}
 }
+
+// TestArrivalSeries: the open loop's arrivals, its backlog and the
+// arrivals dropped from it unsent are series of their own, counters that
+// only go up (a reset sets the snapshot's figures back, not them).
+func TestArrivalSeries(t *testing.T) {
+	x := New(nil)
+	s := load.Snapshot{Backlog: 423, ScheduledEver: 743, SentEver: 320}
+	x.Update(s, slo.FromWindow(s))
+	got := scrape(t, x)
+	if got["infertop_arrivals_total"] != 743 || got["infertop_backlog_requests"] != 423 || got["infertop_arrivals_dropped_total"] != 0 {
+		t.Fatalf("while it runs: %v", got)
+	}
+	s = load.Snapshot{ScheduledEver: 750, DroppedEver: 523, SentEver: 227}
+	x.Update(s, slo.FromWindow(s))
+	s.ScheduledEver, s.DroppedEver = 0, 0 // a stale snapshot: the counters stay
+	x.Update(s, slo.FromWindow(s))
+	got = scrape(t, x)
+	if got["infertop_arrivals_total"] != 750 || got["infertop_backlog_requests"] != 0 || got["infertop_arrivals_dropped_total"] != 523 {
+		t.Fatalf("at the end: %v", got)
+	}
+}

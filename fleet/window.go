@@ -298,6 +298,8 @@ func (l *live) point(c int64, p load.Point, n int64, secs []*Second) livePoint {
 	t := q(load.TTFT, 50, 99)
 	e := q(load.E2E, 50, 95, 99)
 	p.TTFTP50, p.TTFTP99, p.E2EP50, p.E2EP95, p.E2EP99 = t[0], t[1], e[0], e[1], e[2]
+	ti, ei := q(load.TTFTIntended, 50, 99), q(load.E2EIntended, 50, 95, 99) // the open loop's, for the dashboard's charts
+	p.TTFTIntendedP50, p.TTFTIntendedP99, p.E2EIntendedP50, p.E2EIntendedP95, p.E2EIntendedP99 = ti[0], ti[1], ei[0], ei[1], ei[2]
 	return livePoint{key: key, p: p}
 }
 

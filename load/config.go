@@ -166,7 +166,11 @@ func ParseWarmup(s string) (Warmup, error) {
 func (w Warmup) set() bool { return w.Requests > 0 || w.Duration > 0 }
 
 // Goodput is vLLM's per-request service-level limits: a request is good when
-// it succeeded and met every limit given.
+// it succeeded and met every limit given. In the open loop the times to
+// the first token, the first answer token and the last are counted from
+// the intended send time (TTFT*, E2E*): an arrival that waited for a free
+// slot waited for its answer too, as vLLM's client, which never holds an
+// arrival back, would have measured.
 type Goodput struct {
 	TTFT, TPOT, E2E time.Duration
 	// TTFO limits the time to the answer's first token, after any
@@ -177,15 +181,16 @@ type Goodput struct {
 // Set reports whether any limit is given.
 func (g Goodput) Set() bool { return g.TTFT > 0 || g.TPOT > 0 || g.E2E > 0 || g.TTFO > 0 }
 
-// good reports whether r met every limit.
-func (g Goodput) good(r *probe.Result) bool {
+// good reports whether r met every limit; queue is the open loop's wait
+// from the intended send time to the start (0 in the closed loop).
+func (g Goodput) good(r *probe.Result, queue time.Duration) bool {
 	if !r.OK() {
 		return false
 	}
-	if g.TTFT > 0 && (!r.HasTTFT || r.TTFT > g.TTFT) {
+	if g.TTFT > 0 && (!r.HasTTFT || queue+r.TTFT > g.TTFT) {
 		return false
 	}
-	if g.TTFO > 0 && (!r.HasTTFO || r.TTFO > g.TTFO) {
+	if g.TTFO > 0 && (!r.HasTTFO || queue+r.TTFO > g.TTFO) {
 		return false
 	}
 	if g.TPOT > 0 {
@@ -193,7 +198,7 @@ func (g Goodput) good(r *probe.Result) bool {
 			return false
 		}
 	}
-	return g.E2E <= 0 || r.E2E <= g.E2E
+	return g.E2E <= 0 || queue+r.E2E <= g.E2E
 }
 
 // Record is one finished request as OnResult sees it.

@@ -19,8 +19,12 @@ type phaseInfo struct {
 	warmup      bool
 	knobs       Knobs
 	start       time.Duration
-	outstanding atomic.Int64 // started, not yet counted
+	outstanding atomic.Int64 // started, not yet counted (the backlog's waiting arrivals too)
 	incomplete  atomic.Int64 // cancelled by the engine before they finished
+	// waiting is the part of outstanding still in the open loop's backlog,
+	// never sent yet; dropped counts the arrivals dropped from it unsent
+	// (the run ended, or the loop closed): late, and never sent.
+	waiting, dropped atomic.Int64
 }
 
 // Engine runs the load. Its knob methods are safe from any goroutine and
@@ -56,18 +60,23 @@ type Engine struct {
 
 	workers    sync.WaitGroup
 	inflight   atomic.Int64
-	backingOff atomic.Int64  // closed-loop workers waiting after failures
-	unsettled  atomic.Int64  // started and not yet counted (or dropped)
-	scheduled  atomic.Int64  // open-loop arrivals scheduled (sent or waiting), since the start or the last reset, the warm-up's left out
-	incomplete atomic.Int64  // cancelled before they finished, since the start or the last reset
-	curGen     atomic.Int64  // gen, for the counters outside mu: a request begun before a reset counts in none of them
-	sentAll    atomic.Int64  // requests sent since the start, never reset: the exporter's counters only go up
-	lostAll    atomic.Int64  // requests cancelled unfinished since the start, never reset
-	abandoned  atomic.Int64  // requests given up on in the transport (see AbandonGrace)
-	begun      atomic.Int64  // requests started, against MaxRequests
-	reqSeq     atomic.Uint64 // numbers requests for their length draws
-	begunAll   atomic.Int64  // requests started, for the warm-up
-	cal        calibrator
+	backingOff atomic.Int64 // closed-loop workers waiting after failures
+	unsettled  atomic.Int64 // started and not yet counted (or dropped)
+	scheduled  atomic.Int64 // open-loop arrivals scheduled (sent or waiting), since the start or the last reset, the warm-up's left out
+	incomplete atomic.Int64 // cancelled before they finished, since the start or the last reset
+	dropped    atomic.Int64 // open-loop arrivals dropped from the backlog unsent, since the start or the last reset, the warm-up's left out
+	// scheduledAll and droppedAll count the open loop's arrivals and
+	// those dropped unsent since the start, the warm-up's too, never
+	// reset: the exporter's counters only go up.
+	scheduledAll, droppedAll atomic.Int64
+	curGen                   atomic.Int64  // gen, for the counters outside mu: a request begun before a reset counts in none of them
+	sentAll                  atomic.Int64  // requests sent since the start, never reset: the exporter's counters only go up
+	lostAll                  atomic.Int64  // requests cancelled unfinished since the start, never reset
+	abandoned                atomic.Int64  // requests given up on in the transport (see AbandonGrace)
+	begun                    atomic.Int64  // requests started, against MaxRequests
+	reqSeq                   atomic.Uint64 // numbers requests for their length draws
+	begunAll                 atomic.Int64  // requests started, for the warm-up
+	cal                      calibrator
 
 	// The requests in flight, one slot per closed-loop worker (by id) and
 	// per open-loop sender, each on the board the aggregator looks at on
@@ -223,6 +232,7 @@ func (e *Engine) Reset() {
 	e.curGen.Store(int64(e.gen))
 	e.incomplete.Store(0)
 	e.scheduled.Store(0)
+	e.dropped.Store(0)
 	e.phaseSeq++
 	e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: e.knobs, start: e.elapsedLocked()}
 	e.resetAt = e.phase.start
@@ -358,6 +368,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		s.Seq, s.Target, s.Knobs = seq, e.cfg.Target, knobs
 		s.Done, s.DoneWhy, s.Scheduled = done, why, e.scheduled.Load()
 		s.SentEver, s.IncompleteEver = e.sentAll.Load(), e.lostAll.Load()
+		s.ScheduledEver, s.DroppedEver = e.scheduledAll.Load(), e.droppedAll.Load()
+		s.Dropped, s.Run.Dropped = e.dropped.Load(), e.dropped.Load()
 		// Every phase's incomplete requests are in the total, even a phase
 		// none of whose requests ever came back; the run's leave out the
 		// warm-up's.

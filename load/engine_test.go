@@ -320,12 +320,23 @@ func TestGoodputLimits(t *testing.T) {
 		{Goodput{TPOT: 100 * time.Millisecond}, true}, {Goodput{TPOT: 50 * time.Millisecond}, false}, {Goodput{E2E: 500 * time.Millisecond}, false},
 	}
 	for _, tt := range tests {
-		if got := tt.g.good(&r); got != tt.good {
+		if got := tt.g.good(&r, 0); got != tt.good {
 			t.Errorf("%+v: good %v", tt.g, got)
 		}
 	}
+	// In the open loop a request that waited for a free slot waited for
+	// its answer too: 100 ms of TTFT after 300 ms in the backlog is 400 ms
+	// from its intended send.
+	for _, g := range []Goodput{{TTFT: 200 * time.Millisecond}, {E2E: 1200 * time.Millisecond}} {
+		if g.good(&r, 300*time.Millisecond) {
+			t.Errorf("%+v: good after 300ms in the backlog", g)
+		}
+	}
+	if !(Goodput{TPOT: 100 * time.Millisecond}).good(&r, time.Hour) {
+		t.Error("TPOT is no time from the send: the queue is none of it")
+	}
 	failed := probe.Result{Class: probe.HTTP5xx}
-	if (Goodput{}).good(&failed) {
+	if (Goodput{}).good(&failed, 0) {
 		t.Error("a failed request counted as good")
 	}
 }

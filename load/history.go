@@ -34,8 +34,11 @@ type Second struct {
 	// InFlight is the most requests in flight seen in this second.
 	InFlight int32
 	// TTFT and E2E are the p50, p95 and p99 of the requests that finished
-	// in this second, in microseconds (zero when none did).
-	TTFT, E2E [3]uint32
+	// in this second, in microseconds (zero when none did);
+	// TTFTIntended and E2EIntended the same from the intended send time
+	// (the open loop's TTFT* and E2E*; zero in the closed loop).
+	TTFT, E2E                 [3]uint32
+	TTFTIntended, E2EIntended [3]uint32
 }
 
 // PhaseHistograms are one phase's (or the run's, ID 0) latency
@@ -85,6 +88,7 @@ func (a *aggregator) recordSecond(c *secSlot) {
 		return out
 	}
 	s.TTFT, s.E2E = q3(TTFT), q3(E2E)
+	s.TTFTIntended, s.E2EIntended = q3(TTFTIntended), q3(E2EIntended)
 	h := &a.hist
 	limit := h.limit
 	if limit == 0 {

@@ -141,10 +141,12 @@ func (e *Engine) arrive(ctx context.Context, intended time.Time, item *TraceEntr
 	if !e.phase.warmup { // as the sent it is set beside, the warm-up's left out
 		e.scheduled.Add(1)
 	}
+	e.scheduledAll.Add(1)
 	e.begunAll.Add(1)
 	e.phase.outstanding.Add(1)
 	a := arrival{intended: intended, knobs: e.knobs, phase: e.phase, item: item}
 	if most := e.maxOpenInFlight(); e.openInFlight >= most {
+		a.phase.waiting.Add(1)
 		e.backlog = append(e.backlog, a)
 		e.backlogLen.Store(int64(len(e.backlog) - e.backlogHead))
 		return true
@@ -198,16 +200,30 @@ func (e *Engine) fire(ctx context.Context, a arrival, slot *slot) {
 			e.backlog, e.backlogHead = e.backlog[:0], 0
 		}
 		e.backlogLen.Store(int64(len(e.backlog) - e.backlogHead))
+		a.phase.waiting.Add(-1) // sent now: pending, no longer waiting
 		e.replaySentLocked(a.intended)
 		e.mu.Unlock()
 	}
 }
 
-// dropBacklog forgets arrivals still waiting (when the loop closes or the
-// engine stops); their phases stop waiting for them.
+// dropBacklog drops the arrivals still waiting (when the loop closes or
+// the engine stops): never sent, each is counted dropped, in its phase
+// and (when it is of the figures since the last reset, the warm-up left
+// out) in the run's, and its phase stops waiting for it. A dropped
+// arrival was due and never sent: a late request, which the error rate
+// counts as failed.
 func (e *Engine) dropBacklogLocked() {
+	cur := e.curGen.Load()
 	for _, a := range e.backlog[e.backlogHead:] {
-		a.phase.outstanding.Add(-1) // never sent: not counted anywhere
+		// dropped before waiting, waiting before outstanding: a reader
+		// that sees one gone sees it counted in the next.
+		a.phase.dropped.Add(1)
+		if int64(a.phase.gen) == cur && !a.phase.warmup {
+			e.dropped.Add(1)
+		}
+		e.droppedAll.Add(1)
+		a.phase.waiting.Add(-1)
+		a.phase.outstanding.Add(-1)
 		e.unsettled.Add(-1)
 	}
 	e.backlog, e.backlogHead = nil, 0

@@ -51,6 +51,11 @@ func ParseStages(s string) ([]Stage, error) {
 			if err != nil {
 				return nil, fmt.Errorf("stage %d: bad %s %q", i+1, k, v)
 			}
+			// A knob left out keeps its value; one given as 0 is no
+			// setting (it ran at the knob's value before, 8).
+			if k != "duration" && strings.TrimSpace(v) != "" && isZero(v) {
+				return nil, fmt.Errorf("stage %d: %s=%s: leave the key out to keep the value, or give one of at least %s", i+1, k, v, least(k))
+			}
 		}
 		if err := st.check(); err != nil { // Validate's check: a walk past a limit is refused here, not clamped later
 			return nil, fmt.Errorf("stage %d: %w", i+1, err)
@@ -136,4 +141,18 @@ func (e *Engine) Walk(ctx context.Context, stages []Stage) error {
 		}
 	}
 	return nil
+}
+
+// isZero reports whether a stage's number v is zero.
+func isZero(v string) bool {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	return err == nil && f == 0
+}
+
+// least is the least value of a stage's key k.
+func least(k string) string {
+	if k == "rate" {
+		return strconv.FormatFloat(MinRate, 'g', -1, 64)
+	}
+	return "1"
 }

@@ -67,7 +67,11 @@ func (s TraceStatus) Summary() string {
 		round = 10 * time.Millisecond
 	}
 	if s.Pass > 0 {
-		fmt.Fprintf(&b, " over %d passes of %v", s.Pass, s.Span.Round(round))
+		passes := "passes"
+		if s.Pass == 1 { // "1 passes" read as a slip
+			passes = "pass"
+		}
+		fmt.Fprintf(&b, " over %d %s of %v", s.Pass, passes, s.Span.Round(round))
 	} else {
 		fmt.Fprintf(&b, " of %d, at %v of %v", s.Total, s.Position.Round(round), s.Span.Round(round))
 	}

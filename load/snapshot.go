@@ -137,8 +137,9 @@ type Snapshot struct {
 	Incomplete int64
 	// Scheduled counts the open loop's arrivals scheduled since the start
 	// or the last reset, the warm-up's left out (as from Run.Sent): sent,
-	// waiting in the backlog, or dropped from it at the end.
-	Scheduled int64
+	// waiting in the backlog, or dropped from it unsent (Dropped, as
+	// Run.Dropped) when the run ended or the loop closed.
+	Scheduled, Dropped int64
 	// Since is the run time the figures start from: the last reset (0:
 	// none), before which every counter here was set back to zero. The
 	// clock (Elapsed) keeps counting from the start.
@@ -147,6 +148,10 @@ type Snapshot struct {
 	// cancelled unfinished since the start, the warm-up's too, never
 	// reset: counters that only go up, as Prometheus' must.
 	SentEver, IncompleteEver int64
+	// ScheduledEver and DroppedEver count the open loop's arrivals and
+	// those dropped unsent since the start, the warm-up's too, never
+	// reset.
+	ScheduledEver, DroppedEver int64
 }
 
 // Limits are the limits that end a run (zero: none).
@@ -165,7 +170,11 @@ type Point struct {
 	// Latency percentiles of this second (zero when none): TTFTs that
 	// arrived in it, E2Es of the requests that finished in it.
 	TTFTP50, TTFTP99, E2EP50, E2EP95, E2EP99 time.Duration
-	Completed, Failed                        int64
+	// The same from the intended send time, TTFT* and E2E* (the open
+	// loop's; zero in the closed loop).
+	TTFTIntendedP50, TTFTIntendedP99               time.Duration
+	E2EIntendedP50, E2EIntendedP95, E2EIntendedP99 time.Duration
+	Completed, Failed                              int64
 	// OutTokens are the output tokens that arrived in this second: a
 	// token for each output message, in the second it arrived (learnt
 	// within a tick), and a completed request's correction from the
@@ -208,11 +217,22 @@ type Phase struct {
 	// ReasoningTokens is the part of OutTokens spent reasoning; Inputs
 	// the inputs embedded (the embeddings kinds' batches).
 	ReasoningTokens, Inputs int64
+	// EstimatedOutput counts the completed requests whose output count
+	// was estimated (a token a message: the server reported no usage);
+	// Unstreamed those answered whole though streamed was asked (the
+	// server ignored "stream": no TTFT, TPOT or ITL of them).
+	EstimatedOutput, Unstreamed int64
 	// Incomplete counts the phase's requests cancelled before they
-	// finished (the drain ran out); Pending those started and not yet
+	// finished (the drain ran out); Pending those sent and not yet
 	// counted; Retried those sent again on a new connection (not
 	// failures). Sent is every request started in the phase.
 	Incomplete, Pending, Retried int64
+	// Waiting and Dropped are the open loop's arrivals of the phase never
+	// sent: Waiting those in the backlog now, for a free slot (neither
+	// sent nor in flight), Dropped those dropped from it when the run
+	// ended or the loop closed. A dropped arrival was due and never sent:
+	// the error rate counts it as failed. Scheduled is every arrival.
+	Waiting, Dropped int64
 	// Duration is the phase's span: from its start to its end or the last
 	// completion of its requests, whichever is later (or now); the rates
 	// are over it. The run's (Snapshot.Run) is the measured time: from
@@ -233,6 +253,34 @@ type Phase struct {
 // Sent is every request started in the phase: completed, failed,
 // incomplete or still pending.
 func (p Phase) Sent() int64 { return p.Completed + p.Failed + p.Incomplete + p.Pending }
+
+// Scheduled is every request the phase was to send: those sent, and the
+// open loop's arrivals waiting in the backlog or dropped from it unsent.
+// In the closed loop it is Sent.
+func (p Phase) Scheduled() int64 { return p.Sent() + p.Waiting + p.Dropped }
+
+// ArrivalCounts are the open loop's arrivals: Scheduled = Sent + Waiting +
+// Dropped.
+type ArrivalCounts struct{ Scheduled, Sent, Waiting, Dropped int64 }
+
+// Arrivals sums the open loop's arrivals over its phases (the warm-up
+// left out): those sent, waiting in the backlog and dropped from it, each
+// phase's read together, so that they add up in a snapshot taken while
+// arrivals come. In a walk that mixes the loops Sent is less than
+// Run.Sent, which counts the closed loop's requests too.
+func (s *Snapshot) Arrivals() ArrivalCounts {
+	var a ArrivalCounts
+	for _, p := range s.Phases {
+		if p.Warmup || p.Knobs.Mode != OpenLoop {
+			continue
+		}
+		a.Sent += p.Sent()
+		a.Waiting += p.Waiting
+		a.Dropped += p.Dropped
+	}
+	a.Scheduled = a.Sent + a.Waiting + a.Dropped
+	return a
+}
 
 // Finished counts every request that came back since the start or the last
 // reset, the warm-up's included (the totals leave those out): what a

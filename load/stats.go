@@ -22,14 +22,23 @@ type counts struct {
 	delivered, failedTok                            int64
 	byClass                                         [probe.NumClasses]int64
 	// reasonTok and inputs are the phase's reasoning tokens and inputs
-	// embedded (kept per phase; the seconds leave them at zero).
-	reasonTok, inputs int64
+	// embedded; estimated and unstreamed its completed requests whose
+	// output count was estimated and whose answer came whole though
+	// streamed was asked (kept per phase; the seconds leave them at zero).
+	reasonTok, inputs, estimated, unstreamed int64
 }
 
-// addKinds counts a successful result's reasoning tokens and inputs.
+// addKinds counts a successful result's reasoning tokens and inputs, and
+// whether its output count was estimated and its answer unstreamed.
 func (c *counts) addKinds(r *probe.Result) {
 	c.reasonTok += int64(r.ReasoningTokens)
 	c.inputs += int64(r.Inputs)
+	if r.OutputEstimated {
+		c.estimated++
+	}
+	if r.Unstreamed {
+		c.unstreamed++
+	}
 }
 
 // secSlot is one second of the run, sealed.
@@ -130,6 +139,35 @@ type aggregator struct {
 	errors      errorTable
 	overflows   int64
 	hist        secHistory // every second of the run, for the reports
+	// held is the window's figures as a pause found them once its last
+	// request was in (nil: not paused): while nothing is sent they stay
+	// as they were, rather than drift as the window slides off measured
+	// seconds and onto a pause that is in none of its denominators.
+	held *heldWindow
+}
+
+// heldWindow is a snapshot's window figures, held through a pause, and
+// the window length they are of.
+type heldWindow struct {
+	window                                         time.Duration
+	covered                                        time.Duration
+	latency                                        [NumMetrics]Dist
+	completed, failed                              int64
+	byClass                                        [probe.NumClasses]int64
+	estimated                                      bool
+	req, outTok, inTok, errPerSec, good, errorRate float64
+}
+
+// hold keeps s's window figures (see aggregator.held).
+func (h *heldWindow) hold(s *Snapshot, window time.Duration) {
+	*h = heldWindow{window: window, covered: s.Covered, latency: s.Latency, completed: s.Completed, failed: s.Failed, byClass: s.ByClass,
+		estimated: s.OutputEstimated, req: s.ReqPerSec, outTok: s.OutTokPerSec, inTok: s.InTokPerSec, errPerSec: s.ErrPerSec, good: s.GoodPerSec, errorRate: s.ErrorRate}
+}
+
+// apply puts the held window figures in s.
+func (h *heldWindow) apply(s *Snapshot) {
+	s.Covered, s.Latency, s.Completed, s.Failed, s.ByClass, s.OutputEstimated = h.covered, h.latency, h.completed, h.failed, h.byClass, h.estimated
+	s.ReqPerSec, s.OutTokPerSec, s.InTokPerSec, s.ErrPerSec, s.GoodPerSec, s.ErrorRate = h.req, h.outTok, h.inTok, h.errPerSec, h.good, h.errorRate
 }
 
 func newAggregator(t0 time.Time, window time.Duration) *aggregator {
@@ -176,13 +214,23 @@ func (a *aggregator) seal() {
 	c := &a.cur
 	c.valid = true
 	p := Point{Sec: c.sec, Completed: c.completed, Failed: c.failed, OutTokens: c.outTok, InTokens: c.inTok, InFlight: c.inflight}
-	if c.mom[TTFT].n > 0 {
-		q := a.curHist[TTFT].ValueAtPercentilesSlice([]float64{50, 99})
-		p.TTFTP50, p.TTFTP99 = time.Duration(q[0])*time.Microsecond, time.Duration(q[1])*time.Microsecond
-	}
-	if c.mom[E2E].n > 0 {
-		q := a.curHist[E2E].ValueAtPercentilesSlice([]float64{50, 95, 99})
-		p.E2EP50, p.E2EP95, p.E2EP99 = time.Duration(q[0])*time.Microsecond, time.Duration(q[1])*time.Microsecond, time.Duration(q[2])*time.Microsecond
+	// The second's percentiles of each charted metric (zero: none).
+	for _, q := range []struct {
+		m   Metric
+		out []*time.Duration
+		at  []float64
+	}{
+		{TTFT, []*time.Duration{&p.TTFTP50, &p.TTFTP99}, []float64{50, 99}},
+		{E2E, []*time.Duration{&p.E2EP50, &p.E2EP95, &p.E2EP99}, []float64{50, 95, 99}},
+		{TTFTIntended, []*time.Duration{&p.TTFTIntendedP50, &p.TTFTIntendedP99}, []float64{50, 99}},
+		{E2EIntended, []*time.Duration{&p.E2EIntendedP50, &p.E2EIntendedP95, &p.E2EIntendedP99}, []float64{50, 95, 99}},
+	} {
+		if c.mom[q.m].n == 0 {
+			continue
+		}
+		for i, v := range a.curHist[q.m].ValueAtPercentilesSlice(q.at) {
+			*q.out[i] = time.Duration(v) * time.Microsecond
+		}
 	}
 	c.point = p
 	a.recordSecond(c)
@@ -230,7 +278,11 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 		ph = a.phase(f.phase)
 		ph.lastEnd = max(ph.lastEnd, end)
 	}
-	good := a.goodput.good(r)
+	var queue time.Duration // the open loop's: the limits count from the intended send
+	if !f.intended.IsZero() {
+		queue = max(r.Start.Sub(f.intended), 0)
+	}
+	good := a.goodput.good(r, queue)
 	warm := f.phase.warmup
 	if a.onResult != nil {
 		rec := Record{Result: *r, PromptTokens: f.prompt, Good: good, At: r.Start.Sub(a.t0), Phase: f.phase.id, Knobs: f.phase.knobs, Warmup: warm, Live: &f.live,
@@ -512,6 +564,7 @@ func (a *aggregator) reset(now time.Duration, gen int) {
 		}
 	}
 	a.phases = nil
+	a.held = nil
 	a.run = a.newRunAcc(now)
 	a.totalOK, a.totalFailed, a.totalOut, a.totalClass = 0, 0, 0, [probe.NumClasses]int64{}
 	a.lastErr, a.lastErrAt = "", 0
@@ -604,6 +657,16 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 		}
 	}
 	s.SetWindowRates(out, in, good)
+	// Paused with nothing out: the window as the pause found it.
+	switch paused := current != nil && current.knobs.Paused && inflight == 0; {
+	case !paused:
+		a.held = nil
+	case a.held != nil && a.held.window == a.window:
+		a.held.apply(&s)
+	default:
+		a.held = new(heldWindow)
+		a.held.hold(&s, a.window)
+	}
 	s.TotalCompleted, s.TotalFailed, s.TotalByClass, s.TotalOutTokens = a.totalOK, a.totalFailed, a.totalClass, a.totalOut
 	s.LastError, s.LastErrorAt = a.lastErr, a.lastErrAt
 	s.Errors = a.errors.list()
@@ -620,6 +683,7 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	for _, p := range s.Phases { // the run's share of what is still out, and its sending time
 		if !p.Warmup {
 			s.Run.Pending += p.Pending
+			s.Run.Waiting += p.Waiting
 			s.Run.Sending += p.Sending
 		}
 	}
@@ -679,8 +743,13 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current, Warmup: p.info.warmup,
 		Completed: p.completed, Failed: p.failed, Good: p.good, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
 		DeliveredTokens: p.delivered, FailedOutTokens: p.failedTok, ReasoningTokens: p.reasonTok, Inputs: p.inputs,
-		Retried: p.retried, Incomplete: p.info.incomplete.Load(), Pending: p.info.outstanding.Load(),
+		EstimatedOutput: p.estimated, Unstreamed: p.unstreamed,
+		Retried: p.retried, Incomplete: p.info.incomplete.Load(), Dropped: p.info.dropped.Load(),
 	}
+	// waiting before outstanding (which holds it): an arrival sent between
+	// the two reads is pending, not counted twice.
+	ph.Waiting = p.info.waiting.Load()
+	ph.Pending = max(p.info.outstanding.Load()-ph.Waiting, 0)
 	if !current {
 		ph.End = p.end
 	}

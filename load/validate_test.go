@@ -96,7 +96,9 @@ func TestValidateZero(t *testing.T) {
 // TestParseRefusesPastLimits: a walk past a knob's limit is refused where
 // it is read, not clamped when it is walked.
 func TestParseRefusesPastLimits(t *testing.T) {
-	for _, spec := range []string{"concurrency=20000,duration=1s", "rate=0.001,duration=1s", "prompt=40000,duration=1s", "rate=NaN,duration=1s"} {
+	// A knob given as 0 is refused too: it ran at the knob's value (8).
+	for _, spec := range []string{"concurrency=20000,duration=1s", "rate=0.001,duration=1s", "prompt=40000,duration=1s", "rate=NaN,duration=1s",
+		"concurrency=0,duration=1s", "concurrency=2,duration=1s;rate=0,duration=1s", "prompt=0,duration=1s", "output=0.0,duration=1s"} {
 		if _, err := ParseStages(spec); err == nil {
 			t.Errorf("ParseStages(%q) accepted", spec)
 		}

@@ -31,7 +31,11 @@ func (a *anthropicProto) body(model string, req Request) ([]byte, error) {
 	if system != "" {
 		m["system"] = system
 	}
-	// The Messages API has no seed.
+	// The Messages API has no seed. ignore_eos is vLLM's, which takes it
+	// on its Messages endpoint too (--fixed-output asks for it).
+	if a.opts.IgnoreEOS {
+		m["ignore_eos"] = true
+	}
 	sampling(m, BodyOptions{Temperature: a.opts.Temperature, TopP: a.opts.TopP}, "temperature", "top_p", "")
 	return marshal(m, a.opts.Extra)
 }

@@ -209,6 +209,9 @@ func TestAPIBodies(t *testing.T) {
 			`{"input":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}],"max_output_tokens":9,"model":"m","stream":false}`},
 		{&anthropicProto{stream: true}, conv, `{"max_tokens":9,"messages":[{"role":"user","content":"hi"}],"model":"m","stream":true,"system":"be brief"}`},
 		{&anthropicProto{}, Request{Prompt: "hi"}, `{"max_tokens":1,"messages":[{"role":"user","content":"hi"}],"model":"m"}`},
+		// --fixed-output: vLLM's engine takes ignore_eos on both.
+		{&responsesProto{opts: BodyOptions{IgnoreEOS: true, MinTokens: true}}, Request{Prompt: "hi", MaxTokens: 9}, `{"ignore_eos":true,"input":"hi","max_output_tokens":9,"model":"m","stream":false}`},
+		{&anthropicProto{opts: BodyOptions{IgnoreEOS: true, MinTokens: true}}, Request{Prompt: "hi", MaxTokens: 9}, `{"ignore_eos":true,"max_tokens":9,"messages":[{"role":"user","content":"hi"}],"model":"m"}`},
 		{&embedProto{}, Request{Prompt: "hi"}, `{"encoding_format":"float","input":"hi","model":"m"}`},
 		{&embedProto{opts: BodyOptions{Batch: 3}}, Request{Prompt: "hi"}, `{"encoding_format":"float","input":["hi","1 hi","2 hi"],"model":"m"}`},
 		{&embedProto{native: true, opts: BodyOptions{Batch: 2}}, Request{Prompt: "hi"}, `{"input":["hi","1 hi"],"model":"m"}`},

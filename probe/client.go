@@ -505,8 +505,16 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	fr := c.proto.framing()
-	if fr == frameSSE && sentJSON(resp.Header.Get("Content-Type")) {
-		fr = frameWhole // the server ignored "stream": read the whole answer
+	ct := resp.Header.Get("Content-Type")
+	if fr == frameSSE && sentJSON(ct) {
+		fr, res.Unstreamed = frameWhole, true // the server ignored "stream": read the whole answer
+	}
+	if sentHTML(ct) { // a proxy's or a login page, not an API's answer
+		excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+		res.E2E = time.Since(res.Start)
+		res.Class, res.Err = Malformed, c.redact("HTTP 200 with a web page (Content-Type text/html), not an API answer: "+errorText(excerpt))
+		c.drain(resp.Body, cancel)
+		return res
 	}
 	var u *usage
 	if fr == frameWhole {
@@ -532,6 +540,13 @@ func sentJSON(ct string) bool {
 	}
 	mt, _, _ := mime.ParseMediaType(ct)
 	return mt == "application/json"
+}
+
+// sentHTML reports whether a Content-Type is a web page (text/html): no
+// API answers with one, a proxy or a login page does.
+func sentHTML(ct string) bool {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == "text/html"
 }
 
 // newRequest builds the POST of body, traced into tr, under rctx.

@@ -351,8 +351,8 @@ func TestWholeAnswerNotJSON(t *testing.T) {
 		c, _ := New(Config{URL: srv.URL, API: kind, NoStream: true})
 		res := c.Do(context.Background(), Request{Prompt: "x", MaxTokens: 1})
 		c.Close()
-		if res.Class != Malformed || !strings.Contains(res.Err, "malformed") {
-			t.Errorf("%s: class %v (%s), want malformed", kind, res.Class, res.Err)
+		if res.Class != Malformed || !strings.Contains(res.Err, "text/html") || !strings.Contains(res.Err, "502 Bad Gateway") {
+			t.Errorf("%s: class %v (%s), want malformed: a web page", kind, res.Class, res.Err)
 		}
 	}
 }

@@ -31,7 +31,12 @@ func (o *responsesProto) body(model string, req Request) ([]byte, error) {
 	} else {
 		m["input"] = input
 	}
-	// The Responses API has no seed (nor min_tokens or ignore_eos).
+	// The Responses API has no seed (nor min_tokens). ignore_eos is no
+	// part of it either, but servers built on vLLM's engine take it there
+	// as on chat (--fixed-output asks for it: OpenAI itself refuses it).
+	if o.opts.IgnoreEOS {
+		m["ignore_eos"] = true
+	}
 	sampling(m, BodyOptions{Temperature: o.opts.Temperature, TopP: o.opts.TopP}, "temperature", "top_p", "")
 	return marshal(m, o.opts.Extra)
 }

@@ -121,6 +121,10 @@ type Result struct {
 	// Inputs is how many inputs an embeddings request sent, each answered
 	// with its vector (0 for the generating kinds).
 	Inputs int
+	// Unstreamed is true when a streamed answer was asked for and the
+	// server sent a whole one (it ignored "stream"): no TTFT, TPOT or ITL
+	// could be seen.
+	Unstreamed bool
 }
 
 // AnswerTokens is the output tokens of the answer: OutputTokens less

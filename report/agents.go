@@ -148,7 +148,7 @@ func (r *Report) writeMergedJSON(w io.Writer) error {
 func verdictsJSON(vs []slo.Verdict) []VerdictJSON {
 	out := []VerdictJSON{}
 	for _, v := range vs {
-		vj := VerdictJSON{Expr: v.Expr, Scope: v.Scope, Held: v.Held, Known: v.Known, Target: v.Value, Text: v.String()}
+		vj := VerdictJSON{Expr: v.Expr, Scope: v.Scope, Held: v.Held, Known: v.Known, Target: v.Value, Text: v.String(), Of: v.Of}
 		if v.Known {
 			a := v.Actual
 			vj.Actual = &a
@@ -165,6 +165,7 @@ func verdictsJSON(vs []slo.Verdict) []VerdictJSON {
 // (WriteText, WriteCSV) and judged with the code a single run's is.
 func SnapshotOf(inf InfertopJSON, maxConcurrency int) load.Snapshot {
 	s := load.Snapshot{Run: phaseOf(inf.Run), Done: true, Scheduled: inf.ArrivalsScheduled, MaxInFlight: maxConcurrency}
+	s.Dropped = s.Run.Dropped
 	s.Run.ID = 0
 	for _, p := range inf.Phases {
 		s.Phases = append(s.Phases, phaseOf(p))
@@ -202,7 +203,7 @@ func phaseOf(p PhaseJSON) load.Phase {
 	d := func(v float64) time.Duration { return time.Duration(math.Round(v * 1e6)) }
 	s := func(v float64) time.Duration { return time.Duration(math.Round(v * 1e9)) }
 	out := load.Phase{ID: p.ID, Knobs: knobsOf(p.Knobs), Start: s(p.StartS), Duration: s(p.DurationS), Warmup: p.Warmup,
-		Completed: p.Completed, Failed: p.Failed, Good: p.Good, Incomplete: p.Incomplete, Retried: p.Retried,
+		Completed: p.Completed, Failed: p.Failed, Good: p.Good, Incomplete: p.Incomplete, Waiting: p.Backlog, Dropped: p.Dropped, Retried: p.Retried,
 		OutTokens: p.OutputTokens, InTokens: p.InputTokens, DeliveredTokens: p.DeliveredTokens, FailedOutTokens: p.FailedOutputTokens,
 		ReasoningTokens: p.ReasoningTokens, Inputs: p.Inputs,
 		OutTokPerSec: p.OutputThroughput, InTokPerSec: p.InputThroughput, ReqPerSec: p.RequestThroughput, GoodPerSec: p.RequestGoodput}

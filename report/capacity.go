@@ -58,8 +58,11 @@ func writeCapacity(b *strings.Builder, o *capacity.Outcome) {
 			if !s.Held {
 				verdict = "broke"
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%d\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%.2f%%\t%s\t%s\t\n", s.N, r.Over.Format(s.Load), s.Phase, s.ReqPerSec, s.OutTokPerSec, s.GoodPerSec,
-				fmsSeen(s.TTFT, s.TTFT.P50), fmsSeen(s.TTFT, s.TTFT.P99), fmsSeen(s.E2E, s.E2E.P50), fmsSeen(s.E2E, s.E2E.P99), s.ErrorRate*100, verdict, mark)
+			sj := stepJSON(s) // what was measured, nothing else
+			fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.N, r.Over.Format(s.Load), s.Phase,
+				FormatKnown(sj.ReqPerSec, "%.1f", 1), FormatKnown(sj.OutTokPerSec, "%.1f", 1), FormatKnown(sj.GoodPerSec, "%.1f", 1),
+				FormatKnown(sj.P50TTFT, "%.2fms", 1), FormatKnown(sj.P99TTFT, "%.2fms", 1), FormatKnown(sj.P50E2E, "%.2fms", 1), FormatKnown(sj.P99E2E, "%.2fms", 1),
+				FormatKnown(sj.ErrorRate, "%.2f%%", 100), verdict, mark)
 		}
 		tw.Flush()
 		for _, s := range r.Steps {
@@ -121,7 +124,9 @@ func writeMatrix(b *strings.Builder, o *capacity.Outcome, objs string) {
 	tw.Flush()
 }
 
-// StepJSON is one step of a capacity search.
+// StepJSON is one step of a capacity search. A figure nothing measured
+// is null (nil), never 0: a step past the knee whose measured phase had
+// no request back has no latency, and no output or goodput rate.
 type StepJSON struct {
 	N            int       `json:"step"`
 	Load         float64   `json:"load"`
@@ -136,23 +141,53 @@ type StepJSON struct {
 	Failed       int64     `json:"failed"`
 	Incomplete   int64     `json:"incomplete"`
 	Pending      int64     `json:"pending"`
-	ReqPerSec    float64   `json:"request_throughput"`
-	OutTokPerSec float64   `json:"output_throughput"`
-	GoodPerSec   float64   `json:"request_goodput"`
-	P50TTFT      float64   `json:"p50_ttft_ms"`
-	P99TTFT      float64   `json:"p99_ttft_ms"`
-	P50E2E       float64   `json:"p50_e2el_ms"`
-	P99E2E       float64   `json:"p99_e2el_ms"`
-	ErrorRate    float64   `json:"error_rate"`
+	ReqPerSec    *float64  `json:"request_throughput"`
+	OutTokPerSec *float64  `json:"output_throughput"`
+	GoodPerSec   *float64  `json:"request_goodput"`
+	P50TTFT      *float64  `json:"p50_ttft_ms"`
+	P99TTFT      *float64  `json:"p99_ttft_ms"`
+	P50E2E       *float64  `json:"p50_e2el_ms"`
+	P99E2E       *float64  `json:"p99_e2el_ms"`
+	ErrorRate    *float64  `json:"error_rate"`
 	Held         bool      `json:"held"`
 	Saturated    bool      `json:"over_saturated"`
 	Why          string    `json:"why"`
 }
 
 func stepJSON(s capacity.Step) StepJSON {
+	lat := func(d load.Dist, v time.Duration) *float64 { return known(ms(v), d.Count > 0) }
 	return StepJSON{N: s.N, Load: s.Load, Knobs: knobs(s.Knobs), DrainPhase: s.DrainPhase, WarmupPhase: s.WarmupPhase, Phase: s.Phase, TailPhase: s.TailPhase, StartS: s.Start.Seconds(), MeasuredS: s.Measured.Seconds(),
-		Completed: s.Completed, Failed: s.Failed, Incomplete: s.Incomplete, Pending: s.Pending, ReqPerSec: s.ReqPerSec, OutTokPerSec: s.OutTokPerSec, GoodPerSec: s.GoodPerSec,
-		P50TTFT: ms(s.TTFT.P50), P99TTFT: ms(s.TTFT.P99), P50E2E: ms(s.E2E.P50), P99E2E: ms(s.E2E.P99), ErrorRate: s.ErrorRate, Held: s.Held, Saturated: s.Saturated, Why: s.Why}
+		Completed: s.Completed, Failed: s.Failed, Incomplete: s.Incomplete, Pending: s.Pending,
+		ReqPerSec: known(s.ReqPerSec, s.ReqKnown), OutTokPerSec: known(s.OutTokPerSec, s.PerRequestKnown), GoodPerSec: known(s.GoodPerSec, s.PerRequestKnown),
+		P50TTFT: lat(s.TTFT, s.TTFT.P50), P99TTFT: lat(s.TTFT, s.TTFT.P99), P50E2E: lat(s.E2E, s.E2E.P50), P99E2E: lat(s.E2E, s.E2E.P99),
+		ErrorRate: known(s.ErrorRate, s.Finished() > 0), Held: s.Held, Saturated: s.Saturated, Why: s.Why}
+}
+
+// known is &v when it was measured, nil (null, absent) when not.
+func known(v float64, ok bool) *float64 {
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+// FormatKnown formats *v scaled by scale with format, or "—" when it was
+// not measured (nil, null in the JSON): never a zero that reads as a
+// measurement.
+func FormatKnown(v *float64, format string, scale float64) string {
+	if v == nil {
+		return "—"
+	}
+	return fmt.Sprintf(format, *v*scale)
+}
+
+// cell is a CSV cell of *v: three decimals, or empty when it was not
+// measured (nil).
+func cell(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', 3, 64)
 }
 
 // SearchJSON is one capacity search (a --find-max, or one cell of a
@@ -279,11 +314,17 @@ func writeCapacityCSV(w io.Writer, o *capacity.Outcome) error {
 	for _, c := range o.Cells {
 		r := c.Result
 		for k, s := range r.Steps {
+			sj := stepJSON(s) // a figure nothing measured is an empty cell
+			tpot := func(v time.Duration) string { return cell(known(ms(v), s.TPOT.Count > 0)) }
+			errRate := ""
+			if sj.ErrorRate != nil {
+				errRate = strconv.FormatFloat(*sj.ErrorRate, 'f', 6, 64)
+			}
 			row := []string{strconv.Itoa(c.Prompt), strconv.Itoa(c.Output), strconv.Itoa(s.N), string(r.Over), f(s.Load), strconv.FormatBool(s.Held),
 				strconv.FormatBool(k == r.Knee && !r.Fixed), strconv.FormatBool(s.Saturated), strconv.Itoa(s.DrainPhase), strconv.Itoa(s.WarmupPhase), strconv.Itoa(s.Phase), strconv.Itoa(s.TailPhase),
-				f(s.Start.Seconds()), f(s.Measured.Seconds()), i(s.Completed), i(s.Failed), i(s.Incomplete), i(s.Pending), f(s.ReqPerSec), f(s.OutTokPerSec), f(s.GoodPerSec),
-				f(ms(s.TTFT.P50)), f(ms(s.TTFT.P99)), f(ms(s.TPOT.P50)), f(ms(s.TPOT.P99)), f(ms(s.E2E.P50)), f(ms(s.E2E.P99)),
-				strconv.FormatFloat(s.ErrorRate, 'f', 6, 64), s.Why}
+				f(s.Start.Seconds()), f(s.Measured.Seconds()), i(s.Completed), i(s.Failed), i(s.Incomplete), i(s.Pending), cell(sj.ReqPerSec), cell(sj.OutTokPerSec), cell(sj.GoodPerSec),
+				cell(sj.P50TTFT), cell(sj.P99TTFT), tpot(s.TPOT.P50), tpot(s.TPOT.P99), cell(sj.P50E2E), cell(sj.P99E2E),
+				errRate, s.Why}
 			if err := cw.Write(row); err != nil {
 				return fmt.Errorf("write CSV: %w", err)
 			}
@@ -291,15 +332,6 @@ func writeCapacityCSV(w io.Writer, o *capacity.Outcome) error {
 	}
 	cw.Flush()
 	return cw.Error()
-}
-
-// fmsSeen is fms of v, a figure of d, or "—" when d counted nothing (an
-// embeddings API has no TTFT): never a zero that reads as a measurement.
-func fmsSeen(d load.Dist, v time.Duration) string {
-	if d.Count == 0 {
-		return "—"
-	}
-	return fms(v)
 }
 
 // plural is n what, in English: "1 request", "0 requests".

@@ -17,7 +17,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		return writeCapacityCSV(w, r.Capacity)
 	}
 	cw := csv.NewWriter(w)
-	head := []string{"phase", "mode", "rate", "concurrency", "prompt_tokens", "output_tokens", "start_s", "duration_s", "sent", "completed", "failed", "incomplete", "retried", "good",
+	head := []string{"phase", "mode", "rate", "concurrency", "prompt_tokens", "output_tokens", "start_s", "duration_s", "sent", "completed", "failed", "incomplete", "backlog", "dropped", "retried", "good",
 		"total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "input_throughput"}
 	for _, m := range vllmMetric {
 		for _, stat := range []string{"mean", "std", "p50", "p90", "p95", "p99", "p99.9", "max"} {
@@ -35,7 +35,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 		i := func(v int64) string { return strconv.FormatInt(v, 10) }
 		out := []string{id, p.Knobs.Mode.String(), f(p.Knobs.Rate), strconv.Itoa(p.Knobs.Concurrency), strconv.Itoa(p.Knobs.PromptTokens), strconv.Itoa(p.Knobs.OutputTokens),
-			f(p.Start.Seconds()), f(p.Duration.Seconds()), i(p.Sent()), i(p.Completed), i(p.Failed), i(p.Incomplete), i(p.Retried), i(p.Good), i(p.InTokens), i(p.OutTokens),
+			f(p.Start.Seconds()), f(p.Duration.Seconds()), i(p.Sent()), i(p.Completed), i(p.Failed), i(p.Incomplete), i(p.Waiting), i(p.Dropped), i(p.Retried), i(p.Good), i(p.InTokens), i(p.OutTokens),
 			f(p.ReqPerSec), f(p.GoodPerSec), f(p.OutTokPerSec), f(p.InTokPerSec)}
 		for _, m := range vllmMetric {
 			d := p.Latency[m.m]
@@ -59,7 +59,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		return append(out, "", "", "")
 	}
 	for _, p := range r.Final.Phases {
-		if p.Sent() > 0 {
+		if p.Scheduled() > 0 {
 			if err := cw.Write(row(strconv.Itoa(p.ID), p)); err != nil {
 				return fmt.Errorf("write CSV: %w", err)
 			}
@@ -76,9 +76,27 @@ func (r *Report) WriteCSV(w io.Writer) error {
 			run.Knobs.Mode = load.OpenLoop
 		}
 	}
-	if err := cw.Write(row("run", run)); err != nil {
+	out := row("run", run)
+	if mixedLoops(r.Final.Phases) { // a walk through both loops: the run is neither
+		out[1] = "mixed"
+	}
+	if err := cw.Write(out); err != nil {
 		return fmt.Errorf("write CSV: %w", err)
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// mixedLoops reports whether the phases with requests (the warm-up left
+// out) ran both the closed and the open loop.
+func mixedLoops(phases []load.Phase) bool {
+	var open, closed bool
+	for _, p := range phases {
+		if p.Warmup || p.Scheduled() == 0 {
+			continue
+		}
+		open = open || p.Knobs.Mode == load.OpenLoop
+		closed = closed || p.Knobs.Mode == load.ClosedLoop
+	}
+	return open && closed
 }

@@ -73,15 +73,21 @@ func dist(d load.Dist) DistJSON {
 
 // PhaseJSON is a phase (or the whole run) in the JSON result.
 type PhaseJSON struct {
-	ID                   int                 `json:"id"`
-	Warmup               bool                `json:"warmup"`
-	Knobs                KnobsJSON           `json:"knobs"`
-	StartS               float64             `json:"start_s"`
-	DurationS            float64             `json:"duration_s"`
-	Sent                 int64               `json:"sent"`
-	Completed            int64               `json:"completed"`
-	Failed               int64               `json:"failed"`
-	Incomplete           int64               `json:"incomplete"`
+	ID         int       `json:"id"`
+	Warmup     bool      `json:"warmup"`
+	Knobs      KnobsJSON `json:"knobs"`
+	StartS     float64   `json:"start_s"`
+	DurationS  float64   `json:"duration_s"`
+	Sent       int64     `json:"sent"`
+	Completed  int64     `json:"completed"`
+	Failed     int64     `json:"failed"`
+	Incomplete int64     `json:"incomplete"`
+	// Backlog and Dropped are the open loop's arrivals never sent:
+	// waiting for a free slot (a report saved while the run goes on), or
+	// dropped from the backlog unsent when the run ended or the loop
+	// closed (failed, late, in the error rate).
+	Backlog              int64               `json:"backlog,omitempty"`
+	Dropped              int64               `json:"dropped,omitempty"`
 	Retried              int64               `json:"retried"`
 	Good                 int64               `json:"good"`
 	ErrorsByClass        map[string]int64    `json:"errors_by_class"`
@@ -102,7 +108,7 @@ type PhaseJSON struct {
 func phaseJSON(p load.Phase) PhaseJSON {
 	out := PhaseJSON{
 		ID: p.ID, Warmup: p.Warmup, Knobs: knobs(p.Knobs), StartS: p.Start.Seconds(), DurationS: p.Duration.Seconds(),
-		Sent: p.Sent(), Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Retried: p.Retried,
+		Sent: p.Sent(), Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Backlog: p.Waiting, Dropped: p.Dropped, Retried: p.Retried,
 		Good: p.Good, ErrorsByClass: classCounts(p.ByClass),
 		InputTokens: p.InTokens, OutputTokens: p.OutTokens, DeliveredTokens: p.DeliveredTokens, FailedOutputTokens: p.FailedOutTokens, ReasoningTokens: p.ReasoningTokens, Inputs: p.Inputs, RequestThroughput: p.ReqPerSec, RequestGoodput: p.GoodPerSec,
 		OutputThroughput: p.OutTokPerSec, InputThroughput: p.InTokPerSec, TotalTokenThroughput: p.OutTokPerSec + p.InTokPerSec,
@@ -123,6 +129,8 @@ type VerdictJSON struct {
 	Actual *float64 `json:"actual"`
 	Target float64  `json:"target"`
 	Text   string   `json:"text"`
+	// Of says which figure a latency objective judged (slo.Verdict.Of).
+	Of string `json:"of,omitempty"`
 }
 
 // WriteJSON writes the result: vLLM's keys at the top level for the whole
@@ -135,7 +143,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	top := vllmKeys(r.Manifest, phaseJSON(run), max(r.Final.MaxInFlight, 1)) // vLLM's max_concurrency: the most in flight, not the knob
 	var phases []PhaseJSON
 	for _, p := range r.Final.Phases {
-		if p.Sent() > 0 {
+		if p.Scheduled() > 0 {
 			phases = append(phases, phaseJSON(p))
 		}
 	}
@@ -148,8 +156,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		Errors: errorsJSON(r.Final.Errors), Retried: run.Retried, SLO: verdicts, SLOHeld: Held(r.Verdicts),
 		Compare: r.Compare,
 	}
-	if s := r.Final.Scheduled; s > 0 {
-		inf.ArrivalsScheduled = s
+	if r.Final.Scheduled > 0 {
+		a := r.Final.Arrivals() // its parts, read together
+		inf.ArrivalsScheduled, inf.ArrivalsSent, inf.ArrivalsDropped = a.Scheduled, &a.Sent, a.Dropped
 		if run.Sending > 0 { // over the time requests were being sent, not the drain
 			rate := run.SentPerSec
 			inf.SentRate = &rate
@@ -208,6 +217,7 @@ func vllmKeys(m Manifest, run PhaseJSON, maxConcurrency int) map[string]any {
 		"completed":              run.Completed,
 		"failed":                 run.Failed,
 		"incomplete":             run.Incomplete,
+		"dropped":                run.Dropped,
 		"total_input_tokens":     run.InputTokens,
 		"total_output_tokens":    run.OutputTokens,
 		"total_reasoning_tokens": run.ReasoningTokens,
@@ -286,7 +296,11 @@ type InfertopJSON struct {
 	SLOHeld       bool             `json:"slo_held"`
 	// ArrivalsScheduled and SentRate are the open loop's: arrivals
 	// scheduled, and requests sent per second over the run.
+	// ArrivalsSent and ArrivalsDropped split them: scheduled = sent +
+	// dropped (+ the backlog, in a report saved while the run goes on).
 	ArrivalsScheduled int64    `json:"arrivals_scheduled,omitempty"`
+	ArrivalsSent      *int64   `json:"arrivals_sent,omitempty"`
+	ArrivalsDropped   int64    `json:"arrivals_dropped,omitempty"`
 	SentRate          *float64 `json:"sent_rate,omitempty"`
 	// Energy is there with GPU telemetry; Series and Histograms with the
 	// run's history, Telemetry with the server's or GPUs' readings.

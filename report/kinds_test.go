@@ -93,7 +93,7 @@ func testCapacity(t *testing.T, prompt, output int) capacity.Result {
 		ms := time.Duration(40*(i+1)*(i+1)) * time.Millisecond
 		steps = append(steps, capacity.Step{N: i + 1, Load: l, Knobs: load.Knobs{Concurrency: int(l), PromptTokens: prompt, OutputTokens: output},
 			WarmupPhase: 2*i + 1, Phase: 2*i + 2, Start: time.Duration(i) * 2 * time.Second, Measured: 1500 * time.Millisecond,
-			Completed: 100, ReqPerSec: 20 * l, OutTokPerSec: 20 * l * float64(output), GoodPerSec: 20 * l,
+			Completed: 100, ReqPerSec: 20 * l, OutTokPerSec: 20 * l * float64(output), GoodPerSec: 20 * l, ReqKnown: true, PerRequestKnown: true,
 			TTFT: d(ms, 2*ms), TPOT: d(ms/10, ms/5), E2E: d(5*ms, 10*ms), Held: i < 2, Why: "held"})
 	}
 	steps[2].Why, steps[2].Failed, steps[2].ErrorRate = "breach certain", 3, 0.03

@@ -104,7 +104,7 @@ func CheckMerged(exprs []string, run PhaseJSON, phases []PhaseJSON) ([]VerdictJS
 // figures are a phase's figures as an objective reads them, from the
 // JSON (the reverse of phaseJSON's).
 func (p PhaseJSON) figures() slo.Figures {
-	f := slo.Figures{Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, ReqPerSec: p.RequestThroughput,
+	f := slo.Figures{Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Dropped: p.Dropped, ReqPerSec: p.RequestThroughput,
 		OutTokPerSec: p.OutputThroughput, InTokPerSec: p.InputThroughput, GoodPerSec: p.RequestGoodput}
 	d := func(v float64) time.Duration { return time.Duration(math.Round(v * 1e6)) }
 	for _, m := range allMetrics {
@@ -112,5 +112,6 @@ func (p PhaseJSON) figures() slo.Figures {
 		f.Latency[m.m] = load.Dist{Count: j.Count, Mean: d(j.Mean), Std: d(j.Std), Min: d(j.Min), P50: d(j.P50), P90: d(j.P90),
 			P95: d(j.P95), P99: d(j.P99), P999: d(j.P999), Max: d(j.Max)}
 	}
+	f.Loop = slo.TimingOf(f.Latency) // the open loop's judged from the intended send, as a single run's
 	return f
 }

@@ -97,14 +97,13 @@ func Verdicts(objs []slo.Objective, s load.Snapshot, energy *Energy) []slo.Verdi
 		return nil
 	}
 	fig := func(p load.Phase) slo.Figures {
-		f := slo.FromPhase(p)
-		f.Incomplete = p.Incomplete // never finished: failed, for the error rate
+		f := slo.FromPhase(p) // the incomplete and the dropped: failed, for the error rate
 		f.JoulesPerToken, f.HasEnergy = energy.PerToken(p)
 		return f
 	}
 	out := slo.CheckAll(objs, fig(s.Run), "run")
 	for _, p := range s.Phases {
-		if p.Sent() == 0 || p.Warmup {
+		if p.Scheduled() == 0 || p.Warmup {
 			continue
 		}
 		out = append(out, slo.CheckAll(objs, fig(p), "phase "+strconv.Itoa(p.ID))...)

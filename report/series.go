@@ -44,6 +44,18 @@ func seriesJSON(h *load.History) SeriesJSON {
 	for k := range lat {
 		out.Latency[k] = make([]*float64, n)
 	}
+	// The open loop's TTFT* and E2E*, from the intended send time: their
+	// columns only when some second has them (a closed loop has none).
+	for _, s := range h.Seconds {
+		if s.TTFTIntended[2] > 0 || s.E2EIntended[2] > 0 {
+			for i, q := range []string{"p50", "p95", "p99"} {
+				lat["ttft_intended_"+q] = func(s load.Second) uint32 { return s.TTFTIntended[i] }
+				lat["e2el_intended_"+q] = func(s load.Second) uint32 { return s.E2EIntended[i] }
+				out.Latency["ttft_intended_"+q], out.Latency["e2el_intended_"+q] = make([]*float64, n), make([]*float64, n)
+			}
+			break
+		}
+	}
 	for i, s := range h.Seconds {
 		out.Sec[i], out.Completed[i], out.Failed[i] = s.Sec, s.Completed, s.Failed
 		out.OutputTokens[i], out.InputTokens[i], out.InFlight[i] = s.OutTokens, s.InTokens, s.InFlight

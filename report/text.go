@@ -23,8 +23,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	if !m.Stream {
 		b.WriteString("not streamed: TTFT, TPOT and ITL are not observable\n")
 	}
+	if r.Capacity != nil { // the answer first: a matrix's phases run to hundreds of lines
+		writeCapacity(&b, r.Capacity)
+	}
 	for _, p := range r.Final.Phases {
-		if p.Sent() == 0 {
+		if p.Scheduled() == 0 {
 			continue
 		}
 		level := fmt.Sprintf("concurrency %d", p.Knobs.Concurrency)
@@ -35,10 +38,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if p.Warmup {
 			warm = " (warm-up, not in the run's figures)"
 		}
-		prompt := fmt.Sprintf("prompt %d", p.Knobs.PromptTokens)
-		if r.Final.Dataset > 0 {
-			prompt = fmt.Sprintf("prompts from the dataset (%d)", r.Final.Dataset)
-		}
+		prompt := promptTitle(p, r.Final)
 		// A phase ends when the next begins; its requests may finish later
 		// (they belong to the phase they started in), and its rates are
 		// over that span: say both rather than show phases overlapping.
@@ -67,9 +67,6 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Merged != nil && r.Merged.Result.Agents != nil {
 		writeAgents(&b, r.Merged.Result.Agents)
 	}
-	if r.Capacity != nil {
-		writeCapacity(&b, r.Capacity)
-	}
 	if len(r.Verdicts) > 0 {
 		b.WriteString("\nSLOs:\n")
 		for _, v := range r.Verdicts {
@@ -94,10 +91,18 @@ func writeCounts(b *strings.Builder, s load.Snapshot) {
 		fmt.Fprintf(b, " + %d still in flight", run.Pending)
 	}
 	b.WriteString("\n")
-	if s.Scheduled > 0 {
-		// Over the time requests were being sent: the drain sends none.
-		fmt.Fprintf(b, "  open loop: %d arrivals scheduled, %d sent (%.1f req/s sent over %s)\n", s.Scheduled, run.Sent(), run.SentPerSec,
-			run.Sending.Round(time.Millisecond))
+	if a := s.Arrivals(); s.Scheduled > 0 {
+		// Every arrival: sent, waiting or dropped; a walk's closed-loop
+		// stages sent the rest of the sent above. The rate is over the
+		// time requests were being sent: the drain sends none.
+		fmt.Fprintf(b, "  open loop: %d arrivals scheduled = %d sent", a.Scheduled, a.Sent)
+		if a.Waiting > 0 {
+			fmt.Fprintf(b, " + %d waiting in the backlog", a.Waiting)
+		}
+		fmt.Fprintf(b, " + %d dropped (%.1f req/s sent over %s)\n", a.Dropped, run.SentPerSec, run.Sending.Round(time.Millisecond))
+	}
+	if run.Dropped > 0 {
+		fmt.Fprintf(b, "  %d arrivals were still waiting for a free slot (--max-in-flight) when the run ended or the loop closed, and were never sent: dropped, late, counted as failed in error_rate, not in the percentiles below\n", run.Dropped)
 	}
 	if s.Trace.On { // how far behind the trace the client fell, if it did
 		fmt.Fprintf(b, "  %s\n", s.Trace.Summary())
@@ -125,6 +130,12 @@ const maxErrorLines = 5
 
 func writeFigures(b *strings.Builder, p load.Phase) {
 	fmt.Fprintf(b, "  requests %d ok, %d failed", p.Completed, p.Failed)
+	if p.Dropped > 0 {
+		fmt.Fprintf(b, ", %d dropped unsent", p.Dropped)
+	}
+	if p.Waiting > 0 {
+		fmt.Fprintf(b, ", %d waiting unsent", p.Waiting)
+	}
 	var classes []string
 	for _, c := range probe.FailureClasses() {
 		if n := p.ByClass[c]; n > 0 {
@@ -141,6 +152,12 @@ func writeFigures(b *strings.Builder, p load.Phase) {
 	} else {
 		fmt.Fprintf(b, " · %.1f req/s · %.1f tok/s out · %.1f tok/s in · goodput %.1f req/s\n",
 			p.ReqPerSec, p.OutTokPerSec, p.InTokPerSec, p.GoodPerSec)
+	}
+	if p.Unstreamed > 0 {
+		fmt.Fprintf(b, "  %d of the %d answers came whole though streamed was asked (the server ignored \"stream\": true): no TTFT, TPOT or ITL of them\n", p.Unstreamed, p.Completed)
+	}
+	if p.EstimatedOutput > 0 {
+		fmt.Fprintf(b, "  %d of the %d output counts estimated, a token a message (the server reported no usage)\n", p.EstimatedOutput, p.Completed)
 	}
 	if p.ReasoningTokens > 0 {
 		fmt.Fprintf(b, "  reasoning %d of %d output tokens (%.0f%%), answer %d; TTFT is the first token of either, TTFO the answer's first\n",
@@ -171,6 +188,24 @@ func writeFigures(b *strings.Builder, p load.Phase) {
 			fms(d.Mean), fms(d.Std), fms(d.P50), fms(d.P90), fms(d.P95), fms(d.P99), fms(d.P999), fms(d.Max))
 	}
 	tw.Flush()
+}
+
+// promptTitle is a phase's prompt as its title says it: the knob, or,
+// with a shared prefix, what went out (the mean the server counted, or
+// the prefix and a marker when it is the longer: "prompt 256" said of
+// 1,008 tokens a request was untrue) and the prefix beside it.
+func promptTitle(p load.Phase, s load.Snapshot) string {
+	switch {
+	case s.Dataset > 0:
+		return fmt.Sprintf("prompts from the dataset (%d)", s.Dataset)
+	case s.PrefixTokens <= 0:
+		return fmt.Sprintf("prompt %d", p.Knobs.PromptTokens)
+	}
+	sent := fmt.Sprintf("prompt %d", max(p.Knobs.PromptTokens, s.PrefixTokens+1))
+	if p.Completed > 0 {
+		sent = fmt.Sprintf("prompt ≈%d as the server counted", (p.InTokens+p.Completed/2)/p.Completed)
+	}
+	return fmt.Sprintf("%s (asked %d; every prompt starts with the %d-token shared prefix)", sent, p.Knobs.PromptTokens, s.PrefixTokens)
 }
 
 // inputsPerSec is the phase's inputs embedded per second.

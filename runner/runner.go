@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -258,6 +259,12 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 		}
 	}
 	r.scraper = r.newScraper()
+	if r.cfg.Telemetry.GPULocal {
+		if _, err := exec.LookPath("nvidia-smi"); err != nil {
+			// Else the run goes on with no GPU figure and no word why.
+			fmt.Fprintf(r.cfg.Notes, "infertop: --gpu local: nvidia-smi is not on the PATH (%v): no GPU power or energy figures\n", errors.Unwrap(err))
+		}
+	}
 	engCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.started = time.Now()
@@ -342,7 +349,12 @@ func (r *Runner) startClient(ctx context.Context) error {
 	if r.why != "" {
 		fmt.Fprintf(r.cfg.Notes, "infertop: API %s (%s)\n", kind, r.why)
 	}
-	if pc.Body.IgnoreEOS && kind != probe.OpenAIChat && kind != probe.OpenAICompletions {
+	if said, why, ok := probe.KindFromPath(r.rawURL); ok && r.why == "" && said != kind {
+		// --api given against a URL whose path names another API: its
+		// path is replaced, and the person should know where requests go.
+		fmt.Fprintf(r.cfg.Notes, "infertop: --api %s, but %s (%s): requests go to %s\n", kind, why, said, probe.RedactURL(pc.URL))
+	}
+	if pc.Body.IgnoreEOS && !fixesOutput(kind) {
 		fmt.Fprintf(r.cfg.Notes, "infertop: %s has no way to force the output length; answers may stop early\n", kind)
 	}
 	api := string(kind)
@@ -383,7 +395,7 @@ func (r *Runner) model(ctx context.Context, pc *probe.Config) error {
 	}
 	var ids []string
 	for _, m := range ms {
-		if m.ID == pc.Model {
+		if sameModel(m.ID, pc.Model) {
 			r.context = m.MaxModelLen
 			return nil
 		}
@@ -592,4 +604,23 @@ func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
+}
+
+// fixesOutput reports whether --fixed-output reaches servers of kind: the
+// OpenAI APIs and Anthropic's Messages take ignore_eos where vLLM's engine
+// serves them; Ollama, TGI, a generic API and the embeddings have no such
+// field.
+func fixesOutput(kind probe.Kind) bool {
+	switch kind {
+	case probe.OpenAIChat, probe.OpenAICompletions, probe.OpenAIResponses, probe.Anthropic:
+		return true
+	}
+	return false
+}
+
+// sameModel reports whether the model listed as id is the one named
+// name: the same, or name without a tag where the list says NAME:latest
+// (Ollama lists tiny:latest, and takes tiny for it).
+func sameModel(id, name string) bool {
+	return id == name || !strings.Contains(name, ":") && id == name+":latest"
 }

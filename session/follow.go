@@ -218,6 +218,9 @@ func progressLine(s load.Snapshot) string {
 	line := fmt.Sprintf("%s  %d ok %d failed  in flight %d  %.1f req/s  %.0f tok/s  TTFT p50 %s p99 %s  E2E p99 %s",
 		load.FormatDuration(s.Elapsed), s.TotalCompleted, s.TotalFailed, s.InFlight, s.ReqPerSec, s.OutTokPerSec,
 		load.FormatDuration(s.Latency[load.TTFT].P50), load.FormatDuration(s.Latency[load.TTFT].P99), load.FormatDuration(s.Latency[load.E2E].P99))
+	if s.Scheduled > 0 || s.Backlog > 0 { // the open loop's arrivals not sent
+		line += fmt.Sprintf("  backlog %d  dropped %d", s.Backlog, s.Dropped)
+	}
 	if s.Ending() {
 		line += "  (ending: draining)"
 	}

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,10 +97,14 @@ func appendResponsesUsage(b []byte, prompt, out, reasoning int) []byte {
 func (e *chunkEncoder) startPart(b []byte, reasoning bool) []byte {
 	switch e.kind {
 	case kindResponses:
-		if reasoning {
-			return e.event(b, "response.output_item.added", `"item":`, []byte(`{"content":[],"id":"rs_`+e.num+`","summary":[],"type":"reasoning"}`), `,"output_index":0`)
+		if e.index > 0 { // the reasoning is over: its item is done
+			b = e.donePart(b)
 		}
 		idx := strconv.Itoa(e.index)
+		if reasoning {
+			b = e.event(b, "response.output_item.added", `"item":`, []byte(`{"content":[],"id":"rs_`+e.num+`","summary":[],"type":"reasoning"}`), `,"output_index":`+idx)
+			return e.event(b, "response.content_part.added", `"content_index":0,"item_id":"rs_`+e.num+`","output_index":`+idx, nil, `,"part":{"text":"","type":"reasoning_text"}`)
+		}
 		b = e.event(b, "response.output_item.added", `"item":`, []byte(`{"content":[],"id":"msg_`+e.num+`","role":"assistant","status":"in_progress","type":"message"}`), `,"output_index":`+idx)
 		return e.event(b, "response.content_part.added", `"content_index":0,"item_id":"msg_`+e.num+`","output_index":`+idx, nil, `,"part":{"annotations":[],"logprobs":[],"text":"","type":"output_text"}`)
 	case kindMessages:
@@ -121,6 +127,36 @@ func (e *chunkEncoder) stopBlock(b []byte) []byte {
 	return append(b, "}\n\n"...)
 }
 
+// donePart appends the Responses API's events that close the part open
+// (the last opened, at e.index-1): the text's done, the content part's
+// done and the output item's done, each with the whole text (Ollama's
+// order); and keeps the item for response.completed's output.
+func (e *chunkEncoder) donePart(b []byte) []byte {
+	text, _ := json.Marshal(string(e.partText))
+	e.partText = e.partText[:0]
+	idx := strconv.Itoa(e.index - 1)
+	var item []byte
+	if e.inReasoning {
+		at := `"content_index":0,"item_id":"rs_` + e.num + `","output_index":` + idx
+		b = e.event(b, "response.reasoning_text.done", at, nil, `,"text":`+string(text))
+		part := `{"text":` + string(text) + `,"type":"reasoning_text"}`
+		b = e.event(b, "response.content_part.done", at, nil, `,"part":`+part)
+		item = []byte(`{"content":[` + part + `],"id":"rs_` + e.num + `","summary":[],"type":"reasoning"}`)
+	} else {
+		at := `"content_index":0,"item_id":"msg_` + e.num + `","logprobs":[],"output_index":` + idx
+		b = e.event(b, "response.output_text.done", at, nil, `,"text":`+string(text))
+		part := `{"annotations":[],"logprobs":[],"text":` + string(text) + `,"type":"output_text"}`
+		b = e.event(b, "response.content_part.done", `"content_index":0,"item_id":"msg_`+e.num+`","output_index":`+idx, nil, `,"part":`+part)
+		item = []byte(`{"content":[` + part + `],"id":"msg_` + e.num + `","role":"assistant","status":"completed","type":"message"}`)
+	}
+	b = e.event(b, "response.output_item.done", `"item":`, item, `,"output_index":`+idx)
+	if len(e.items) > 0 {
+		e.items = append(e.items, ',')
+	}
+	e.items = append(e.items, item...)
+	return b
+}
+
 // apiToken appends one token of the new APIs, a reasoning one or the
 // answer's, opening the part it belongs to first.
 func (e *chunkEncoder) apiToken(b []byte, word string, reasoning bool) []byte {
@@ -135,6 +171,7 @@ func (e *chunkEncoder) apiToken(b []byte, word string, reasoning bool) []byte {
 		if reasoning {
 			typ, item = "response.reasoning_text.delta", "rs_"
 		}
+		e.partText = append(append(e.partText, ' '), word...)
 		return e.event(b, typ, `"content_index":0,"delta":" `+word+`","item_id":"`+item+e.num+`","output_index":`+strconv.Itoa(e.index-1), nil, "")
 	default: // kindMessages
 		b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
@@ -156,7 +193,10 @@ func (e *chunkEncoder) apiToken(b []byte, word string, reasoning bool) []byte {
 func (e *chunkEncoder) end(b []byte, prompt, out, reasoning int, usage bool) []byte {
 	switch e.kind {
 	case kindResponses:
-		return e.event(b, "response.completed", `"response":`, e.response(nil, "completed", prompt, out, reasoning), "")
+		if e.index > 0 {
+			b = e.donePart(b)
+		}
+		return e.event(b, "response.completed", `"response":`, e.response(e.items, "completed", prompt, out, reasoning), "")
 	case kindMessages:
 		if e.index > 0 {
 			b = e.stopBlock(b)
@@ -210,8 +250,10 @@ func (e *chunkEncoder) wholeAPI(reasoning, text string, prompt, out, nReasoning 
 }
 
 // embeddings is an embeddings answer: n vectors of embedDims unit-length
-// floats, drawn from the request's id, and the input count.
-func (e *chunkEncoder) embeddings(n, prompt int) []byte {
+// floats, drawn from the request's id, and the input count; with b64
+// (OpenAI's encoding_format base64) each vector is the base64 of its
+// float32s, little-endian, as OpenAI and Ollama send it.
+func (e *chunkEncoder) embeddings(n, prompt int, b64 bool) []byte {
 	var b []byte
 	if e.kind == kindOllamaEmbed {
 		b = append(b, `{"model":`...)
@@ -229,7 +271,7 @@ func (e *chunkEncoder) embeddings(n, prompt int) []byte {
 			b = strconv.AppendInt(b, int64(i), 10)
 			b = append(b, `,"embedding":`...)
 		}
-		b = appendVector(b, e.seed+uint64(i))
+		b = appendVector(b, e.seed+uint64(i), b64)
 		if e.kind != kindOllamaEmbed {
 			b = append(b, '}')
 		}
@@ -251,8 +293,10 @@ func (e *chunkEncoder) embeddings(n, prompt int) []byte {
 // embedDims is the length of the sim's embeddings (Ollama's tiny model's).
 const embedDims = 64
 
-// appendVector appends a unit vector drawn from seed.
-func appendVector(b []byte, seed uint64) []byte {
+// appendVector appends a unit vector drawn from seed: a JSON list of
+// numbers, or with b64 a JSON string, the base64 of its float32s
+// (little-endian).
+func appendVector(b []byte, seed uint64, b64 bool) []byte {
 	var v [embedDims]float64
 	norm := 0.0
 	x := seed*0x9e3779b97f4a7c15 + 1
@@ -264,6 +308,15 @@ func appendVector(b []byte, seed uint64) []byte {
 		norm += v[i] * v[i]
 	}
 	norm = math.Sqrt(norm)
+	if b64 {
+		raw := make([]byte, 0, 4*embedDims)
+		for i := range v {
+			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(float32(v[i]/norm)))
+		}
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, raw)
+		return append(b, '"')
+	}
 	b = append(b, '[')
 	for i := range v {
 		if i > 0 {

@@ -23,6 +23,11 @@ type chunkEncoder struct {
 	seqNo       int
 	index       int
 	inReasoning bool
+	// The Responses API's: the text of the part open so far, and the
+	// output items done, for their *.done events and the whole output
+	// response.completed carries, as Ollama sends them and the OpenAI
+	// SDKs build their final response from.
+	partText, items []byte
 }
 
 // newChunkEncoder writes the answers of request id; fp, when set, is the

@@ -223,7 +223,10 @@ type genRequest struct {
 	MaxOutputTokens     *int              `json:"max_output_tokens"`
 	MaxCompletionTokens *int              `json:"max_completion_tokens"`
 	Stream              bool              `json:"stream"`
-	StreamOptions       *struct {
+	// EncodingFormat is the OpenAI embeddings' "float" (the default) or
+	// "base64", which the OpenAI SDKs ask for by default.
+	EncodingFormat string `json:"encoding_format"`
+	StreamOptions  *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 }
@@ -262,7 +265,7 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
 			return
 		}
-		if req.Model != s.p.Model {
+		if req.Model != s.p.Model && req.Model+":latest" != s.p.Model { // Ollama adds :latest itself
 			writeAPIError(w, kind, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
 			return
 		}
@@ -290,6 +293,10 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 		}
 		if kind.embeds() {
 			maxTokens = 1 // the pooling step: one step after the prefill, no text
+		}
+		if f := req.EncodingFormat; kind == kindEmbed && f != "" && f != "float" && f != "base64" {
+			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("encoding_format %q: want float or base64", f))
+			return
 		}
 		if maxTokens < 1 {
 			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", "max_tokens must be at least 1")
@@ -335,7 +342,7 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary, Inputs: inputs}
 		pod.submit(q)
 		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp,
-			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, base64: kind == kindEmbed && req.EncodingFormat == "base64"}
 		if kind.reasons() {
 			g.reasoning = s.p.Reasoning.of(maxTokens)
 		}
@@ -510,6 +517,8 @@ type generation struct {
 	// reasoning is how many of the first tokens are reasoning
 	// (Params.Reasoning), streamed apart from the answer.
 	reasoning int
+	// base64 sends the embeddings as base64 of little-endian float32s.
+	base64 bool
 }
 
 // abandon gives the sequence up: the client left or the server stopped.
@@ -681,7 +690,7 @@ func (g *generation) whole(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if g.kind.embeds() {
 		g.rec.OutputTokens = 0
-		w.Write(enc.embeddings(g.rec.Inputs, g.q.prompt))
+		w.Write(enc.embeddings(g.rec.Inputs, g.q.prompt, g.base64))
 		return
 	}
 	nr := min(g.reasoning, n)

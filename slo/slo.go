@@ -118,6 +118,9 @@ func Parse(expr string) (Objective, error) {
 		default:
 			return Objective{}, fmt.Errorf("bad SLO %q: unit %q does not fit %s", expr, unit, o.Metric)
 		}
+		if o.Metric == "error_rate" && o.Value > 1 { // a share of the requests: error_rate<200% holds for anything
+			return Objective{}, fmt.Errorf("bad SLO %q: an error rate is at most 100%%", expr)
+		}
 	default:
 		return Objective{}, fmt.Errorf("bad SLO %q: unknown metric %s", expr, o.Metric)
 	}
@@ -168,23 +171,74 @@ type Figures struct {
 	Completed, Failed                                int64
 	ReqPerSec, OutTokPerSec, InTokPerSec, GoodPerSec float64
 	// Incomplete counts requests cancelled before they finished (at the
-	// end of a run): error_rate counts them as failed.
-	Incomplete int64
+	// end of a run), Dropped the open loop's arrivals never sent (left in
+	// its backlog when the run ended): error_rate counts both as failed,
+	// the dropped as the late requests they are.
+	Incomplete, Dropped int64
 	// JoulesPerToken is the GPUs' energy per output token, when known.
 	JoulesPerToken float64
 	HasEnergy      bool
+	// Loop says how the figures' requests were timed: every one from its
+	// intended send time (the open loop), none (the closed loop), or some
+	// (a walk through both). See Timing.
+	Loop Timing
+}
+
+// Timing is how the requests of some figures were timed.
+type Timing int
+
+// The timings: in the open loop an objective on TTFT or E2E judges TTFT*
+// and E2E*, from the intended send time, so that the wait of an arrival
+// for a free slot is never hidden (coordinated omission); in the closed
+// loop there is only the service time; over a walk through both loops,
+// the service time, since only the open loop's requests have a starred
+// figure (the verdict says so).
+const (
+	ClosedTiming Timing = iota
+	OpenTiming
+	MixedTiming
+)
+
+// TimingOf is the timing of figures whose distributions are lat: open
+// when every request timed to its end has a queue time (the open loop's
+// mark), mixed when some have.
+func TimingOf(lat [load.NumMetrics]load.Dist) Timing {
+	q, e := lat[load.Queue].Count, lat[load.E2E].Count
+	switch {
+	case q == 0:
+		return ClosedTiming
+	case q >= e:
+		return OpenTiming
+	}
+	return MixedTiming
+}
+
+// judged is the metric an objective on m reads under timing t, and what
+// the verdict says of it ("" where the metric is all there is).
+func judged(m load.Metric, t Timing) (load.Metric, string) {
+	switch {
+	case t == OpenTiming && m == load.TTFT:
+		return load.TTFTIntended, "TTFT*, from the intended send time"
+	case t == OpenTiming && m == load.E2E:
+		return load.E2EIntended, "E2E*, from the intended send time"
+	case t == OpenTiming && m == load.TTFO:
+		return m, "service time: TTFO has no figure from the intended send time"
+	case t == MixedTiming && (m == load.TTFT || m == load.E2E || m == load.TTFO):
+		return m, "service time: the walk's closed-loop requests have no figure from the intended send time"
+	}
+	return m, ""
 }
 
 // FromPhase takes the figures of a phase (or of the whole run, Snapshot.Run).
 func FromPhase(p load.Phase) Figures {
-	return Figures{Latency: p.Latency, Completed: p.Completed, Failed: p.Failed,
-		ReqPerSec: p.ReqPerSec, OutTokPerSec: p.OutTokPerSec, InTokPerSec: p.InTokPerSec, GoodPerSec: p.GoodPerSec}
+	return Figures{Latency: p.Latency, Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Dropped: p.Dropped,
+		ReqPerSec: p.ReqPerSec, OutTokPerSec: p.OutTokPerSec, InTokPerSec: p.InTokPerSec, GoodPerSec: p.GoodPerSec, Loop: TimingOf(p.Latency)}
 }
 
 // FromWindow takes the figures of a snapshot's rolling window.
 func FromWindow(s load.Snapshot) Figures {
 	return Figures{Latency: s.Latency, Completed: s.Completed, Failed: s.Failed,
-		ReqPerSec: s.ReqPerSec, OutTokPerSec: s.OutTokPerSec, InTokPerSec: s.InTokPerSec, GoodPerSec: s.GoodPerSec}
+		ReqPerSec: s.ReqPerSec, OutTokPerSec: s.OutTokPerSec, InTokPerSec: s.InTokPerSec, GoodPerSec: s.GoodPerSec, Loop: TimingOf(s.Latency)}
 }
 
 // Verdict is one objective checked.
@@ -197,6 +251,13 @@ type Verdict struct {
 	Actual float64
 	Known  bool
 	Held   bool
+	// Of says which figure a latency objective judged where the name
+	// alone does not: "TTFT*, from the intended send time" in the open
+	// loop, or why it is the service time; "" otherwise. Judged is the
+	// metric a latency objective read (load.TTFTIntended for ttft in the
+	// open loop).
+	Of     string
+	Judged load.Metric
 }
 
 // Check evaluates o against f. An objective with nothing measured never
@@ -206,6 +267,8 @@ type Verdict struct {
 func (o Objective) Check(f Figures, scope string) Verdict {
 	v := Verdict{Objective: o, Scope: scope}
 	if m, ok := LatencyMetric(o.Metric); ok {
+		m, v.Of = judged(m, f.Loop)
+		v.Judged = m
 		d := f.Latency[m]
 		if d.Count > 0 {
 			val, _ := statValue(d, o.Stat)
@@ -217,8 +280,8 @@ func (o Objective) Check(f Figures, scope string) Verdict {
 		v.Known = f.Completed+f.Failed > 0
 		switch o.Metric {
 		case "error_rate":
-			if n := f.Completed + f.Failed + f.Incomplete; n > 0 {
-				v.Actual, v.Known = float64(f.Failed+f.Incomplete)/float64(n), true
+			if n := f.Completed + f.Failed + f.Incomplete + f.Dropped; n > 0 {
+				v.Actual, v.Known = float64(f.Failed+f.Incomplete+f.Dropped)/float64(n), true
 			}
 		case "request_throughput":
 			v.Actual = f.ReqPerSec
@@ -288,18 +351,22 @@ func (o Objective) Format(v float64) string {
 // String says how the verdict went: "ttft_p99<=500ms held in run: 412ms",
 // or for a breach by how much.
 func (v Verdict) String() string {
+	of := ""
+	if v.Of != "" {
+		of = " [" + v.Of + "]"
+	}
 	if !v.Known {
-		return fmt.Sprintf("%s BREACHED in %s: nothing measured", v.Expr, v.Scope)
+		return fmt.Sprintf("%s BREACHED in %s: nothing measured%s", v.Expr, v.Scope, of)
 	}
 	if v.Held {
-		return fmt.Sprintf("%s held in %s: %s", v.Expr, v.Scope, v.Format(v.Actual))
+		return fmt.Sprintf("%s held in %s: %s%s", v.Expr, v.Scope, v.Format(v.Actual), of)
 	}
 	over := math.Abs(v.Actual - v.Value)
 	rel := ""
 	if v.Value != 0 {
 		rel = fmt.Sprintf(", %.0f%%", over/math.Abs(v.Value)*100)
 	}
-	return fmt.Sprintf("%s BREACHED in %s: %s (off by %s%s)", v.Expr, v.Scope, v.Format(v.Actual), v.Format(over), rel)
+	return fmt.Sprintf("%s BREACHED in %s: %s (off by %s%s)%s", v.Expr, v.Scope, v.Format(v.Actual), v.Format(over), rel, of)
 }
 
 // ParseGoodput reads vLLM's per-request limits: 'ttft:500ms,tpot:50ms,e2el:10s'.

@@ -36,7 +36,8 @@ func TestParse(t *testing.T) {
 			t.Errorf("%s: %+v", tt.in, o)
 		}
 	}
-	for _, bad := range []string{"", "ttft<500ms", "ttft_p99<=500", "ttft_p42<=1s", "latency_p99<1s", "error_rate_p99<1%", "output_throughput>=2000ms", "ttft_p99=1s"} {
+	for _, bad := range []string{"", "ttft<500ms", "ttft_p99<=500", "ttft_p42<=1s", "latency_p99<1s", "error_rate_p99<1%", "output_throughput>=2000ms", "ttft_p99=1s",
+		"error_rate<200%", "error_rate<1.5"} { // past every request: it holds for anything
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -74,6 +75,14 @@ func TestCheck(t *testing.T) {
 	o, _ = Parse("error_rate<1%")
 	if v := o.Check(Figures{Incomplete: 4}, "run"); !v.Known || v.Held || v.Actual != 1 {
 		t.Errorf("hung run: %+v", v)
+	}
+	// So do the open loop's arrivals never sent (dropped from its
+	// backlog): 523 of 750 late is not a clean run.
+	if v := o.Check(Figures{Completed: 227, Dropped: 523}, "run"); !v.Known || v.Held || v.Actual < 0.69 || v.Actual > 0.7 {
+		t.Errorf("dropped arrivals: %+v", v)
+	}
+	if v := o.Check(FromPhase(load.Phase{Completed: 227, Incomplete: 1, Dropped: 523}), "run"); v.Held || v.Actual < 0.69 {
+		t.Errorf("a phase's dropped and incomplete: %+v", v)
 	}
 	if v := o.Check(Figures{}, "window"); v.Known || v.Held {
 		t.Errorf("empty window: %+v", v)
@@ -126,5 +135,38 @@ func TestUnknownUnit(t *testing.T) {
 	}
 	if _, err := Parse("ttft_p99<=500"); err == nil || !strings.Contains(err.Error(), "needs a unit") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// TestOpenLoopJudgesIntended: in the open loop a TTFT or E2E objective
+// judges TTFT* and E2E*, from the intended send time, and says so (the
+// issue's ttft_p99<=3s "held" at 2.65 s with TTFT* p99 at 7.7 s); in the
+// closed loop the service time, saying nothing more; over a walk through
+// both, the service time, saying why.
+func TestOpenLoopJudgesIntended(t *testing.T) {
+	var lat [load.NumMetrics]load.Dist
+	lat[load.TTFT] = load.Dist{Count: 227, P99: 2650 * time.Millisecond}
+	lat[load.TTFTIntended] = load.Dist{Count: 227, P99: 7700 * time.Millisecond}
+	lat[load.E2E] = load.Dist{Count: 227, P99: 5 * time.Second}
+	lat[load.E2EIntended] = load.Dist{Count: 227, P99: 14 * time.Second}
+	lat[load.Queue] = load.Dist{Count: 227, P99: 10 * time.Second}
+	ttft, _ := Parse("ttft_p99<=3s")
+	e2e, _ := Parse("e2el_p99<=10s")
+	open := FromPhase(load.Phase{Completed: 227, Latency: lat})
+	for _, o := range []Objective{ttft, e2e} {
+		v := o.Check(open, "run")
+		if v.Held || !strings.Contains(v.String(), "from the intended send time") {
+			t.Errorf("open loop: %s", v)
+		}
+	}
+	closed := lat
+	closed[load.Queue], closed[load.TTFTIntended], closed[load.E2EIntended] = load.Dist{}, load.Dist{}, load.Dist{}
+	if v := ttft.Check(FromPhase(load.Phase{Completed: 227, Latency: closed}), "run"); !v.Held || v.Of != "" || v.Actual != 2.65 {
+		t.Errorf("closed loop: %s (of %q)", v, v.Of)
+	}
+	mixed := lat
+	mixed[load.Queue].Count = 100
+	if v := ttft.Check(FromPhase(load.Phase{Completed: 227, Latency: mixed}), "run"); !v.Held || !strings.Contains(v.String(), "service time") {
+		t.Errorf("mixed loops: %s", v)
 	}
 }

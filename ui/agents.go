@@ -101,8 +101,10 @@ func (m *Model) agentsPanel(w, h int) string {
 		case "waiting", "replaced":
 			style = t.Muted
 		}
+		// incompl is the cancelled unfinished alone: a request still in
+		// flight is not one (sent less the others is what is out).
 		row := fmt.Sprintf("%3s %s %s %7d %7d %6d %7d %9s %7s", idx, fit(cellText(r.Addr), aw), style.Render(fit(r.State, 11)), r.Sent, r.Completed,
-			r.Failed, r.Incomplete+r.InFlight, p99, off)
+			r.Failed, r.Incomplete, p99, off)
 		lines = append(lines, row)
 	}
 	var notes []part

@@ -84,3 +84,24 @@ func TestAgentsCompare(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentsIncompleteApart: the agents' incompl column counts the
+// requests cancelled unfinished, never those still in flight (a running
+// agent with 8 out showed 8 incomplete).
+func TestAgentsIncompleteApart(t *testing.T) {
+	m, err := New(nil, Options{Renderer: asciiRenderer(), Agents: fixedAgents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 160, Height: 48}, SnapshotMsg(fixedSnapshot()))
+	for _, l := range strings.Split(m.View(), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 7 && f[1] == "10.0.0.1:7070" {
+			if f[3] != "120" || f[6] != "0" { // sent, ok, failed, incompl
+				t.Fatalf("agent 0 (8 in flight, none incomplete): %q", l)
+			}
+			return
+		}
+	}
+	t.Fatalf("no row for agent 0:\n%s", m.View())
+}

@@ -422,7 +422,18 @@ func (m *Model) capacityTable(w, h int) []string {
 		if s.Knobs.Mode == load.OpenLoop {
 			level = rateNum(s.Knobs.Rate, 3)
 		}
-		row := padLeft(level, 5) + padLeft(num(s.GoodPerSec), 7) + padLeft(Duration(s.TTFT.P99), 7) + padLeft(Duration(s.E2E.P99), 7)
+		// A figure nothing measured is "—", never a 0 that reads as one.
+		good, ttft, e2e := "—", "—", "—"
+		if s.PerRequestKnown {
+			good = num(s.GoodPerSec)
+		}
+		if s.TTFT.Count > 0 {
+			ttft = Duration(s.TTFT.P99)
+		}
+		if s.E2E.Count > 0 {
+			e2e = Duration(s.E2E.P99)
+		}
+		row := padLeft(level, 5) + padLeft(good, 7) + padLeft(ttft, 7) + padLeft(e2e, 7)
 		style, mark := t.Bad, " ✗"
 		if s.Held {
 			style, mark = t.Text, " ✓"
@@ -465,12 +476,19 @@ func (m *Model) capacityCharts(w, h int) []string {
 	botH := h - 1 - topH
 	var good, ttft, e2e []canvas.Float64Point
 	var goodTop, latTop float64
-	for _, s := range steps {
-		good = append(good, canvas.Float64Point{X: s.Load, Y: s.GoodPerSec})
-		ttft = append(ttft, canvas.Float64Point{X: s.Load, Y: s.TTFT.P99.Seconds() * 1000})
-		e2e = append(e2e, canvas.Float64Point{X: s.Load, Y: s.E2E.P99.Seconds() * 1000})
-		goodTop = max(goodTop, s.GoodPerSec)
-		latTop = max(latTop, s.TTFT.P99.Seconds()*1000, s.E2E.P99.Seconds()*1000)
+	for _, s := range steps { // a figure nothing measured is no point, never a fall to 0
+		if s.PerRequestKnown {
+			good = append(good, canvas.Float64Point{X: s.Load, Y: s.GoodPerSec})
+			goodTop = max(goodTop, s.GoodPerSec)
+		}
+		if s.TTFT.Count > 0 {
+			ttft = append(ttft, canvas.Float64Point{X: s.Load, Y: s.TTFT.P99.Seconds() * 1000})
+			latTop = max(latTop, s.TTFT.P99.Seconds()*1000)
+		}
+		if s.E2E.Count > 0 {
+			e2e = append(e2e, canvas.Float64Point{X: s.Load, Y: s.E2E.P99.Seconds() * 1000})
+			latTop = max(latTop, s.E2E.P99.Seconds()*1000)
+		}
 	}
 	labelLoad := func(_ int, v float64) string { return fmt.Sprintf("%.0f", v) }
 	top := m.loadChart(w, topH, xMax, niceCeil(max(goodTop, 1e-3)*1.1), bestLoad, num, nil,

@@ -61,7 +61,7 @@ func searchSteps(n int) []capacity.Step {
 		}
 		held := c <= 32
 		steps = append(steps, capacity.Step{N: i + 1, Load: float64(c), Knobs: load.Knobs{Concurrency: c, PromptTokens: 512, OutputTokens: 128},
-			GoodPerSec: good, ReqPerSec: min(float64(c), 34), Held: held,
+			GoodPerSec: good, ReqPerSec: min(float64(c), 34), ReqKnown: true, PerRequestKnown: true, Held: held,
 			TTFT: load.Dist{Count: 60, P99: ttft}, E2E: load.Dist{Count: 60, P99: 1200*ms + time.Duration(c)*40*ms}})
 	}
 	return steps[:n]

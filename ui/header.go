@@ -26,6 +26,9 @@ func (m *Model) header(w int) string {
 		if s.Incomplete > 0 {
 			state += t.Warn.Render(fmt.Sprintf(" · %d incomplete", s.Incomplete))
 		}
+		if s.Dropped > 0 { // the open loop's arrivals never sent
+			state += t.Warn.Render(fmt.Sprintf(" · %d dropped", s.Dropped))
+		}
 	case m.stopped:
 		state = t.Bad.Render("■ stopped")
 	case s.Ending():

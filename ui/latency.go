@@ -26,7 +26,7 @@ const twoChartsWidth = 100
 // under it when there is room, beside the chart over time (two charts,
 // E2E and TTFT, on a wide terminal).
 func (m *Model) latencyPanel(w, h int) string {
-	met := chartMetrics()[m.chartMetric]
+	met := m.starred(chartMetrics()[m.chartMetric])
 	table := m.latencyTable(tableWidth, h)
 	if used := lipgloss.Height(table); h-used >= distHeight {
 		table += "\n" + m.distPanel(met, tableWidth, h-used)
@@ -40,7 +40,7 @@ func (m *Model) latencyPanel(w, h int) string {
 	if rest < twoChartsWidth {
 		return joinHorizontal(table, " ", m.overTime(m.latencySpec(met), rest, h))
 	}
-	other := chartMetrics()[(m.chartMetric+1)%len(chartMetrics())]
+	other := m.starred(chartMetrics()[(m.chartMetric+1)%len(chartMetrics())])
 	first := (rest - 1) / 2
 	return joinHorizontal(table, " ",
 		m.overTime(m.latencySpec(met), first, h), " ", m.overTime(m.latencySpec(other), rest-1-first, h))
@@ -85,7 +85,7 @@ func (m *Model) latencyTable(w, h int) string {
 				v = 0
 			}
 			style := styles[i]
-			if st, ok := m.sloStyle(strings.ToLower(met.String()), []string{"p50", "p90", "p95", "p99", "max"}[i]); ok {
+			if st, ok := m.sloStyle(met, []string{"p50", "p90", "p95", "p99", "max"}[i]); ok {
 				style = st.Underline(true)
 			}
 			row += style.Render(padLeft(Duration(v), 8))
@@ -182,7 +182,25 @@ func (l seriesLine) points(s *load.Snapshot) []load.Point {
 	return s.Series
 }
 
-// latencySpec is the chart of p50/p95/p99 (p50/p99 for TTFT) of met, in ms.
+// starred is what the dashboard shows of TTFT or E2E: in the open loop
+// TTFT* or E2E*, from the intended send time, so that the wait of an
+// arrival for a free slot shows (the objectives judge them too); met
+// itself otherwise.
+func (m *Model) starred(met load.Metric) load.Metric {
+	if m.snap.Knobs.Mode != load.OpenLoop {
+		return met
+	}
+	switch met {
+	case load.TTFT:
+		return load.TTFTIntended
+	case load.E2E:
+		return load.E2EIntended
+	}
+	return met
+}
+
+// latencySpec is the chart of p50/p95/p99 (p50/p99 for TTFT) of met, in
+// ms: TTFT, E2E, or their starred forms from the intended send time.
 func (m *Model) latencySpec(met load.Metric) chartSpec {
 	t := m.theme
 	ms := func(f func(load.Point) time.Duration) func(load.Point) float64 {
@@ -190,21 +208,33 @@ func (m *Model) latencySpec(met load.Metric) chartSpec {
 	}
 	spec := chartSpec{id: met.String(), name: met.String() + " over time",
 		yLabel: func(v float64) string { return Duration(time.Duration(v * 1e6)) }}
-	if met == load.E2E {
-		spec.extra = t.P50.Render("p50") + " " + t.P95.Render("p95") + " " + t.P99.Render("p99")
-		spec.lines = []seriesLine{
-			{"a50", t.P50, ms(func(p load.Point) time.Duration { return p.E2EP50 }), true, nil},
-			{"b95", t.P95, ms(func(p load.Point) time.Duration { return p.E2EP95 }), true, nil},
-			{"c99", t.P99, ms(func(p load.Point) time.Duration { return p.E2EP99 }), true, nil},
-		}
-	} else {
-		spec.extra = t.P50.Render("p50") + " " + t.P99.Render("p99")
-		spec.lines = []seriesLine{
-			{"a50", t.P50, ms(func(p load.Point) time.Duration { return p.TTFTP50 }), true, nil},
-			{"c99", t.P99, ms(func(p load.Point) time.Duration { return p.TTFTP99 }), true, nil},
-		}
+	// Each line's percentile of each second: p50, p95 (E2E only), p99.
+	type pick = func(load.Point) time.Duration
+	var p50, p95, p99 pick
+	switch met {
+	case load.E2E:
+		p50, p95, p99 = func(p load.Point) time.Duration { return p.E2EP50 }, func(p load.Point) time.Duration { return p.E2EP95 },
+			func(p load.Point) time.Duration { return p.E2EP99 }
+	case load.E2EIntended:
+		p50, p95, p99 = func(p load.Point) time.Duration { return p.E2EIntendedP50 }, func(p load.Point) time.Duration { return p.E2EIntendedP95 },
+			func(p load.Point) time.Duration { return p.E2EIntendedP99 }
+	case load.TTFTIntended:
+		p50, p99 = func(p load.Point) time.Duration { return p.TTFTIntendedP50 }, func(p load.Point) time.Duration { return p.TTFTIntendedP99 }
+	default:
+		p50, p99 = func(p load.Point) time.Duration { return p.TTFTP50 }, func(p load.Point) time.Duration { return p.TTFTP99 }
 	}
+	spec.extra = t.P50.Render("p50") + " "
+	spec.lines = []seriesLine{{"a50", t.P50, ms(p50), true, nil}}
+	if p95 != nil {
+		spec.extra += t.P95.Render("p95") + " "
+		spec.lines = append(spec.lines, seriesLine{"b95", t.P95, ms(p95), true, nil})
+	}
+	spec.extra += t.P99.Render("p99")
+	spec.lines = append(spec.lines, seriesLine{"c99", t.P99, ms(p99), true, nil})
 	spec.hint = t.Muted.Render(" · c: metric")
+	if met == load.TTFTIntended || met == load.E2EIntended {
+		spec.hint = t.Muted.Render(" · from the intended send · c: metric")
+	}
 	return spec
 }
 

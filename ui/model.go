@@ -515,6 +515,20 @@ func (m *Model) loadPanels(w, h int) string {
 	if smallLeast, latLeast := 6, 6; server != "" && h-serverH < smallLeast+latLeast {
 		server, serverH = "", 0
 	}
+	// The Phases table keeps its title, head and two rows (one when
+	// there is one) before the server panel: it is where the README sends
+	// a newcomer, and a server line wrapped at 80 columns hid it. The
+	// server panel keeps its first lines, the title and two, or goes.
+	if server != "" {
+		phaseLeast := 2 + min(max(m.visiblePhases(), 1), 2)
+		if room := h - 6 - 6 - phaseLeast; serverH > room {
+			if room < 3 {
+				server, serverH = "", 0
+			} else {
+				server, serverH = strings.Join(strings.Split(server, "\n")[:room], "\n"), room
+			}
+		}
+	}
 	// Title, two or three figures and three or four rows of bars.
 	smallH := 6
 	switch {
@@ -641,9 +655,9 @@ func (m *Model) banner(w int) string {
 
 // sloStyle is the style for a latency figure an objective watches: good or
 // bad; ok is false when none does.
-func (m *Model) sloStyle(metric, stat string) (style themes.Paint, ok bool) {
+func (m *Model) sloStyle(met load.Metric, stat string) (style themes.Paint, ok bool) {
 	for _, v := range m.verdicts {
-		if (v.Metric == metric || v.Metric == "e2el" && metric == "e2e") && v.Stat == stat && v.Known {
+		if _, latency := slo.LatencyMetric(v.Metric); latency && v.Judged == met && v.Stat == stat && v.Known {
 			if !v.Held {
 				return m.theme.Bad, true
 			}

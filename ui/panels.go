@@ -71,12 +71,17 @@ func embeds(s *load.Snapshot) bool {
 }
 
 // e2ePanel stands in for the TTFT panel where nothing streams.
+// In the open loop it shows E2E*, from the intended send time.
 func (m *Model) e2ePanel(w, h int) string {
 	t, s := m.theme, &m.snap
-	d := s.Latency[load.E2E]
-	lines := []string{m.title("E2E", "", w), t.Muted.Render("p50 ") + t.P50.Render(Duration(d.P50)),
+	met, pick := load.E2E, func(p load.Point) float64 { return float64(p.E2EP99) }
+	if m.starred(met) != met {
+		met, pick = load.E2EIntended, func(p load.Point) float64 { return float64(p.E2EIntendedP99) }
+	}
+	d := s.Latency[met]
+	lines := []string{m.title(met.String(), "", w), t.Muted.Render("p50 ") + t.P50.Render(Duration(d.P50)),
 		t.Muted.Render("p99 ") + t.P99.Render(Duration(d.P99))}
-	lines = append(lines, m.spark("e2e", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.E2EP99) })...)
+	lines = append(lines, m.spark(met.String(), w, h-len(lines), t.Spark, pick)...)
 	return block(lines, w, h)
 }
 
@@ -85,15 +90,21 @@ func (m *Model) ttftPanel(w, h int) string {
 	if embeds(s) {
 		return m.e2ePanel(w, h)
 	}
-	d := s.Latency[load.TTFT]
-	p99, last := t.Muted.Render("p99 ")+t.P99.Render(Duration(d.P99)), t.Muted.Render("last s "+Duration(lastPoint(s).TTFTP99))
-	lines := []string{m.title("TTFT", "", w), t.Muted.Render("p50 ") + t.P50.Render(Duration(d.P50))}
+	// In the open loop TTFT*, from the intended send time (the
+	// latency table's note says so beside it).
+	met, pick := load.TTFT, func(p load.Point) float64 { return float64(p.TTFTP99) }
+	if m.starred(met) != met {
+		met, pick = load.TTFTIntended, func(p load.Point) float64 { return float64(p.TTFTIntendedP99) }
+	}
+	d := s.Latency[met]
+	p99, last := t.Muted.Render("p99 ")+t.P99.Render(Duration(d.P99)), t.Muted.Render("last s "+Duration(time.Duration(pick(lastPoint(s)))))
+	lines := []string{m.title(met.String(), "", w), t.Muted.Render("p50 ") + t.P50.Render(Duration(d.P50))}
 	if full := p99 + t.Muted.Render(" (") + last + t.Muted.Render(")"); blockWidth(full) <= w {
 		lines = append(lines, full)
 	} else { // the last second's p99 on a line of its own rather than cut
 		lines = append(lines, p99, last)
 	}
-	lines = append(lines, m.spark("ttft", w, h-len(lines), t.Spark, func(p load.Point) float64 { return float64(p.TTFTP99) })...)
+	lines = append(lines, m.spark(met.String(), w, h-len(lines), t.Spark, pick)...)
 	return block(lines, w, h)
 }
 
@@ -305,9 +316,11 @@ func (m *Model) phasesPanel(w, h int) string {
 		if !shownPhase(ph) {
 			continue
 		}
+		// The error rate as error_rate counts it: the incomplete and the
+		// open loop's dropped arrivals (late, never sent) are failures.
 		errs := "0"
-		if n := ph.Completed + ph.Failed; ph.Failed > 0 {
-			errs = pct(float64(ph.Failed) / float64(n))
+		if bad := ph.Failed + ph.Incomplete + ph.Dropped; bad > 0 {
+			errs = pct(float64(bad) / float64(ph.Completed+bad))
 			if ph.Completed == 0 { // "100.0%" fills the column and runs into tok/s ("0100.0%")
 				errs = "100%"
 			}
@@ -327,9 +340,15 @@ func (m *Model) phasesPanel(w, h int) string {
 		if ph.Warmup {
 			id += "w"
 		}
+		// An open loop's phase shows TTFT* and E2E*, from the intended
+		// send time, marked * as the latency table's note explains.
+		ttft, e2e, star := load.TTFT, load.E2E, ""
+		if ph.Knobs.Mode == load.OpenLoop && ph.Latency[load.TTFTIntended].Count > 0 {
+			ttft, e2e, star = load.TTFTIntended, load.E2EIntended, "*"
+		}
 		cells := []string{
 			id, level, count(int64(ph.Knobs.PromptTokens), 6), count(int64(ph.Knobs.OutputTokens), 6),
-			count(ph.Completed, 6), Duration(ph.Latency[load.TTFT].P50), Duration(ph.Latency[load.TTFT].P99), Duration(ph.Latency[load.E2E].P99),
+			count(ph.Completed, 6), Duration(ph.Latency[ttft].P50) + star, Duration(ph.Latency[ttft].P99) + star, Duration(ph.Latency[e2e].P99) + star,
 			num(ph.DeliveredPerSec), errs, clock(span), // as it streams: the tokens delivered for the phase's requests
 		}
 		row := ""

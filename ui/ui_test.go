@@ -123,6 +123,12 @@ func openSnapshot() load.Snapshot {
 	s.Latency[load.TTFTIntended] = load.Dist{Count: 392, Mean: 900 * ms, P50: 530 * ms, P90: 2200 * ms, P95: 2700 * ms, P99: 3200 * ms, Max: 3600 * ms}
 	s.Latency[load.E2EIntended] = load.Dist{Count: 392, Mean: 3300 * ms, P50: 2930 * ms, P90: 4500 * ms, P95: 4980 * ms, P99: 5450 * ms, Max: 5900 * ms}
 	s.Phases[2].Knobs.Mode, s.Phases[2].Knobs.Rate = load.OpenLoop, 20
+	for i := range s.Series { // each second's starred figures: the queue on top
+		p := &s.Series[i]
+		q := time.Duration(p.Sec) * 10 * ms
+		p.TTFTIntendedP50, p.TTFTIntendedP99 = p.TTFTP50+q, p.TTFTP99+2*q
+		p.E2EIntendedP50, p.E2EIntendedP95, p.E2EIntendedP99 = p.E2EP50+q, p.E2EP95+2*q, p.E2EP99+2*q
+	}
 	return s
 }
 
@@ -995,3 +1001,69 @@ func (f *fakeLimited) Update(fn func(*load.Knobs)) load.Knobs {
 }
 func (f *fakeLimited) SetWindow(time.Duration) {}
 func (f *fakeLimited) Reset()                  {}
+
+// TestOpenLoopShowsIntended: in the open loop the TTFT panel and the
+// charts show TTFT* and E2E*, from the intended send time, and an
+// objective on ttft marks the TTFT* row it judges, not the service time's.
+func TestOpenLoopShowsIntended(t *testing.T) {
+	objs, _ := slo.ParseAll([]string{"ttft_p99<=3s"})
+	m, err := New(nil, Options{Renderer: asciiRenderer(), Objectives: objs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	next, _ = next.Update(SnapshotMsg(openSnapshot()))
+	m = next.(Model)
+	view := m.View()
+	for _, want := range []string{"─ TTFT* ─", "E2E* over time", "TTFT* over time", "from the intended send"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the open loop's dashboard lacks %q:\n%s", want, view)
+		}
+	}
+	if _, ok := m.sloStyle(load.TTFTIntended, "p99"); !ok || len(m.verdicts) != 1 || m.verdicts[0].Held {
+		t.Error("ttft_p99<=3s does not mark TTFT* p99 (3.2s) breached")
+	}
+	if _, ok := m.sloStyle(load.TTFT, "p99"); ok {
+		t.Error("ttft_p99<=3s marks the service time's row, which it does not judge")
+	}
+}
+
+// TestPhasesKeptAt80x24: at 80x24 a server panel that wraps to five
+// lines gives way rather than crowd out the Phases table the README
+// sends a newcomer to (after K three times it hid it): the table keeps
+// its title, its head and two rows, the server panel its first lines.
+func TestPhasesKeptAt80x24(t *testing.T) {
+	view := *serverView()
+	m, _ := New(nil, Options{Renderer: asciiRenderer(), Figures: func(s load.Snapshot) telemetry.Figures { return telemetry.Join(s, &view) }})
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 80, Height: 24}, SnapshotMsg(fixedSnapshot()))
+	v := m.View()
+	checkSize(t, v, 80, 24)
+	if !strings.Contains(v, "─ Phases") || !strings.Contains(v, "\n  2 ") || !strings.Contains(v, "\n  3 ") {
+		t.Fatalf("no Phases table (its title and two rows) at 80x24:\n%s", v)
+	}
+	if !strings.Contains(v, "vLLM · running 32") {
+		t.Fatalf("no server line at all:\n%s", v)
+	}
+}
+
+// TestOpenPhaseRowStarred: an open loop's phase row shows TTFT* and E2E*
+// (marked *), and its errors count its dropped arrivals as error_rate
+// does.
+func TestOpenPhaseRowStarred(t *testing.T) {
+	s := openSnapshot()
+	ph := &s.Phases[2]
+	ph.Latency[load.TTFTIntended] = load.Dist{Count: 420, P50: 530 * time.Millisecond, P99: 3200 * time.Millisecond}
+	ph.Latency[load.E2EIntended] = load.Dist{Count: 420, P99: 5450 * time.Millisecond}
+	ph.Failed, ph.Dropped = 0, 420 // half of what it was to send, never sent
+	m := newTestModel(t, nil)
+	m = press[tea.Msg](m, tea.WindowSizeMsg{Width: 120, Height: 40}, SnapshotMsg(s))
+	for _, l := range strings.Split(m.View(), "\n") {
+		if f := strings.Fields(l); len(f) > 8 && f[0] == "3" {
+			if f[5] != "530ms*" || f[6] != "3.20s*" || f[7] != "5.45s*" || f[9] != "50.0%" {
+				t.Fatalf("phase 3's row: %q", l)
+			}
+			return
+		}
+	}
+	t.Fatalf("no row for phase 3:\n%s", m.View())
+}

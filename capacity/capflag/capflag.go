@@ -81,6 +81,10 @@ func (c *Flags) Objectives(noStream bool) ([]slo.Objective, error) {
 			return nil, fmt.Errorf("--find-max %s: with --no-stream there are no stream messages to time; drop one of them", o.Expr)
 		case o.NeedsEnergy():
 			return nil, fmt.Errorf("--find-max %s: the energy per token is not searched (a step is too short for the GPUs' counters)", o.Expr)
+		case floor(o):
+			// A lower load only moves away from it: the search would
+			// burn its steps down to the lowest before failing.
+			return nil, fmt.Errorf("--find-max %s: a floor on a latency or the error rate is no knee (more load only raises them); give a limit to stay under, e.g. ttft_p99<=500ms", o.Expr)
 		}
 	}
 	return objs, nil
@@ -184,4 +188,12 @@ func (c *Flags) AgentsDashboardSearch(slos bool) (capacity.Search, error) {
 		return p.Search, nil
 	}
 	return c.Search(nil, load.Knobs{})
+}
+
+// floor reports whether o puts a floor under a latency or the error rate
+// (ttft_p99>=500ms): more load raises them, so the highest load at which
+// it holds is no knee.
+func floor(o slo.Objective) bool {
+	_, latency := slo.LatencyMetric(o.Metric)
+	return (latency || o.Metric == "error_rate") && (o.Op == ">" || o.Op == ">=")
 }

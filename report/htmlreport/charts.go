@@ -48,6 +48,10 @@ func (pg *page) build() {
 	}
 	lat := section{ID: "latency", Title: "Latency over time"}
 	ttft, e2e := overTime("ttft-time", "TTFT per second", "ms"), overTime("e2e-time", "E2E latency per second", "ms")
+	// The open loop's, from the intended send time (the wait for a free
+	// slot counted): drawn where a run has them.
+	ttftI, e2eI := overTime("ttft-intended-time", "TTFT* per second, from the intended send time", "ms"),
+		overTime("e2e-intended-time", "E2E* per second, from the intended send time", "ms")
 	thr := section{ID: "throughput", Title: "Throughput, errors and in flight"}
 	tok, req, infl := overTime("tokens-time", "Tokens per second", "tok/s"),
 		overTime("requests-time", "Requests per second: completed and failed by class", "req/s"),
@@ -61,7 +65,7 @@ func (pg *page) build() {
 	pow := section{ID: "power", Title: "GPU power and energy per token"}
 	pw, util, jpt := overTime("power-time", "GPU power (all GPUs)", "W"), overTime("gpu-util", "GPU utilisation", "%"),
 		overTime("jpt-time", "Energy per output token", "J/token")
-	timed := []*chart{ttft, e2e, tok, req, infl}
+	timed := []*chart{ttft, e2e, ttftI, e2eI, tok, req, infl}
 
 	for _, r := range pg.Runs {
 		inf := &r.res.Infertop
@@ -85,6 +89,18 @@ func (pg *page) build() {
 			for _, q := range timeQuantiles {
 				ttft.Lines = append(ttft.Lines, line{Name: label(r, "TTFT "+q.key), X: x, Y: column(s.Latency["ttft_"+q.key], len(x)), Color: q.color, Weight: q.weight, Dash: dash})
 				e2e.Lines = append(e2e.Lines, line{Name: label(r, "E2E "+q.key), X: x, Y: column(s.Latency["e2el_"+q.key], len(x)), Color: q.color, Weight: q.weight, Dash: dash})
+				if col, ok := s.Latency["ttft_intended_"+q.key]; ok {
+					ttftI.Lines = append(ttftI.Lines, line{Name: label(r, "TTFT* "+q.key), X: x, Y: column(col, len(x)), Color: q.color, Weight: q.weight, Dash: dash})
+				}
+				if col, ok := s.Latency["e2el_intended_"+q.key]; ok {
+					e2eI.Lines = append(e2eI.Lines, line{Name: label(r, "E2E* "+q.key), X: x, Y: column(col, len(x)), Color: q.color, Weight: q.weight, Dash: dash})
+				}
+			}
+			// Every chart over time spans the run's seconds, whatever its
+			// own first and last value: TTFT and E2E side by side read
+			// the same second at the same place.
+			for _, c := range timed {
+				c.spanX(x)
 			}
 			tok.Lines = append(tok.Lines, line{Name: label(r, "output tok/s"), X: x, Y: ints(s.OutputTokens, len(x)), Color: 0, Dash: dash},
 				line{Name: label(r, "input tok/s"), X: x, Y: ints(s.InputTokens, len(x)), Color: 3, Dash: dash})
@@ -152,7 +168,7 @@ func (pg *page) build() {
 	}
 	pg.buildKinds()
 	pg.buildTurns()
-	lat.Charts = []*chart{ttft, e2e}
+	lat.Charts = []*chart{ttft, e2e, ttftI, e2eI}
 	thr.Charts = []*chart{tok, req, infl}
 	dist.Charts = []*chart{dttft, de2e}
 	srv.Charts = []*chart{queue, kv, gen}

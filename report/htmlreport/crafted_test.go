@@ -119,7 +119,7 @@ func TestCraftedValuesBounded(t *testing.T) {
 			neg := -huge
 			inf.Series.Latency["ttft_p50"][0], inf.Series.Latency["ttft_p50"][1] = &neg, &huge
 			inf.Phases[1].StartS = huge
-			inf.Capacity = &report.CapacityJSON{Over: "rate", SearchJSON: report.SearchJSON{Steps: []report.StepJSON{{Load: huge, P50TTFT: huge}, {Load: -huge}}}}
+			inf.Capacity = &report.CapacityJSON{Over: "rate", SearchJSON: report.SearchJSON{Steps: []report.StepJSON{{Load: huge, P50TTFT: &huge}, {Load: -huge}}}}
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -106,8 +106,9 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return t.Format("2006-01-02 15:04:05 MST")
 	},
-	"s":     clip, // text from the endpoint: sanitised, and cut short
-	"deref": func(p *float64) float64 { return *p },
+	"s":       clip, // text from the endpoint: sanitised, and cut short
+	"deref":   func(p *float64) float64 { return *p },
+	"deref64": func(p *int64) int64 { return *p },
 }).Parse(pageSrc))
 
 func fmtMS(v float64) string {

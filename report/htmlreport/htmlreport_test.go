@@ -29,10 +29,11 @@ func TestCapacityCompareEscaping(t *testing.T) {
 	}
 	inf := &res.Infertop
 	maxLoad := 16.0
+	f := func(v float64) *float64 { return &v }
 	steps := []report.StepJSON{
-		{N: 1, Load: 4, ReqPerSec: 10, OutTokPerSec: 900, GoodPerSec: 10, P50TTFT: 50, P99TTFT: 90, P50E2E: 800, P99E2E: 900, Held: true},
-		{N: 2, Load: 16, ReqPerSec: 30, OutTokPerSec: 2500, GoodPerSec: 29, P50TTFT: 150, P99TTFT: 400, P50E2E: 1200, P99E2E: 1500, Held: true},
-		{N: 3, Load: 32, ReqPerSec: 31, OutTokPerSec: 2600, GoodPerSec: 12, P50TTFT: 900, P99TTFT: 2400, P50E2E: 3000, P99E2E: 5000, ErrorRate: 0.01},
+		{N: 1, Load: 4, ReqPerSec: f(10), OutTokPerSec: f(900), GoodPerSec: f(10), P50TTFT: f(50), P99TTFT: f(90), P50E2E: f(800), P99E2E: f(900), Held: true},
+		{N: 2, Load: 16, ReqPerSec: f(30), OutTokPerSec: f(2500), GoodPerSec: f(29), P50TTFT: f(150), P99TTFT: f(400), P50E2E: f(1200), P99E2E: f(1500), Held: true},
+		{N: 3, Load: 32, ReqPerSec: f(31), OutTokPerSec: f(2600), GoodPerSec: f(12), P50TTFT: f(900), P99TTFT: f(2400), P50E2E: f(3000), P99E2E: f(5000), ErrorRate: f(0.01)},
 	}
 	inf.Capacity = &report.CapacityJSON{Over: "concurrency", Objectives: []string{"ttft_p99<=500ms"},
 		SearchJSON: report.SearchJSON{Found: true, MaxLoad: &maxLoad, Steps: steps, At: &report.AtJSON{Step: 2, Load: 16},
@@ -51,7 +52,7 @@ func TestCapacityCompareEscaping(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := html.UnescapeString(out.String())
-	for _, want := range []string{`id="capacity-latency-0" data-lines="4"`, `id="capacity-throughput-0"`, "the most at which ttft_p99<=500ms held: 16",
+	for _, want := range []string{`id="capacity-latency-0" data-lines="4"`, `id="capacity-throughput-0" data-lines="1"`, `id="capacity-requests-0" data-lines="2"`, "the most at which ttft_p99<=500ms held: 16",
 		"◀ knee", "Baseline against canary", `class="text bad">worse`, "+30%…+70%", "120ms", "+50%", "the canary regressed",
 		"<script>alert(1)</script>"} {
 		if !strings.Contains(page, want) {

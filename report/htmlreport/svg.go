@@ -58,6 +58,23 @@ type chart struct {
 	Points bool
 	// Note is a line under the title.
 	Note string
+	// xLo and xHi, when hasX, are a span the X axis covers whatever the
+	// lines' values (spanX): charts over the same seconds line up.
+	xLo, xHi float64
+	hasX     bool
+}
+
+// spanX makes c's X axis cover xs (a run's seconds), with any span it had.
+func (c *chart) spanX(xs []float64) {
+	for _, x := range xs {
+		if !drawable(x) {
+			continue
+		}
+		if !c.hasX {
+			c.xLo, c.xHi, c.hasX = x, x, true
+		}
+		c.xLo, c.xHi = math.Min(c.xLo, x), math.Max(c.xHi, x)
+	}
 }
 
 // niceStep is a round tick step giving about n ticks over span (finite,
@@ -173,6 +190,9 @@ func (c *chart) svg() template.HTML {
 		if drawable(m.X) {
 			xmin, xmax = math.Min(xmin, m.X), math.Max(xmax, m.X)
 		}
+	}
+	if c.hasX {
+		xmin, xmax = math.Min(xmin, c.xLo), math.Max(xmax, c.xHi)
 	}
 	if c.PercentileX {
 		xmin, xmax = 0, percentileMaxNines

@@ -69,7 +69,7 @@ func turns(name string, s *report.SessionsJSON) turnsView {
 func trace(name string, t *report.TraceJSON) traceView {
 	v := traceView{Name: name, Fell: t.FellBehind,
 		Source: fmt.Sprintf("%s (%s), %s× speed", sanitize.Text(t.Name), sanitize.Text(t.Format), fmtNum(t.Speed)),
-		Sent:   fmt.Sprintf("%d arrivals of %d entries (%d whole passes) over %s", t.Arrivals, t.Entries, t.Passes, fmtDuration(t.SpanS*1000))}
+		Sent:   fmt.Sprintf("%d arrivals of %d entries (%s) over %s", t.Arrivals, t.Entries, wholePasses(t.Passes), fmtDuration(t.SpanS*1000))}
 	if t.FellBehind {
 		v.Behind = "fell behind: up to " + fmtMS(t.MaxBehindS*1000) + " late (arrivals kept their intended times, latency counted from them)"
 	} else {
@@ -127,4 +127,12 @@ func orGap(v float64, n int64) float64 {
 		return nan()
 	}
 	return v
+}
+
+// wholePasses is "1 whole pass", "3 whole passes".
+func wholePasses(n int) string {
+	if n == 1 {
+		return "1 whole pass"
+	}
+	return fmt.Sprintf("%d whole passes", n)
 }

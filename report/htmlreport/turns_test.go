@@ -48,7 +48,7 @@ func TestTurnsAndTrace(t *testing.T) {
 		"A whole session (first turn's start to last answer, think times in it): p50 9100 ms, p90 9800 ms, p99 9900 ms, mean 9200 ms, max 9950 ms over 4 sessions",
 		"<tr><td>1</td><td>4</td><td>0</td><td>250</td><td>80.0 ms</td><td>120 ms</td><td>90.0 ms</td><td>700 ms</td><td>900 ms</td></tr>",
 		`<td class="bad">1</td><td>500</td><td>81.0 ms</td>`, `id="turns-ttft" data-lines="2"`,
-		"Trace replay", "<b>mooncake</b>.jsonl (mooncake), 1.5× speed", "1000 arrivals of 1000 entries (1 whole passes) over 5 s",
+		"Trace replay", "<b>mooncake</b>.jsonl (mooncake), 1.5× speed", "1000 arrivals of 1000 entries (1 whole pass) over 5 s",
 		"fell behind: up to 9142 ms late", "3 failed rows skipped"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

@@ -139,10 +139,12 @@ type comparisonView struct {
 	Rows               []compareRow
 	Gates              []gateRow
 	// Outcome is the gate's ("the canary regressed", "no regression
-	// found"); empty without --regression.
-	Outcome   string
-	Regressed bool
-	Verdict   string
+	// found"), first: it decides the exit code; empty without
+	// --regression. OutcomeBad marks one that fails the gate without a
+	// regression (a gate not judged).
+	Outcome               string
+	Regressed, OutcomeBad bool
+	Verdict               string
 }
 
 // compareRow is one statistic compared.
@@ -198,8 +200,9 @@ func comparison(c compare.ComparisonJSON, heading string, cols [2]string, who st
 	case len(c.Regressions) == 0:
 	case c.Regressed:
 		v.Outcome = who + " regressed"
-	case notJudged > 0:
-		v.Outcome = fmt.Sprintf("no regression found, but %d of %d not judged: no gate passed for them", notJudged, len(c.Regressions))
+	case notJudged > 0: // what decides the exit code first, and never in the colour of a pass
+		v.Outcome = fmt.Sprintf("gate not passed: %d of %d not judged: no gate passed for them (too few requests); none breached", notJudged, len(c.Regressions))
+		v.OutcomeBad = true
 	default:
 		v.Outcome = "no regression found"
 	}
@@ -279,6 +282,14 @@ type stepRow struct {
 
 func fms(v float64) string { return fmt.Sprintf("%.2fms", v) }
 
+// nullGap is *v, or NaN (a gap in a curve) when it was not measured.
+func nullGap(v *float64) float64 {
+	if v == nil {
+		return nan()
+	}
+	return *v
+}
+
 func search(id string, over capacity.Over, objs []string, s report.SearchJSON) capacityView {
 	v := capacityView{ID: id, Found: s.Found, Over: string(over)}
 	knee := -1
@@ -301,9 +312,9 @@ func search(id string, over capacity.Over, objs []string, s report.SearchJSON) c
 		v.There = fmt.Sprintf("there: %.1f req/s · %.1f tok/s out · goodput %.1f req/s · errors %.2f%%", at.ReqPerSec, at.OutTokPerSec, at.GoodPerSec, at.ErrorRate*100)
 	}
 	for _, st := range s.Steps {
-		v.Steps = append(v.Steps, stepRow{N: st.N, Phase: st.Phase, Load: over.Format(st.Load), Req: fmt.Sprintf("%.1f", st.ReqPerSec),
-			Out: fmt.Sprintf("%.1f", st.OutTokPerSec), Good: fmt.Sprintf("%.1f", st.GoodPerSec), TTFT50: fms(st.P50TTFT), TTFT99: fms(st.P99TTFT),
-			E2E50: fms(st.P50E2E), E2E99: fms(st.P99E2E), Errors: fmt.Sprintf("%.2f%%", st.ErrorRate*100), Why: sanitize.Text(st.Why),
+		v.Steps = append(v.Steps, stepRow{N: st.N, Phase: st.Phase, Load: over.Format(st.Load), Req: report.FormatKnown(st.ReqPerSec, "%.1f", 1),
+			Out: report.FormatKnown(st.OutTokPerSec, "%.1f", 1), Good: report.FormatKnown(st.GoodPerSec, "%.1f", 1), TTFT50: report.FormatKnown(st.P50TTFT, "%.2fms", 1), TTFT99: report.FormatKnown(st.P99TTFT, "%.2fms", 1),
+			E2E50: report.FormatKnown(st.P50E2E, "%.2fms", 1), E2E99: report.FormatKnown(st.P99E2E, "%.2fms", 1), Errors: report.FormatKnown(st.ErrorRate, "%.2f%%", 100), Why: sanitize.Text(st.Why),
 			Held: st.Held, Knee: st.N == knee})
 	}
 	if len(s.Steps) == 0 {
@@ -314,10 +325,10 @@ func search(id string, over capacity.Over, objs []string, s report.SearchJSON) c
 	for i, st := range steps {
 		x[i] = st.Load
 	}
-	pick := func(f func(report.StepJSON) float64) []float64 {
+	pick := func(f func(report.StepJSON) *float64) []float64 { // a figure not measured is a gap
 		y := make([]float64, len(steps))
 		for i, st := range steps {
-			y[i] = f(st)
+			y[i] = nullGap(f(st))
 		}
 		return y
 	}
@@ -334,18 +345,23 @@ func search(id string, over capacity.Over, objs []string, s report.SearchJSON) c
 	}
 	lat := &chart{ID: "capacity-latency" + id, Title: "Latency against " + string(over), YUnit: "ms", XUnit: string(over), Points: true, Note: note, Marks: marks}
 	lat.Lines = []line{
-		{Name: "TTFT p50", X: x, Y: pick(func(s report.StepJSON) float64 { return s.P50TTFT }), Color: 0},
-		{Name: "TTFT p99", X: x, Y: pick(func(s report.StepJSON) float64 { return s.P99TTFT }), Color: 2},
-		{Name: "E2E p50", X: x, Y: pick(func(s report.StepJSON) float64 { return s.P50E2E }), Color: 1},
-		{Name: "E2E p99", X: x, Y: pick(func(s report.StepJSON) float64 { return s.P99E2E }), Color: 3},
+		{Name: "TTFT p50", X: x, Y: pick(func(s report.StepJSON) *float64 { return s.P50TTFT }), Color: 0},
+		{Name: "TTFT p99", X: x, Y: pick(func(s report.StepJSON) *float64 { return s.P99TTFT }), Color: 2},
+		{Name: "E2E p50", X: x, Y: pick(func(s report.StepJSON) *float64 { return s.P50E2E }), Color: 1},
+		{Name: "E2E p99", X: x, Y: pick(func(s report.StepJSON) *float64 { return s.P99E2E }), Color: 3},
 	}
-	thr := &chart{ID: "capacity-throughput" + id, Title: "Throughput against " + string(over), YUnit: "per s", XUnit: string(over), Points: true, Marks: marks}
+	// Tokens and requests on charts of their own: req/s on a tok/s axis
+	// lay flat along the bottom, a thousand times smaller.
+	thr := &chart{ID: "capacity-throughput" + id, Title: "Output throughput against " + string(over), YUnit: "tok/s", XUnit: string(over), Points: true, Marks: marks}
 	thr.Lines = []line{
-		{Name: "output tok/s", X: x, Y: pick(func(s report.StepJSON) float64 { return s.OutTokPerSec }), Color: 0},
-		{Name: "req/s", X: x, Y: pick(func(s report.StepJSON) float64 { return s.ReqPerSec }), Color: 1, Weight: 2}, // under goodput, often equal
-		{Name: "goodput req/s", X: x, Y: pick(func(s report.StepJSON) float64 { return s.GoodPerSec }), Color: 4},
+		{Name: "output tok/s", X: x, Y: pick(func(s report.StepJSON) *float64 { return s.OutTokPerSec }), Color: 0},
 	}
-	v.Charts = []*chart{lat, thr}
+	reqs := &chart{ID: "capacity-requests" + id, Title: "Requests against " + string(over), YUnit: "req/s", XUnit: string(over), Points: true, Marks: marks}
+	reqs.Lines = []line{
+		{Name: "req/s", X: x, Y: pick(func(s report.StepJSON) *float64 { return s.ReqPerSec }), Color: 1, Weight: 2}, // under goodput, often equal
+		{Name: "goodput req/s", X: x, Y: pick(func(s report.StepJSON) *float64 { return s.GoodPerSec }), Color: 4},
+	}
+	v.Charts = []*chart{lat, thr, reqs}
 	return v
 }
 
@@ -407,7 +423,7 @@ func matrix(c *report.CapacityJSON, over capacity.Over) *matrixView {
 		steps := sortedLoads(s.Steps)
 		x, yt, yl := make([]float64, len(steps)), make([]float64, len(steps)), make([]float64, len(steps))
 		for j, st := range steps {
-			x[j], yt[j], yl[j] = st.Load, st.OutTokPerSec, st.P99TTFT
+			x[j], yt[j], yl[j] = st.Load, nullGap(st.OutTokPerSec), nullGap(st.P99TTFT)
 		}
 		name := fmt.Sprintf("prompt %d, output %d", s.Prompt, s.Output)
 		tokc.Lines = append(tokc.Lines, line{Name: name, X: x, Y: yt, Color: i})

@@ -113,7 +113,7 @@ func Decode(name string, b []byte) (Input, error) {
 // flight, every count non-negative: a finished run's result has none in
 // flight, a running agent's (its /result) those it was waiting for.
 func counted(p report.PhaseJSON) error {
-	for _, n := range []int64{p.Sent, p.Completed, p.Failed, p.Incomplete, p.Retried, p.Good} {
+	for _, n := range []int64{p.Sent, p.Completed, p.Failed, p.Incomplete, p.Backlog, p.Dropped, p.Retried, p.Good} {
 		if n < 0 || n > math.MaxInt64/MaxInputs {
 			return fmt.Errorf("a count of %d: %w", n, ErrBadResult)
 		}
@@ -197,6 +197,14 @@ func Merge(ins []Input, opt Options) (*Merged, error) {
 		}
 		out.Retried += r.Retried
 		out.ArrivalsScheduled += r.ArrivalsScheduled
+		out.ArrivalsDropped += r.ArrivalsDropped
+		if r.ArrivalsSent != nil {
+			s := *r.ArrivalsSent
+			if out.ArrivalsSent != nil {
+				s += *out.ArrivalsSent
+			}
+			out.ArrivalsSent = &s
+		}
 		if r.SentRate != nil {
 			s := *r.SentRate
 			if out.SentRate != nil {
@@ -448,7 +456,7 @@ func mergePhase(parts []part, id int) (report.PhaseJSON, map[string]string, erro
 
 // counters are a phase's counts, each summed over the runs.
 func counters(p *report.PhaseJSON) []*int64 {
-	return []*int64{&p.Sent, &p.Completed, &p.Failed, &p.Incomplete, &p.Retried, &p.Good, &p.InputTokens, &p.OutputTokens,
+	return []*int64{&p.Sent, &p.Completed, &p.Failed, &p.Incomplete, &p.Backlog, &p.Dropped, &p.Retried, &p.Good, &p.InputTokens, &p.OutputTokens,
 		&p.DeliveredTokens, &p.FailedOutputTokens, &p.ReasoningTokens, &p.Inputs}
 }
 
