@@ -105,6 +105,10 @@ var first = map[string][]string{
 	"agent":    {"index", "of", "token-file"},
 }
 
+// FirstNames are the names of the flags a newcomer of the command (its
+// flag set's name) needs first.
+func FirstNames(command string) []string { return slices.Clone(first[command]) }
+
 // First are the flags of fs a newcomer needs first, in that order.
 func First(fs *pflag.FlagSet) []*pflag.Flag {
 	var out []*pflag.Flag
