@@ -10,7 +10,7 @@
 # accuracy test, the bench's memory test, compare's 100-run properties)
 # are test-accuracy's, a stage of their own that .ci/run runs beside
 # test-compare, which shares its build.
-.PHONY: test test-accuracy test-endurance test-compare test-manifests test-agents test-trace test-slow build image bench lint
+.PHONY: test test-accuracy test-endurance test-compare test-manifests test-agents test-guides test-trace test-slow build image bench lint
 
 # VERSION is what infertop --version says of a make build: the checkout's
 # tag, commits since and revision (git describe); "dev" outside git.
@@ -66,6 +66,14 @@ test-endurance:
 # About 3 minutes on two cores.
 test-compare:
 	INFERTOP_COMPARE=1 go test -count=1 -v -timeout 10m -run 'TestPairFalsePositives|TestPairDefaultSim' ./session
+
+# The guides' commands: every ```sh sim block of README.md and
+# docs/guide run as written, in bash, against the embedded sim (or the
+# sims they start), each run cut to a few seconds, each dashboard started
+# in tmux and quit; traffic to 127.0.0.1 only. Without -race: it runs the
+# test binary as infertop, many times.
+test-guides:
+	INFERTOP_GUIDES=1 go test -count=1 -v -parallel 4 -timeout 10m -run 'TestGuideCommands' .
 
 # The trace replay's timing: 1,000 arrivals 2 ms apart, each within 5 ms
 # of its intended time by the sim's own receive times. A bound of
