@@ -21,6 +21,104 @@ import (
 	"github.com/infertop/infertop/tools/tmuxterm"
 )
 
+// docFiles are the documents a person reads: the front door, the
+// repository's own, the guides and the reference.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files := []string{"README.md", "ARCHITECTURE.md", "CONTRIBUTING.md", "BENCHMARKS.md"}
+	for _, dir := range []string{"docs/guide", "docs/reference", "docs/reference/flags"} {
+		md, err := filepath.Glob(filepath.Join(dir, "*.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, md...)
+	}
+	return files
+}
+
+// TestGuides holds the documents to what a reader needs of them: the
+// README a front door (under 300 lines), no test's name in a guide (a
+// guide is for the user; the tests are CONTRIBUTING.md's), and every
+// relative link and its anchor leading somewhere.
+func TestGuides(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(readme, []byte("\n")); n >= 300 {
+		t.Errorf("README.md has %d lines; the front door stays under 300 (the rest belongs in docs/guide)", n)
+	}
+	guides, _ := filepath.Glob("docs/guide/*.md")
+	if len(guides) < 10 {
+		t.Errorf("docs/guide has %d pages", len(guides))
+	}
+	testName := regexp.MustCompile(`\bTest[A-Z]\w*`)
+	for _, g := range guides {
+		b, _ := os.ReadFile(g)
+		if m := testName.FindAll(b, -1); m != nil {
+			t.Errorf("%s names tests (%s): a guide is for the user; CONTRIBUTING.md has the tests", g, bytes.Join(m, []byte(", ")))
+		}
+	}
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		for _, m := range link.FindAllSubmatch(b, -1) {
+			target := string(m[1])
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, frag, _ := strings.Cut(target, "#")
+			dest := f
+			if path != "" {
+				dest = filepath.Join(filepath.Dir(f), path)
+				if _, err := os.Stat(dest); err != nil {
+					t.Errorf("%s links to %s, which is not there", f, target)
+					continue
+				}
+			}
+			if frag != "" && strings.HasSuffix(dest, ".md") && !slices.Contains(anchors(t, dest), frag) {
+				t.Errorf("%s links to %s: %s has no heading #%s", f, target, dest, frag)
+			}
+		}
+	}
+}
+
+// anchors are the anchors GitHub gives a Markdown file's headings.
+func anchors(t *testing.T, file string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	inFence := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+		}
+		if inFence || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		h := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var a strings.Builder
+		for _, r := range strings.ToLower(h) {
+			switch {
+			case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+				a.WriteRune(r)
+			case r == ' ':
+				a.WriteRune('-')
+			}
+		}
+		out = append(out, a.String())
+	}
+	return out
+}
+
 // TestExporterReference holds docs/reference/exporter.md to the
 // exporter: every series the exporter's code names is on the page, and
 // every series the page names is the exporter's.
