@@ -1,16 +1,16 @@
 # The test suite: everything with the race detector, two packages at a
 # time (go test's default on two cores), the builds of some beside the
 # tests of others: the tests wait for events, not for time, so a build
-# beside them moves nothing but the clock (a first pass that only built,
-# so that no build ran beside a test, cost 47 s of a cold run: 309 s
-# with it, 262 s without, on two cores, 2026-12-02). go test runs vet's
-# high-confidence checks itself; the full vet is in lint (a separate vet
-# compiles every dependency again without -race). The timing tests that
-# need a build without the race detector (the client-versus-server
-# accuracy test, the bench's memory test, compare's 100-run properties)
-# are test-accuracy's, a stage of their own that .ci/run runs beside
-# test-compare, which shares its build.
-.PHONY: test test-accuracy test-endurance test-compare test-manifests test-agents test-trace test-slow test-sdk build image bench lint
+# beside them moves nothing but the clock (a first pass that only built
+# cost more than it saved: BENCHMARKS.md has the figures). go test runs
+# vet's high-confidence checks itself; the full vet is in lint (a
+# separate vet compiles every dependency again without -race). The timing
+# tests that need a build without the race detector (the
+# client-versus-server accuracy test, the bench's memory test, compare's
+# 100-run properties) are test-accuracy's, a stage of their own that
+# .ci/run runs beside test-compare, which shares its build. CONTRIBUTING.md
+# describes every stage; BENCHMARKS.md keeps their timings, dated.
+.PHONY: test test-accuracy test-endurance test-compare test-manifests test-agents test-guides test-trace test-slow test-sdk build image bench lint
 
 # VERSION is what infertop --version says of a make build: the checkout's
 # tag, commits since and revision (git describe); "dev" outside git.
@@ -41,14 +41,15 @@ test-accuracy:
 # in a stage of their own (.ci/run runs it after make test): those types
 # take about a minute to build under -race, for a test that races nothing.
 # Beside them the image they run (tools/image): built as make image
-# builds it and read back, a build of infertop for linux (2 minutes cold).
+# builds it and read back, a build of infertop for linux.
 test-manifests:
 	go test -count=1 -tags manifests ./deploy/kubernetes ./tools/image
 
 # Agents as processes of their own (this test binary as infertop agent,
 # each on 127.0.0.1 at its own port) against one sim, followed by run
 # --agents: four merged exactly, and one killed mid-run (.ci/run runs it
-# after make test). About 20 s: the processes' start and their --start-at.
+# after make test). Most of its time is the processes' start and their
+# --start-at.
 test-agents:
 	INFERTOP_AGENTS=1 go test -race -count=1 -v -run 'TestFourAgents|TestAgentLost|TestAgentsSplit|TestAgentsFindMax|TestAgentsMatrix|TestAgentsCompare' .
 
@@ -63,9 +64,16 @@ test-endurance:
 # than the default sim called so within 60 s. Without -race: it distorts
 # the two sims' timing (one of two identical sims was 10-16 % slower at
 # TTFT p50 under it). -v for the figures (the count, the time to verdict).
-# About 3 minutes on two cores.
 test-compare:
 	INFERTOP_COMPARE=1 go test -count=1 -v -timeout 10m -run 'TestPairFalsePositives|TestPairDefaultSim' ./session
+
+# The guides' commands: every ```sh sim block of README.md and
+# docs/guide run as written, in bash, against the embedded sim (or the
+# sims they start), each run cut to a few seconds, each dashboard started
+# in tmux and quit; traffic to 127.0.0.1 only. Without -race: it runs the
+# test binary as infertop, many times.
+test-guides:
+	INFERTOP_GUIDES=1 go test -count=1 -v -parallel 4 -timeout 10m -run 'TestGuideCommands' .
 
 # The trace replay's timing: 1,000 arrivals 2 ms apart, each within 5 ms
 # of its intended time by the sim's own receive times. A bound of

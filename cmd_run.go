@@ -25,7 +25,7 @@ when every --slo held, 1 when one was breached, 2 for bad usage, an
 endpoint unreachable from the start, or a run where nothing completed.
 
 With --find-max it searches instead for the highest load at which every
-objective holds (see "Finding the capacity" in the README): exit code 0
+objective holds (see docs/guide/capacity.md): exit code 0
 when a load was found, 1 when even the lowest step broke.`
 
 // runHeadless is `infertop run`: the load of whichever kind the flags

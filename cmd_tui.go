@@ -13,6 +13,7 @@ import (
 	"github.com/infertop/infertop/capacity/capflag"
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/dashboard"
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
@@ -43,6 +44,7 @@ func (a *app) runTUI(args []string) error {
 	fs := newFlagSet("infertop", tuiSynopsis, a.stdout)
 	f := addLoadFlags(fs)
 	reportDir := fs.String("report-dir", ".", "where the s key writes the reports (infertop-START.json, .csv, .txt)")
+	flaghelp.Mark(fs, "Reports", "report-dir")
 	cf := sessionflag.Add(fs, false)
 	capf := capflag.Add(fs)
 	agf := fleetflag.Add(fs)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/load/loadflag"
@@ -49,6 +50,8 @@ func addLoadFlags(fs *pflag.FlagSet) *loadFlags {
 	f.run.AddTelemetry(fs)
 	fs.StringVar(&f.theme, "theme", themes.Default, "theme: "+strings.Join(themes.Names(), ", "))
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+	flaghelp.Mark(fs, "Objectives: SLOs and goodput", "slo", "goodput")
+	flaghelp.Mark(fs, "Display", "theme", "version")
 	f.sim = simflag.Add(fs, "sim-")
 	fleetflag.Follower(fs, "slo", "theme") // the follower's objectives over the merge, its theme
 	return f

@@ -11,19 +11,19 @@ import (
 	"testing"
 )
 
-// TestImportPicture holds the README's table of each package's imports
-// of this module to the code: a new import of a layer it should not
+// TestImportPicture holds ARCHITECTURE.md's table of each package's
+// imports of this module to the code: a new import of a layer it should not
 // link (ui importing the runner, compare the exporter) changes the
 // table, and a reviewer sees it.
 func TestImportPicture(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("README.md")
+	doc, err := os.ReadFile("ARCHITECTURE.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)```imports\n(.*?)```").FindSubmatch(readme)
+	m := regexp.MustCompile("(?s)```imports\n(.*?)```").FindSubmatch(doc)
 	if m == nil {
-		t.Fatal("README.md has no ```imports block")
+		t.Fatal("ARCHITECTURE.md has no ```imports block")
 	}
 	want := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(m[1])), "\n") {
@@ -76,14 +76,14 @@ func TestImportPicture(t *testing.T) {
 	}
 	for pkg, imps := range got {
 		if w, ok := want[pkg]; !ok {
-			t.Errorf("package %s is not in the README's table; it imports: %s", pkg, imps)
+			t.Errorf("package %s is not in ARCHITECTURE.md's table; it imports: %s", pkg, imps)
 		} else if w != imps {
-			t.Errorf("%s imports %q, the README says %q", pkg, imps, w)
+			t.Errorf("%s imports %q, ARCHITECTURE.md says %q", pkg, imps, w)
 		}
 	}
 	for pkg := range want {
 		if _, ok := got[pkg]; !ok {
-			t.Errorf("the README's table names %s, which is no package", pkg)
+			t.Errorf("ARCHITECTURE.md's table names %s, which is no package", pkg)
 		}
 	}
 }

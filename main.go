@@ -28,6 +28,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/runner"
 	ver "github.com/infertop/infertop/version"
 )
@@ -185,9 +186,7 @@ func newFlagSet(name, synopsis string, stdout io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are printed once, by run
 	fs.SortFlags = false
-	fs.Usage = func() {
-		fmt.Fprintf(stdout, "%s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
-	}
+	fs.Usage = func() { flaghelp.Usage(stdout, synopsis, fs) }
 	return fs
 }
 

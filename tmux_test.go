@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 		injectStuck(a, os.Getenv("INFERTOP_TEST_STUCK"))
 		os.Exit(a.run(os.Args[1:]))
 	}
+	if os.Getenv("INFERTOP_GUIDE_SHIM") == "1" { // the guides' commands (docs_test.go)
+		os.Exit(guideShim(os.Args[1:]))
+	}
 	// The tests run this binary as infertop (in tmux, as `infertop ssh`),
 	// and a -race build sleeps a second at each clean exit by default
 	// (GORACE's atexit_sleep_ms, for other threads' reports to finish):

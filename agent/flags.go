@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/infertop/infertop/flaghelp"
 )
 
 // Flags are infertop agent's own flags: its share, its start, where and
@@ -21,6 +23,7 @@ type Flags struct {
 
 // AddFlags binds the agent's flags to fs.
 func AddFlags(fs *pflag.FlagSet) *Flags {
+	defer flaghelp.Group(fs, "This agent: its share, its start, its door")()
 	f := &Flags{}
 	fs.IntVar(&f.Index, "index", -1, "this agent's index, 0..N-1 (an Indexed Job's JOB_COMPLETION_INDEX)")
 	fs.IntVar(&f.Of, "of", 0, "the number of agents sharing the load")

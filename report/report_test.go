@@ -164,3 +164,29 @@ func TestCSV(t *testing.T) {
 		t.Fatalf("row 2: %v", rows[2])
 	}
 }
+
+// TestSchemaKnowsEveryAPI: a result's manifest.api is any kind the client
+// speaks (a result of --api anthropic once failed its own schema).
+func TestSchemaKnowsEveryAPI(t *testing.T) {
+	var s struct {
+		Defs struct {
+			Manifest struct {
+				Properties struct {
+					API struct {
+						Enum []string `json:"enum"`
+					} `json:"api"`
+				} `json:"properties"`
+			} `json:"manifest"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(Schema(), &s); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, k := range probe.Kinds() {
+		kinds = append(kinds, string(k))
+	}
+	if got := strings.Join(s.Defs.Manifest.Properties.API.Enum, " "); got != strings.Join(kinds, " ") {
+		t.Errorf("the schema's manifest.api is one of %s; the client speaks %s", got, strings.Join(kinds, " "))
+	}
+}

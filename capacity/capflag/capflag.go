@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/capacity"
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/session"
@@ -32,6 +33,7 @@ type Flags struct {
 
 // Add binds the search's flags to fs.
 func Add(fs *pflag.FlagSet) *Flags {
+	defer flaghelp.Group(fs, "Capacity search")()
 	c := &Flags{fs: fs}
 	d := capacity.DefaultHold()
 	fs.StringArrayVar(&c.findMax, "find-max", nil, "search for the highest load at which every objective holds, repeatable: e.g. 'ttft_p99<=500ms', 'error_rate<1%'")

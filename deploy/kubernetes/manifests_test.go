@@ -147,7 +147,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 }
 
 // TestAgentsJob: the Job, the Service and the Secrets fit together as
-// the README's guide says: an Indexed Job of n agents each told its index
+// docs/guide/fleet.md says: an Indexed Job of n agents each told its index
 // of n, found through a headless Service's named port listing pods not yet
 // ready, its token and headers from a Secret's files, resources bounded,
 // non-root on a read-only root with an emptyDir to write in.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/fleet"
 	"github.com/infertop/infertop/readlimit"
 	"github.com/infertop/infertop/session"
@@ -71,6 +72,7 @@ type Flags struct {
 
 // Add binds the follower's flags to fs, marked as the follower's own.
 func Add(fs *pflag.FlagSet) *Flags {
+	defer flaghelp.Group(fs, "Following agents (infertop agent)")()
 	f := &Flags{}
 	fs.StringVar(&f.Agents, "agents", "", "follow infertop agents instead of loading: host:port,host:port, a DNS name with a port (a headless Service's: re-resolved), or an SRV name _agent._tcp.NAME")
 	fs.StringVar(&f.TokenFile, "agents-token-file", "", "with --agents: the token the agents share (their --token-file)")

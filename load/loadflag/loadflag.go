@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/load"
 )
 
@@ -33,15 +34,16 @@ type Flags struct {
 func Add(fs *pflag.FlagSet) *Flags {
 	f := &Flags{fs: fs}
 	f.addShape(fs)
-	f.addTrace(fs)
-	f.addSessions(fs)
 	f.addLengths(fs)
 	f.addLimits(fs)
+	f.addSessions(fs)
+	f.addTrace(fs)
 	return f
 }
 
 // addShape: how the load is put on: the loop, its knobs, its walk.
 func (f *Flags) addShape(fs *pflag.FlagSet) {
+	defer flaghelp.Group(fs, "Load: the loop, its knobs, a walk")()
 	l := &f.cfg
 	fs.IntVarP(&l.Knobs.Concurrency, "concurrency", "c", load.DefaultConcurrency, "requests kept in flight (closed loop)")
 	fs.Float64Var(&l.Knobs.Rate, "rate", 0, "open loop: requests per second whatever the server does (0: closed loop)")
@@ -58,6 +60,7 @@ func (f *Flags) addShape(fs *pflag.FlagSet) {
 // addLengths: how long the prompts and the answers are, and what the
 // prompts say.
 func (f *Flags) addLengths(fs *pflag.FlagSet) {
+	defer flaghelp.Group(fs, "Lengths and prompts")()
 	l := &f.cfg
 	fs.StringVar(&f.promptSpec, "prompt-tokens", fmt.Sprint(load.DefaultPromptTokens), "prompt length in tokens: N, uniform:MIN-MAX or normal:MEAN,SD (1..32768; keys move the centre)")
 	fs.StringVar(&f.outputSpec, "output-tokens", fmt.Sprint(load.DefaultOutputTokens), "output tokens per request (the output limit): N, uniform:MIN-MAX or normal:MEAN,SD (1..32768)")
@@ -70,6 +73,7 @@ func (f *Flags) addLengths(fs *pflag.FlagSet) {
 
 // addLimits: when the run is over.
 func (f *Flags) addLimits(fs *pflag.FlagSet) {
+	defer flaghelp.Group(fs, "When the load ends")()
 	l := &f.cfg
 	fs.DurationVar(&l.Duration, "duration", 0, "stop after this long (0: no limit); the dashboard counts down and stops")
 	fs.Int64Var(&l.MaxRequests, "requests", 0, "stop after this many requests (0: no limit)")

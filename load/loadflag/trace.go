@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/load"
 )
 
@@ -18,6 +19,7 @@ type traceFlags struct {
 
 // addTrace: a recorded load replayed instead of a synthetic one.
 func (f *Flags) addTrace(fs *pflag.FlagSet) {
+	defer flaghelp.Group(fs, "Trace replay")()
 	t := &f.trace
 	fs.StringVar(&t.path, "trace", "", "replay a trace's arrivals and lengths: Mooncake JSONL (timestamp ms, input_length, output_length, hash_ids), Azure's or BurstGPT's CSV, or JSONL of {\"at\": s, \"prompt\"|\"prompt_tokens\", \"max_tokens\"}")
 	fs.StringVar(&t.format, "trace-format", "", "the trace's format: mooncake, azure, burstgpt or jsonl (default: told from the file)")
@@ -66,6 +68,7 @@ type sessionFlags struct {
 
 // addSessions: conversations of several turns instead of single requests.
 func (f *Flags) addSessions(fs *pflag.FlagSet) {
+	defer flaghelp.Group(fs, "Multi-turn sessions")()
 	s := &f.sessions
 	fs.IntVar(&s.n, "sessions", 0, "multi-turn sessions: N conversations at once (the closed loop's concurrency), each turn's prompt the context so far")
 	fs.IntVar(&s.turns, "turns", 5, "with --sessions: turns in a session, then a new one starts (with a ShareGPT --dataset: its conversations' human turns, up to --turns if given)")

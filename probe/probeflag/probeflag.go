@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/readlimit"
@@ -42,6 +43,7 @@ func Add(fs *pflag.FlagSet) *Flags {
 
 // addSend: how a request is sent.
 func (f *Flags) addSend(fs *pflag.FlagSet) {
+	defer flaghelp.Group(fs, "Client: the model, the stream, the key, headers, TLS, time limits")()
 	p := &f.cfg
 	fs.StringVar(&p.Model, "model", "", "model name (default: the first model the server lists)")
 	fs.BoolVar(&p.NoStream, "no-stream", false, "ask for whole answers (TTFT, ITL and TPOT are then not observable)")
@@ -57,6 +59,7 @@ func (f *Flags) addSend(fs *pflag.FlagSet) {
 
 // addBody: what a request's body asks for.
 func (f *Flags) addBody(fs *pflag.FlagSet) {
+	defer flaghelp.Group(fs, "Request body: what each request asks for; the generic API's paths")()
 	p, g := &f.cfg, &f.cfg.Generic
 	fs.BoolVar(&f.fixedOutput, "fixed-output", false, "make every request produce exactly --output-tokens (ignore_eos and min_tokens, where the server takes them)")
 	fs.StringVar(&p.Body.MaxTokensField, "max-tokens-field", "max_tokens", "OpenAI output-limit field: max_tokens or max_completion_tokens")

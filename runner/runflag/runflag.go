@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/telemetry"
@@ -25,6 +26,7 @@ type Flags struct {
 
 // AddEndpoint binds the endpoint's flags to fs.
 func AddEndpoint(fs *pflag.FlagSet) *Flags {
+	defer flaghelp.Group(fs, "Endpoint: where the load goes")()
 	f := &Flags{}
 	c := &f.cfg
 	fs.StringVar(&c.URL, "url", "", "endpoint: a base such as http://host:8000/v1, or a full path (default: the embedded sim)")
@@ -36,6 +38,7 @@ func AddEndpoint(fs *pflag.FlagSet) *Flags {
 // AddTelemetry binds the telemetry's flags to fs: where the server's and
 // the GPUs' side is read, and where infertop's own metrics are served.
 func (f *Flags) AddTelemetry(fs *pflag.FlagSet) {
+	defer flaghelp.Group(fs, "Telemetry: the server's metrics, its GPUs, infertop's own exporter")()
 	t := &f.cfg.Telemetry
 	fs.StringVar(&t.ServerMetrics, "server-metrics", "", "the serving engine's Prometheus /metrics (default: try the server's root /metrics quietly; off: none)")
 	fs.StringVar(&t.GPUMetrics, "gpu-metrics", "", "a DCGM exporter's /metrics, for GPU power, energy, utilisation")

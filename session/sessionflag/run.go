@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
@@ -27,6 +28,7 @@ type Run struct {
 
 // AddRun binds a headless run's flags to fs.
 func AddRun(fs *pflag.FlagSet) *Run {
+	defer flaghelp.Group(fs, "Reports and gates")()
 	r := &Run{}
 	fs.DurationVar(&r.ProgressEvery, "progress-every", 10*time.Second, "a progress line this often on stderr when it is not a terminal")
 	fs.StringVar(&r.JSON, "json", "", "write the whole result as JSON (vLLM's keys plus infertop's) to this file")

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/runner"
@@ -36,6 +37,7 @@ type Flags struct {
 // Add binds the comparison's flags to fs; --regression only for a
 // headless run, the one that sets an exit code.
 func Add(fs *pflag.FlagSet, headless bool) *Flags {
+	defer flaghelp.Group(fs, "A canary against a baseline; backends behind one URL")()
 	f := &Flags{}
 	fs.StringVar(&f.url, "compare", "", "canary endpoint: the same load (knobs, prompts, seed) on it at once, each endpoint its own engine, and a live verdict: is the canary slower, are its errors up")
 	fs.StringVar(&f.model, "compare-model", "", "the canary's model name, when it serves another (default: --model, else its first)")

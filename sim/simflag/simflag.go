@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/sim"
 )
 
@@ -28,6 +29,11 @@ type Flags struct {
 // Add binds the flags to fs, each name after prefix ("sim-" for the
 // dashboard's embedded sim, "" for infertop sim).
 func Add(fs *pflag.FlagSet, prefix string) *Flags {
+	group := "The simulated endpoint"
+	if prefix != "" {
+		group = "The embedded sim (without --url)"
+	}
+	defer flaghelp.Group(fs, group)()
 	d, _ := sim.Preset("default")
 	f := &Flags{fs: fs, prefix: prefix}
 	fs.StringVar(&f.preset, prefix+"preset", "default", "performance preset: default, fast, small or large (flags below override it)")

@@ -16,6 +16,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/pflag"
 
+	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/sshserver"
 )
@@ -31,6 +32,7 @@ type Flags struct {
 // Add binds the flags to fs, the files' defaults under the user's home
 // and configuration folders.
 func Add(fs *pflag.FlagSet) *Flags {
+	defer flaghelp.Group(fs, "SSH server")()
 	sf := &Flags{}
 	home, _ := os.UserHomeDir()
 	confDir, err := os.UserConfigDir()
