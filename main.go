@@ -17,7 +17,6 @@ import (
 	"maps"
 	"os"
 	"os/signal"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -181,55 +180,18 @@ func (a *app) interrupts() (sigs <-chan os.Signal, stop func()) {
 	return ch, func() { signal.Stop(ch) }
 }
 
-// newFlagSet makes a flag set that reports errors instead of exiting.
+// newFlagSet makes a flag set that reports errors instead of exiting,
+// its --help in groups (flaghelp).
 func newFlagSet(name, synopsis string, stdout io.Writer) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are printed once, by run
-	fs.SortFlags = false
-	fs.Usage = func() { flaghelp.Usage(stdout, synopsis, fs) }
-	return fs
-}
-
-// plainFlagError says what a number flag wants instead of the strconv
-// detail pflag adds to a bad number.
-func plainFlagError(msg string) string {
-	// Go's own duration errors: "invalid argument "10" for "--duration"
-	// flag: time: missing unit in duration "10"".
-	durText := regexp.MustCompile(`^invalid argument "([^"]*)" for "(?:-\w, )?(--[\w-]+)" flag: time: (missing unit|invalid duration|unknown unit "([^"]*)")`)
-	if m := durText.FindStringSubmatch(msg); m != nil {
-		why := "is no duration"
-		switch {
-		case m[3] == "missing unit":
-			why = "needs a unit"
-		case m[4] != "":
-			why = fmt.Sprintf("has an unknown unit %q", m[4])
-		}
-		return fmt.Sprintf("%s: %q %s; want e.g. 10s, 500ms or 2m (units ns, us, ms, s, m, h)", m[2], m[1], why)
-	}
-	strconvText := regexp.MustCompile(`: strconv\.Parse\w+: parsing "[^"]*": (invalid syntax|value out of range)$`)
-	if m := strconvText.FindStringSubmatch(msg); m != nil {
-		want := ": want a number"
-		if m[1] == "value out of range" {
-			want = ": the number is out of range"
-		}
-		if strings.Contains(msg, `"--rate"`) {
-			want += " of requests per second, e.g. 10 or 2.5"
-		}
-		return msg[:len(msg)-len(m[0])] + want
-	}
-	return msg
+	return flaghelp.NewFlagSet(name, synopsis, stdout)
 }
 
 // parse parses args; pflag itself prints the help on -h/--help (once).
+// Any other error is a usage error.
 func parse(fs *pflag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return err
-		}
-		return usageError{errors.New(plainFlagError(err.Error()))}
+	err := flaghelp.Parse(fs, args)
+	if err == nil || errors.Is(err, pflag.ErrHelp) {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	return nil
+	return usageError{err}
 }
