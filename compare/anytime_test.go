@@ -77,7 +77,8 @@ func TestQuantileIntervalFew(t *testing.T) {
 }
 
 // TestQuantileBuckets: a server's buckets give an interval that holds
-// the truth.
+// the truth; two sides in one bucket wider than the margin are not
+// resolvable.
 func TestQuantileBuckets(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	edges := []float64{25, 50, 100, 250, 500, 1000, 2500}
@@ -94,6 +95,15 @@ func TestQuantileBuckets(t *testing.T) {
 	iv, ok := QuantileInterval(b, c, 0.5, 0.01)
 	if !ok || iv.Lo > 0.03 || iv.Hi < 0.03 {
 		t.Errorf("buckets: %+v misses +3%%", iv)
+	}
+	_, jb, _ := b.Quantile(0.5)
+	_, jc, _ := c.Quantile(0.5)
+	if r := resolution(b, c, jb, jc); r < 1 {
+		t.Errorf("one bucket 100…250 ms: resolution %v, want 1.5", r)
+	}
+	res := judgeAnytime(mustStat(t, "ttft_p50"), [2]tally{{c: b, first: 0, last: 60}, {c: c, first: 0, last: 60}}, 0.01, 20)
+	if m := margin(res, 0.10); m != NotResolvable {
+		t.Errorf("margin +10%% inside a 100…250 ms bucket: %v, want not resolvable", m)
 	}
 }
 

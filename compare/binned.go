@@ -22,8 +22,10 @@ import (
 // systematic sampling over its values in order: every bucket keeps its
 // share rounded up or down, a bucket of one value (a tail's) kept with
 // the chance of its share, and the shares add up to the room exactly.
-// Add the newest seconds first; a full side takes no more. A Binned is
-// one goroutine's.
+// Add the newest seconds first. The confidence sequences count every
+// second added, unthinned (counts per value cost the values' spread, not
+// their number), so a side is never full for them. A Binned is one
+// goroutine's.
 type Binned struct {
 	stats  []Stat
 	limit  int
@@ -34,6 +36,10 @@ type Binned struct {
 type binnedSide struct {
 	lat  [load.NumMetrics][]sample
 	errs []sample
+	// Every second's counts, for the confidence sequences.
+	cnt           [load.NumMetrics]valueCounts
+	failed, total int64
+	secs          span
 }
 
 // NewBinned collects the data of a comparison of stats, at most limit
@@ -46,7 +52,11 @@ func NewBinned(stats []Stat, limit, seconds int) *Binned {
 	if seconds <= 0 {
 		seconds = 2 * MinSeconds
 	}
-	return &Binned{stats: stats, limit: limit, perSec: max(limit/seconds, 1)}
+	b := &Binned{stats: stats, limit: limit, perSec: max(limit/seconds, 1)}
+	for i := range b.sides {
+		b.sides[i].secs = newSpan()
+	}
+	return b
 }
 
 // Latency adds the values of metric m that side saw in second sec (any
@@ -54,7 +64,14 @@ func NewBinned(stats []Stat, limit, seconds int) *Binned {
 // milliseconds each (histograms' buckets, any order), thinned
 // past the second's share (see Binned).
 func (b *Binned) Latency(side Side, m load.Metric, sec int32, ms []float64, counts []int64) {
-	r := &b.sides[side].lat[m]
+	sd := &b.sides[side]
+	for i, n := range counts {
+		if i < len(ms) && n > 0 {
+			sd.cnt[m].add(ms[i], n)
+			sd.secs.see(sec)
+		}
+	}
+	r := &sd.lat[m]
 	for i, n := range b.thin(len(*r), counts, sec, side, int(m)) {
 		for range n {
 			*r = append(*r, sample{sec, ms[i]})
@@ -65,7 +82,12 @@ func (b *Binned) Latency(side Side, m load.Metric, sec int32, ms []float64, coun
 // Outcomes adds a second's requests of side: completed ones and failed
 // ones (the error rate's samples, 0 and 1), thinned as Latency's.
 func (b *Binned) Outcomes(side Side, sec int32, completed, failed int64) {
-	r := &b.sides[side].errs
+	sd := &b.sides[side]
+	if completed+failed > 0 {
+		sd.failed, sd.total = sd.failed+max(failed, 0), sd.total+max(completed, 0)+max(failed, 0)
+		sd.secs.see(sec)
+	}
+	r := &sd.errs
 	for i, n := range b.thin(len(*r), []int64{completed, failed}, sec, side, int(load.NumMetrics)) {
 		for range n {
 			*r = append(*r, sample{sec, float64(i)})
@@ -110,9 +132,16 @@ func (b *Binned) thin(held int, counts []int64, sec int32, side Side, m int) []i
 	return out
 }
 
-// Full says side holds its limit of every metric's samples and of its
-// outcomes: older seconds would add nothing.
+// Full says older seconds would add nothing: never, since the
+// confidence sequences count every second (the bootstrap's samples stop
+// at the limit, Options.Bootstrap).
 func (b *Binned) Full(side Side) bool {
+	return false
+}
+
+// fullSamples says side holds its limit of every metric's samples and of
+// its outcomes: the bootstrap's would take no more.
+func (b *Binned) fullSamples(side Side) bool {
 	sd := &b.sides[side]
 	if len(sd.errs) < b.limit {
 		return false
@@ -137,6 +166,16 @@ func (b *Binned) Compare(o Options) Comparison {
 				src = sd.lat[st.Metric]
 			}
 			out[i] = append([]sample(nil), src...) // judge sorts and trims its copy
+		}
+		return out
+	}, func(st Stat) [2]tally {
+		var out [2]tally
+		for i := range b.sides {
+			sd := &b.sides[i]
+			out[i] = tally{failed: sd.failed, total: sd.total, first: sd.secs.first, last: sd.secs.last}
+			if !st.ErrorRate {
+				out[i].c = sd.cnt[st.Metric].counts()
+			}
 		}
 		return out
 	})

@@ -121,7 +121,9 @@ func TestBinnedTail(t *testing.T) {
 		ms, counts = append(ms, float64(100+i)), append(counts, 1)
 	}
 	secs := 0
-	for sec := int32(100); !b.Full(Baseline) && sec > 0; sec-- { // the newest first
+	// The bootstrap's samples fill (fullSamples); Full is the anytime
+	// statistics', which count every second and are never full.
+	for sec := int32(100); !b.fullSamples(Baseline) && sec > 0; sec-- { // the newest first
 		before := len(b.sides[Baseline].lat[load.TTFT])
 		for _, m := range []load.Metric{load.TTFT, load.TPOT, load.E2E} {
 			b.Latency(Baseline, m, sec, ms, counts)
