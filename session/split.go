@@ -155,7 +155,8 @@ func (s *Split) Live() (Look, bool) {
 	if !ok {
 		return Look{}, false
 	}
-	return Look{Line: g.Line(), Breaches: g.Breaches(), Regressed: "a newer group regressed"}, true
+	anytime := len(g.Newer) > 0 && g.Newer[0].Anytime
+	return Look{Line: g.Line(), Breaches: g.Breaches(), Regressed: "a newer group regressed", Anytime: anytime}, true
 }
 
 // Conclude is the load's report holding the groups' comparison (the last
