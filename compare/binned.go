@@ -1,7 +1,10 @@
 package compare
 
 import (
+	"cmp"
+	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/infertop/infertop/load"
 )
@@ -36,10 +39,18 @@ type Binned struct {
 type binnedSide struct {
 	lat  [load.NumMetrics][]sample
 	errs []sample
-	// Every second's counts, for the confidence sequences.
-	cnt           [load.NumMetrics]valueCounts
-	failed, total int64
-	secs          span
+	// Every second's counts, unthinned, for the confidence sequences:
+	// kept by second until Compare, which counts only the seconds both
+	// sides have (from the later first), as the bootstrap pairs them.
+	raw  [load.NumMetrics][]binnedCount
+	outs []binnedCount // v: 0 completed, 1 failed
+}
+
+// binnedCount is n values of v in second sec.
+type binnedCount struct {
+	sec int32
+	v   float64
+	n   int64
 }
 
 // NewBinned collects the data of a comparison of stats, at most limit
@@ -52,11 +63,7 @@ func NewBinned(stats []Stat, limit, seconds int) *Binned {
 	if seconds <= 0 {
 		seconds = 2 * MinSeconds
 	}
-	b := &Binned{stats: stats, limit: limit, perSec: max(limit/seconds, 1)}
-	for i := range b.sides {
-		b.sides[i].secs = newSpan()
-	}
-	return b
+	return &Binned{stats: stats, limit: limit, perSec: max(limit/seconds, 1)}
 }
 
 // Latency adds the values of metric m that side saw in second sec (any
@@ -67,8 +74,7 @@ func (b *Binned) Latency(side Side, m load.Metric, sec int32, ms []float64, coun
 	sd := &b.sides[side]
 	for i, n := range counts {
 		if i < len(ms) && n > 0 {
-			sd.cnt[m].add(ms[i], n)
-			sd.secs.see(sec)
+			sd.raw[m] = append(sd.raw[m], binnedCount{sec, ms[i], n})
 		}
 	}
 	r := &sd.lat[m]
@@ -83,9 +89,11 @@ func (b *Binned) Latency(side Side, m load.Metric, sec int32, ms []float64, coun
 // ones (the error rate's samples, 0 and 1), thinned as Latency's.
 func (b *Binned) Outcomes(side Side, sec int32, completed, failed int64) {
 	sd := &b.sides[side]
-	if completed+failed > 0 {
-		sd.failed, sd.total = sd.failed+max(failed, 0), sd.total+max(completed, 0)+max(failed, 0)
-		sd.secs.see(sec)
+	if completed > 0 {
+		sd.outs = append(sd.outs, binnedCount{sec, 0, completed})
+	}
+	if failed > 0 {
+		sd.outs = append(sd.outs, binnedCount{sec, 1, failed})
 	}
 	r := &sd.errs
 	for i, n := range b.thin(len(*r), []int64{completed, failed}, sec, side, int(load.NumMetrics)) {
@@ -168,15 +176,45 @@ func (b *Binned) Compare(o Options) Comparison {
 			out[i] = append([]sample(nil), src...) // judge sorts and trims its copy
 		}
 		return out
-	}, func(st Stat) [2]tally {
-		var out [2]tally
-		for i := range b.sides {
-			sd := &b.sides[i]
-			out[i] = tally{failed: sd.failed, total: sd.total, first: sd.secs.first, last: sd.secs.last}
-			if !st.ErrorRate {
-				out[i].c = sd.cnt[st.Metric].counts()
+	}, b.tallies)
+}
+
+// tallies are both sides' counts of st over the seconds from the later
+// of the sides' first on.
+func (b *Binned) tallies(st Stat) [2]tally {
+	src := func(sd *binnedSide) []binnedCount {
+		if st.ErrorRate {
+			return sd.outs
+		}
+		return sd.raw[st.Metric]
+	}
+	var from int32 = math.MinInt32
+	for i := range b.sides {
+		if s := src(&b.sides[i]); len(s) > 0 {
+			from = max(from, slices.MinFunc(s, func(x, y binnedCount) int { return cmp.Compare(x.sec, y.sec) }).sec)
+		}
+	}
+	var out [2]tally
+	for i := range b.sides {
+		t, secs, vc := &out[i], newSpan(), valueCounts{}
+		for _, c := range src(&b.sides[i]) {
+			if c.sec < from {
+				continue
+			}
+			secs.see(c.sec)
+			switch {
+			case !st.ErrorRate:
+				vc.add(c.v, c.n)
+			case c.v == 1:
+				t.failed, t.total = t.failed+c.n, t.total+c.n
+			default:
+				t.total += c.n
 			}
 		}
-		return out
-	})
+		t.first, t.last = secs.first, secs.last
+		if !st.ErrorRate {
+			t.c = vc.counts()
+		}
+	}
+	return out
 }

@@ -109,12 +109,13 @@ func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 }
 
 // String says whether the regression was breached and why: with the
-// confidence sequences, how its margin came out ("within the margin",
-// "undecided", "breached: worse beyond the margin", "not resolvable with
-// these buckets") and after how many seconds.
+// confidence sequences, how its margin came out ("held, within the
+// margin", "held, undecided", "breached: worse beyond the margin",
+// "held, not resolvable with these buckets") and after how many seconds.
 func (g Gate) String() string {
 	if g.anytime && g.Kind() == HeldGate {
-		return g.Regression.Expr + ": " + g.Margin.String() + ": " + g.detail()
+		// "held" first, as every reader of the gates has matched it.
+		return g.Regression.Expr + ": held, " + g.Margin.String() + ": " + g.detail()
 	}
 	return g.Regression.Expr + ": " + g.Kind().String() + ": " + g.detail()
 }
