@@ -99,6 +99,9 @@ image:
 bench:
 	go test -run '^$$' -bench . -benchtime 2s ./...
 
+# The lint .ci/run runs before make test: gofmt, the full go vet (make
+# test's runs only vet's high-confidence checks) and staticcheck at a
+# fixed version (go run fetches it; it is no dependency of the module).
 lint:
 	gofmt -l . | (! grep .)
 	go vet ./...

@@ -47,12 +47,14 @@ func (a *app) runHeadless(args []string) error {
 	if err := agf.Check(fs); err != nil {
 		return usageError{err}
 	}
-	sigs, stopSignals := a.interrupts()
-	defer stopSignals()
+	// The files given to flags are read before the signals are taken: a
+	// signal during a long read ends the process, as it would any other.
 	lp, err := a.headlessSpec(fs, f, rf, cf, capf, agf)
 	if err != nil {
 		return err
 	}
+	sigs, stopSignals := a.interrupts()
+	defer stopSignals()
 	s, err := a.startUnder(sigs, lp)
 	if err != nil {
 		return err

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/infertop/infertop/ratelog"
 )
 
 // Share is one agent's part of the whole load: index Index of Of.
@@ -240,8 +242,16 @@ func NewHandler(token []byte, state func() State, result func(context.Context, i
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &Handler{token: bytes.Clone(token), sides: [2]sideHandler{{state: state, result: result}}, logf: logf}
+	// Anyone who reaches the port makes lines: bounded, each sanitised
+	// and cut (ratelog).
+	lim := ratelog.New(LogLinesPerSecond, func(line string) { logf("%s", line) })
+	return &Handler{token: bytes.Clone(token), sides: [2]sideHandler{{state: state, result: result}}, logf: lim.Logf}
 }
+
+// LogLinesPerSecond bounds the lines an agent's handler writes in a
+// second: its refusals of requests anyone may send, and the controls it
+// applies; the rest are counted.
+const LogLinesPerSecond = 20
 
 // WithCanary makes h serve a canary's state, result and seconds under
 // CanaryPrefix (their contracts NewHandler's and WithSeconds'), before h

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -137,5 +138,37 @@ func TestStreamsState(t *testing.T) {
 	bad := StreamsState{Waiting: -3, OldestWaitingMS: -1, OldestGeneratingMS: 1e12, LongestStallMS: math.NaN()}
 	if got := bad.Load(); got != (load.Streams{}) {
 		t.Errorf("nonsense taken: %+v", got)
+	}
+}
+
+// TestRefusalsBounded: a flood of refused requests with 15 KB method
+// names writes at most the bound a second (and a count), each line cut
+// and sanitised; every refusal is still counted.
+func TestRefusalsBounded(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	h := NewHandler([]byte("a-token-of-sixteen-bytes"), func() State { return State{} }, nil, func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, a...))
+	})
+	method := strings.Repeat("X", 15<<10) + "\x1b[2J"
+	for range 500 {
+		r := httptest.NewRequest(http.MethodGet, "/state", nil)
+		r.Method = method
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if h.Refused() != 500 {
+		t.Errorf("refused %d, want 500 counted", h.Refused())
+	}
+	if len(lines) > 2*LogLinesPerSecond {
+		t.Errorf("%d lines for 500 refusals, want at most %d a second", len(lines), LogLinesPerSecond)
+	}
+	for _, l := range lines {
+		if len(l) > 1024 || strings.Contains(l, "\x1b") {
+			t.Fatalf("a line of %d bytes, or unsanitised", len(l))
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,19 +141,26 @@ func ClampWhole(k load.Knobs, n int) load.Knobs {
 }
 
 // DecodeControl reads one control from r, strictly: an unknown field,
-// trailing data or a body past MaxControlBytes is refused.
+// trailing data or a body past MaxControlBytes is refused. The body is
+// read whole first: json.Decoder.More takes a stray ']' or '}' after the
+// object for the end of the input, and what lies past the bound would go
+// unread.
 func DecodeControl(r io.Reader) (Control, error) {
-	dec := json.NewDecoder(io.LimitReader(r, MaxControlBytes+1))
+	body, err := io.ReadAll(io.LimitReader(r, MaxControlBytes+1))
+	if err != nil {
+		return Control{}, fmt.Errorf("agent: the control: %w", err)
+	}
+	if len(body) > MaxControlBytes {
+		return Control{}, fmt.Errorf("agent: the control is past %d bytes", MaxControlBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	var c Control
 	if err := dec.Decode(&c); err != nil {
 		return Control{}, fmt.Errorf("agent: the control: %w", err)
 	}
-	if dec.More() {
+	if len(bytes.Trim(body[dec.InputOffset():], " \t\r\n")) > 0 { // JSON's whitespace only
 		return Control{}, errors.New("agent: the control: data after its object")
-	}
-	if dec.InputOffset() > MaxControlBytes {
-		return Control{}, fmt.Errorf("agent: the control is past %d bytes", MaxControlBytes)
 	}
 	if c.Seq == 0 {
 		return Control{}, errors.New("agent: the control has no seq (they count from 1)")

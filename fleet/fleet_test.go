@@ -12,7 +12,6 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/miekg/dns"
 
 	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/report"
@@ -286,120 +285,94 @@ func TestLost(t *testing.T) {
 	}
 }
 
-// TestDNS: agents found through a DNS server started here: A records
-// (every agent at one port, on 127.0.0.x) and SRV records (each its own
-// port), re-resolved, so an agent added to the records is followed.
-func TestDNS(t *testing.T) {
-	a := newFake(t, testToken, state(0, 3), result(t, 4, 3, 0))
-	b := newFake(t, testToken, state(1, 3), result(t, 4, 3, 0))
-	c := newFake(t, testToken, state(2, 3), result(t, 4, 3, 0))
-	port := func(f *fake) uint16 {
-		_, p, _ := net.SplitHostPort(f.addr())
-		var n uint16
-		for _, ch := range p {
-			n = n*10 + uint16(ch-'0')
-		}
-		return n
-	}
-	var mu sync.Mutex
-	srvTargets := []*fake{a, b}
-	mux := dns.NewServeMux()
-	mux.HandleFunc(".", func(w dns.ResponseWriter, q *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(q)
-		name := q.Question[0].Name
-		switch {
-		case q.Question[0].Qtype == dns.TypeSRV && name == "_agent._tcp.agents.test.":
-			mu.Lock()
-			for i, f := range srvTargets {
-				m.Answer = append(m.Answer, &dns.SRV{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: 1},
-					Priority: 0, Weight: 1, Port: port(f), Target: []string{"a0.agents.test.", "a1.agents.test.", "a2.agents.test."}[i]})
-			}
-			mu.Unlock()
-		case q.Question[0].Qtype == dns.TypeA && strings.HasSuffix(name, ".agents.test."):
-			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1},
-				A: net.IPv4(127, 0, 0, 1)})
-		case q.Question[0].Qtype == dns.TypeA && name == "many.test.":
-			for i := 1; i <= 3; i++ {
-				m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1},
-					A: net.IPv4(127, 0, 0, byte(i))})
+// TestRestartedInPlace: an agent's load started again at the same
+// address (its container restarted in its pod) is another run there:
+// the earlier run's last result is kept as a replaced agent's (its
+// requests in flight counted incomplete) beside the new run's, both
+// rows in the table, nothing counted twice or lost.
+func TestRestartedInPlace(t *testing.T) {
+	t0 := time.Now().Add(-time.Minute)
+	a0 := newAgent(t, 0, 2, testWhole, t0, result(t, 10, 5, 0))
+	a1 := newAgent(t, 1, 2, testWhole, t0, result(t, 6, 7, 2))
+	f := follow(t, a0.addr()+","+a1.addr(), nil)
+	waitView(t, f, "both results", func(v View) bool { return byAddr(v, a0.addr()).Result != nil && byAddr(v, a1.addr()).Result != nil })
+	// Started again: it answers before its load starts (no start yet),
+	// then with its new start and result.
+	a1.set(func(s *agent.State) { s.Started = time.Time{} })
+	waitView(t, f, "the agent before its new start", func(v View) bool {
+		for _, a := range v.Agents {
+			if a.Addr == a1.addr() && a.State.Started.IsZero() {
+				return true
 			}
 		}
-		_ = w.WriteMsg(m)
+		return false
 	})
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	a1.mu.Lock()
+	a1.st.Started, a1.res = time.Now(), result(t, 3, 9, 0)
+	a1.mu.Unlock()
+	waitView(t, f, "the earlier run kept beside the new one", func(v View) bool {
+		n := 0
+		for _, a := range v.Agents {
+			if a.Addr == a1.addr() {
+				n++
+			}
+		}
+		return n == 2 && len(v.Agents) == 3
+	})
+	a0.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	a1.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	v := waitView(t, f, "the fleet over", func(v View) bool {
+		for _, a := range v.Agents {
+			if a.Addr == a1.addr() && a.Status == report.AgentDone && a.Result != nil && a.Result.Result.Run.Sent != 3 {
+				return false // the new run's final result not in yet
+			}
+		}
+		return v.Done
+	})
+	m, err := Merge(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	started := make(chan struct{})
-	server := &dns.Server{PacketConn: pc, Handler: mux, NotifyStartedFunc: func() { close(started) }}
-	go func() { _ = server.ActivateAndServe() }()
-	<-started
-	defer server.Shutdown()
-	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
-	}}
-	// A records: every address at the given port.
-	src, err := ParseSource("many.test:7070")
-	if err != nil {
-		t.Fatal(err)
+	if r := m.Result.Run; r.Sent != 10+8+3 || r.Completed != 19 || r.Incomplete != 2 {
+		t.Errorf("merged: sent %d = %d + %d + %d", r.Sent, r.Completed, r.Failed, r.Incomplete)
 	}
-	addrs, err := src.Resolve(context.Background(), r)
-	if err != nil || len(addrs) != 3 || addrs[0].HostPort != "127.0.0.1:7070" || addrs[2].HostPort != "127.0.0.3:7070" || addrs[0].ServerName != "many.test" {
-		t.Fatalf("A records: %v %+v", err, addrs)
+	states := map[string]int{}
+	for _, row := range m.Result.Agents.Agents {
+		if row.Address == a1.addr() {
+			states[row.State]++
+			if row.State == report.AgentReplaced && !strings.Contains(row.Why, "started again at this address") {
+				t.Errorf("the earlier run's row: %+v", row)
+			}
+		}
 	}
-	// SRV: each its port; the third agent appears later.
-	f := follow(t, "_agent._tcp.agents.test", func(c *Config) { c.Resolver = r })
-	waitView(t, f, "two agents through SRV", func(v View) bool {
-		return len(v.Agents) == 2 && v.Agents[0].Result != nil && v.Agents[1].Result != nil && v.Agents[1].ServerName == "a1.agents.test"
-	})
-	mu.Lock()
-	srvTargets = append(srvTargets, c)
-	mu.Unlock()
-	for _, x := range []*fake{a, b, c} {
-		x.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	if states[report.AgentReplaced] != 1 || states[report.AgentDone] != 1 {
+		t.Errorf("the rows at %s: %v", a1.addr(), states)
 	}
-	v := waitView(t, f, "three agents done", func(v View) bool { return v.Done })
-	if len(v.Agents) != 3 || len(v.Missing) != 0 {
-		t.Fatalf("agents %+v, missing %v", v.Agents, v.Missing)
-	}
+}
+
+// TestOneAgentTwoAddresses: one agent found under two addresses (a
+// dual-stack pod) is followed once: the second is refused by name, and
+// its requests are in the merge once.
+func TestOneAgentTwoAddresses(t *testing.T) {
+	a := newAgent(t, 0, 1, testWhole, time.Now(), result(t, 5, 3, 0))
+	again := httptest.NewServer(a.srv.Config.Handler)
+	defer again.Close()
+	second := strings.TrimPrefix(again.URL, "http://")
+	f := follow(t, a.addr()+","+second, nil)
+	a.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
+	refused := 0
 	for _, ag := range v.Agents {
-		if ag.Status != report.AgentDone {
-			t.Errorf("%s: %s %s", ag.Addr, ag.Status, ag.Why)
+		if ag.Status == report.AgentRefused && strings.Contains(ag.Why, "the same agent as") {
+			refused++
 		}
 	}
-}
-
-// TestParseSource: bad --agents values are one-line errors.
-func TestParseSource(t *testing.T) {
-	for _, bad := range []string{"", ",", "host", "host:0", "host:99999", "_agent.agents.svc", "_agent._tcp.x:80", "http://h:1"} {
-		if _, err := ParseSource(bad); err == nil || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%q: %v", bad, err)
-		}
+	m, err := Merge(v)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, good := range []string{"127.0.0.1:1,[::1]:2", "agents.ns.svc:7070", "_agent._tcp.agents.ns.svc"} {
-		if _, err := ParseSource(good); err != nil {
-			t.Errorf("%q: %v", good, err)
-		}
-	}
-	if s, _ := ParseSource("127.0.0.1:1,10.0.0.1:2"); !s.Static() {
-		t.Error("IPs need DNS")
-	}
-}
-
-// TestTLSOnly: an agent off loopback is never polled in the clear.
-func TestTLSOnly(t *testing.T) {
-	f := &Fleet{cfg: Config{PlainLoopback: true}}
-	if _, base := f.client(Addr{HostPort: "10.1.2.3:7070", ServerName: "x"}); !strings.HasPrefix(base, "https://") {
-		t.Errorf("off loopback: %s", base)
-	}
-	if _, base := f.client(Addr{HostPort: "127.0.0.1:7070"}); !strings.HasPrefix(base, "http://") {
-		t.Errorf("loopback, plain allowed: %s", base)
-	}
-	f.cfg.PlainLoopback = false
-	if _, base := f.client(Addr{HostPort: "127.0.0.1:7070"}); !strings.HasPrefix(base, "https://") {
-		t.Errorf("loopback, plain not allowed: %s", base)
+	if refused != 1 || m.Result.Run.Sent != 5 {
+		t.Errorf("%d refused as the same agent, merged sent %d: %+v", refused, m.Result.Run.Sent, v.Agents)
 	}
 }
 

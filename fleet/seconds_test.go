@@ -68,7 +68,7 @@ func newSecondsFake(t *testing.T, st agent.State) *secondsFake {
 }
 
 // encode is h in the run JSON's histogram form.
-func encode(t *testing.T, h *hdr.Histogram) string {
+func encode(t testing.TB, h *hdr.Histogram) string {
 	t.Helper()
 	b, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
 	if err != nil {
@@ -90,7 +90,7 @@ type drawn struct {
 // draws are a few random histograms of TTFTs and E2Es each, which the
 // agents' seconds pick from (an encoding is slow under the race
 // detector: a few, not one a second).
-func draws(t *testing.T, rng *rand.Rand) map[load.Metric][]drawn {
+func draws(t testing.TB, rng *rand.Rand) map[load.Metric][]drawn {
 	out := map[load.Metric][]drawn{}
 	for m, scale := range map[load.Metric]float64{load.TTFT: 50_000, load.E2E: 900_000} {
 		for range 6 {
@@ -250,11 +250,10 @@ func TestWindowMergesSeconds(t *testing.T) {
 	check(sn, 14, 23)
 }
 
-// TestSecondsRefused: a /seconds answer past its bound, malformed, or
-// with seconds, counts or histograms no agent sends is refused whole,
-// said in the agent's row, and the window stays the run's; a good one
-// after it is taken.
-func TestSecondsRefused(t *testing.T) {
+// secondsBodies are /seconds answers: a good one of three seconds
+// (body of a no-op), body to spoil a copy of it, and ones spoiled each
+// in one way no agent sends.
+func secondsBodies(t testing.TB) (body func(func(*agent.Seconds)) []byte, bad map[string][]byte) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	wide := hdr.New(1, 3_600_000_000, 2) // another geometry
 	_ = wide.RecordValue(5)
@@ -263,7 +262,7 @@ func TestSecondsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := func(mod func(*agent.Seconds)) []byte {
+	body = func(mod func(*agent.Seconds)) []byte {
 		var s agent.Seconds // a copy of the good one's
 		if err := json.Unmarshal(good, &s); err != nil {
 			t.Fatal(err)
@@ -275,7 +274,7 @@ func TestSecondsRefused(t *testing.T) {
 		}
 		return b
 	}
-	bad := map[string][]byte{
+	return body, map[string][]byte{
 		"malformed":    []byte(`{"encoding": [`),
 		"encoding":     body(func(s *agent.Seconds) { s.Encoding = "raw" }),
 		"too many":     body(func(s *agent.Seconds) { s.Seconds = make([]agent.Second, load.MaxSealedSeconds+1) }),
@@ -292,6 +291,14 @@ func TestSecondsRefused(t *testing.T) {
 		"geometry":        body(func(s *agent.Seconds) { s.Seconds[0].Hist["ttft"] = encode(t, wide) }),
 		"not after since": body(func(s *agent.Seconds) { s.Seconds[0].Sec = -1 }),
 	}
+}
+
+// TestSecondsRefused: a /seconds answer past its bound, malformed, or
+// with seconds, counts or histograms no agent sends is refused whole,
+// said in the agent's row, and the window stays the run's; a good one
+// after it is taken.
+func TestSecondsRefused(t *testing.T) {
+	body, bad := secondsBodies(t)
 	floors := bucketFloors()
 	for name, b := range bad {
 		if _, err := decodeSeconds(b, -1, floors); err == nil {
@@ -321,8 +328,15 @@ func TestSecondsRefused(t *testing.T) {
 	if sn := s.Latest(); len(sn.Series) != 0 {
 		t.Fatalf("a window from refused seconds: %d points", len(sn.Series))
 	}
+	// The good answer through the handler, which serves the seconds
+	// after since: served raw, the next poll (since 2) would be refused
+	// for its old seconds, and a view after it could be the one seen.
+	var goodSecs agent.Seconds
+	if err := json.Unmarshal(body(func(*agent.Seconds) {}), &goodSecs); err != nil {
+		t.Fatal(err)
+	}
 	a.mu.Lock()
-	a.raw = body(func(*agent.Seconds) {})
+	a.raw, a.secs = nil, goodSecs
 	a.mu.Unlock()
 	v := waitView(t, f, "the good answer taken", func(v View) bool { return len(v.Agents) == 1 && len(v.Agents[0].Seconds) == 3 })
 	if v.Agents[0].SecondsErr != "" {

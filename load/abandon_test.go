@@ -32,6 +32,7 @@ func stuckDo(t *testing.T) (do func(context.Context, probe.Request) probe.Result
 // context says, are given up on AbandonGrace after the drain: the run
 // ends, with every request counted incomplete.
 func TestStuckRequestsEndTheRun(t *testing.T) {
+	t.Parallel()
 	do, started := stuckDo(t)
 	const drain = 100 * time.Millisecond
 	eng, err := New(Config{Do: do, Knobs: Knobs{Concurrency: 2, PromptTokens: 8, OutputTokens: 8}, Tick: 20 * time.Millisecond, Drain: drain})
@@ -63,6 +64,7 @@ func TestStuckRequestsEndTheRun(t *testing.T) {
 // TestStuckRequestsStop: stopping the engine (a second signal) while its
 // requests are stuck returns within AbandonGrace, not never.
 func TestStuckRequestsStop(t *testing.T) {
+	t.Parallel()
 	do, started := stuckDo(t)
 	eng, err := New(Config{Do: do, Knobs: Knobs{Concurrency: 3, PromptTokens: 8, OutputTokens: 8}, Tick: 20 * time.Millisecond})
 	if err != nil {

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync/atomic"
 
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/readlimit"
 )
 
 // Dataset is a fixed set of prompts, in an order shuffled by the seed and
@@ -29,7 +29,7 @@ type Dataset struct {
 // and whose human turns are a session's user turns). Its errors are
 // *SettingError (SettingDataset).
 func LoadDataset(path string, seed uint64) (*Dataset, error) {
-	data, err := os.ReadFile(path)
+	data, err := readlimit.File(path, readlimit.Dataset)
 	if err != nil {
 		return nil, &SettingError{SettingDataset, err}
 	}

@@ -149,6 +149,7 @@ func TestEngineMatchesSim(t *testing.T) {
 }
 
 func TestConcurrencyFollows(t *testing.T) {
+	t.Parallel()
 	// The deadlines are for a busy machine: each wait ends at its event.
 	p, _ := sim.Preset("default")
 	r := startRig(t, p, Knobs{Concurrency: 4, PromptTokens: 16, OutputTokens: 64})
@@ -196,6 +197,7 @@ func TestPhasesFollowKnobs(t *testing.T) {
 }
 
 func TestSubscribers(t *testing.T) {
+	t.Parallel()
 	p, _ := sim.Preset("default")
 	r := startRig(t, p, Knobs{Concurrency: 1, PromptTokens: 8, OutputTokens: 4})
 	a, cancelA := r.eng.Subscribe()
@@ -238,6 +240,7 @@ func TestSubscribers(t *testing.T) {
 }
 
 func TestDeadEndpoint(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -284,6 +287,7 @@ func BenchmarkEngineNoop(b *testing.B) {
 }
 
 func TestMaxRequestsGoodputAndRecords(t *testing.T) {
+	t.Parallel()
 	p, _ := sim.Preset("default")
 	var records []Record
 	r := startRig(t, p, Knobs{Concurrency: 4, PromptTokens: 16, OutputTokens: 8}, func(c *Config) {
@@ -330,6 +334,7 @@ func TestGoodputLimits(t *testing.T) {
 // adds a chat template; within 20 requests the prompts it reports are
 // within 5 % of the length asked for.
 func TestCalibrationAgainstSim(t *testing.T) {
+	t.Parallel()
 	p, _ := sim.Preset("fast")
 	var mu sync.Mutex
 	var got []int

@@ -32,6 +32,7 @@ func faultRun(t *testing.T, f sim.Faults, timeout time.Duration, n int64) Snapsh
 }
 
 func TestFaultClasses(t *testing.T) {
+	t.Parallel()
 	pause := 300 * time.Millisecond
 	tests := []struct {
 		name    string
@@ -50,6 +51,7 @@ func TestFaultClasses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each its own sim: their pauses and Retry-After overlap
 			s := faultRun(t, tt.f, tt.timeout, 4)
 			if tt.class == probe.OK {
 				if s.TotalFailed != 0 || s.TotalCompleted != 4 {

@@ -100,6 +100,7 @@ func cachedSim() sim.Params {
 // sim's own record of the prompts' lengths and of their shared prefixes
 // is the trace's.
 func TestReplayAgainstSim(t *testing.T) {
+	t.Parallel()
 	tr, want := denseTrace(t, 120, 4, 10*time.Millisecond)
 	eng, srv, stop := startTraceRig(t, cachedSim(), tr)
 	s := waitFor(t, eng, 120*time.Second, "the replay's end", func(s Snapshot) bool { return s.Done })
@@ -131,6 +132,7 @@ func TestReplayAgainstSim(t *testing.T) {
 // time, each at least 10 ms) is reported as falling behind, and its
 // arrivals' waits counted from their intended times.
 func TestReplayFallsBehind(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	for i := range 20 {
 		fmt.Fprintf(&b, `{"timestamp": %d, "input_length": 20, "output_length": 20}`+"\n", i)
@@ -154,6 +156,7 @@ func TestReplayFallsBehind(t *testing.T) {
 
 // A looped trace starts again at its end; a pause stops its clock.
 func TestReplayLoopsAndPauses(t *testing.T) {
+	t.Parallel()
 	tr, _ := denseTrace(t, 10, 2, 5*time.Millisecond)
 	tr.Loop = true
 	eng, _, stop := startTraceRig(t, cachedSim(), tr)

@@ -33,9 +33,19 @@ func sessionsRun(t *testing.T, cache int) SessionFigures {
 // TestSessionsPrefixCache: with the sim's prefix cache on, a session's
 // later turns reuse its earlier ones (their prompt is the context so
 // far), so their TTFT stays near the first's while their prompts grow
-// five-fold; with it off their TTFT grows with the prompt.
+// five-fold; with it off their TTFT grows with the prompt. The two runs,
+// each against a sim of its own, run side by side: about 4 s each, the
+// longest of the package's tests run one after the other.
 func TestSessionsPrefixCache(t *testing.T) {
-	on, off := sessionsRun(t, 1<<14), sessionsRun(t, 0)
+	t.Parallel()
+	var on, off SessionFigures
+	t.Run("runs", func(t *testing.T) { // returns once both have
+		t.Run("cache on", func(t *testing.T) { t.Parallel(); on = sessionsRun(t, 1<<14) })
+		t.Run("cache off", func(t *testing.T) { t.Parallel(); off = sessionsRun(t, 0) })
+	})
+	if t.Failed() {
+		return
+	}
 	table := func(f SessionFigures) string {
 		var b strings.Builder
 		for _, tf := range f.Turns {
@@ -137,6 +147,7 @@ func simAnswer(rec sim.Record) string {
 // sim wrote them (its own record of each request), the shared prefix in
 // the first message only; a new session starts afresh.
 func TestSessionsCarryRealAnswers(t *testing.T) {
+	t.Parallel()
 	sent, recs, snap, e := sessionRig(t, probe.OpenAIChat, "/chat/completions", Knobs{Concurrency: 1, PromptTokens: 12, OutputTokens: 6},
 		func(c *Config) { c.PrefixTokens, c.Sessions = 8, Sessions{Turns: 3} }, 6)
 	if len(sent) != 6 || len(recs) != 6 {
@@ -186,6 +197,7 @@ func contents(ms []probe.Message) []string {
 // TestSessionsCompletionsPrompt: the completions API gets the turns as
 // one prompt, the answers in it: the sim counts the joined text's tokens.
 func TestSessionsCompletionsPrompt(t *testing.T) {
+	t.Parallel()
 	sent, recs, _, _ := sessionRig(t, probe.OpenAICompletions, "/completions", Knobs{Concurrency: 1, PromptTokens: 10, OutputTokens: 5},
 		func(c *Config) { c.Sessions = Sessions{Turns: 2} }, 2)
 	if len(sent) != 2 || len(recs) != 2 {
@@ -202,6 +214,7 @@ func TestSessionsCompletionsPrompt(t *testing.T) {
 // a session as long as its conversation's human turns (up to Turns), the
 // dataset's answers never sent (the server's are).
 func TestSessionsFromShareGPT(t *testing.T) {
+	t.Parallel()
 	d, err := LoadDataset("testdata/sharegpt-sessions.json", 1)
 	if err != nil || d.Conversations() != 3 || d.MostTurns() != 4 {
 		t.Fatalf("%v: %d conversations, most turns %d", err, d.Conversations(), d.MostTurns())

@@ -3,18 +3,20 @@ package load
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/infertop/infertop/readlimit"
 )
 
 // TraceBlockTokens is the length of one prefix block a Mooncake trace's
@@ -29,6 +31,11 @@ const (
 	TraceBurstGPT = "burstgpt" // CSV: Timestamp (s), Model, Request tokens, Response tokens, ...
 	TraceJSONL    = "jsonl"    // JSONL: at (s), prompt or prompt_tokens, max_tokens
 )
+
+// MaxTraceSpan bounds the times of a trace's arrivals from its first: a
+// year (BurstGPT's spans two months, Azure's a week). Past it a time is
+// refused, in a line, before it can overflow a schedule's nanoseconds.
+const MaxTraceSpan = 366 * 24 * time.Hour
 
 // TraceFormats lists the formats a trace may be read as.
 func TraceFormats() []string { return []string{TraceMooncake, TraceAzure, TraceBurstGPT, TraceJSONL} }
@@ -129,7 +136,7 @@ func LoadTrace(path string, o TraceOptions) (*Trace, error) {
 	if o.Format != "" && !slices.Contains(TraceFormats(), o.Format) {
 		return nil, &SettingError{SettingTrace, fmt.Errorf("unknown trace format %q (have %s)", o.Format, strings.Join(TraceFormats(), ", "))}
 	}
-	data, err := os.ReadFile(path)
+	data, err := readlimit.File(path, readlimit.Trace)
 	if err != nil {
 		return nil, &SettingError{SettingTrace, err}
 	}
@@ -163,10 +170,13 @@ func parseTrace(data []byte, o TraceOptions) (*Trace, error) {
 	if len(t.Entries) == 0 {
 		return nil, errors.New("no requests in it")
 	}
-	slices.SortStableFunc(t.Entries, func(a, b TraceEntry) int { return int(a.At - b.At) })
+	slices.SortStableFunc(t.Entries, func(a, b TraceEntry) int { return cmp.Compare(a.At, b.At) })
 	// The trace starts at its first arrival (Azure's are date-times,
 	// BurstGPT's first is seconds in), and the window counts from there.
 	t0 := t.Entries[0].At
+	if span := t.Entries[len(t.Entries)-1].At - t0; span > MaxTraceSpan {
+		return nil, fmt.Errorf("its arrivals span %v, past the %v a replay schedules", span.Round(time.Hour), MaxTraceSpan)
+	}
 	for i := range t.Entries {
 		t.Entries[i].At -= t0
 	}
@@ -240,7 +250,7 @@ func (t *Trace) readJSONL(data []byte) error {
 			switch {
 			case row.Timestamp == nil || row.InputLength == nil || row.OutputLength == nil:
 				return fmt.Errorf(`line %d: want "timestamp", "input_length" and "output_length"`, n)
-			case !(*row.Timestamp >= 0 && *row.Timestamp < 1e15):
+			case !(*row.Timestamp >= 0 && *row.Timestamp <= float64(MaxTraceSpan/time.Millisecond)):
 				return fmt.Errorf("line %d: the timestamp %v is not a time in ms from the start", n, *row.Timestamp)
 			case *row.InputLength < 1 || *row.OutputLength < 1:
 				return fmt.Errorf("line %d: input_length %d and output_length %d must be at least 1", n, *row.InputLength, *row.OutputLength)
@@ -250,7 +260,7 @@ func (t *Trace) readJSONL(data []byte) error {
 			switch {
 			case row.At == nil:
 				return fmt.Errorf(`line %d: no "at" (seconds from the start)`, n)
-			case !(*row.At >= 0 && *row.At < 1e12):
+			case !(*row.At >= 0 && *row.At <= MaxTraceSpan.Seconds()):
 				return fmt.Errorf("line %d: the time %v is not seconds from the start", n, *row.At)
 			case (row.Prompt == nil) == (row.PromptTokens == nil):
 				return fmt.Errorf(`line %d: want one of "prompt" and "prompt_tokens"`, n)
@@ -369,6 +379,9 @@ func (t *Trace) readCSV(data []byte, model string) error {
 			if err != nil {
 				return fmt.Errorf("line %d: TIMESTAMP %q is not a date-time such as 2023-11-16 18:15:46.6805900", line, ts)
 			}
+			if y := at.Year(); y < 1970 || y > 2200 { // past int64 nanoseconds (years 1 and 9999)
+				return fmt.Errorf("line %d: TIMESTAMP %q is not within the years 1970-2200", line, ts)
+			}
 			en.At = time.Duration(at.UnixNano()) // made relative to the first by parseTrace
 			if en.Input, err = num(1); err != nil {
 				return err
@@ -378,7 +391,7 @@ func (t *Trace) readCSV(data []byte, model string) error {
 			}
 		} else {
 			sec, perr := strconv.ParseFloat(ts, 64)
-			if perr != nil || !(sec >= 0 && sec < 1e12) {
+			if perr != nil || !(sec >= 0 && sec <= MaxTraceSpan.Seconds()) {
 				return fmt.Errorf("line %d: Timestamp %q is not seconds from the start", line, ts)
 			}
 			en.At = time.Duration(sec * float64(time.Second))

@@ -257,6 +257,32 @@ func TestPrefixSeed(t *testing.T) {
 
 // FuzzParseTrace: any bytes are a trace or a one-line error, never a
 // panic, and a trace read is sorted from 0 with lengths of at least 1.
+// TestTraceTimesBounded: times past what a schedule's nanoseconds hold
+// are refused in a line, before they collapse the schedule or never end
+// (issue 40, item 11: Mooncake 9.3e12 ms, jsonl at 1e11 s, Azure years 1
+// and 9999), and the sort's comparator does not overflow.
+func TestTraceTimesBounded(t *testing.T) {
+	for name, body := range map[string]string{
+		"mooncake far":    `{"timestamp": 0, "input_length": 5, "output_length": 5}` + "\n" + `{"timestamp": 9.3e12, "input_length": 5, "output_length": 5}`,
+		"jsonl far":       `{"at": 0, "prompt_tokens": 5}` + "\n" + `{"at": 1e11, "prompt_tokens": 5}`,
+		"azure year 1":    "TIMESTAMP,ContextTokens,GeneratedTokens\n0001-01-01 00:00:00.0000000,5,5\n2023-11-16 18:15:46.6805900,5,5\n",
+		"azure year 9999": "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,5,5\n9999-12-31 00:00:00.0000000,5,5\n",
+		"azure decade":    "TIMESTAMP,ContextTokens,GeneratedTokens\n2013-11-16 18:15:46.6805900,5,5\n2023-11-16 18:15:46.6805900,5,5\n",
+	} {
+		_, err := parseTrace([]byte(body), TraceOptions{})
+		if err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want a one-line refusal", name, err)
+		}
+	}
+	// Within a year, far apart, the order holds (the comparator's
+	// difference would overflow an int on 32 bits, and did for spans
+	// past int64 nanoseconds).
+	tr, err := parseTrace([]byte(`{"at": 3e7, "prompt_tokens": 5}`+"\n"+`{"at": 0, "prompt_tokens": 5}`), TraceOptions{})
+	if err != nil || tr.Entries[1].At != 30_000_000*time.Second {
+		t.Fatalf("%v, %+v", err, tr)
+	}
+}
+
 func FuzzParseTrace(f *testing.F) {
 	for _, name := range []string{"mooncake.jsonl", "azure.csv", "burstgpt.csv", "plain.jsonl", "bad-azure.csv", "bad-plain.jsonl"} {
 		b, _ := os.ReadFile(filepath.Join("testdata", "trace", name))

@@ -226,3 +226,29 @@ func FuzzEmbeddings(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkEmbeddingsHuge: one vector of 10^6 numbers (4 MB), the answer
+// that held ~780 MB a request in flight through the full parser (issue
+// 40, item 10). The bytes a parse allocates, and the parser's own heap
+// left after it (retained, B/op of the last).
+func BenchmarkEmbeddingsHuge(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"data":[{"embedding":[`)
+	for i := range 1_000_000 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString("0.1")
+	}
+	sb.WriteString(`]}],"usage":{"prompt_tokens":3,"total_tokens":3}}`)
+	data := []byte(sb.String())
+	e := &embedProto{opts: BodyOptions{}}
+	var ps parser
+	b.ReportAllocs()
+	for b.Loop() {
+		info, err := e.parse(&ps, data)
+		if err != nil || info.vectors != 1 {
+			b.Fatal(info, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +16,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/readlimit"
 	"golang.org/x/net/http2"
 )
 
@@ -178,7 +179,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure} //nolint:gosec // only when asked for
 	if cfg.CACert != "" {
-		pem, err := os.ReadFile(cfg.CACert)
+		pem, err := readlimit.File(cfg.CACert, readlimit.Certs)
 		if err != nil {
 			return nil, &SettingError{SettingCACert, err}
 		}
@@ -266,7 +267,38 @@ func secretsOf(cfg Config) []string {
 			}
 		}
 	}
+	out = encodings(out)
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// encodings are the secrets and every encoding of them a server may echo
+// them in (issue 40, item 14: "Basic%20...%3D" reached the reports): as
+// a query or a path escapes them (both cases of the hex), as JSON quotes
+// them, and in base64 (standard and URL alphabets, padded or not).
+func encodings(secrets []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(v string) {
+		if len(v) >= minSecret && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	lowerHex := regexp.MustCompile(`%[0-9A-F]{2}`)
+	for _, s := range secrets {
+		add(s)
+		for _, e := range []string{url.QueryEscape(s), url.PathEscape(s)} {
+			add(e)
+			add(lowerHex.ReplaceAllStringFunc(e, strings.ToLower))
+		}
+		if j, err := json.Marshal(s); err == nil {
+			add(string(j[1 : len(j)-1]))
+		}
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+			add(enc.EncodeToString([]byte(s)))
+		}
+	}
 	return out
 }
 

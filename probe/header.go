@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
+
+	"github.com/infertop/infertop/readlimit"
 )
 
 // ErrBadHeader is a header line that is not 'Name: value'. Its error
@@ -24,7 +25,7 @@ func ParseHeaders(specs []string) (http.Header, error) {
 			lines = append(lines, s)
 			continue
 		}
-		b, err := os.ReadFile(file)
+		b, err := readlimit.File(file, readlimit.Secret)
 		if err != nil {
 			return nil, fmt.Errorf("@%s: %w", file, err)
 		}

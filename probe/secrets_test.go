@@ -2,6 +2,8 @@ package probe
 
 import (
 	"encoding/base64"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -42,6 +44,26 @@ func TestRedactURLQuery(t *testing.T) {
 	for _, leak := range []string{"c3c3c3", "d4d4d4", "g7g7g7"} {
 		if strings.Contains(text, leak) {
 			t.Errorf("%q is in %q", leak, text)
+		}
+	}
+}
+
+// TestEncodedSecretsRedacted: a server that echoes what it was sent
+// percent-encoded (both hex cases), JSON-quoted or in base64 carries
+// none of it out of the client (issue 40, item 14: "Basic%20...%3D"
+// reached stdout, the JSON, the HTML and the requests log).
+func TestEncodedSecretsRedacted(t *testing.T) {
+	cfg := Config{URL: "http://alice:pa%2Fss=rd+1@host:8000/v1", APIKey: "sk-key/with+odd=chars",
+		Header: map[string][]string{"X-Token": {"tok en&more=1"}}}
+	secrets := secretsOf(cfg)
+	lowerHex := regexp.MustCompile(`%[0-9A-F]{2}`)
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:pa/ss=rd+1"))
+	for _, plain := range []string{"pa/ss=rd+1", "sk-key/with+odd=chars", "tok en&more=1", basic} {
+		for _, echo := range []string{url.QueryEscape(plain), url.PathEscape(plain), lowerHex.ReplaceAllStringFunc(url.QueryEscape(plain), strings.ToLower),
+			base64.StdEncoding.EncodeToString([]byte(plain)), base64.RawURLEncoding.EncodeToString([]byte(plain))} {
+			if got := Redact("echo: "+echo+" end", 0, secrets...); strings.Contains(got, echo) {
+				t.Errorf("%q encoded as %q came out as %q", plain, echo, got)
+			}
 		}
 	}
 }

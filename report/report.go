@@ -2,6 +2,8 @@
 // text summary printed at the end of a headless run, a JSON result with
 // vLLM's keys where the same quantity exists, a CSV row per phase, and a
 // JSONL log of every request, plus the run's manifest and SLO verdicts.
+// It reads a result back too (read.go), bounded for a file someone else
+// wrote, into the same types the writer encodes.
 package report
 
 import (

@@ -26,6 +26,7 @@ import (
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/sim"
 	"github.com/infertop/infertop/slo"
 	"github.com/infertop/infertop/telemetry"
@@ -387,6 +388,10 @@ func (r *Runner) model(ctx context.Context, pc *probe.Config) error {
 			return nil
 		}
 		ids = append(ids, m.ID)
+	}
+	// The server's ids are untrusted: sanitised and cut before any line.
+	for i, id := range ids {
+		ids[i] = sanitize.Short(id, 128)
 	}
 	listed := strings.Join(ids, ", ")
 	if len(ids) > 5 {

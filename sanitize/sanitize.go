@@ -126,3 +126,19 @@ func nextJSONUnsafe(b []byte, i int) int {
 	}
 	return i
 }
+
+// Short is Text(s) cut to at most n bytes on a rune's boundary, "…"
+// marking a cut: for what a peer names that a line quotes (a model id, a
+// method, a path), so that one long name cannot flood a terminal or a
+// log.
+func Short(s string, n int) string {
+	s = Text(s)
+	if len(s) <= n {
+		return s
+	}
+	cut := max(n, 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -27,6 +27,8 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/ratelog"
+	"github.com/infertop/infertop/readlimit"
 	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/ui"
 )
@@ -139,14 +141,8 @@ type Server struct {
 	controllers []ssh.PublicKey
 	active      atomic.Int64
 
-	// logMu guards the log and its bound (see logf): the second counted
-	// from, the lines written in it, those left out, the timer that
-	// writes their count.
-	logMu      sync.Mutex
-	logSecond  time.Time
-	logLines   int
-	logDropped int
-	logTimer   *time.Timer
+	// log is the log, bounded (see logf).
+	log *ratelog.Limiter
 
 	// stopping is closed when Serve stops: each session's program quits
 	// and the session says why.
@@ -178,6 +174,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Controller = c
 	}
 	s := &Server{cfg: cfg, pendingByIP: map[string]int{}, connsByIP: map[string]int{}, stopping: make(chan struct{})}
+	s.log = s.newLog()
 	var err error
 	if !cfg.AllowAnyKey {
 		if s.allowed, err = readKeys(cfg.AuthorizedKeys); err != nil {
@@ -195,8 +192,14 @@ func New(cfg Config) (*Server, error) {
 	if err := ensureHostKey(cfg.HostKeyPath); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrHostKey, err)
 	}
+	// Read here, bounded: the library would read a file of any size
+	// (/dev/zero given as --host-key).
+	pem, err := readlimit.File(cfg.HostKeyPath, readlimit.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrHostKey, err)
+	}
 	opts := []ssh.Option{
-		wish.WithHostKeyPath(cfg.HostKeyPath),
+		wish.WithHostKeyPEM(pem),
 		wish.WithPublicKeyAuth(s.checkKey),
 		wish.WithMiddleware(
 			bm.MiddlewareWithProgramHandler(s.program, termenv.ANSI256),
@@ -230,7 +233,7 @@ func orDefault[T int | time.Duration](v *T, d T) {
 
 // readKeys parses an authorized_keys file.
 func readKeys(path string) ([]ssh.PublicKey, error) {
-	data, err := os.ReadFile(path)
+	data, err := readlimit.File(path, readlimit.Certs)
 	if err != nil {
 		return nil, err
 	}
@@ -511,7 +514,7 @@ const stopGrace = 2 * time.Second
 // (its dashboard quits, its screen restored, and it reads stoppedLine) and
 // closes every connection.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	defer s.flushLog() // the count of lines left out, now rather than later
+	defer s.log.Flush() // the count of lines left out, now rather than later
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(ln) }()
 	select {

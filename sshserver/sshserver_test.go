@@ -603,6 +603,7 @@ func TestLogBounded(t *testing.T) { synctest.Test(t, testLogBounded) }
 func testLogBounded(t *testing.T) {
 	var log syncBuffer
 	s := &Server{cfg: Config{Log: &log}}
+	s.log = s.newLog()
 	for i := range 3 * LogLinesPerSecond {
 		s.logf("line %d", i)
 	}

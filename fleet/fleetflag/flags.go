@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/fleet"
+	"github.com/infertop/infertop/readlimit"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/slo"
 )
@@ -198,7 +198,7 @@ func (f *Flags) Config(version string, logf func(string, ...any)) (fleet.Config,
 	cfg := fleet.Config{Source: src, Token: token, ServerName: f.ServerName, PlainLoopback: f.PlainLoopback, Version: version,
 		PollEvery: f.PollEvery, ResultEvery: f.ResultEvery, LostAfter: f.LostAfter, Timeout: min(fleet.DefaultTimeout, f.LostAfter/2), Logf: logf}
 	if f.CACert != "" {
-		b, err := os.ReadFile(f.CACert)
+		b, err := readlimit.File(f.CACert, readlimit.Certs)
 		if err != nil {
 			return fleet.Config{}, fmt.Errorf("--agents-cacert: %w", err)
 		}

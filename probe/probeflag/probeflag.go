@@ -10,13 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/readlimit"
 )
 
 // Flags binds a probe.Config to flags; what needs reading is kept as
@@ -94,7 +94,7 @@ func (f *Flags) Config(kind probe.Kind, getenv func(string) string) (probe.Confi
 	}
 	p.APIKey = getenv(env)
 	if f.apiKeyFile != "" {
-		k, err := os.ReadFile(f.apiKeyFile)
+		k, err := readlimit.File(f.apiKeyFile, readlimit.Secret)
 		if err != nil {
 			return p, fmt.Errorf("--api-key-file: %w", err)
 		}

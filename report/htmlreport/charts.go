@@ -222,7 +222,7 @@ func joulesPerToken(t *report.TelemetryJSON, s *report.SeriesJSON) []float64 {
 // apart (1/count from the top), then the maximum. A histogram that cannot
 // be read (or whose geometry is not one infertop writes) draws nothing.
 func percentileCurve(enc string) (xs, ys []float64) {
-	h, err := decodeHist(enc)
+	h, err := report.DecodeHistogram(enc)
 	if err != nil || h.TotalCount() <= 0 {
 		return nil, nil
 	}

@@ -7,15 +7,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
-
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/infertop/infertop/report"
 )
@@ -136,22 +133,10 @@ func TestCraftedValuesBounded(t *testing.T) {
 
 // TestHistogramBombs: 400 histograms whose headers declare 1..2^63 at 5
 // digits (3.8 M counts each: 0.5 s and 30 MB apiece to decode) are
-// refused from their headers; the page draws without them.
+// refused from their headers (report.DecodeHistogram, tested in report);
+// the page draws without them.
 func TestHistogramBombs(t *testing.T) {
 	enc := bomb(t, 1, math.MaxInt64, 5)
-	if _, err := decodeHist(enc); !errors.Is(err, errHistGeometry) {
-		t.Fatalf("a bomb decoded: %v", err)
-	}
-	// infertop's own geometry decodes.
-	h := hdr.New(1, 3_600_000_000, 3)
-	h.RecordValue(1500)
-	own, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := decodeHist(string(own)); err != nil || got.TotalCount() != 1 {
-		t.Fatalf("infertop's own histogram: %v", err)
-	}
 	doc := crafted(t, 10, func(inf *report.InfertopJSON) {
 		hs := &report.HistogramsJSON{}
 		for i := range 400 {
@@ -179,43 +164,13 @@ func TestManyPhasesAndClasses(t *testing.T) {
 	}
 }
 
-// TestInputCapped: a file past the cap is refused with one line, and
-// read no further than the cap (/dev/zero ends nowhere).
+// TestInputCapped: a result past report's bounds is refused with one
+// line (the bounds themselves are tested in report).
 func TestInputCapped(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "big.json")
-	if err := os.WriteFile(p, bytes.Repeat([]byte(" "), 4<<10+1), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := readRuns([]string{p}, 4<<10)
-	if !errors.Is(err, errTooLarge) || strings.Contains(err.Error(), "\n") {
-		t.Fatalf("a file past the cap: %v", err)
-	}
-	if _, err := os.Stat("/dev/zero"); err == nil {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		_, err := readRuns([]string{"/dev/zero"}, 1<<20)
-		runtime.ReadMemStats(&after)
-		if !errors.Is(err, errTooLarge) || after.TotalAlloc-before.TotalAlloc > 8<<20 {
-			t.Fatalf("/dev/zero: %v, %d bytes allocated", err, after.TotalAlloc-before.TotalAlloc)
-		}
-	}
-	if _, err := decode(Run{Name: "x", JSON: bytes.Repeat([]byte(" "), 100)}, 10); !errors.Is(err, errTooLarge) {
-		t.Fatalf("a result past the cap decoded: %v", err)
-	}
-	// Past the values cap: refused before decoding, at the cost of one
-	// pass (the commas inside a string are not values).
-	dense := append(append([]byte(`{"a":"`), bytes.Repeat([]byte(","), 1000)...), `","b":[`...)
-	dense = append(append(dense, bytes.Repeat([]byte("0,"), MaxResultValues)...), "0]}"...)
-	if n := countValues(dense); n != MaxResultValues+2 {
-		t.Fatalf("%d values counted, want %d", n, MaxResultValues+2)
-	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	_, err = decode(Run{Name: "dense", JSON: dense}, MaxResultBytes)
-	runtime.ReadMemStats(&after)
-	if !errors.Is(err, errTooLarge) || after.TotalAlloc-before.TotalAlloc > 1<<20 {
-		t.Fatalf("%d values: %v, %d bytes allocated", MaxResultValues+2, err, after.TotalAlloc-before.TotalAlloc)
+	dense := []byte("[" + strings.Repeat("0,", report.MaxResultValues) + "0]")
+	err := Write(io.Discard, []Run{{Name: "dense", JSON: dense}})
+	if !errors.Is(err, report.ErrTooLarge) || !strings.HasPrefix(err.Error(), "html report: dense: ") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("%d values: %v", report.MaxResultValues+1, err)
 	}
 }
 

@@ -18,20 +18,17 @@
 // from the run (the endpoint's model name, error messages, group names)
 // goes through sanitize.Text and html/template's escaping. A result is
 // someone else's file: its size, the work of its axes and the geometry of
-// its histograms are bounded (see MaxResultBytes and decodeHist).
+// its histograms are bounded (report's reading: report.DecodeFile and
+// report.DecodeHistogram).
 package htmlreport
 
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"html/template"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -40,32 +37,11 @@ import (
 	"github.com/infertop/infertop/sanitize"
 )
 
-// MaxResultBytes is the largest result read. A day-long run's JSON (the
-// writer keeps a day of seconds) is about 30 MB, a comparison's with the
-// canary's result inside about twice that; decoding costs a few times the
-// size, so a cap bounds the memory of a crafted file as well.
-const MaxResultBytes = 128 << 20
-
-// MaxResultValues is the most values a result may hold. Decoding costs
-// about 20 bytes a value however densely they are written ("0," is two
-// bytes), so the bytes alone do not bound the memory; a day-long
-// comparison (both sides' seconds and readings) holds about 4 M.
-const MaxResultValues = 8 << 20
-
 // Run is one run's JSON result and the name to show it under.
 type Run struct {
 	Name string
 	JSON []byte
 }
-
-// result is a result file as the writer writes it: the page draws the
-// "infertop" member, decoded with the writer's type.
-type result struct {
-	Infertop report.InfertopJSON `json:"infertop"`
-}
-
-// errTooLarge is a result past MaxResultBytes.
-var errTooLarge = errors.New("larger than a result can be")
 
 // WriteReport draws rep as the HTML report, from its JSON: the page is
 // always drawn from what the JSON holds, so a saved run draws the same.
@@ -77,42 +53,13 @@ func WriteReport(w io.Writer, rep *report.Report, name string) error {
 	return Write(w, []Run{{Name: name, JSON: b.Bytes()}})
 }
 
-// decode reads one run's JSON; limit caps its size.
-func decode(r Run, limit int) (*result, error) {
-	if len(r.JSON) > limit {
-		return nil, fmt.Errorf("html report: %s: %d MB, %w (%d MB)", r.Name, len(r.JSON)>>20, errTooLarge, limit>>20)
+// decode reads one run's JSON with report's bounds and types.
+func decode(r Run) (*report.File, error) {
+	res, err := report.DecodeFile(r.Name, r.JSON)
+	if err != nil {
+		return nil, fmt.Errorf("html report: %w", err)
 	}
-	if n := countValues(r.JSON); n > MaxResultValues {
-		return nil, fmt.Errorf("html report: %s: %d values, %w (%d)", r.Name, n, errTooLarge, MaxResultValues)
-	}
-	var res result
-	if err := json.Unmarshal(r.JSON, &res); err != nil {
-		return nil, fmt.Errorf("html report: %s: %w", r.Name, err)
-	}
-	if res.Infertop.Manifest.Tool != "infertop" {
-		return nil, fmt.Errorf("html report: %s is not an infertop result (no infertop.manifest)", r.Name)
-	}
-	return &res, nil
-}
-
-// countValues counts the values of a JSON document by its separators
-// (the commas outside strings): what decoding it will cost, read in one
-// pass that allocates nothing.
-func countValues(b []byte) int {
-	n, in, esc := 1, false, false
-	for _, c := range b {
-		switch {
-		case esc:
-			esc = false
-		case in:
-			esc, in = c == '\\', c != '"'
-		case c == '"':
-			in = true
-		case c == ',':
-			n++
-		}
-	}
-	return n
+	return res, nil
 }
 
 // Write draws one run, or two on the same axes. A comparison's result
@@ -123,14 +70,14 @@ func Write(w io.Writer, runs []Run) error {
 	}
 	var pg page
 	for i, r := range runs {
-		res, err := decode(r, MaxResultBytes)
+		res, err := decode(r)
 		if err != nil {
 			return err
 		}
 		pg.Runs = append(pg.Runs, pageRun{Name: r.Name, Index: i, res: res})
 	}
 	if c := pg.Runs[0].res.Infertop.Compare; len(runs) == 1 && c != nil && c.Pair != nil && len(c.Pair.Canary) > 0 {
-		can, err := decode(Run{Name: "canary", JSON: c.Pair.Canary}, MaxResultBytes)
+		can, err := decode(Run{Name: "canary", JSON: c.Pair.Canary})
 		if err != nil {
 			return err
 		}
@@ -198,7 +145,7 @@ type page struct {
 type pageRun struct {
 	Name  string
 	Index int
-	res   *result
+	res   *report.File
 }
 
 // Res is the run's "infertop" object, for the template.
@@ -258,41 +205,19 @@ func (c *chart) SVG() template.HTML { return c.svg() }
 
 // ReadRuns reads the results at paths (one or two) as the runs Write
 // draws, each named by its file (two of one name, from two directories,
-// by their paths). A file past MaxResultBytes is an error, read no
-// further.
-func ReadRuns(paths []string) ([]Run, error) { return readRuns(paths, MaxResultBytes) }
-
-func readRuns(paths []string, limit int) ([]Run, error) {
+// by their paths). A file past report.MaxResultBytes is an error, read
+// no further.
+func ReadRuns(paths []string) ([]Run, error) {
 	var runs []Run
 	for _, p := range paths {
-		b, err := readLimited(p, limit)
+		b, err := report.ReadResult(p, report.MaxResultBytes)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("html report: %w", err)
 		}
-		runs = append(runs, Run{Name: strings.TrimSuffix(filepath.Base(p), ".json"), JSON: b})
+		runs = append(runs, Run{Name: report.ResultName(p), JSON: b})
 	}
 	if len(runs) == 2 && runs[0].Name == runs[1].Name {
 		runs[0].Name, runs[1].Name = paths[0], paths[1]
 	}
 	return runs, nil
-}
-
-// readLimited reads at most limit bytes of path, and fails past them.
-func readLimited(path string, limit int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("html report: %w", err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > int64(limit) {
-		return nil, fmt.Errorf("html report: %s: %d MB, %w (the most read is %d MB)", path, st.Size()>>20, errTooLarge, limit>>20)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, fmt.Errorf("html report: %s: %w", path, err)
-	}
-	if len(b) > limit {
-		return nil, fmt.Errorf("html report: %s: %w (the most read is %d MB)", path, errTooLarge, limit>>20)
-	}
-	return b, nil
 }

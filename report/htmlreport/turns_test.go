@@ -14,7 +14,7 @@ import (
 // and a trace replay that fell behind, written with report's types.
 func withSessions(t *testing.T, n int) []byte {
 	t.Helper()
-	var res result
+	var res report.File
 	if err := json.Unmarshal([]byte(minimal), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestTurnsAndTrace(t *testing.T) {
 	if n := strings.Count(page, "<tr><td>"); n != maxTurnRows+3+2 || !strings.Contains(page, "the first 100 turns of 300 shown") || !strings.Contains(page, `data-lines="4"`) {
 		t.Errorf("%d rows of 300 and 3 turns, want %d and a note, and 4 lines on the chart", n, maxTurnRows+3+2)
 	}
-	var conv result
+	var conv report.File
 	json.Unmarshal(withSessions(t, 3), &conv)
 	conv.Infertop.Sessions.Conversations = true
 	doc, _ := json.Marshal(conv)

@@ -12,7 +12,7 @@ import (
 // run: repeatable flags once a value, values quoted for a shell, the
 // target first, and what the manifest redacted still redacted.
 func TestCommand(t *testing.T) {
-	r := pageRun{res: &result{Infertop: report.InfertopJSON{Manifest: report.Manifest{Settings: map[string]string{
+	r := pageRun{res: &report.File{Infertop: report.InfertopJSON{Manifest: report.Manifest{Settings: map[string]string{
 		"url":        "http://host:8000/v1",
 		"slo":        "[ttft_p99<=500ms,error_rate<1%]",
 		"regression": `["ttft_p99<+10%","a,b"]`,
@@ -34,7 +34,7 @@ func TestCommand(t *testing.T) {
 // TestServer: the models the server lists are named with their context,
 // anything else is short text, sanitised.
 func TestServer(t *testing.T) {
-	r := pageRun{res: &result{Infertop: report.InfertopJSON{Manifest: report.Manifest{Server: map[string]json.RawMessage{
+	r := pageRun{res: &report.File{Infertop: report.InfertopJSON{Manifest: report.Manifest{Server: map[string]json.RawMessage{
 		"models":  json.RawMessage(`{"object":"list","data":[{"id":"llama","max_model_len":8192,"owned_by":"vllm"}]}`),
 		"version": json.RawMessage(`"0.6.1\u001b]0;x\u0007"`),
 		"other":   json.RawMessage(`{"k":"` + strings.Repeat("v", 1000) + `"}`),

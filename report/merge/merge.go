@@ -10,27 +10,23 @@
 //
 // The results are read with report's own types (report.InfertopJSON), the
 // ones the writer encodes. A result is someone else's file: its size, its
-// number of values and its histograms' geometry are bounded as
-// htmlreport bounds them, and every flaw is a one-line error.
+// number of values and its histograms' geometry are bounded by report's
+// reading (report.DecodeFile, report.DecodeHistogram), and every flaw is
+// a one-line error.
 package merge
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/report"
-	"github.com/infertop/infertop/report/htmlreport"
 )
 
 // MaxInputs is the most results merged at once, and MaxTotalBytes the
@@ -50,13 +46,6 @@ type Input struct {
 	MaxConcurrency int
 }
 
-// file is a result as the writer writes it: the infertop object, and the
-// one top-level key not derived from it.
-type file struct {
-	MaxConcurrency int                 `json:"max_concurrency"`
-	Infertop       report.InfertopJSON `json:"infertop"`
-}
-
 // ErrNotMergeable is a set of results that are not runs of one load on
 // one endpoint (another endpoint, knobs, version or phases): merged only
 // when forced.
@@ -66,7 +55,7 @@ var ErrNotMergeable = errors.New("not mergeable")
 var ErrBadResult = errors.New("not a mergeable result")
 
 // ReadFiles reads the results at paths, bounded: at most MaxInputs
-// files, htmlreport.MaxResultBytes and htmlreport.MaxResultValues each,
+// files, report.MaxResultBytes and report.MaxResultValues each,
 // MaxTotalBytes in all.
 func ReadFiles(paths []string) ([]Input, error) {
 	if len(paths) > MaxInputs {
@@ -75,12 +64,12 @@ func ReadFiles(paths []string) ([]Input, error) {
 	var ins []Input
 	total, names := 0, map[string]bool{}
 	for _, p := range paths {
-		b, err := readLimited(p, min(htmlreport.MaxResultBytes, MaxTotalBytes-total))
+		b, err := report.ReadResult(p, min(report.MaxResultBytes, MaxTotalBytes-total))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("merge: %w", err)
 		}
 		total += len(b)
-		in, err := Decode(Name(p), b)
+		in, err := Decode(report.ResultName(p), b)
 		if err != nil {
 			return nil, err
 		}
@@ -93,40 +82,15 @@ func ReadFiles(paths []string) ([]Input, error) {
 	return ins, nil
 }
 
-// readLimited reads at most limit bytes of path, and fails past them.
-func readLimited(path string, limit int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("merge: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, fmt.Errorf("merge: %s: %w", path, err)
-	}
-	if len(b) > limit {
-		return nil, fmt.Errorf("merge: %s: larger than %d MB, %w", path, limit>>20, ErrBadResult)
-	}
-	return b, nil
-}
-
 // Decode reads one result (b, named name), bounded as ReadFiles bounds
 // a file.
 func Decode(name string, b []byte) (Input, error) {
-	if len(b) > htmlreport.MaxResultBytes {
-		return Input{}, fmt.Errorf("merge: %s: %d MB, %w", name, len(b)>>20, ErrBadResult)
-	}
-	if n := htmlreport.CountValues(b); n > htmlreport.MaxResultValues {
-		return Input{}, fmt.Errorf("merge: %s: %d values, %w (the most is %d)", name, n, ErrBadResult, htmlreport.MaxResultValues)
-	}
-	var f file
-	if err := json.Unmarshal(b, &f); err != nil {
-		return Input{}, fmt.Errorf("merge: %s: %w", name, err)
+	f, err := report.DecodeFile(name, b)
+	if err != nil {
+		return Input{}, fmt.Errorf("merge: %w: %w", err, ErrBadResult)
 	}
 	r := &f.Infertop
 	switch {
-	case r.Manifest.Tool != "infertop":
-		return Input{}, fmt.Errorf("merge: %s: no infertop.manifest: %w", name, ErrBadResult)
 	case r.Compare != nil:
 		return Input{}, fmt.Errorf("merge: %s: a comparison's result: %w (merge each side's)", name, ErrBadResult)
 	case r.Capacity != nil:
@@ -519,7 +483,7 @@ func mergeDist(parts []part, key string) (report.DistJSON, string, error) {
 		if !ok {
 			return out, "", fmt.Errorf("%s: %d values and no histogram: %w", p.name, d.Count, ErrBadResult)
 		}
-		h, err := htmlreport.DecodeHistogram(enc)
+		h, err := report.DecodeHistogram(enc)
 		if err != nil {
 			return out, "", fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -662,7 +626,3 @@ func objectives(ins []Input) []string {
 	}
 	return out
 }
-
-// Name is a file's name as the merged result calls its run: the base
-// name without .json.
-func Name(path string) string { return strings.TrimSuffix(filepath.Base(path), ".json") }

@@ -10,9 +10,11 @@
 // Every run gets a fresh sim (its request ids, and so the canary's share
 // and its text, start again), a fixed seed and fixed prompt and output
 // lengths; the prompts are sent uncalibrated (--no-calibrate), since the
-// calibration learns from answers in the order they arrive. The masking
-// rule is in README.md beside this file and in the comments below. It uses
-// the standard library only.
+// calibration learns from answers in the order they arrive. The agents'
+// runs start two `infertop agent` processes on 127.0.0.1 and follow them
+// with `infertop run --agents`, recording the agents' files beside the
+// follower's. The masking rule is in README.md beside this file and in
+// the comments below. It uses the standard library only.
 package main
 
 import (
@@ -39,13 +41,32 @@ import (
 )
 
 // runSpec is one headless run: the sims it needs (each a list of extra
-// flags to `infertop sim`), its arguments given the sims' base URLs, and
-// whether the clock ends it (then its request counts are masked too).
+// flags to `infertop sim`), its arguments given the sims' base URLs (or,
+// over agents, the follower's given theirs), and whether the clock ends it
+// (then its request counts are masked too).
 type runSpec struct {
-	name  string
-	sims  [][]string
-	args  func(urls []string) []string
-	timed bool
+	name   string
+	sims   [][]string
+	args   func(urls []string) []string
+	agents *agentSpec
+	timed  bool
+}
+
+// agentSpec is a run over `infertop agent` processes: n of them share the
+// load of the flags load gives (with common's), given the sims' base URLs,
+// and `infertop` follows them with follow's arguments, given their
+// addresses (host:port, comma-separated). The token file ("token", in the
+// run's folder) and the plain HTTP on loopback are given to both sides.
+// timed is the agents' own: whether the clock ends their runs (the
+// follower's is the run's). late, when it is not 0, starts the follower
+// only once every side of every agent has completed that many requests
+// (see waitRunning); else it follows them from before their start.
+type agentSpec struct {
+	n      int
+	load   func(urls []string) []string
+	follow func(agents string) []string
+	timed  bool
+	late   int64
 }
 
 // common are the flags every run shares: a fixed seed, short fixed
@@ -97,8 +118,62 @@ func runs() []runSpec {
 			return join([]string{"run", "--url", u[0], "-c", "2", "--matrix", "prompt=64,256;output=8",
 				"--step-min-requests", "10", "--step-min-time", "1s", "--step-max-time", "3s", "--step-warmup", "200ms"}, common, files("matrix"))
 		}},
+		// Two agents share plain's load (2 in flight and 20 requests
+		// each), followed to their end and merged from their final
+		// results, which a request count makes exact.
+		{name: "agents", sims: [][]string{nil}, agents: &agentSpec{n: 2,
+			load: func(u []string) []string {
+				return []string{"--url", u[0], "-c", "4", "--requests", "40", "--output-tokens", "16"}
+			},
+			follow: func(a string) []string { return join(follower(a), files("agents")) },
+		}},
+		// Two agents each loading both sides of compare's pair (80
+		// requests a side each), the follower judging the canary over the
+		// two merges. That comparison is of the merged seconds both sides
+		// had sealed when it was made, whose counts depend on the clock
+		// (the run is timed; the agents' own are not): too few for a p99
+		// ever to be judged (200 a side), always enough for a p50 (30),
+		// which the canary breaches twice over. The follower comes once
+		// both sides of each agent run (late; see waitRunning).
+		{name: "agents-compare", timed: true, sims: [][]string{nil, {"--step-base", "12ms", "--prefill-rate", "4000"}}, agents: &agentSpec{n: 2, late: 1,
+			load: func(u []string) []string {
+				return []string{"--url", u[0], "--compare", u[1], "-c", "8", "--requests", "160", "--output-tokens", "8"}
+			},
+			follow: func(a string) []string {
+				return join(follower(a), []string{"--agents-compare", "--regression", "ttft_p50<+10%", "--compare-min-seconds", "2"},
+					files("agents-compare"))
+			},
+		}},
+		// The follower's search over two agents: every step up to 4 (2
+		// and 4 in flight, split between them) holds, so the walk is the
+		// same whatever the machine; the agents run until it ends them
+		// (their --duration only a bound). The follower comes once each
+		// has completed 5 requests at its own load (its phase 1; see
+		// waitRunning).
+		{name: "agents-capacity", timed: true, sims: [][]string{nil}, agents: &agentSpec{n: 2, timed: true, late: 5,
+			load: func(u []string) []string {
+				return []string{"--url", u[0], "-c", "2", "--duration", "1m", "--output-tokens", "8", "--drain", "5s"}
+			},
+			follow: func(a string) []string {
+				return join(follower(a), []string{"--find-max", "ttft_p99<=500ms", "--to", "4", "--step-min-requests", "10",
+					"--step-min-time", "1s", "--step-max-time", "3s", "--step-warmup", "200ms"}, files("agents-capacity"))
+			},
+		}},
 	}
 }
+
+// follower is the start of `infertop run --agents` over the agents at
+// addrs: the shared token, plain HTTP on loopback, polls and results
+// often enough for a run of seconds, an agent lost only well after any
+// pause of a loaded machine, and no periodic progress line.
+func follower(addrs string) []string {
+	return []string{"run", "--agents", addrs, "--agents-token-file", tokenFile, "--agents-plain-loopback", "--agents-poll", "100ms",
+		"--agents-result-every", "500ms", "--agents-lost-after", "10s", "--progress-every", "1h"}
+}
+
+// tokenFile is the token the agents and their follower share, written in
+// the run's folder (so the path in their settings is the same every time).
+const tokenFile = "token"
 
 func main() {
 	bin := flag.String("bin", "", "the infertop binary to record")
@@ -109,7 +184,7 @@ func main() {
 	timeout := flag.Duration("timeout", 90*time.Second, "limit on one run")
 	flag.Parse()
 	if *bin == "" || *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: goldenrun -bin PATH -out DIR [-raw DIR] [-only plain,compare,...] [-force]")
+		fmt.Fprintln(os.Stderr, "usage: goldenrun -bin PATH -out DIR [-raw DIR] [-only plain,agents,...] [-force]")
 		os.Exit(2)
 	}
 	if err := record(*bin, *out, *raw, *only, *force, *timeout); err != nil {
@@ -139,29 +214,55 @@ func record(bin, out, raw, only string, force bool, timeout time.Duration) error
 	}
 	selected := runs()
 	if only != "" {
+		var names []string
+		for _, r := range selected {
+			names = append(names, r.name)
+		}
 		want := strings.Split(only, ",")
 		selected = slices.DeleteFunc(selected, func(r runSpec) bool { return !slices.Contains(want, r.name) })
 		if len(selected) != len(want) {
-			return fmt.Errorf("-only %q: unknown run (have plain, slo, duration, compare, split, capacity, matrix)", only)
+			return fmt.Errorf("-only %q: unknown run (have %s)", only, strings.Join(names, ", "))
 		}
+	}
+	version, err := versionOf(bin)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	for _, r := range selected {
 		t := time.Now()
-		code, err := recordRun(bin, out, raw, r, timeout)
+		code, err := recordRun(bin, out, raw, version, r, timeout)
 		if err != nil {
 			return fmt.Errorf("%s: %w", r.name, err)
 		}
-		fmt.Fprintf(os.Stderr, "goldenrun: %-9s exit %d in %v\n", r.name, code, time.Since(t).Round(100*time.Millisecond))
+		fmt.Fprintf(os.Stderr, "goldenrun: %-15s exit %d in %v\n", r.name, code, time.Since(t).Round(100*time.Millisecond))
 	}
 	fmt.Fprintf(os.Stderr, "goldenrun: %d runs in %v, written to %s\n", len(selected), time.Since(start).Round(100*time.Millisecond), out)
 	return nil
 }
 
-// recordRun starts the run's sims, runs infertop in a fresh folder (so the
-// file names in its settings are relative and the same every time), and
-// writes the normalised stdout, stderr, exit code, JSON and CSV.
-func recordRun(bin, out, raw string, r runSpec, timeout time.Duration) (int, error) {
+// versionOf is what `bin --version` says the binary is: "dev" for a
+// build with no version set and no VCS stamp (go build with
+// -buildvcs=false), else a version or a revision, which the two builds
+// being compared differ by.
+func versionOf(bin string) (string, error) {
+	b, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", bin, err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 || f[0] != "infertop" {
+		return "", fmt.Errorf("%s --version: %q", bin, b)
+	}
+	return f[1], nil
+}
+
+// recordRun starts the run's sims (and agents), runs infertop in a fresh
+// folder (so the file names in its settings are relative and the same
+// every time), and writes the normalised stdout, stderr, exit code, JSON
+// and CSV of infertop and of each agent. The binary's version (a word of
+// its own: "dev" in /dev or devices is not it) is <version> in every file.
+func recordRun(bin, out, raw, version string, r runSpec, timeout time.Duration) (int, error) {
 	dir, err := os.MkdirTemp("", "goldenrun-"+r.name)
 	if err != nil {
 		return 0, err
@@ -170,20 +271,49 @@ func recordRun(bin, out, raw string, r runSpec, timeout time.Duration) (int, err
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 
-	// Each sim's address is replaced by SIMn in every file: the ports are
-	// whatever was free.
+	// Each sim's address is replaced by SIMn, each agent's by AGENTi (its
+	// index), in every file: the ports are whatever was free.
 	var urls []string
-	repl := []string{dir, "WORKDIR"}
+	m := masker{addrs: map[string]string{}, repl: []string{dir, "WORKDIR"},
+		version: regexp.MustCompile(`(^|[^\w/.-])` + regexp.QuoteMeta(version) + `($|[^\w.-])`)}
 	for i, extra := range r.sims {
-		addr, stop, err := startSim(ctx, bin, extra, filepath.Join(dir, fmt.Sprintf("sim%d.log", i+1)))
+		addr, err := freeAddr()
 		if err != nil {
 			return 0, err
 		}
-		defer stop()
+		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("sim%d.log", i+1)))
+		if err != nil {
+			return 0, err
+		}
+		defer logf.Close()
+		sim, err := startServer(ctx, bin, slices.Concat([]string{"sim", "--addr", addr, "--seed", "1"}, extra), addr, "/health", logf, logf)
+		if err != nil {
+			log, _ := os.ReadFile(logf.Name())
+			return 0, fmt.Errorf("%w\n%s", err, log)
+		}
+		defer sim.end(0, 5*time.Second)
 		urls = append(urls, "http://"+addr+"/v1")
-		repl = append(repl, addr, fmt.Sprintf("127.0.0.1:SIM%d", i+1))
+		m.addrs[addr] = fmt.Sprintf("127.0.0.1:SIM%d", i+1)
 	}
-	cmd := exec.CommandContext(ctx, bin, r.args(urls)...)
+	args := r.args
+	var agents []*server
+	if r.agents != nil {
+		if agents, err = startAgents(ctx, bin, dir, r, urls, &m); err != nil {
+			return 0, err
+		}
+		var addrs []string
+		for _, a := range agents {
+			defer a.end(0, 5*time.Second) // a failed run's: they have ended otherwise
+			addrs = append(addrs, a.addr)
+		}
+		if r.agents.late > 0 {
+			if err := waitRunning(ctx, agents, filepath.Join(dir, tokenFile), r.agents.late); err != nil {
+				return 0, err
+			}
+		}
+		args = func([]string) []string { return r.agents.follow(strings.Join(addrs, ",")) }
+	}
+	cmd := exec.CommandContext(ctx, bin, args(urls)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	var stdout, stderr bytes.Buffer
@@ -197,114 +327,307 @@ func recordRun(bin, out, raw string, r runSpec, timeout time.Duration) (int, err
 		}
 		code = ee.ExitCode()
 	}
-	rep := strings.NewReplacer(repl...)
-	files := map[string][]byte{
-		".txt":    stdout.Bytes(),
-		".stderr": stderr.Bytes(),
-		".exit":   []byte(strconv.Itoa(code) + "\n"),
+	if err := m.write(out, raw, dir, r.name, stdout.Bytes(), stderr.Bytes(), strconv.Itoa(code), r.timed); err != nil {
+		return code, err
 	}
-	for _, ext := range []string{".json", ".csv"} {
-		b, err := os.ReadFile(filepath.Join(dir, r.name+ext))
-		if errors.Is(err, os.ErrNotExist) {
-			b = []byte("(not written)\n")
-		} else if err != nil {
-			return code, err
+	// Each agent ends once its follower has fetched its final result (or
+	// once the follower has ended its run): one still running well after
+	// is stopped, and its exit file says so.
+	for i, a := range agents {
+		exit := ""
+		if !a.end(agentEnd, 5*time.Second) {
+			exit = fmt.Sprintf("(goldenrun: still running %v after the follower ended: interrupted) ", agentEnd)
 		}
-		files[ext] = b
-	}
-	if raw != "" {
-		if err := os.MkdirAll(raw, 0o755); err != nil {
-			return code, err
-		}
-		for ext, b := range files {
-			if err := os.WriteFile(filepath.Join(raw, r.name+ext), b, 0o644); err != nil {
-				return code, err
-			}
-		}
-	}
-	for ext, b := range files {
-		s := rep.Replace(string(b))
-		var norm string
-		switch ext {
-		case ".json":
-			if s == "(not written)\n" {
-				norm = s
-			} else if norm, err = normJSON(s, r.timed); err != nil {
-				return code, fmt.Errorf("%s.json: %w", r.name, err)
-			}
-		case ".csv":
-			if s == "(not written)\n" {
-				norm = s
-			} else if norm, err = normCSV(s, r.timed); err != nil {
-				return code, fmt.Errorf("%s.csv: %w", r.name, err)
-			}
-		case ".txt":
-			norm = normText(s, r.timed, false)
-		case ".stderr":
-			norm = normText(canaryLast(s), r.timed, true)
-		default:
-			norm = s
-		}
-		if err := os.WriteFile(filepath.Join(out, r.name+ext), []byte(norm), 0o644); err != nil {
+		exit += strconv.Itoa(a.cmd.ProcessState.ExitCode())
+		if err := m.write(out, raw, dir, agentBase(r.name, i), a.stdout.Bytes(), a.stderr.Bytes(), exit, r.agents.timed); err != nil {
 			return code, err
 		}
 	}
 	return code, nil
 }
 
-// startSim starts `infertop sim` on a free port with the fixed seed and
-// waits for its /health; stop interrupts it and waits for it.
-func startSim(ctx context.Context, bin string, extra []string, logPath string) (string, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
+// agentEnd is how long an agent may run on after its follower ended: it
+// ends once its final result is fetched (or, past --linger, its own).
+const agentEnd = 15 * time.Second
+
+// agentBase is the name of agent i's files: its --json and --csv in the
+// run's folder, and what is recorded of it.
+func agentBase(run string, i int) string { return fmt.Sprintf("%s.agent%d", run, i) }
+
+// startAgents starts the run's agents, each `infertop agent` on a free
+// port of 127.0.0.1 against the sims at urls, and waits until each
+// serves. They start their load together 2 s on (--start-at): time for
+// all to be up, and for a follower to be there from before the start.
+func startAgents(ctx context.Context, bin, dir string, r runSpec, urls []string, m *masker) (agents []*server, err error) {
+	if err := os.WriteFile(filepath.Join(dir, tokenFile), []byte("a-token-of-more-than-sixteen-bytes\n"), 0o600); err != nil {
+		return nil, err
 	}
-	addr := l.Addr().String()
-	l.Close()
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command(bin, slices.Concat([]string{"sim", "--addr", addr, "--seed", "1"}, extra)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return "", nil, err
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
+	defer func() {
+		if err != nil {
+			for _, a := range agents {
+				a.end(0, 5*time.Second)
+			}
+			agents = nil
 		}
+	}()
+	startAt := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+	m.repl = append(m.repl, startAt, "<start-at>")
+	for i := range r.agents.n {
+		addr, err := freeAddr()
+		if err != nil {
+			return agents, err
+		}
+		base := agentBase(r.name, i)
+		args := slices.Concat([]string{"agent", "--index", strconv.Itoa(i), "--of", strconv.Itoa(r.agents.n), "--start-at", startAt,
+			"--listen", addr, "--plain-http-loopback", "--token-file", tokenFile, "--linger", "10s",
+			"--json", base + ".json", "--csv", base + ".csv"}, common, r.agents.load(urls))
+		a, err := startAgent(ctx, bin, dir, addr, args)
+		if err != nil {
+			return agents, fmt.Errorf("agent %d: %w", i, err)
+		}
+		agents = append(agents, a)
+		m.addrs[addr] = fmt.Sprintf("127.0.0.1:AGENT%d", i)
+	}
+	return agents, nil
+}
+
+// startAgent starts one agent in dir and waits for its /healthz.
+func startAgent(ctx context.Context, bin, dir, addr string, args []string) (*server, error) {
+	var stdout, stderr bytes.Buffer
+	a, err := startServer(ctx, bin, args, addr, "/healthz", &stdout, &stderr, func(c *exec.Cmd) { c.Dir = dir })
+	if err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, stderr.String())
+	}
+	a.stdout, a.stderr = &stdout, &stderr
+	return a, nil
+}
+
+// waitRunning waits until every agent's /state, and a comparison's
+// /canary/state, says its share's prompt length and n requests completed:
+// its load runs, and the follower comes after its start. A follower there
+// from before the start sees what depends on when the start falls
+// between its polls:
+//   - an agent comparing a canary says its knobs only from its first
+//     snapshot, a tick (250 ms) after its start, and until then a zero
+//     start and zero knobs; a follower that sees that refuses the other
+//     agents as another load until the next poll, and says so on stderr;
+//   - a control sent before the start (a search's first step) is applied
+//     once the load has started, after its first requests or not: the
+//     agent's phase 1, at its own knobs, has requests or is left out.
+//
+// After the start, a search's first control makes phase 2 on every
+// agent, phase 1 holding at least n requests.
+func waitRunning(ctx context.Context, agents []*server, tokenPath string, n int64) error {
+	token, err := os.ReadFile(tokenPath)
+	if err != nil {
+		return err
 	}
 	deadline := time.Now().Add(15 * time.Second)
+	for _, a := range agents {
+		paths := []string{"/state"}
+		for i := 0; i < len(paths); i++ {
+			for {
+				st, err := stateOf(ctx, "http://"+a.addr+paths[i], strings.TrimSpace(string(token)))
+				if err == nil && st.PromptTokens > 0 && st.Completed >= n {
+					if st.Compare && i == 0 {
+						paths = append(paths, "/canary/state")
+					}
+					break
+				}
+				if time.Now().After(deadline) || ctx.Err() != nil {
+					return fmt.Errorf("agent on %s: its %s says no knobs or fewer than %d requests completed in 15 s (%v)", a.addr, paths[i], n, err)
+				}
+				time.Sleep(20 * time.Millisecond) // polling for the event: the agent's snapshot
+			}
+		}
+	}
+	return nil
+}
+
+// agentState is what waitRunning reads of an agent's /state.
+type agentState struct {
+	PromptTokens int   `json:"prompt_tokens"`
+	Completed    int64 `json:"completed"`
+	Compare      bool  `json:"compare"`
+}
+
+// stateOf is the agent's /state at url, asked with the token.
+func stateOf(ctx context.Context, url, token string) (agentState, error) {
+	var st agentState
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return st, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// server is an infertop process serving HTTP on addr: a sim or an agent.
+type server struct {
+	addr           string
+	cmd            *exec.Cmd
+	done           chan struct{} // closed once it has exited and its output is copied
+	stdout, stderr *bytes.Buffer // an agent's, read once done
+}
+
+// end waits up to wait for the process to exit by itself, then interrupts
+// it (a sim stops, an agent ends its run and reports) and kills it if it
+// is still running grace later. It says whether it exited by itself.
+func (s *server) end(wait, grace time.Duration) bool {
+	select {
+	case <-s.done:
+		return true
+	case <-time.After(wait):
+	}
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(grace):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	return false
+}
+
+// freeAddr is a port of 127.0.0.1 free a moment ago, for a server to
+// listen on.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// startServer starts `infertop args...` (with the options applied to its
+// command) and waits for health on addr to answer 200, for at most 15 s;
+// a process that exits before is an error.
+func startServer(ctx context.Context, bin string, args []string, addr, health string, stdout, stderr io.Writer, opts ...func(*exec.Cmd)) (*server, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	for _, o := range opts {
+		o(cmd)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{addr: addr, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	deadline := time.Now().Add(15 * time.Second)
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+health, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return addr, stop, nil
+				return s, nil
 			}
 		}
 		select {
-		case <-done:
-			log, _ := os.ReadFile(logPath)
-			return "", nil, fmt.Errorf("sim on %s exited:\n%s", addr, log)
+		case <-s.done:
+			return nil, fmt.Errorf("infertop %s on %s exited", args[0], addr)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			stop()
-			return "", nil, fmt.Errorf("sim on %s: no /health in 15 s", addr)
+			s.end(0, 5*time.Second)
+			return nil, fmt.Errorf("infertop %s on %s: no %s in 15 s", args[0], addr, health)
 		}
 	}
 }
+
+// masker normalises what a run's processes wrote: the run's folder and
+// the agents' --start-at replaced (repl: old, new, ...), the binary's
+// version (a match of version: before, the version, after), each address
+// of 127.0.0.1 by its name (addrs: a sim's or an agent's; anything else, a
+// client's port, 127.0.0.1:PORT), then the figures masked by the rule.
+type masker struct {
+	repl    []string
+	version *regexp.Regexp
+	addrs   map[string]string
+}
+
+// reLoopback is an address of 127.0.0.1 with its port.
+var reLoopback = regexp.MustCompile(`127\.0\.0\.1:\d+`)
+
+// replace names what depends on the machine and the moment in s: the
+// folder, the start, the version, the ports.
+func (m *masker) replace(s string) string {
+	s = strings.NewReplacer(m.repl...).Replace(s)
+	s = m.version.ReplaceAllString(s, "${1}<version>${2}")
+	return reLoopback.ReplaceAllStringFunc(s, func(a string) string {
+		if name, ok := m.addrs[a]; ok {
+			return name
+		}
+		return "127.0.0.1:PORT"
+	})
+}
+
+// write records one process of a run under base: its stdout, stderr and
+// exit, and the JSON and CSV it wrote in dir (base.json, base.csv),
+// normalised in out, and as written in raw when it is set.
+func (m *masker) write(out, raw, dir, base string, stdout, stderr []byte, exit string, timed bool) error {
+	files := map[string][]byte{
+		".txt":    stdout,
+		".stderr": stderr,
+		".exit":   []byte(exit + "\n"),
+	}
+	for _, ext := range []string{".json", ".csv"} {
+		b, err := os.ReadFile(filepath.Join(dir, base+ext))
+		if errors.Is(err, os.ErrNotExist) {
+			b = []byte(notWritten)
+		} else if err != nil {
+			return err
+		}
+		files[ext] = b
+	}
+	if raw != "" {
+		if err := os.MkdirAll(raw, 0o755); err != nil {
+			return err
+		}
+		for ext, b := range files {
+			if err := os.WriteFile(filepath.Join(raw, base+ext), b, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	for ext, b := range files {
+		s := m.replace(string(b))
+		norm := s
+		var err error
+		switch {
+		case s == notWritten:
+		case ext == ".json":
+			norm, err = normJSON(s, timed)
+		case ext == ".csv":
+			norm, err = normCSV(s, timed)
+		case ext == ".txt":
+			norm = normText(s, timed, false)
+		case ext == ".stderr":
+			norm = normText(canaryLast(s), timed, true)
+		}
+		if err != nil {
+			return fmt.Errorf("%s%s: %w", base, ext, err)
+		}
+		if err := os.WriteFile(filepath.Join(out, base+ext), []byte(norm), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notWritten stands for a JSON or CSV file the run did not write.
+const notWritten = "(not written)\n"
 
 // Placeholders of the masked values.
 const (
@@ -550,6 +873,18 @@ var (
 	reTime = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?|\b\d{8}-\d{6}\b`)
 	// a row of a latency table: its label, then the count of values.
 	reTableCount = regexp.MustCompile(`^(\s*(?:TTFT|TPOT|ITL|E2E|TTFB|TTFO|TTFT\*|E2E\*|Queue|queue)\s+)(\d+)\b`)
+	// a row of the agents' table: index, address, state, then the counts
+	// sent, completed, failed and incomplete (groups 2 to 5).
+	reAgentRow = regexp.MustCompile(`^(\s*\d+\s+\S+\s+(?:running|done|lost|replaced|unreachable|refused)\s+)(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\b`)
+	// a comparison table's requests column (baseline/canary), before the
+	// verdict that ends the row.
+	reCompareCount = regexp.MustCompile(`\b(\d+)/(\d+)(\s+(?:worse|better|no difference|not enough data)\s*)$`)
+	// a capacity search's progress line: its warm-up's time left (absent
+	// once none is), and its hold's time left and requests so far.
+	reWarmupLeft = regexp.MustCompile(`^(infertop: step \d+ · .* · warming up) [^·]*more\b`)
+	reHoldLeft   = regexp.MustCompile(`^(infertop: step \d+ · .* · holding) [^·(]*more \(\d+ of`)
+	// a capacity search's progress line of the settling state.
+	reSettling = regexp.MustCompile(`^infertop: step \d+ · .* · settling\b`)
 	// a Go duration's units, longest first.
 	durUnits = []string{"ns", "µs", "us", "ms", "h", "m", "s"}
 	// words after an integer that make it a count of requests.
@@ -585,11 +920,24 @@ func canaryLast(s string) string {
 // runs of spaces inside a line (a column is as wide as its widest figure)
 // and drops trailing spaces. For stderr (progress), a line equal to the one
 // before once masked is dropped: how often a state is reported depends on
-// the clock.
+// the clock; and a search's progress line keeps its step, load and state,
+// but not how far the state had gone when it was written (the time left
+// in a warm-up, or that none was; the requests a hold had so far, 0
+// included): over agents the follower sees a state first at a poll. Its
+// settling state is dropped: whether a hold's last requests are still
+// coming back when it is judged depends on the clock (over agents, on
+// when the agents' phases were merged).
 func normText(s string, timed, dedupe bool) string {
 	lines := strings.Split(s, "\n")
 	var out []string
 	for _, l := range lines {
+		if dedupe {
+			if reSettling.MatchString(l) {
+				continue
+			}
+			l = reWarmupLeft.ReplaceAllString(l, "$1")
+			l = reHoldLeft.ReplaceAllString(l, "$1 "+maskDur+" more ("+maskCount+" of")
+		}
 		l = maskText(l, timed)
 		lead := len(l) - len(strings.TrimLeft(l, " "))
 		l = l[:lead] + spaces.ReplaceAllString(strings.TrimRight(l[lead:], " "), " ")
@@ -623,6 +971,8 @@ func maskText(s string, timed bool) string {
 		if m := reTableCount.FindStringSubmatchIndex(s); m != nil && s[m[4]:m[5]] != "0" {
 			s = s[:m[4]] + maskCount + s[m[5]:]
 		}
+		s = maskGroups(s, reAgentRow, 2, 3, 4, 5)
+		s = maskGroups(s, reCompareCount, 1, 2)
 	}
 	var b strings.Builder
 	i := 0
@@ -700,6 +1050,25 @@ func maskText(s string, timed bool) string {
 		b.WriteString(repl)
 		i = end
 	}
+	return b.String()
+}
+
+// maskGroups masks the counts in the groups of re's match in s (their
+// numbers, in order), each <n> unless it is 0; the rest is kept.
+func maskGroups(s string, re *regexp.Regexp, groups ...int) string {
+	m := re.FindStringSubmatchIndex(s)
+	if m == nil {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, g := range groups {
+		start, end := m[2*g], m[2*g+1]
+		b.WriteString(s[last:start])
+		b.WriteString(ifZero(s[start:end], s[start:end], maskCount))
+		last = end
+	}
+	b.WriteString(s[last:])
 	return b.String()
 }
 

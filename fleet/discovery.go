@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // MaxAddresses bounds the agents one source names (a list, or what its
@@ -145,4 +146,39 @@ func (s Source) Resolve(ctx context.Context, r Resolver) ([]Addr, error) {
 		errs = append(errs, fmt.Errorf("fleet: --agents names more than %d addresses: the first %d followed", MaxAddresses, MaxAddresses))
 	}
 	return out, errors.Join(errs...)
+}
+
+// resolution is what one resolution of the source found: the agents'
+// addresses, and why some could not be found (nil: all were).
+type resolution struct {
+	addrs []Addr
+	err   error
+}
+
+// resolve sends the source's addresses to the loop, now and every
+// ResolveEvery (once for a static source).
+func (f *Fleet) resolve(ctx context.Context) {
+	t := time.NewTicker(f.cfg.ResolveEvery)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+		addrs, err := f.cfg.Source.Resolve(rctx, f.cfg.Resolver)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			f.cfg.Logf("%v", err)
+		}
+		select {
+		case f.found <- resolution{addrs: addrs, err: err}:
+		case <-ctx.Done():
+			return
+		}
+		if f.cfg.Source.Static() {
+			return
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

@@ -1,0 +1,305 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/report/merge"
+	"github.com/infertop/infertop/sanitize"
+)
+
+// Polling: each agent has a goroutine of its own that reads its /state,
+// /seconds and /result over HTTPS (plain HTTP to a loopback address
+// only, when allowed), sends it the follower's control, and hands what
+// it found to the loop as an observation. Every request is bounded in
+// bytes and time: an agent is untrusted and may hang.
+
+// MaxStateBytes bounds an agent's /state.
+const MaxStateBytes = 64 << 10
+
+// observation is what one poll found.
+type observation struct {
+	addr   string
+	at     time.Time
+	state  *agent.State
+	offset time.Duration
+	result *merge.Input
+	raw    []byte
+	final  bool
+	// resultPhase is the phase the agent's state named just before its
+	// result was asked for: the result holds that phase at the least.
+	resultPhase int
+	err         error
+	denied      bool // 401: the token refused
+	// ctlErr is the agent's refusal of a control, ctlOK its taking one.
+	ctlErr string
+	ctlOK  bool
+	// secs are its new seconds, secErr why they were refused.
+	secs   *secondsBatch
+	secErr string
+}
+
+// poll polls one agent until ctx ends: /state every PollEvery, /result
+// every ResultEvery and as soon as its state says the result is final;
+// the latest control whenever its state says it is behind and send
+// allows, at once when a new one comes.
+func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
+	cfg := f.cfg
+	client, base := f.client(a)
+	defer client.CloseIdleConnections()
+	if cfg.Canary { // its canary's state, result and seconds; no control is sent there
+		base += agent.CanaryPrefix
+	}
+	t := time.NewTicker(cfg.PollEvery)
+	defer t.Stop()
+	var lastResult time.Time
+	var refusedSeq uint64
+	secs := secondsPoll{last: -1}
+	for {
+		o := observation{addr: a.HostPort}
+		out, wake := f.control()
+		sent := cfg.Now()
+		b, _, err := f.get(ctx, client, base+"/state", MaxStateBytes, min(cfg.Timeout, cfg.LostAfter/2))
+		o.at = cfg.Now()
+		var st agent.State
+		if err == nil {
+			if jerr := json.Unmarshal(b, &st); jerr != nil {
+				err = fmt.Errorf("its /state: %w", jerr)
+			}
+		}
+		if err != nil {
+			o.err, o.denied = err, errors.Is(err, errDenied)
+		} else {
+			o.state = &st
+			o.offset = st.Now.Sub(sent.Add(o.at.Sub(sent) / 2))
+			if out.c.Seq > st.ControlSeq && out.c.Seq != refusedSeq && send.Load() {
+				if after, err := f.sendControl(ctx, client, base, out, st, o.offset); err != nil {
+					if errors.Is(err, errRefusedControl) {
+						refusedSeq, o.ctlErr = out.c.Seq, sanitize.Text(err.Error())
+					}
+					if ctx.Err() == nil {
+						cfg.Logf("fleet: the agent at %s: %v", a.HostPort, err)
+					}
+				} else {
+					st, o.ctlOK = after, true
+				}
+			}
+			secs.poll(ctx, f, client, base, st, &o)
+			// A control just taken is told at once: the result (a
+			// report the agent builds) waits for the next round.
+			// Before its load starts an agent has no result to give.
+			if st.Final || !o.ctlOK && !st.Started.IsZero() && o.at.Sub(lastResult) >= f.resultEvery() {
+				lastResult = o.at
+				// Within half the silence that makes an agent lost: a
+				// poll ends, answered or failed, before the agent could
+				// be called lost while it was answering.
+				raw, h, rerr := f.get(ctx, client, base+"/result", report.MaxResultBytes, min(4*cfg.Timeout, cfg.LostAfter/2))
+				if rerr == nil {
+					in, derr := merge.Decode(fmt.Sprintf("agent %d (%s)", st.Index, a.HostPort), raw)
+					if derr == nil {
+						// Final by the answer's own word: the run may have
+						// ended between the state and the result.
+						o.result, o.raw, o.final = &in, raw, h.Get(agent.ResultHeader) == agent.ResultFinal
+						o.resultPhase = st.Phase
+					} else {
+						rerr = derr
+					}
+				}
+				if rerr != nil && ctx.Err() == nil {
+					cfg.Logf("fleet: the agent at %s: %v", a.HostPort, rerr)
+				}
+			}
+		}
+		select {
+		case f.obs <- o:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-t.C:
+		case <-wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// secondsPoll is a poller's record of an agent's /seconds: the start of
+// the load they are of, the last second it has, the last refusal told
+// to Logf, and whether the agent serves none (an agent of before them,
+// HTTP 404: its figures are its results' alone).
+type secondsPoll struct {
+	started time.Time
+	last    int64
+	told    string
+	none    bool
+}
+
+// poll reads the agent's seconds after the last it has into o, once its
+// load has started (st); a refusal is told to Logf when it changes.
+func (p *secondsPoll) poll(ctx context.Context, f *Fleet, client *http.Client, base string, st agent.State, o *observation) {
+	if p.none || st.Started.IsZero() {
+		return
+	}
+	if !st.Started.Equal(p.started) { // the load started (again): all it keeps
+		p.started, p.last = st.Started, -1
+	}
+	url := fmt.Sprintf("%s/seconds?since=%d", base, p.last)
+	raw, _, err := f.get(ctx, client, url, agent.MaxSecondsBytes, min(f.cfg.Timeout, f.cfg.LostAfter/2))
+	var b *secondsBatch
+	if err == nil {
+		b, err = decodeSeconds(raw, p.last, f.floors)
+	}
+	switch {
+	case err == nil:
+		if n := len(b.secs); n > 0 {
+			p.last = b.secs[n-1].Sec
+		}
+		o.secs, p.told = b, ""
+		return
+	case errors.Is(err, errNotFound):
+		p.none = true
+		return
+	default:
+		o.secErr = sanitize.Text(err.Error())
+	}
+	if why := sanitize.Text(err.Error()); why != p.told && ctx.Err() == nil {
+		p.told = why
+		f.cfg.Logf("fleet: the agent at %s: %s", strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://"), why)
+	}
+}
+
+// sendControl sends out's control to the agent whose state is st (its
+// clock off ours by offset), its reset dropped where the agent's load
+// started after it was asked (or has not started): nothing to forget.
+// It returns the agent's state after it.
+func (f *Fleet) sendControl(ctx context.Context, client *http.Client, base string, out outgoing, st agent.State, offset time.Duration) (agent.State, error) {
+	c := out.c
+	if c.ResetSeq != 0 && (st.Started.IsZero() || st.Started.Add(-offset).After(out.resetAt)) {
+		c.ResetSeq = 0
+	}
+	body, err := json.Marshal(c)
+	if err != nil {
+		return agent.State{}, fmt.Errorf("fleet: %w", err)
+	}
+	b, _, err := f.do(ctx, client, http.MethodPost, base+"/control", body, MaxStateBytes, min(f.cfg.Timeout, f.cfg.LostAfter/2))
+	if err != nil {
+		return agent.State{}, err
+	}
+	var after agent.State
+	if err := json.Unmarshal(b, &after); err != nil {
+		return agent.State{}, fmt.Errorf("control: its answer: %w", err)
+	}
+	return after, nil
+}
+
+var errDenied = errors.New("the token was refused")
+
+// errNotFound is an HTTP 404: a path the agent does not serve.
+var errNotFound = errors.New("HTTP 404")
+
+// client is the HTTP client and base URL for a: plain HTTP to a loopback
+// address where allowed, else TLS verified against RootCAs.
+func (f *Fleet) client(a Addr) (*http.Client, string) {
+	host, _, _ := net.SplitHostPort(a.HostPort)
+	if ip := net.ParseIP(host); f.cfg.PlainLoopback && ip != nil && ip.IsLoopback() {
+		return &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}, "http://" + a.HostPort
+	}
+	name := f.cfg.ServerName
+	if name == "" {
+		name = a.ServerName
+	}
+	tc := &tls.Config{RootCAs: f.cfg.RootCAs, ServerName: name, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: tc, MaxIdleConnsPerHost: 1}}, "https://" + a.HostPort
+}
+
+// errRefusedControl is an agent's refusal of a control (HTTP 4xx but
+// 401): its reason follows, in its words.
+var errRefusedControl = errors.New("it refused the knob change")
+
+// get reads url with the token, within timeout, at most limit bytes; it
+// returns the answer's header too.
+func (f *Fleet) get(ctx context.Context, c *http.Client, url string, limit int, timeout time.Duration) ([]byte, http.Header, error) {
+	return f.do(ctx, c, http.MethodGet, url, nil, limit, timeout)
+}
+
+// do sends method to url with the token and body (nil: none), within
+// timeout, and reads at most limit bytes of the answer.
+func (f *Fleet) do(ctx context.Context, c *http.Client, method, url string, body []byte, limit int, timeout time.Duration) ([]byte, http.Header, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fleet: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+string(f.cfg.Token))
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), unwrapURL(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return nil, nil, errDenied
+	}
+	if resp.StatusCode != http.StatusOK {
+		why, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		if method == http.MethodPost && resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			// The agent's reason, untrusted: one line, sanitised, bounded.
+			line, _, _ := strings.Cut(strings.TrimSpace(string(why)), "\n")
+			return nil, nil, fmt.Errorf("%w (HTTP %d): %s", errRefusedControl, resp.StatusCode, sanitize.Text(truncate(line, 300)))
+		}
+		if resp.StatusCode == http.StatusNotFound {
+			return nil, nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), errNotFound)
+		}
+		return nil, nil, fmt.Errorf("%s: HTTP %d", strings.TrimPrefix(req.URL.Path, "/"), resp.StatusCode)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), err)
+	}
+	if len(b) > limit {
+		return nil, nil, fmt.Errorf("%s: past %d bytes", strings.TrimPrefix(req.URL.Path, "/"), limit)
+	}
+	return b, resp.Header, nil
+}
+
+// truncate is s cut to n bytes at most, on a rune's boundary.
+func truncate(s string, n int) string {
+	for len(s) > n {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
+}
+
+// unwrapURL drops url.Error's repetition of the URL: the address is
+// said where the error is shown.
+func unwrapURL(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}

@@ -1,0 +1,206 @@
+package report
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// A result read back is someone else's file: an agent's /result, a file
+// given to merge or report. Its size, its number of values and the
+// geometry of its histograms are bounded here, once, for every reader.
+
+// MaxResultBytes is the largest result read. A day-long run's JSON (the
+// writer keeps a day of seconds) is about 30 MB, a comparison's with the
+// canary's result inside about twice that; decoding costs a few times the
+// size, so a cap bounds the memory of a crafted file as well.
+const MaxResultBytes = 128 << 20
+
+// MaxResultValues is the most values a result may hold. Decoding costs
+// about 20 bytes a value however densely they are written ("0," is two
+// bytes), so the bytes alone do not bound the memory; a day-long
+// comparison (both sides' seconds and readings) holds about 4 M.
+const MaxResultValues = 8 << 20
+
+// The geometry a histogram of a result may have. infertop writes 1 µs to
+// an hour at 3 significant digits: 23,552 counts. A header may declare
+// any range (1 to 2^63 at 5 digits is 56 bytes and 3.8 M counts, half a
+// second to decode); a reader decodes at most maxHistCounts and a
+// histogram of at most maxHistBytes encoded.
+const (
+	maxHistCounts = 1 << 17
+	maxHistBytes  = 1 << 20
+)
+
+// ErrTooLarge is a result past MaxResultBytes or MaxResultValues, or a
+// file past the limit it was read under.
+var ErrTooLarge = errors.New("larger than a result can be")
+
+// ErrNotResult is a JSON document that is not an infertop result.
+var ErrNotResult = errors.New("not an infertop result")
+
+// ErrHistGeometry is a histogram whose header declares more counts than
+// a result's may have.
+var ErrHistGeometry = errors.New("histogram geometry past what a result holds")
+
+// File is a result as WriteJSON writes it: the infertop object, and the
+// one top-level key not derived from it.
+type File struct {
+	// MaxConcurrency is vLLM's max_concurrency: the most requests the
+	// run had in flight.
+	MaxConcurrency int          `json:"max_concurrency"`
+	Infertop       InfertopJSON `json:"infertop"`
+}
+
+// ResultName is what a result at path is called: its file's name
+// without .json.
+func ResultName(path string) string { return strings.TrimSuffix(filepath.Base(path), ".json") }
+
+// ReadResult reads at most limit bytes of the file at path, and fails
+// past them without reading further (/dev/zero ends nowhere). Callers
+// pass MaxResultBytes, or less when they read several files in one
+// budget.
+func ReadResult(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err // a *PathError: it names the file
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > int64(limit) {
+		return nil, fmt.Errorf("%s: %d MB, %w (the most read is %d MB)", path, st.Size()>>20, ErrTooLarge, limit>>20)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s: %w (the most read is %d MB)", path, ErrTooLarge, limit>>20)
+	}
+	return b, nil
+}
+
+// DecodeFile decodes a result (b, called name in its errors) into the
+// writer's own types, once its size and its number of values are within
+// MaxResultBytes and MaxResultValues. Its histograms stay encoded: decode
+// each with DecodeHistogram.
+func DecodeFile(name string, b []byte) (*File, error) { return decodeFile(name, b, MaxResultBytes) }
+
+// decodeFile is DecodeFile with the size cap given, for tests.
+func decodeFile(name string, b []byte, limit int) (*File, error) {
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s: %d MB, %w (the most is %d MB)", name, len(b)>>20, ErrTooLarge, limit>>20)
+	}
+	if n := CountValues(b); n > MaxResultValues {
+		return nil, fmt.Errorf("%s: %d values, %w (the most is %d)", name, n, ErrTooLarge, MaxResultValues)
+	}
+	var f File
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if f.Infertop.Manifest.Tool != "infertop" {
+		return nil, fmt.Errorf("%s: %w (no infertop.manifest)", name, ErrNotResult)
+	}
+	return &f, nil
+}
+
+// CountValues counts the values of a JSON document by its separators
+// (the commas outside strings): what decoding it will cost, read in one
+// pass that allocates nothing, to hold against MaxResultValues before
+// decoding.
+func CountValues(b []byte) int {
+	n, in, esc := 1, false, false
+	for _, c := range b {
+		switch {
+		case esc:
+			esc = false
+		case in:
+			esc, in = c == '\\', c != '"'
+		case c == '"':
+			in = true
+		case c == ',':
+			n++
+		}
+	}
+	return n
+}
+
+// DecodeHistogram decodes one of a result's histograms (V2 compressed,
+// base64) after checking, from its header alone, that its counts are
+// bounded: the decoder allocates and walks them all.
+func DecodeHistogram(enc string) (*hdr.Histogram, error) {
+	if len(enc) > maxHistBytes {
+		return nil, fmt.Errorf("%w: %d bytes encoded", ErrHistGeometry, len(enc))
+	}
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return nil, fmt.Errorf("histogram: %w", err)
+	}
+	if len(raw) < 8 {
+		return nil, errors.New("histogram: too short")
+	}
+	z, err := zlib.NewReader(bytes.NewReader(raw[8:]))
+	if err != nil {
+		return nil, fmt.Errorf("histogram: %w", err)
+	}
+	defer z.Close()
+	var head struct {
+		Cookie, Payload, Offset, Digits int32
+		Lowest, Highest                 int64
+	}
+	if err := binary.Read(io.LimitReader(z, 32), binary.BigEndian, &head); err != nil {
+		return nil, fmt.Errorf("histogram header: %w", err)
+	}
+	n, ok := countsLen(head.Lowest, head.Highest, head.Digits)
+	if !ok || n > maxHistCounts {
+		return nil, fmt.Errorf("%w: %d..%d at %d digits", ErrHistGeometry, head.Lowest, head.Highest, head.Digits)
+	}
+	h, err := hdr.Decode([]byte(enc))
+	if err != nil {
+		return nil, fmt.Errorf("histogram: %w", err)
+	}
+	return h, nil
+}
+
+// countsLen is the number of counts HdrHistogram allocates for a range
+// at digits significant digits (as its New computes it); false for a
+// geometry it would refuse.
+func countsLen(lowest, highest int64, digits int32) (int64, bool) {
+	if digits < 0 || digits > 5 || highest < 2 {
+		return 0, false
+	}
+	if lowest < 1 {
+		lowest = 1
+	}
+	if highest < 2*lowest {
+		return 0, false
+	}
+	subMag := int64(math.Ceil(math.Log2(2 * math.Pow10(int(digits)))))
+	halfMag := max(subMag, 1) - 1
+	unitMag := int64(math.Floor(math.Log2(float64(lowest))))
+	if unitMag+halfMag > 61 {
+		return 0, false
+	}
+	sub := int64(1) << (halfMag + 1)
+	smallest := sub << unitMag
+	buckets := int64(1)
+	for smallest < highest { // at most 63 rounds: smallest doubles
+		if smallest > math.MaxInt64/2 {
+			buckets++
+			break
+		}
+		smallest <<= 1
+		buckets++
+	}
+	return (buckets + 1) * (sub / 2), true
+}
