@@ -362,7 +362,7 @@ func bootstrapTimeToCall(seed uint64, kind streamKind, slow side, st Stat, limit
 		if sec < MinSeconds {
 			continue
 		}
-		c := s.Compare(Options{Bootstrap: true, Seed: seed + uint64(sec), Resamples: 500})
+		c := s.Compare(Options{Seed: seed + uint64(sec), Resamples: 500})
 		for _, r := range c.Results {
 			if r.Stat.Name == st.Name && r.Verdict == Worse {
 				return sec

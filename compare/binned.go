@@ -25,15 +25,16 @@ import (
 // systematic sampling over its values in order: every bucket keeps its
 // share rounded up or down, a bucket of one value (a tail's) kept with
 // the chance of its share, and the shares add up to the room exactly.
-// Add the newest seconds first. The confidence sequences count every
-// second added, unthinned (counts per value cost the values' spread, not
-// their number), so a side is never full for them. A Binned is one
-// goroutine's.
+// Add the newest seconds first; a full side takes no more. The
+// confidence sequences (SetAnytime) count every second added, unthinned
+// (counts per value cost the values' spread, not their number), so a
+// side is never full for them. A Binned is one goroutine's.
 type Binned struct {
-	stats  []Stat
-	limit  int
-	perSec int
-	sides  [2]binnedSide
+	stats   []Stat
+	limit   int
+	perSec  int
+	anytime bool
+	sides   [2]binnedSide
 }
 
 type binnedSide struct {
@@ -140,11 +141,16 @@ func (b *Binned) thin(held int, counts []int64, sec int32, side Side, m int) []i
 	return out
 }
 
-// Full says older seconds would add nothing: never, since the
-// confidence sequences count every second (the bootstrap's samples stop
-// at the limit, Options.Bootstrap).
+// SetAnytime says whether b will be compared with Options.Anytime: the
+// confidence sequences count every second, so a side is then never
+// Full.
+func (b *Binned) SetAnytime(on bool) { b.anytime = on }
+
+// Full says older seconds would add nothing: side holds its limit of
+// every metric's samples and of its outcomes (never with SetAnytime:
+// the confidence sequences count every second).
 func (b *Binned) Full(side Side) bool {
-	return false
+	return !b.anytime && b.fullSamples(side)
 }
 
 // fullSamples says side holds its limit of every metric's samples and of

@@ -121,9 +121,7 @@ func TestBinnedTail(t *testing.T) {
 		ms, counts = append(ms, float64(100+i)), append(counts, 1)
 	}
 	secs := 0
-	// The bootstrap's samples fill (fullSamples); Full is the anytime
-	// statistics', which count every second and are never full.
-	for sec := int32(100); !b.fullSamples(Baseline) && sec > 0; sec-- { // the newest first
+	for sec := int32(100); !b.Full(Baseline) && sec > 0; sec-- { // the newest first
 		before := len(b.sides[Baseline].lat[load.TTFT])
 		for _, m := range []load.Metric{load.TTFT, load.TPOT, load.E2E} {
 			b.Latency(Baseline, m, sec, ms, counts)
@@ -145,5 +143,22 @@ func TestBinnedTail(t *testing.T) {
 	}
 	if secs != 40 || slow < 20 || slow > 60 || fails != 40 {
 		t.Errorf("%d seconds, %d slow of 4000 (want about 40), %d failures (want 40)", secs, slow, fails)
+	}
+}
+
+// TestBinnedAnytime: a side full of the bootstrap's samples is never full
+// for the confidence sequences, which count every second added.
+func TestBinnedAnytime(t *testing.T) {
+	b := NewBinned(DefaultStats(), 10, 1)
+	for _, m := range []load.Metric{load.TTFT, load.TPOT, load.E2E} {
+		b.Latency(Baseline, m, 1, []float64{10}, []int64{100})
+	}
+	b.Outcomes(Baseline, 1, 100, 0)
+	if !b.Full(Baseline) {
+		t.Fatal("not full at its limit")
+	}
+	b.SetAnytime(true)
+	if b.Full(Baseline) {
+		t.Error("full for the confidence sequences")
 	}
 }

@@ -220,6 +220,9 @@ type Grouping struct {
 	// Ungrouped are the requests no group could be read from, and the
 	// failed among them.
 	Ungrouped, UngroupedFailed int
+	// Anytime says the groups were judged with confidence sequences
+	// (Options.Anytime).
+	Anytime bool
 }
 
 // Compare compares each newer group with the baseline group over the
@@ -229,8 +232,8 @@ type Grouping struct {
 // the bootstrap run outside it, so Observe, which the engine's
 // aggregator calls, never waits for them.
 func (g *Groups) Compare(o Options) Grouping {
-	c := g.copySamples()
-	out := Grouping{Named: c.named, Ungrouped: c.ungrouped, UngroupedFailed: c.ungroupedFailed}
+	c := g.copySamples(o.Anytime)
+	out := Grouping{Named: c.named, Ungrouped: c.ungrouped, UngroupedFailed: c.ungroupedFailed, Anytime: o.Anytime}
 	if len(c.names) == 0 {
 		return out
 	}
@@ -286,18 +289,19 @@ func (s *slotCopy) of(st Stat) []sample {
 // the statistics of its metric, so it is copied once). The slice is made
 // before, outside the lock, as large as the samples were a moment ago
 // (a group named since then only makes the copy grow it).
-func (g *Groups) copySamples() groupsCopy {
+func (g *Groups) copySamples(anytime bool) groupsCopy {
 	g.mu.Lock()
 	n := g.heldLocked()
 	g.mu.Unlock()
 	buf := make([]sample, 0, n)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.copyLocked(buf)
+	return g.copyLocked(buf, anytime)
 }
 
-// copyLocked is copySamples' copy, into buf (grown if short).
-func (g *Groups) copyLocked(buf []sample) groupsCopy {
+// copyLocked is copySamples' copy, into buf (grown if short), with the
+// confidence sequences' tallies when anytime.
+func (g *Groups) copyLocked(buf []sample, anytime bool) groupsCopy {
 	c := groupsCopy{names: slices.Clone(g.names), seen: slices.Clone(g.seen), named: g.named,
 		ungrouped: g.ungrouped, ungroupedFailed: g.ungroupedFailed, slots: make([]slotCopy, len(g.sides))}
 	take := func(r *ring) []sample {
@@ -314,7 +318,7 @@ func (g *Groups) copyLocked(buf []sample) groupsCopy {
 		for m, r := range sd.lat {
 			c.slots[i].lat[m] = take(r)
 		}
-		if i == 0 {
+		if i == 0 || !anytime {
 			continue
 		}
 		for _, st := range g.stats {

@@ -185,9 +185,9 @@ func (c Comparison) PairJSON(baselineURL, baselineModel string, canary json.RawM
 // baseline group, and per newer group its name, number, requests and the
 // comparison as a Pair's JSON has it.
 func (gr Grouping) JSON() SplitJSON {
-	method := AnytimeMethod + "; a split compares each newer group with the baseline's requests since that group's first"
-	if len(gr.Newer) > 0 && !gr.Newer[0].Anytime {
-		method = Method + "; a split pairs the seconds both groups had requests in"
+	method := Method + "; a split pairs the seconds both groups had requests in"
+	if gr.Anytime {
+		method = AnytimeMethod + "; a split compares each newer group with the baseline's requests since that group's first"
 	}
 	out := SplitJSON{Method: method,
 		SplitBy: gr.By, Groups: []GroupJSON{}, Regressed: gr.Breached(), Verdict: gr.Line(),

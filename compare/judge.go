@@ -37,9 +37,9 @@ func (m MarginVerdict) String() string {
 
 // Methods, as the reports name them (ComparisonJSON.Method).
 const (
-	// Method is the bootstrap's (Options.Bootstrap).
+	// Method is the bootstrap's, the default.
 	Method = "paired block bootstrap over the seconds both sides ran (percentile intervals, Bonferroni over the statistics)"
-	// AnytimeMethod is the confidence sequences'.
+	// AnytimeMethod is the confidence sequences' (Options.Anytime).
 	AnytimeMethod = "anytime-valid confidence sequences, valid at every look (quantiles: Howard & Ramdas 2022, beta-binomial mixtures from counts per value; error rate: Robbins' mixture martingale), Bonferroni over the statistics"
 )
 

@@ -343,10 +343,10 @@ type pairLoads interface {
 
 // Pair is a comparison of two loads, a canary against a baseline, of
 // either kind (pairLoads), judged live from its source (PairSource) with
-// compare's confidence sequences (valid at every look, so the line may
-// be read every second and the gate act on its first breach): it says
-// live whether the canary is slower or fails more. Its methods are safe
-// from any goroutine.
+// compare's paired block bootstrap, or with Options.Anytime its
+// confidence sequences (valid at every look, so the gate acts on their
+// first breach): it says live whether the canary is slower or fails
+// more. Its methods are safe from any goroutine.
 type Pair struct {
 	loads pairLoads
 	src   PairSource
@@ -432,8 +432,8 @@ func (p *Pair) table(cmp compare.Comparison) func(io.Writer) error {
 }
 
 // Conclude is both sides' reports, the baseline's holding the comparison
-// (the last word: the same sequences as the live line's, at the last
-// look; more resamples where a mean is bootstrapped) and the canary's
+// (the last word: more resamples than the live line's; with
+// Options.Anytime the same sequences at the last look) and the canary's
 // whole report, and the comparison's gates that did not pass.
 func (p *Pair) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]slo.Verdict) Conclusion {
 	var l [2]load.Snapshot
