@@ -96,6 +96,51 @@ func TestRunCompare(t *testing.T) {
 	}
 }
 
+// TestRunCompareAnytime: --verdict anytime judges with the confidence
+// sequences: the line and the table say their intervals hold at every
+// look, and --fail-fast acts on their first breach; a bad --verdict, or
+// one without a comparison, is a one-line usage error.
+func TestRunCompareAnytime(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	for _, tt := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"run", "--compare", "http://127.0.0.1:1/v1", "--verdict", "sometimes"}, `invalid argument "sometimes" for "--verdict" flag: want bootstrap or anytime`},
+		{[]string{"run", "--verdict", "anytime"}, "--verdict needs --compare or --split-by"},
+		{[]string{"ssh", "--verdict", "bootstrap"}, "--verdict needs --compare or --split-by"},
+	} {
+		out.Reset()
+		errb.Reset()
+		if code := run(tt.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tt.err) || strings.Count(errb.String(), "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and one line with %q", tt.args, code, errb.String(), tt.err)
+		}
+	}
+	// The sims of TestRunCompare: a canary four times as slow a step.
+	p, _ := sim.Preset("fast")
+	p.StepBase, p.Jitter = 10*time.Millisecond, 0.05
+	slow := p
+	slow.StepBase = 40 * time.Millisecond
+	b, c := simtest.Start(t, p), simtest.Start(t, slow)
+	out.Reset()
+	errb.Reset()
+	code := run([]string{"run", "--url", b.URL, "--compare", c.URL, "--duration", "60s", "-c", "8", "--prompt-tokens", "16",
+		"--output-tokens", "4", "--server-metrics", "off", "--regression", "tpot_p50<+10%", "--verdict", "anytime",
+		"--fail-fast", "--compare-min-seconds", "3"}, &out, &errb)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"canary slower", "confidence at every look", "confidence sequences", "tpot_p50<+10%: breached"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(errb.String(), "run ended: the canary regressed (--fail-fast)") {
+		t.Errorf("--fail-fast did not end the run:\n%s", errb.String())
+	}
+}
+
 // TestSavePair: the s key's save in a comparison writes what `run
 // --compare` does for the run so far: the baseline's reports with
 // infertop.compare (the canary's whole report inside), the canary's own

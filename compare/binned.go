@@ -1,7 +1,10 @@
 package compare
 
 import (
+	"cmp"
+	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/infertop/infertop/load"
 )
@@ -22,18 +25,33 @@ import (
 // systematic sampling over its values in order: every bucket keeps its
 // share rounded up or down, a bucket of one value (a tail's) kept with
 // the chance of its share, and the shares add up to the room exactly.
-// Add the newest seconds first; a full side takes no more. A Binned is
-// one goroutine's.
+// Add the newest seconds first; a full side takes no more. The
+// confidence sequences (SetAnytime) count every second added, unthinned
+// (counts per value cost the values' spread, not their number), so a
+// side is never full for them. A Binned is one goroutine's.
 type Binned struct {
-	stats  []Stat
-	limit  int
-	perSec int
-	sides  [2]binnedSide
+	stats   []Stat
+	limit   int
+	perSec  int
+	anytime bool
+	sides   [2]binnedSide
 }
 
 type binnedSide struct {
 	lat  [load.NumMetrics][]sample
 	errs []sample
+	// Every second's counts, unthinned, for the confidence sequences:
+	// kept by second until Compare, which counts only the seconds both
+	// sides have (from the later first), as the bootstrap pairs them.
+	raw  [load.NumMetrics][]binnedCount
+	outs []binnedCount // v: 0 completed, 1 failed
+}
+
+// binnedCount is n values of v in second sec.
+type binnedCount struct {
+	sec int32
+	v   float64
+	n   int64
 }
 
 // NewBinned collects the data of a comparison of stats, at most limit
@@ -54,7 +72,13 @@ func NewBinned(stats []Stat, limit, seconds int) *Binned {
 // milliseconds each (histograms' buckets, any order), thinned
 // past the second's share (see Binned).
 func (b *Binned) Latency(side Side, m load.Metric, sec int32, ms []float64, counts []int64) {
-	r := &b.sides[side].lat[m]
+	sd := &b.sides[side]
+	for i, n := range counts {
+		if i < len(ms) && n > 0 {
+			sd.raw[m] = append(sd.raw[m], binnedCount{sec, ms[i], n})
+		}
+	}
+	r := &sd.lat[m]
 	for i, n := range b.thin(len(*r), counts, sec, side, int(m)) {
 		for range n {
 			*r = append(*r, sample{sec, ms[i]})
@@ -65,7 +89,14 @@ func (b *Binned) Latency(side Side, m load.Metric, sec int32, ms []float64, coun
 // Outcomes adds a second's requests of side: completed ones and failed
 // ones (the error rate's samples, 0 and 1), thinned as Latency's.
 func (b *Binned) Outcomes(side Side, sec int32, completed, failed int64) {
-	r := &b.sides[side].errs
+	sd := &b.sides[side]
+	if completed > 0 {
+		sd.outs = append(sd.outs, binnedCount{sec, 0, completed})
+	}
+	if failed > 0 {
+		sd.outs = append(sd.outs, binnedCount{sec, 1, failed})
+	}
+	r := &sd.errs
 	for i, n := range b.thin(len(*r), []int64{completed, failed}, sec, side, int(load.NumMetrics)) {
 		for range n {
 			*r = append(*r, sample{sec, float64(i)})
@@ -110,9 +141,21 @@ func (b *Binned) thin(held int, counts []int64, sec int32, side Side, m int) []i
 	return out
 }
 
-// Full says side holds its limit of every metric's samples and of its
-// outcomes: older seconds would add nothing.
+// SetAnytime says whether b will be compared with Options.Anytime: the
+// confidence sequences count every second, so a side is then never
+// Full.
+func (b *Binned) SetAnytime(on bool) { b.anytime = on }
+
+// Full says older seconds would add nothing: side holds its limit of
+// every metric's samples and of its outcomes (never with SetAnytime:
+// the confidence sequences count every second).
 func (b *Binned) Full(side Side) bool {
+	return !b.anytime && b.fullSamples(side)
+}
+
+// fullSamples says side holds its limit of every metric's samples and of
+// its outcomes: the bootstrap's would take no more.
+func (b *Binned) fullSamples(side Side) bool {
 	sd := &b.sides[side]
 	if len(sd.errs) < b.limit {
 		return false
@@ -139,5 +182,45 @@ func (b *Binned) Compare(o Options) Comparison {
 			out[i] = append([]sample(nil), src...) // judge sorts and trims its copy
 		}
 		return out
-	})
+	}, b.tallies)
+}
+
+// tallies are both sides' counts of st over the seconds from the later
+// of the sides' first on.
+func (b *Binned) tallies(st Stat) [2]tally {
+	src := func(sd *binnedSide) []binnedCount {
+		if st.ErrorRate {
+			return sd.outs
+		}
+		return sd.raw[st.Metric]
+	}
+	var from int32 = math.MinInt32
+	for i := range b.sides {
+		if s := src(&b.sides[i]); len(s) > 0 {
+			from = max(from, slices.MinFunc(s, func(x, y binnedCount) int { return cmp.Compare(x.sec, y.sec) }).sec)
+		}
+	}
+	var out [2]tally
+	for i := range b.sides {
+		t, secs, vc := &out[i], newSpan(), valueCounts{}
+		for _, c := range src(&b.sides[i]) {
+			if c.sec < from {
+				continue
+			}
+			secs.see(c.sec)
+			switch {
+			case !st.ErrorRate:
+				vc.add(c.v, c.n)
+			case c.v == 1:
+				t.failed, t.total = t.failed+c.n, t.total+c.n
+			default:
+				t.total += c.n
+			}
+		}
+		t.first, t.last = secs.first, secs.last
+		if !st.ErrorRate {
+			t.c = vc.counts()
+		}
+	}
+	return out
 }

@@ -145,3 +145,20 @@ func TestBinnedTail(t *testing.T) {
 		t.Errorf("%d seconds, %d slow of 4000 (want about 40), %d failures (want 40)", secs, slow, fails)
 	}
 }
+
+// TestBinnedAnytime: a side full of the bootstrap's samples is never full
+// for the confidence sequences, which count every second added.
+func TestBinnedAnytime(t *testing.T) {
+	b := NewBinned(DefaultStats(), 10, 1)
+	for _, m := range []load.Metric{load.TTFT, load.TPOT, load.E2E} {
+		b.Latency(Baseline, m, 1, []float64{10}, []int64{100})
+	}
+	b.Outcomes(Baseline, 1, 100, 0)
+	if !b.Full(Baseline) {
+		t.Fatal("not full at its limit")
+	}
+	b.SetAnytime(true)
+	if b.Full(Baseline) {
+		t.Error("full for the confidence sequences")
+	}
+}

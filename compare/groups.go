@@ -46,6 +46,12 @@ type Groups struct {
 	named bool
 	sides []sideSamples
 	seen  []int
+	// marks are, per slot, the baseline's tallies when that group's
+	// first request of the setting came (nil: none yet): the confidence
+	// sequences compare a newer group with the baseline's requests since
+	// then, the stretch both served (a new pod ready at minute 10 is not
+	// compared with the old pods' first ten minutes).
+	marks []*sideSamples
 	// ungrouped and ungroupedFailed count the requests without a group.
 	ungrouped, ungroupedFailed int
 }
@@ -72,7 +78,7 @@ func NewGroupsWithBaseline(stats []Stat, n, limit int, t0 time.Time, baseline st
 	}
 	limit = max(limit, 2) // a baseline and one to compare with
 	g := &Groups{stats: stats, n: n, limit: limit, t0: t0,
-		sides: []sideSamples{newSideSamples(stats, n)}, seen: []int{0}}
+		sides: []sideSamples{newSideSamples(stats, n)}, seen: []int{0}, marks: []*sideSamples{nil}}
 	if baseline != "" {
 		g.named = true
 		g.indexLocked(baseline) // slot 0, before any request
@@ -104,6 +110,7 @@ func (g *Groups) clearLocked() {
 	g.epoch++
 	for i := range g.sides {
 		g.sides[i].clear()
+		g.marks[i] = nil
 	}
 }
 
@@ -121,6 +128,7 @@ func (g *Groups) indexLocked(name string) int {
 		// Named groups take the slots before OtherGroup's, which stays last.
 		g.sides = append(g.sides[:i], newSideSamples(g.stats, g.n), g.sides[i])
 		g.seen = append(g.seen[:i], 0, g.seen[i])
+		g.marks = append(g.marks[:i], nil, g.marks[i])
 		return i
 	}
 	return len(g.sides) - 1
@@ -149,6 +157,9 @@ func (g *Groups) Observe(rec load.Record, now time.Time) {
 		g.clearLocked()
 	}
 	g.maxPhase = max(g.maxPhase, rec.Phase)
+	if i > 0 && g.marks[i] == nil {
+		g.marks[i] = g.sides[0].mark()
+	}
 	g.sides[i].record(rec, secondOf(now, g.t0))
 }
 
@@ -209,6 +220,9 @@ type Grouping struct {
 	// Ungrouped are the requests no group could be read from, and the
 	// failed among them.
 	Ungrouped, UngroupedFailed int
+	// Anytime says the groups were judged with confidence sequences
+	// (Options.Anytime).
+	Anytime bool
 }
 
 // Compare compares each newer group with the baseline group over the
@@ -218,8 +232,8 @@ type Grouping struct {
 // the bootstrap run outside it, so Observe, which the engine's
 // aggregator calls, never waits for them.
 func (g *Groups) Compare(o Options) Grouping {
-	c := g.copySamples()
-	out := Grouping{Named: c.named, Ungrouped: c.ungrouped, UngroupedFailed: c.ungroupedFailed}
+	c := g.copySamples(o.Anytime)
+	out := Grouping{Named: c.named, Ungrouped: c.ungrouped, UngroupedFailed: c.ungroupedFailed, Anytime: o.Anytime}
 	if len(c.names) == 0 {
 		return out
 	}
@@ -237,7 +251,8 @@ func (g *Groups) Compare(o Options) Grouping {
 		data := func(st Stat) [2][]sample {
 			return [2][]sample{slices.Clone(c.slots[0].of(st)), slices.Clone(c.slots[i].of(st))}
 		}
-		cmp := compareStats(g.stats, o, true, [2]string{out.Baseline.Label(), grp.Label()}, data)
+		tallies := func(st Stat) [2]tally { return c.slots[i].tallies[slices.Index(g.stats, st)] }
+		cmp := compareStats(g.stats, o, true, [2]string{out.Baseline.Label(), grp.Label()}, data, tallies)
 		out.Newer = append(out.Newer, GroupComparison{Group: grp, Comparison: cmp})
 	}
 	return out
@@ -252,10 +267,13 @@ type groupsCopy struct {
 	slots                      []slotCopy
 }
 
-// slotCopy is one slot's samples: a slice per ring (nil: no ring).
+// slotCopy is one slot's samples: a slice per ring (nil: no ring); and
+// per statistic the tallies of its comparison with the baseline (the
+// baseline's since its mark, its own), for the confidence sequences.
 type slotCopy struct {
-	lat  [load.NumMetrics][]sample
-	errs []sample
+	lat     [load.NumMetrics][]sample
+	errs    []sample
+	tallies [][2]tally
 }
 
 // of is the samples statistic st reads.
@@ -271,18 +289,19 @@ func (s *slotCopy) of(st Stat) []sample {
 // the statistics of its metric, so it is copied once). The slice is made
 // before, outside the lock, as large as the samples were a moment ago
 // (a group named since then only makes the copy grow it).
-func (g *Groups) copySamples() groupsCopy {
+func (g *Groups) copySamples(anytime bool) groupsCopy {
 	g.mu.Lock()
 	n := g.heldLocked()
 	g.mu.Unlock()
 	buf := make([]sample, 0, n)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.copyLocked(buf)
+	return g.copyLocked(buf, anytime)
 }
 
-// copyLocked is copySamples' copy, into buf (grown if short).
-func (g *Groups) copyLocked(buf []sample) groupsCopy {
+// copyLocked is copySamples' copy, into buf (grown if short), with the
+// confidence sequences' tallies when anytime.
+func (g *Groups) copyLocked(buf []sample, anytime bool) groupsCopy {
 	c := groupsCopy{names: slices.Clone(g.names), seen: slices.Clone(g.seen), named: g.named,
 		ungrouped: g.ungrouped, ungroupedFailed: g.ungroupedFailed, slots: make([]slotCopy, len(g.sides))}
 	take := func(r *ring) []sample {
@@ -298,6 +317,12 @@ func (g *Groups) copyLocked(buf []sample) groupsCopy {
 		c.slots[i].errs = take(sd.errs)
 		for m, r := range sd.lat {
 			c.slots[i].lat[m] = take(r)
+		}
+		if i == 0 || !anytime {
+			continue
+		}
+		for _, st := range g.stats {
+			c.slots[i].tallies = append(c.slots[i].tallies, [2]tally{g.sides[0].tally(st, g.marks[i]), sd.tally(st, nil)})
 		}
 	}
 	return c

@@ -91,7 +91,7 @@ func BenchmarkGroupsLockHeld(b *testing.B) {
 		buf := make([]sample, 0, n)
 		b.StartTimer()
 		g.mu.Lock()
-		g.copyLocked(buf)
+		g.copyLocked(buf, false)
 		g.mu.Unlock()
 	}
 }

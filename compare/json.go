@@ -1,6 +1,9 @@
 package compare
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"math"
+)
 
 // The types below are a comparison as a result's infertop.compare holds
 // it (report/result.schema.json describes it): typed, so that the writer
@@ -36,7 +39,9 @@ type GateJSON struct {
 	Tolerance float64 `json:"tolerance"`
 	Judged    bool    `json:"judged"`
 	Breached  bool    `json:"breached"`
-	Text      string  `json:"text"`
+	// Text says how the gate came out, its margin verdict included
+	// ("within the margin", "undecided", ...).
+	Text string `json:"text"`
 }
 
 // ComparisonJSON is one comparison's statistics and gates: a pair's
@@ -136,6 +141,9 @@ func (c Comparison) JSON() ComparisonJSON {
 	for _, r := range c.Results {
 		j := ResultJSON{Name: r.Stat.Name, Unit: "ms", DeltaUnit: "relative", NBaseline: r.NBaseline, NCanary: r.NCanary,
 			Seconds: r.Seconds, Verdict: r.Verdict.text(word), Confidence: c.Confidence}
+		if r.Verdict == Unresolvable { // the schema's verdicts predate it; the line says it
+			j.Verdict = NoDifference.text(word)
+		}
 		if r.Stat.ErrorRate {
 			j.Unit, j.DeltaUnit = "fraction", "rate"
 		}
@@ -149,7 +157,7 @@ func (c Comparison) JSON() ComparisonJSON {
 			j.Delta = &r.Delta
 		}
 		if r.Verdict != NotEnough {
-			j.Interval = []float64{r.Lo, r.Hi}
+			j.Interval = []float64{finite(r.Lo), finite(r.Hi)}
 		}
 		rs = append(rs, j)
 	}
@@ -158,7 +166,11 @@ func (c Comparison) JSON() ComparisonJSON {
 		gs = append(gs, GateJSON{Expr: g.Regression.Expr, Tolerance: g.Regression.Tolerance, Judged: g.Result.Verdict != NotEnough,
 			Breached: g.Breached, Text: g.String()})
 	}
-	return ComparisonJSON{Method: Method, Confidence: c.Confidence, FamilyConfidence: c.Family, Resamples: c.Resamples,
+	method := c.Method
+	if method == "" {
+		method = Method
+	}
+	return ComparisonJSON{Method: method, Confidence: c.Confidence, FamilyConfidence: c.Family, Resamples: c.Resamples,
 		Metrics: rs, Regressions: gs, Regressed: c.Breached(), Verdict: c.Line()}
 }
 
@@ -173,7 +185,11 @@ func (c Comparison) PairJSON(baselineURL, baselineModel string, canary json.RawM
 // baseline group, and per newer group its name, number, requests and the
 // comparison as a Pair's JSON has it.
 func (gr Grouping) JSON() SplitJSON {
-	out := SplitJSON{Method: Method + "; a split pairs the seconds both groups had requests in",
+	method := Method + "; a split pairs the seconds both groups had requests in"
+	if gr.Anytime {
+		method = AnytimeMethod + "; a split compares each newer group with the baseline's requests since that group's first"
+	}
+	out := SplitJSON{Method: method,
 		SplitBy: gr.By, Groups: []GroupJSON{}, Regressed: gr.Breached(), Verdict: gr.Line(),
 		Ungrouped: UngroupedJSON{Requests: gr.Ungrouped, Failed: gr.UngroupedFailed}}
 	for _, c := range gr.Newer {
@@ -183,4 +199,16 @@ func (gr Grouping) JSON() SplitJSON {
 		out.BaselineGroup = &BaselineGroupJSON{Group: gr.Baseline.Name, Index: 1, Requests: gr.Baseline.Requests, Named: gr.Named}
 	}
 	return out
+}
+
+// finite is v as JSON can hold it: an infinite end of an interval as the
+// largest float, which DeltaText writes back as ∞.
+func finite(v float64) float64 {
+	switch {
+	case math.IsInf(v, 1):
+		return unbounded
+	case math.IsInf(v, -1):
+		return -unbounded
+	}
+	return v
 }

@@ -7,9 +7,6 @@ import (
 	"text/tabwriter"
 )
 
-// Method describes how the comparison is made, for the reports.
-const Method = "paired block bootstrap over the seconds both sides ran (percentile intervals, Bonferroni over the statistics)"
-
 // value formats one side's statistic.
 func value(r Result, v float64, n int) string {
 	unit := "ms"
@@ -68,8 +65,13 @@ func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 			cols[i], _, _ = strings.Cut(c.side(i), " (")
 		}
 	}
-	fmt.Fprintf(&b, "  %.3g%% intervals (%.3g%% over all %d), %d resamples of the seconds both ran\n",
-		c.Confidence*100, c.Family*100, len(c.Results), c.Resamples)
+	if c.Anytime {
+		fmt.Fprintf(&b, "  %.3g%% confidence sequences (%.3g%% over all %d), valid at every look, over every request of the setting\n",
+			c.Confidence*100, c.Family*100, len(c.Results))
+	} else {
+		fmt.Fprintf(&b, "  %.3g%% intervals (%.3g%% over all %d), %d resamples of the seconds both ran\n",
+			c.Confidence*100, c.Family*100, len(c.Results), c.Resamples)
+	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  statistic\t%s\t%s\tdelta\tinterval\trequests\tverdict\n", cols[0], cols[1])
 	// The verdict's word alone (worse, better): the columns name the
@@ -95,6 +97,8 @@ func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 			// An objective with nothing measured never passes: lead with
 			// what decides the exit code, as the exit code does.
 			fmt.Fprintf(&b, "gate not passed: %d of %d not judged: no gate passed for them (too few requests); none breached\n", n, len(c.Gates))
+		} else if n := c.undecided(); n > 0 {
+			fmt.Fprintf(&b, "no regression found, %d of %d undecided: the interval still holds the margin\n", n, len(c.Gates))
 		} else {
 			b.WriteString("no regression found\n")
 		}
@@ -104,8 +108,15 @@ func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 	return err
 }
 
-// String says whether the regression was breached and why.
+// String says whether the regression was breached and why: with the
+// confidence sequences, how its margin came out ("held, within the
+// margin", "held, undecided", "breached: worse beyond the margin",
+// "held, not resolvable with these buckets") and after how many seconds.
 func (g Gate) String() string {
+	if g.anytime && g.Kind() == HeldGate {
+		// "held" first, as every reader of the gates has matched it.
+		return g.Regression.Expr + ": held, " + g.Margin.String() + ": " + g.detail()
+	}
 	return g.Regression.Expr + ": " + g.Kind().String() + ": " + g.detail()
 }
 
@@ -132,10 +143,29 @@ func (g Gate) detail() string {
 		return fmt.Sprintf("too few requests (%d %s, %d %s; %s needs %d a side over %d s)",
 			r.NBaseline, sideName(g.sides, 0), r.NCanary, sideName(g.sides, 1), r.Stat.Name, r.Stat.minSamples(), minSecs)
 	case Breached:
+		if g.anytime {
+			return fmt.Sprintf("worse beyond the margin: %s (%s), above %s with confidence, after %d s", r.DeltaText(), r.Interval(),
+				pct(r.Stat, g.Regression.Tolerance), r.Seconds)
+		}
 		return fmt.Sprintf("%s (%s), above %s with confidence", r.DeltaText(), r.Interval(), pct(r.Stat, g.Regression.Tolerance))
+	}
+	if g.anytime && g.Margin == WithinMargin {
+		return fmt.Sprintf("%s (%s), at most %s with confidence, after %d s", r.DeltaText(), r.Interval(), pct(r.Stat, g.Regression.Tolerance), r.Seconds)
 	}
 	if r.Delta > g.Regression.Tolerance { // a point past the margin that holds: say why
 		return fmt.Sprintf("%s (%s): above %s, but not with confidence (the interval reaches below it)", r.DeltaText(), r.Interval(), pct(r.Stat, g.Regression.Tolerance))
 	}
 	return fmt.Sprintf("%s (%s)", r.DeltaText(), r.Interval())
+}
+
+// undecided counts the gates judged whose interval still holds their
+// margin (the confidence sequences' "undecided").
+func (c Comparison) undecided() int {
+	n := 0
+	for _, g := range c.Gates {
+		if g.anytime && g.Kind() == HeldGate && g.Margin == Undecided {
+			n++
+		}
+	}
+	return n
 }

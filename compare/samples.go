@@ -68,6 +68,12 @@ type sideSamples struct {
 	lat      [load.NumMetrics]*ring
 	errs     *ring
 	maxPhase int // the newest phase a record came from
+	// Every request of the setting, for the confidence sequences: each
+	// latency's counts per value (beside its ring), the failed and all
+	// requests, and the seconds they came in.
+	cnt           [load.NumMetrics]*valueCounts
+	failed, total int64
+	secs          span
 }
 
 // Samples collects both sides' requests for a comparison: the newest N
@@ -135,10 +141,11 @@ func NewSamples(stats []Stat, n int, t0 time.Time) *Samples {
 
 // newSideSamples are the rings of one side (or group) for stats, n each.
 func newSideSamples(stats []Stat, n int) sideSamples {
-	side := sideSamples{errs: newRing(n)}
+	side := sideSamples{errs: newRing(n), secs: newSpan()}
 	for _, st := range stats {
 		if !st.ErrorRate && side.lat[st.Metric] == nil {
 			side.lat[st.Metric] = newRing(n)
+			side.cnt[st.Metric] = &valueCounts{}
 		}
 	}
 	return side
@@ -171,6 +178,12 @@ func (sd *sideSamples) clear() {
 			r.clear()
 		}
 	}
+	for _, c := range sd.cnt {
+		if c != nil {
+			c.clear()
+		}
+	}
+	sd.failed, sd.total, sd.secs = 0, 0, newSpan()
 }
 
 // SetKnobs says the knobs are now k (the controller moved both sides): a
@@ -220,9 +233,13 @@ func (sd *sideSamples) record(rec load.Record, sec int32) {
 		fail = 1
 	}
 	sd.errs.add(sample{sec, fail})
+	sd.total++
+	sd.failed += int64(fail)
+	sd.secs.see(sec)
 	add := func(m load.Metric, d time.Duration) {
 		if r := sd.lat[m]; r != nil {
 			r.add(sample{sec, float64(d) / 1e6})
+			sd.cnt[m].add(float64(d)/1e6, 1)
 		}
 	}
 	// Latency from the intended send time: the open loop's queue counts,
@@ -255,6 +272,48 @@ func (s *Samples) snapshot(st Stat) [2][]sample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return [2][]sample{s.sides[0].items(st), s.sides[1].items(st)}
+}
+
+// tallies copies what the confidence sequences read of both sides for
+// st.
+func (s *Samples) tallies(st Stat) [2]tally {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return [2]tally{s.sides[0].tally(st, nil), s.sides[1].tally(st, nil)}
+}
+
+// tally is the side's tally of st: its counts since mark (a copy of the
+// side taken earlier; nil: since the setting began).
+func (sd *sideSamples) tally(st Stat, mark *sideSamples) tally {
+	t := tally{failed: sd.failed, total: sd.total, first: sd.secs.first, last: sd.secs.last}
+	if mark != nil {
+		t.failed, t.total = t.failed-mark.failed, t.total-mark.total
+		if mark.secs.first <= mark.secs.last {
+			t.first = max(t.first, mark.secs.last)
+		}
+	}
+	if st.ErrorRate {
+		return t
+	}
+	if c := sd.cnt[st.Metric]; c != nil {
+		var m *valueCounts
+		if mark != nil {
+			m = mark.cnt[st.Metric]
+		}
+		t.c = c.minus(m).counts()
+	}
+	return t
+}
+
+// mark is a copy of what tally reads of the side now, to count from.
+func (sd *sideSamples) mark() *sideSamples {
+	m := &sideSamples{failed: sd.failed, total: sd.total, secs: sd.secs}
+	for i, c := range sd.cnt {
+		if c != nil {
+			m.cnt[i] = c.clone()
+		}
+	}
+	return m
 }
 
 // items copies the side's samples of stat (nil for none).

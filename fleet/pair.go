@@ -58,7 +58,7 @@ func (p *Pair) Compare(o compare.Options) compare.Comparison {
 	if minSecs <= 0 {
 		minSecs = compare.MinSeconds
 	}
-	return binned(p.stats, p.base.f.Latest(), p.canary.f.Latest(), since, 2*minSecs).Compare(o)
+	return binned(p.stats, p.base.f.Latest(), p.canary.f.Latest(), since, 2*minSecs, o.Anytime).Compare(o)
 }
 
 // since is when the current knob setting began on this machine's clock
@@ -104,11 +104,13 @@ func (p *Pair) phaseSeen(v View) time.Time {
 // from the first second that starts at since or later (zero: every one)
 // to the newest second both merges have (each side's frontier), newest
 // first up to the limit of compare.Binned, a full side spanning span
-// seconds at the least. The canaries' seconds are
+// seconds at the least (every second with anytime: the confidence
+// sequences count them all). The canaries' seconds are
 // put on the baselines' clock (their common starts are one agent's two
 // engines', started together).
-func binned(stats []compare.Stat, vb, vc View, since time.Time, span int) *compare.Binned {
+func binned(stats []compare.Stat, vb, vc View, since time.Time, span int, anytime bool) *compare.Binned {
 	out := compare.NewBinned(stats, 0, span)
+	out.SetAnytime(anytime)
 	psB, originB := placeAt(vb)
 	psC, originC := placeAt(vc)
 	if len(psB) == 0 || len(psC) == 0 {

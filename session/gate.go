@@ -8,9 +8,13 @@ import (
 	"github.com/infertop/infertop/slo"
 )
 
-// SustainedBreach is how long a live comparison must keep breaching a
-// regression before the fail-fast gate ends the run: three of the
-// comparisons made once a second, so one unlucky draw ends nothing.
+// SustainedBreach is how long a live bootstrap comparison must keep
+// breaching a regression before the fail-fast gate ends the run: three
+// of the comparisons made once a second, so one unlucky draw ends
+// nothing. A confidence sequence's breach needs none: its error is
+// bounded over every look of the run, and waiting only delays a call
+// already as sure as it says (standing 2 s moved the bootstrap's false
+// calls by nothing: it delays them).
 const SustainedBreach = 2 * time.Second
 
 // Gate is the fail-fast rule (k6's abort-on-fail with a grace period is
@@ -45,15 +49,19 @@ func (g *Gate) SLO(side Side, s load.Snapshot) []slo.Verdict {
 	return out
 }
 
-// Regression is the live look l's breaches at now once they have stood
-// the grace period, nil before (and whenever l breaches nothing: the
-// period starts again). Each look is a test: the regression's tolerance,
-// not the verdict's zero, is what a breach must clear, which keeps
-// looking every second from calling a canary only a little slower.
+// Regression is the live look l's breaches at now: at once when they
+// come from confidence sequences (l.Anytime: every look of the run is
+// inside their error already), else once they have stood the grace
+// period, nil before (and whenever l breaches nothing: the period starts
+// again). The regression's tolerance, not the verdict's zero, is what a
+// breach must clear: the margin the person set.
 func (g *Gate) Regression(l Look, now time.Time) []compare.Failure {
 	if !g.On || len(l.Breaches) == 0 {
 		g.since = time.Time{}
 		return nil
+	}
+	if l.Anytime {
+		return l.Breaches
 	}
 	if g.since.IsZero() {
 		g.since = now

@@ -43,6 +43,24 @@ func TestGateRegression(t *testing.T) {
 	}
 }
 
+// TestGateAnytime: a breach of a confidence sequence ends the run at its
+// first look (its error already covers every look); unarmed, nothing.
+func TestGateAnytime(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	breach := Look{Breaches: []compare.Failure{{Expr: "ttft_p99<+10%", Kind: compare.Breached}}, Anytime: true}
+	g := Gate{On: true}
+	if got := g.Regression(Look{Anytime: true}, t0); got != nil {
+		t.Fatalf("no breach: %v", got)
+	}
+	if got := g.Regression(breach, t0.Add(time.Second)); len(got) != 1 {
+		t.Fatalf("first anytime breach: %v, want it at once", got)
+	}
+	off := Gate{}
+	if off.Regression(breach, t0) != nil {
+		t.Fatal("an unarmed gate ended the run")
+	}
+}
+
 // side is a Side whose objectives all break.
 type side struct{ checked int }
 

@@ -343,8 +343,10 @@ type pairLoads interface {
 
 // Pair is a comparison of two loads, a canary against a baseline, of
 // either kind (pairLoads), judged live from its source (PairSource) with
-// compare's paired block bootstrap: it says live whether the canary is
-// slower or fails more. Its methods are safe from any goroutine.
+// compare's paired block bootstrap, or with Options.Anytime its
+// confidence sequences (valid at every look, so the gate acts on their
+// first breach): it says live whether the canary is slower or fails
+// more. Its methods are safe from any goroutine.
 type Pair struct {
 	loads pairLoads
 	src   PairSource
@@ -430,7 +432,8 @@ func (p *Pair) table(cmp compare.Comparison) func(io.Writer) error {
 }
 
 // Conclude is both sides' reports, the baseline's holding the comparison
-// (the last word: more resamples than the live line's) and the canary's
+// (the last word: more resamples than the live line's; with
+// Options.Anytime the same sequences at the last look) and the canary's
 // whole report, and the comparison's gates that did not pass.
 func (p *Pair) Conclude(ctx context.Context, last []load.Snapshot, breaches [][]slo.Verdict) Conclusion {
 	var l [2]load.Snapshot
@@ -464,7 +467,7 @@ func Compared(reps [2]*report.Report, cmp compare.Comparison, table func(io.Writ
 
 // ComparedLook is a comparison of two loads as a follower reads it live.
 func ComparedLook(c compare.Comparison) Look {
-	return Look{Line: c.Line(), Breaches: c.Breaches(), Regressed: "the canary regressed"}
+	return Look{Line: c.Line(), Breaches: c.Breaches(), Regressed: "the canary regressed", Anytime: c.Anytime}
 }
 
 // withComparison puts the comparison and the canary's whole report into

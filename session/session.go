@@ -128,6 +128,9 @@ type Look struct {
 	// Regressed says who regressed, as the run's end says it when the
 	// gate ends the run ("the canary regressed").
 	Regressed string
+	// Anytime says the breaches come from confidence sequences, valid at
+	// every look: the gate acts on the first (see Gate.Regression).
+	Anytime bool
 }
 
 // View is what a dashboard of a session shows beside the first side's

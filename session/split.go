@@ -155,7 +155,7 @@ func (s *Split) Live() (Look, bool) {
 	if !ok {
 		return Look{}, false
 	}
-	return Look{Line: g.Line(), Breaches: g.Breaches(), Regressed: "a newer group regressed"}, true
+	return Look{Line: g.Line(), Breaches: g.Breaches(), Regressed: "a newer group regressed", Anytime: g.Anytime}, true
 }
 
 // Conclude is the load's report holding the groups' comparison (the last

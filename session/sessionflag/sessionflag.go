@@ -32,7 +32,41 @@ type Flags struct {
 	// minSeconds lowers the seconds a statistic needs (hidden: for tests
 	// that cannot wait the default's 20 s; fewer make intervals too narrow).
 	minSeconds int
+	// verdict is how the comparison is judged (--verdict).
+	verdict verdict
 }
+
+// The verdicts --verdict takes: the paired block bootstrap over whole
+// seconds (the default), or the confidence sequences
+// (compare.Options.Anytime).
+const (
+	bootstrap = "bootstrap"
+	anytime   = "anytime"
+)
+
+// verdict is --verdict's value, bootstrap or anytime, and whether it was
+// given.
+type verdict struct {
+	name string
+	set  bool
+}
+
+func (v *verdict) String() string {
+	if v.name == "" {
+		return bootstrap
+	}
+	return v.name
+}
+
+func (v *verdict) Set(s string) error {
+	if s != bootstrap && s != anytime {
+		return fmt.Errorf("want %s or %s", bootstrap, anytime)
+	}
+	v.name, v.set = s, true
+	return nil
+}
+
+func (v *verdict) Type() string { return "string" }
 
 // Add binds the comparison's flags to fs; --regression only for a
 // headless run, the one that sets an exit code.
@@ -46,10 +80,12 @@ func Add(fs *pflag.FlagSet, headless bool) *Flags {
 	if headless {
 		fs.StringArrayVar(&f.regressions, "regression", nil, "with --compare or --split-by: the canary's (each newer group's) allowed worsening, repeatable, e.g. 'ttft_p99<+10%', 'error_rate<+0.5pp'; exit 1 when it is worse with confidence")
 	}
+	fs.Var(&f.verdict, "verdict", "with --compare or --split-by: how the verdict is judged, bootstrap (whole seconds resampled) or anytime (confidence sequences: valid at every look, assume independent requests, slower on tails)")
 	fs.IntVar(&f.minSeconds, "compare-min-seconds", 0, "seconds of requests a statistic needs before it is judged (default 20)")
 	_ = fs.MarkHidden("compare-min-seconds")
 	// The judging of a comparison is a follower's, of the agents' merges.
 	fleetflag.Mark(fs, []string{fleetflag.Taken, fleetflag.Judging}, "compare-min-seconds")
+	fleetflag.Mark(fs, []string{fleetflag.Taken, fleetflag.Judging}, "verdict")
 	if headless {
 		fleetflag.Mark(fs, []string{fleetflag.Taken, fleetflag.Judging}, "regression")
 	}
@@ -73,6 +109,8 @@ func (f *Flags) Spec(cfg runner.Config, search *session.Plan) (session.Spec, err
 	switch {
 	case f.Used() && search != nil:
 		return session.Spec{}, ErrSearch
+	case f.verdict.set && !f.Used():
+		return session.Spec{}, errors.New("--verdict needs --compare or --split-by (with --agents, --agents-compare)")
 	case f.splitBy != "":
 		sc, err := f.split(cfg)
 		return session.Spec{Split: &sc}, err
@@ -84,7 +122,7 @@ func (f *Flags) Spec(cfg runner.Config, search *session.Plan) (session.Spec, err
 }
 
 // Options are the comparison's options from the flags (the regressions
-// judged, the seconds a statistic needs).
+// judged, the seconds a statistic needs, the verdict's method).
 func (f *Flags) Options() (compare.Options, error) {
 	regs, err := compare.ParseRegressions(f.regressions)
 	if err != nil {
@@ -93,7 +131,7 @@ func (f *Flags) Options() (compare.Options, error) {
 	if f.minSeconds < 0 {
 		return compare.Options{}, errors.New("--compare-min-seconds must not be negative")
 	}
-	return compare.Options{Regressions: regs, MinSeconds: f.minSeconds}, nil
+	return compare.Options{Regressions: regs, MinSeconds: f.minSeconds, Anytime: f.verdict.name == anytime}, nil
 }
 
 // split checks the split's flags and builds its configuration over cfg,
