@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/flaghelp"
-	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/load/loadflag"
 	"github.com/infertop/infertop/probe/probeflag"
@@ -53,7 +52,7 @@ func addLoadFlags(fs *pflag.FlagSet) *loadFlags {
 	flaghelp.Mark(fs, "Objectives: SLOs and goodput", "slo", "goodput")
 	flaghelp.Mark(fs, "Display", "theme", "version")
 	f.sim = simflag.Add(fs, "sim-")
-	fleetflag.Follower(fs, "slo", "theme") // the follower's objectives over the merge, its theme
+	flaghelp.Follower(fs, "slo", "theme") // the follower's objectives over the merge, its theme
 	return f
 }
 

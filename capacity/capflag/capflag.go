@@ -15,7 +15,6 @@ import (
 
 	"github.com/infertop/infertop/capacity"
 	"github.com/infertop/infertop/flaghelp"
-	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/slo"
@@ -48,8 +47,8 @@ func Add(fs *pflag.FlagSet) *Flags {
 	fs.DurationVar(&c.maxTime, "step-max-time", d.MaxTime, "the most time a step's measured phase holds for (then judged on what it has)")
 	// The follower drives a search over agents, each step's load split
 	// between them; not yet over a comparison.
-	fleetflag.Mark(fs, []string{fleetflag.Taken, fleetflag.Searching}, "find-max", "matrix")
-	fleetflag.Follower(fs, "over", "from", "to", "resolution", "step-warmup", "step-min-requests", "step-min-time", "step-max-time")
+	flaghelp.Roles(fs, []string{flaghelp.Taken, flaghelp.Searching}, "find-max", "matrix")
+	flaghelp.Follower(fs, "over", "from", "to", "resolution", "step-warmup", "step-min-requests", "step-min-time", "step-max-time")
 	return c
 }
 

@@ -2,8 +2,9 @@
 // dashboard's, ssh's) and owns the rule that joins them to every other
 // binder's: with --agents the load is the agents', so a flag of the load
 // is refused, and only the flags their binders mark as a follower's
-// (Follower) are taken. The marks are pflag annotations set where each
-// flag is defined, not a list of names kept here.
+// (flaghelp.Follower, flaghelp.Roles) are taken. The marks are pflag
+// annotations set where each flag is defined, not a list of names kept
+// here.
 package fleetflag
 
 import (
@@ -23,45 +24,6 @@ import (
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/slo"
 )
-
-// Annotation is the pflag annotation a binder marks its flags with to
-// say what they are to a follower of agents; its values are the roles
-// below.
-const Annotation = "infertop/agents"
-
-// The roles of a flag to a follower of agents.
-const (
-	// Taken: the follower takes it with --agents (an objective, an
-	// output, a search's step).
-	Taken = "taken"
-	// Only: it means nothing without --agents (the follower's own).
-	Only = "only"
-	// Judging: it judges a comparison, so it needs --agents-compare.
-	Judging = "judging"
-	// Searching: it starts a capacity search, which does not go with
-	// --agents-compare yet (as with --compare from one machine).
-	Searching = "searching"
-)
-
-// Mark marks the flags names of fs (already defined) with roles.
-func Mark(fs *pflag.FlagSet, roles []string, names ...string) {
-	for _, n := range names {
-		fl := fs.Lookup(n)
-		if fl == nil {
-			panic("fleetflag: no flag " + n + " to mark") // a binder's mistake, found by its first test
-		}
-		if fl.Annotations == nil {
-			fl.Annotations = map[string][]string{}
-		}
-		fl.Annotations[Annotation] = append(fl.Annotations[Annotation], roles...)
-	}
-}
-
-// Follower marks names as flags the follower takes with --agents.
-func Follower(fs *pflag.FlagSet, names ...string) { Mark(fs, []string{Taken}, names...) }
-
-// has says fl is marked with role.
-func has(fl *pflag.Flag, role string) bool { return slices.Contains(fl.Annotations[Annotation], role) }
 
 // Flags are the follower's flags (run --agents, the dashboard's, ssh's).
 type Flags struct {
@@ -83,7 +45,7 @@ func Add(fs *pflag.FlagSet) *Flags {
 	fs.DurationVar(&f.PollEvery, "agents-poll", fleet.DefaultPollEvery, "with --agents: read each agent's state this often")
 	fs.DurationVar(&f.ResultEvery, "agents-result-every", fleet.DefaultResultEvery, "with --agents: merge the agents' results (the exact figures) this often")
 	fs.DurationVar(&f.LostAfter, "agents-lost-after", fleet.DefaultLostAfter, "with --agents: an agent silent this long is lost (one that never answered, unreachable)")
-	Mark(fs, []string{Taken, Only}, "agents", "agents-token-file", "agents-cacert", "agents-server-name", "agents-plain-loopback",
+	flaghelp.Roles(fs, []string{flaghelp.Taken, flaghelp.Only}, "agents", "agents-token-file", "agents-cacert", "agents-server-name", "agents-plain-loopback",
 		"agents-compare", "agents-poll", "agents-result-every", "agents-lost-after")
 	return f
 }
@@ -119,18 +81,18 @@ func (f *Flags) Check(fs *pflag.FlagSet, own ...string) error {
 // check is Check's rule for one flag given.
 func (f *Flags) check(fl *pflag.Flag, own []string) error {
 	switch {
-	case !f.On() && fl.Name != "agents" && has(fl, Only):
+	case !f.On() && fl.Name != "agents" && flaghelp.HasRole(fl, flaghelp.Only):
 		return fmt.Errorf("--%s needs --agents", fl.Name)
 	case !f.On():
 		return nil
-	case !has(fl, Taken) && !slices.Contains(own, fl.Name):
+	case !flaghelp.HasRole(fl, flaghelp.Taken) && !slices.Contains(own, fl.Name):
 		if w := agent.Whole(fl.Name); w != nil { // nor the agents'
 			return fmt.Errorf("--agents: %w", w)
 		}
 		return fmt.Errorf("--agents: --%s is the load's, which the agents run: give it to infertop agent", fl.Name)
-	case !f.Compare && has(fl, Judging):
+	case !f.Compare && flaghelp.HasRole(fl, flaghelp.Judging):
 		return fmt.Errorf("--agents: --%s judges a comparison: give --agents-compare (the agents' --compare)", fl.Name)
-	case f.Compare && has(fl, Searching):
+	case f.Compare && flaghelp.HasRole(fl, flaghelp.Searching):
 		return fmt.Errorf("--agents-compare: --%s does not work with a comparison yet (as with --compare from one machine)", fl.Name)
 	}
 	return nil

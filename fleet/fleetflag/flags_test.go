@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/infertop/infertop/flaghelp"
 )
 
 // TestCheck: the follower's rules read the binders' marks: a flag of the
@@ -31,9 +33,9 @@ func TestCheck(t *testing.T) {
 		fs.String("json", "", "")
 		fs.StringArray("regression", nil, "")
 		fs.StringArray("find-max", nil, "")
-		Follower(fs, "json")
-		Mark(fs, []string{Taken, Judging}, "regression")
-		Mark(fs, []string{Taken, Searching}, "find-max")
+		flaghelp.Follower(fs, "json")
+		flaghelp.Roles(fs, []string{flaghelp.Taken, flaghelp.Judging}, "regression")
+		flaghelp.Roles(fs, []string{flaghelp.Taken, flaghelp.Searching}, "find-max")
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}

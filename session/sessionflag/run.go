@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/flaghelp"
-	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
@@ -40,7 +39,7 @@ func AddRun(fs *pflag.FlagSet) *Run {
 	fs.DurationVar(&r.MetricsLinger, "metrics-linger", 15*time.Second, "with --metrics-addr: keep serving the final metrics this long after the reports, for a last scrape (0: none; a signal ends it)")
 	// A follower of agents writes and gates the merged run as one
 	// machine's.
-	fleetflag.Follower(fs, "progress-every", "json", "csv", "html", "slo-window", "fail-fast")
+	flaghelp.Follower(fs, "progress-every", "json", "csv", "html", "slo-window", "fail-fast")
 	return r
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/flaghelp"
-	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
@@ -84,10 +83,10 @@ func Add(fs *pflag.FlagSet, headless bool) *Flags {
 	fs.IntVar(&f.minSeconds, "compare-min-seconds", 0, "seconds of requests a statistic needs before it is judged (default 20)")
 	_ = fs.MarkHidden("compare-min-seconds")
 	// The judging of a comparison is a follower's, of the agents' merges.
-	fleetflag.Mark(fs, []string{fleetflag.Taken, fleetflag.Judging}, "compare-min-seconds")
-	fleetflag.Mark(fs, []string{fleetflag.Taken, fleetflag.Judging}, "verdict")
+	flaghelp.Roles(fs, []string{flaghelp.Taken, flaghelp.Judging}, "compare-min-seconds")
+	flaghelp.Roles(fs, []string{flaghelp.Taken, flaghelp.Judging}, "verdict")
 	if headless {
-		fleetflag.Mark(fs, []string{fleetflag.Taken, fleetflag.Judging}, "regression")
+		flaghelp.Roles(fs, []string{flaghelp.Taken, flaghelp.Judging}, "regression")
 	}
 	return f
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/flaghelp"
-	"github.com/infertop/infertop/fleet/fleetflag"
 	"github.com/infertop/infertop/sshserver"
 )
 
@@ -52,7 +51,7 @@ func Add(fs *pflag.FlagSet) *Flags {
 	own.BoolVar(&sf.Local, "local", false, "show the dashboard on this terminal too, as a controller")
 	own.StringVar(&sf.LogPath, "log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
 	own.StringVar(&sf.ReportDir, "report-dir", ".", "where a controller's s key writes the reports")
-	own.VisitAll(func(f *pflag.Flag) { fleetflag.Follower(own, f.Name) }) // the server's, no load's: taken beside --agents
+	own.VisitAll(func(f *pflag.Flag) { flaghelp.Follower(own, f.Name) }) // the server's, no load's: taken beside --agents
 	fs.AddFlagSet(own)
 	return sf
 }
