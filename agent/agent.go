@@ -92,7 +92,26 @@ func ReadToken(path string) ([]byte, error) {
 	if len(b) < MinTokenBytes {
 		return nil, fmt.Errorf("agent: the token in %s is shorter than %d bytes", path, MinTokenBytes)
 	}
+	if err := CheckToken(b); err != nil {
+		return nil, fmt.Errorf("agent: the token in %s: %w", path, err)
+	}
 	return b, nil
+}
+
+// ErrTokenBytes is a token holding a byte no HTTP header carries.
+var ErrTokenBytes = errors.New("it holds a control character or a line break, which no HTTP header carries (one token on one line)")
+
+// CheckToken refuses a token with a control character inside (a line
+// break between two lines of a file): Go refuses to send such a header,
+// so an agent would take a token no follower can send. The token is
+// never in the error.
+func CheckToken(token []byte) error {
+	for _, c := range token {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return ErrTokenBytes
+		}
+	}
+	return nil
 }
 
 // WaitUntil waits until at on this machine's clock, or for ctx. An

@@ -96,7 +96,8 @@ func TestToken(t *testing.T) {
 	for _, tt := range []struct {
 		content string
 		ok      bool
-	}{{"0123456789abcdef\n", true}, {"abc12\n", false}, {strings.Repeat("x", MaxTokenBytes+1), false}} {
+	}{{"0123456789abcdef\n", true}, {"abc12\n", false}, {strings.Repeat("x", MaxTokenBytes+1), false},
+		{"0123456789\nabcdef\n", false}, {"0123456789\x1babcdef", false}} { // a line break inside: no header carries it
 		p := filepath.Join(dir, "token")
 		if err := os.WriteFile(p, []byte(tt.content), 0o600); err != nil {
 			t.Fatal(err)

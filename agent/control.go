@@ -79,6 +79,11 @@ type Control struct {
 // dozen phases, a person's keys some hundreds.
 const MaxPhase = 1 << 20
 
+// MaxSeq bounds a control's seq and reset seq: a follower counts them
+// from 1, a control at a time, and one past it would wrap the next
+// follower's count (2^64-1 + 1 is 0, and no control is past it again).
+const MaxSeq = 1 << 53
+
 // MaxControlBytes bounds a control's body.
 const MaxControlBytes = 16 << 10
 
@@ -164,6 +169,9 @@ func DecodeControl(r io.Reader) (Control, error) {
 	}
 	if c.Seq == 0 {
 		return Control{}, errors.New("agent: the control has no seq (they count from 1)")
+	}
+	if c.Seq > MaxSeq || c.ResetSeq > MaxSeq {
+		return Control{}, fmt.Errorf("agent: the control's seq %d or reset seq %d is past %d", c.Seq, c.ResetSeq, uint64(MaxSeq))
 	}
 	if c.Phase < 0 || c.Phase > MaxPhase {
 		return Control{}, fmt.Errorf("agent: the control's phase %d is outside 0..%d", c.Phase, MaxPhase)

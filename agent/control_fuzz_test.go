@@ -28,6 +28,8 @@ func FuzzDecodeControl(f *testing.F) {
 		`{"seq":4,"phase":-1}`,
 		`{"seq":4,"phase":9}`,
 		`{"seq":6,"finish":true}`,
+		`{"seq":18446744073709551615}`,
+		`{"seq":7,"reset_seq":9007199254740993}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -42,7 +44,7 @@ func FuzzDecodeControl(f *testing.F) {
 		if len(body) > MaxControlBytes || !json.Valid(body) {
 			t.Fatalf("taken from %d bytes that are not one JSON value: %.200q", len(body), body)
 		}
-		if c.Seq == 0 || c.Phase < 0 || c.Phase > MaxPhase {
+		if c.Seq == 0 || c.Seq > MaxSeq || c.ResetSeq > MaxSeq || c.Phase < 0 || c.Phase > MaxPhase {
 			t.Fatalf("taken: seq %d, phase %d", c.Seq, c.Phase)
 		}
 		var re bytes.Buffer

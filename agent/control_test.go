@@ -156,6 +156,7 @@ func TestControl(t *testing.T) {
 		{`{"seq":4,"pad":"` + strings.Repeat("x", MaxControlBytes) + `"}`, auth, 413, "too large"},
 		{`{"seq":4}`, "Bearer nope", 401, "token"},
 		{`{"seq":4,"phase":-1}`, auth, 400, "phase -1 is outside"},
+		{`{"seq":18446744073709551615}`, auth, 400, "is past"}, // would wrap every follower's count
 	} {
 		if code, _, body := post(tt.body, tt.auth); code != tt.code || !strings.Contains(body, tt.want) || strings.Count(strings.TrimSpace(body), "\n") > 0 {
 			t.Errorf("%.60s: %d %q, want %d and %q in a line", tt.body, code, body, tt.code, tt.want)

@@ -91,7 +91,9 @@ func (s *Merging) wholeKnobs() (load.Knobs, bool) {
 // a search's step) names it, past every phase an agent is in, so that
 // it is one id on every agent. s.cmu is held.
 func (w *whole) next(reset, phase bool, now time.Time) agent.Control {
-	w.seq = max(w.seq, w.seen) + 1
+	// An agent's seq past MaxSeq is refused (roster.foreign): the count
+	// never wraps.
+	w.seq = min(max(w.seq, w.seen), agent.MaxSeq-1) + 1
 	if reset {
 		w.resetSeq, w.resetAt = w.seq, now
 	}

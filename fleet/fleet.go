@@ -130,6 +130,9 @@ func Start(cfg Config) (*Fleet, error) {
 	if len(cfg.Token) == 0 {
 		return nil, errors.New("fleet: no token (--agents-token-file)")
 	}
+	if err := agent.CheckToken(cfg.Token); err != nil {
+		return nil, fmt.Errorf("fleet: the token: %w", err)
+	}
 	if len(cfg.Source.entries) == 0 {
 		return nil, fmt.Errorf("fleet: %w", ErrSource)
 	}

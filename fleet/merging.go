@@ -249,16 +249,20 @@ func (s *Merging) snapshot(base load.Snapshot, front int, v View) load.Snapshot 
 	return out
 }
 
-// noResultsWhy names the agents and their states when none gave a
+// noResultsWhy names the agents, their states and why when none gave a
 // result, in a line: "no agent's result came: 127.0.0.1:7070
-// unreachable, ..."; "" when one did.
+// unreachable (never answered: ...), ..."; "" when one did.
 func noResultsWhy(as []Agent) string {
 	var parts []string
 	for _, a := range as {
 		if a.Result != nil && a.Status != report.AgentRefused {
 			return ""
 		}
-		parts = append(parts, sanitize.Text(a.Addr)+" "+a.Status)
+		part := sanitize.Text(a.Addr) + " " + a.Status
+		if a.Why != "" { // why it gave nothing (a certificate, a redirect, a refusal): one line, cut
+			part += " (" + sanitize.Short(a.Why, maxWhyBytes) + ")"
+		}
+		parts = append(parts, part)
 	}
 	if len(parts) > 4 {
 		parts = append(parts[:4], fmt.Sprintf("and %d more", len(parts)-4))
@@ -268,6 +272,9 @@ func noResultsWhy(as []Agent) string {
 	}
 	return ErrNoResults.Error() + ": " + strings.Join(parts, ", ")
 }
+
+// maxWhyBytes bounds an agent's reason quoted in a line of several.
+const maxWhyBytes = 160
 
 // Knobs are the whole load's knobs (zero before any agent said them).
 func (s *Merging) Knobs() load.Knobs {

@@ -208,6 +208,9 @@ func (f *Fleet) sendControl(ctx context.Context, client *http.Client, base strin
 
 var errDenied = errors.New("the token was refused")
 
+// errRedirect is an agent's redirect: none is followed.
+var errRedirect = errors.New("a redirect, not followed")
+
 // errNotFound is an HTTP 404: a path the agent does not serve.
 var errNotFound = errors.New("HTTP 404")
 
@@ -216,15 +219,25 @@ var errNotFound = errors.New("HTTP 404")
 func (f *Fleet) client(a Addr) (*http.Client, string) {
 	host, _, _ := net.SplitHostPort(a.HostPort)
 	if ip := net.ParseIP(host); f.cfg.PlainLoopback && ip != nil && ip.IsLoopback() {
-		return &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}, "http://" + a.HostPort
+		return &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}, CheckRedirect: noRedirect}, "http://" + a.HostPort
 	}
 	name := f.cfg.ServerName
 	if name == "" {
 		name = a.ServerName
 	}
 	tc := &tls.Config{RootCAs: f.cfg.RootCAs, ServerName: name, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: tc, MaxIdleConnsPerHost: 1}}, "https://" + a.HostPort
+	return &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: tc, MaxIdleConnsPerHost: 1}, CheckRedirect: noRedirect},
+		"https://" + a.HostPort
 }
+
+// noRedirect follows no redirect: Go's client would carry the token to
+// wherever an agent points (it keeps Authorization on the same host
+// whatever the port or scheme), and a control's body with it. The
+// answer itself is taken, and refused as the 3xx it is.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// errPlainAgent is a TLS request answered in plain HTTP.
+var errPlainAgent = errors.New("it answered in plain HTTP, not TLS (an agent without --tls-cert?)")
 
 // errRefusedControl is an agent's refusal of a control (HTTP 4xx but
 // 401): its reason follows, in its words.
@@ -255,11 +268,19 @@ func (f *Fleet) do(ctx context.Context, c *http.Client, method, url string, body
 	req.Header.Set("Authorization", "Bearer "+string(f.cfg.Token))
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), unwrapURL(err))
+		err = unwrapURL(err)
+		if strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") { // net/http's words; no error value to match
+			err = errPlainAgent
+		}
+		return nil, nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusUnauthorized {
 		return nil, nil, errDenied
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Where it points is not said: an agent's Location may carry anything.
+		return nil, nil, fmt.Errorf("%s: %w (HTTP %d)", strings.TrimPrefix(req.URL.Path, "/"), errRedirect, resp.StatusCode)
 	}
 	if resp.StatusCode != http.StatusOK {
 		why, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))

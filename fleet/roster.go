@@ -217,6 +217,8 @@ func (r *roster) foreign(st agent.State) string {
 		return sanitize.Text(fmt.Sprintf("version %q, not this infertop's %q", st.Version, r.cfg.Version))
 	case st.Of < 1 || st.Of > agent.MaxAgents || st.Index < 0 || st.Index >= st.Of:
 		return sanitize.Text(fmt.Sprintf("index %d of %d is no share", st.Index, st.Of))
+	case st.ControlSeq > agent.MaxSeq: // taken from no follower: it would wrap this one's count
+		return fmt.Sprintf("its control seq %d is past any a follower sends (%d)", st.ControlSeq, uint64(agent.MaxSeq))
 	case st.Compare && !r.cfg.Compare:
 		return "it compares a canary (its --compare): follow it with --agents-compare"
 	case !st.Compare && r.cfg.Compare:

@@ -119,17 +119,39 @@ func writeAgents(b *strings.Builder, a *AgentsJSON) {
 		}
 	}
 	if len(a.Missing) > 0 {
-		fmt.Fprintf(b, "  no agent answered for index %s: its share is in none of the figures\n", joinInts(a.Missing))
+		fmt.Fprintf(b, "  no agent answered for index %s: its share is in none of the figures\n", IndexRanges(a.Missing, maxRanges))
 	}
 }
 
-func joinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = fmt.Sprint(x)
+// IndexRanges is xs (sorted) in a line: runs of consecutive indexes as
+// ranges ("0-4, 7, 9-9999"), at most most of them and then how many
+// indexes more, so that an agent claiming a split of 10,000 ways makes
+// a short line.
+func IndexRanges(xs []int, most int) string {
+	var parts []string
+	left := len(xs)
+	for i := 0; i < len(xs); {
+		j := i
+		for j+1 < len(xs) && xs[j+1] == xs[j]+1 {
+			j++
+		}
+		if len(parts) == most {
+			parts = append(parts, fmt.Sprintf("and %d more", left))
+			break
+		}
+		if j == i {
+			parts = append(parts, fmt.Sprint(xs[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", xs[i], xs[j]))
+		}
+		left -= j - i + 1
+		i = j + 1
 	}
-	return strings.Join(s, ", ")
+	return strings.Join(parts, ", ")
 }
+
+// maxRanges bounds the ranges of indexes a line names.
+const maxRanges = 8
 
 // writeMergedJSON writes a merged report's JSON: its result as merged,
 // with the report's verdicts.
