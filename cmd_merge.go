@@ -50,6 +50,9 @@ func (a *app) runMerge(args []string) error {
 	if err := os.WriteFile(*out, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("merge: %w", err)
 	}
+	for _, why := range m.Result.Merged.Refused { // sanitised by the merge
+		fmt.Fprintf(a.stderr, "infertop merge: refused %s\n", why)
+	}
 	r := m.Result.Run
 	fmt.Fprintf(a.stderr, "infertop merge: wrote %s: %d runs, %d sent = %d completed + %d failed + %d incomplete\n",
 		*out, len(ins), r.Sent, r.Completed, r.Failed, r.Incomplete)

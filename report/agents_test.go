@@ -1,6 +1,9 @@
 package report
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -33,5 +36,33 @@ func TestMissingLine(t *testing.T) {
 		if got := IndexRanges(c.xs, maxRanges); got != c.want {
 			t.Errorf("%v: %q, want %q", c.xs, got, c.want)
 		}
+	}
+}
+
+// TestMergedWithinReaders: a merged result past what a reader reads is
+// written without its parts' own series and results, and says so; one
+// still past it is an error, nothing written.
+func TestMergedWithinReaders(t *testing.T) {
+	pad := json.RawMessage(`{"pad":"` + strings.Repeat("x", 50_000) + `"}`)
+	series := &SeriesJSON{}
+	inf := InfertopJSON{Manifest: NewManifest("test"), Merged: &MergedJSON{Series: MergedSeries, Runs: []MergedRunJSON{{Name: "a", Series: series}}},
+		Agents: &AgentsJSON{Agents: []AgentJSON{{Index: 0, Result: pad}, {Index: 1, Result: pad}}}}
+	var b bytes.Buffer
+	if err := writeMerged(&b, inf, 1, 40_000, MaxResultValues); err != nil {
+		t.Fatal(err)
+	}
+	var f File
+	if err := json.Unmarshal(b.Bytes(), &f); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() > 40_000 || f.Infertop.Merged.Trimmed == "" || f.Infertop.Agents.Agents[0].Result != nil || f.Infertop.Merged.Runs[0].Series != nil {
+		t.Errorf("%d bytes, trimmed %q", b.Len(), f.Infertop.Merged.Trimmed)
+	}
+	if inf.Agents.Agents[0].Result == nil || inf.Merged.Runs[0].Series == nil {
+		t.Error("the caller's result was changed")
+	}
+	b.Reset()
+	if err := writeMerged(&b, inf, 1, 500, MaxResultValues); !errors.Is(err, ErrTooLarge) || b.Len() != 0 {
+		t.Errorf("past the bound even trimmed: %v, %d bytes written", err, b.Len())
 	}
 }

@@ -1,10 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -28,6 +30,14 @@ type MergedJSON struct {
 	// Forced names what differed between the runs and was merged anyway
 	// (--force).
 	Forced []string `json:"forced,omitempty"`
+	// Refused names the results left out, each with why: one that is
+	// not a mergeable result, or one given twice (its requests would
+	// count twice).
+	Refused []string `json:"refused,omitempty"`
+	// Trimmed says what WriteMerged left out to keep the file within
+	// what a reader reads (MaxResultBytes, MaxResultValues): the runs'
+	// series, the agents' own results ("": nothing).
+	Trimmed string `json:"trimmed,omitempty"`
 	// Runs are the runs merged, in the order given.
 	Runs []MergedRunJSON `json:"runs"`
 }
@@ -72,10 +82,58 @@ func MetricKey(m load.Metric) string {
 // WriteMerged writes a merged result: inf (with Merged set) under
 // "infertop" and vLLM's keys for its run at the top, as WriteJSON writes
 // them. maxConcurrency is the most requests in flight.
+//
+// A merged result is read back (report, merge again): one past what a
+// reader reads (MaxResultBytes, MaxResultValues) is written without
+// what its parts keep of their own (each run's series, each agent's
+// result), said in infertop.merged.trimmed; still past them, it is an
+// error (ErrTooLarge) and nothing is written.
 func WriteMerged(w io.Writer, inf InfertopJSON, maxConcurrency int) error {
+	return writeMerged(w, inf, maxConcurrency, MaxResultBytes, MaxResultValues)
+}
+
+// writeMerged is WriteMerged within maxBytes and maxValues, for tests.
+func writeMerged(w io.Writer, inf InfertopJSON, maxConcurrency, maxBytes, maxValues int) error {
 	if inf.Merged == nil {
 		return fmt.Errorf("write merged result: %w", errNotMerged)
 	}
+	var b bytes.Buffer
+	if err := encodeMerged(&b, inf, maxConcurrency); err != nil {
+		return err
+	}
+	if size, n := b.Len(), CountValues(b.Bytes()); size > maxBytes || n > maxValues {
+		m := *inf.Merged
+		m.Runs = slices.Clone(m.Runs)
+		for i := range m.Runs {
+			m.Runs[i].Series = nil
+		}
+		m.Trimmed = fmt.Sprintf("the runs' series and the agents' own results: %d MB and %d values in all, past what a reader reads (%d MB, %d values)",
+			size>>20, n, maxBytes>>20, maxValues)
+		inf.Merged = &m
+		if inf.Agents != nil {
+			a := *inf.Agents
+			a.Agents = slices.Clone(a.Agents)
+			for i := range a.Agents {
+				a.Agents[i].Result = nil
+			}
+			inf.Agents = &a
+		}
+		b.Reset()
+		if err := encodeMerged(&b, inf, maxConcurrency); err != nil {
+			return err
+		}
+		if size, n := b.Len(), CountValues(b.Bytes()); size > maxBytes || n > maxValues {
+			return fmt.Errorf("write merged result: %d MB, %d values: %w", size>>20, n, ErrTooLarge)
+		}
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}
+
+// encodeMerged encodes a merged result as WriteMerged writes it.
+func encodeMerged(w io.Writer, inf InfertopJSON, maxConcurrency int) error {
 	top := vllmKeys(inf.Manifest, inf.Run, max(maxConcurrency, 1))
 	top["infertop"] = inf
 	return encodeTop(w, top)

@@ -137,21 +137,51 @@ func CountValues(b []byte) int {
 
 // DecodeHistogram decodes one of a result's histograms (V2 compressed,
 // base64) after checking, from its header alone, that its counts are
-// bounded: the decoder allocates and walks them all.
+// bounded: the decoder allocates and walks them all (DecodeSparse does
+// not).
 func DecodeHistogram(enc string) (*hdr.Histogram, error) {
+	if err := checkHistogram(enc); err != nil {
+		return nil, err
+	}
+	h, err := hdr.Decode([]byte(enc))
+	if err != nil {
+		return nil, fmt.Errorf("histogram: %w", err)
+	}
+	return h, nil
+}
+
+// DecodeSparse decodes one of a result's histograms as DecodeHistogram
+// does, bounded alike, into a sparse histogram: its memory and time grow
+// with the buckets it holds, not with its geometry (a dense decoding of
+// a crafted header's range is 1 MB, however few its values). A merge
+// adds it into a dense sum with MergeInto.
+func DecodeSparse(enc string) (*hdr.PackedHistogram, error) {
+	if err := checkHistogram(enc); err != nil {
+		return nil, err
+	}
+	h, err := hdr.DecodePacked([]byte(enc))
+	if err != nil {
+		return nil, fmt.Errorf("histogram: %w", err)
+	}
+	return h, nil
+}
+
+// checkHistogram checks a histogram's encoding before it is decoded:
+// its size, and the geometry its header declares.
+func checkHistogram(enc string) error {
 	if len(enc) > maxHistBytes {
-		return nil, fmt.Errorf("%w: %d bytes encoded", ErrHistGeometry, len(enc))
+		return fmt.Errorf("%w: %d bytes encoded", ErrHistGeometry, len(enc))
 	}
 	raw, err := base64.StdEncoding.DecodeString(enc)
 	if err != nil {
-		return nil, fmt.Errorf("histogram: %w", err)
+		return fmt.Errorf("histogram: %w", err)
 	}
 	if len(raw) < 8 {
-		return nil, errors.New("histogram: too short")
+		return errors.New("histogram: too short")
 	}
 	z, err := zlib.NewReader(bytes.NewReader(raw[8:]))
 	if err != nil {
-		return nil, fmt.Errorf("histogram: %w", err)
+		return fmt.Errorf("histogram: %w", err)
 	}
 	defer z.Close()
 	var head struct {
@@ -159,17 +189,13 @@ func DecodeHistogram(enc string) (*hdr.Histogram, error) {
 		Lowest, Highest                 int64
 	}
 	if err := binary.Read(io.LimitReader(z, 32), binary.BigEndian, &head); err != nil {
-		return nil, fmt.Errorf("histogram header: %w", err)
+		return fmt.Errorf("histogram header: %w", err)
 	}
 	n, ok := countsLen(head.Lowest, head.Highest, head.Digits)
 	if !ok || n > maxHistCounts {
-		return nil, fmt.Errorf("%w: %d..%d at %d digits", ErrHistGeometry, head.Lowest, head.Highest, head.Digits)
+		return fmt.Errorf("%w: %d..%d at %d digits", ErrHistGeometry, head.Lowest, head.Highest, head.Digits)
 	}
-	h, err := hdr.Decode([]byte(enc))
-	if err != nil {
-		return nil, fmt.Errorf("histogram: %w", err)
-	}
-	return h, nil
+	return nil
 }
 
 // countsLen is the number of counts HdrHistogram allocates for a range

@@ -17,16 +17,24 @@ package merge
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/report"
+	"github.com/infertop/infertop/sanitize"
+	"github.com/infertop/infertop/slo"
 )
 
 // MaxInputs is the most results merged at once, and MaxTotalBytes the
@@ -44,6 +52,10 @@ type Input struct {
 	// max_concurrency (the most requests it had in flight).
 	Result         report.InfertopJSON
 	MaxConcurrency int
+	// Refused is why the result is left out of a merge (ReadFiles: a
+	// file that is not a mergeable result; nil: it is merged). Merge
+	// names it in infertop.merged.refused and merges the rest.
+	Refused error
 }
 
 // ErrNotMergeable is a set of results that are not runs of one load on
@@ -56,7 +68,10 @@ var ErrBadResult = errors.New("not a mergeable result")
 
 // ReadFiles reads the results at paths, bounded: at most MaxInputs
 // files, report.MaxResultBytes and report.MaxResultValues each,
-// MaxTotalBytes in all.
+// MaxTotalBytes in all. A file that cannot be read is an error; one
+// that is not a mergeable result (Decode's error) is refused by name,
+// its Input's Refused set, so that one crafted file does not cost the
+// others their merge.
 func ReadFiles(paths []string) ([]Input, error) {
 	if len(paths) > MaxInputs {
 		return nil, fmt.Errorf("merge: %d results, %w (the most is %d)", len(paths), ErrBadResult, MaxInputs)
@@ -71,7 +86,7 @@ func ReadFiles(paths []string) ([]Input, error) {
 		total += len(b)
 		in, err := Decode(report.ResultName(p), b)
 		if err != nil {
-			return nil, err
+			in = Input{Name: report.ResultName(p), Refused: err}
 		}
 		if names[in.Name] { // two of one name, from two directories: by their paths
 			in.Name = p
@@ -98,24 +113,181 @@ func Decode(name string, b []byte) (Input, error) {
 	case r.Histograms == nil:
 		return Input{}, fmt.Errorf("merge: %s: no histograms (infertop.histograms): %w", name, ErrBadResult)
 	}
-	if err := counted(r.Run); err != nil {
-		return Input{}, fmt.Errorf("merge: %s: the run: %w", name, err)
+	if f.MaxConcurrency > maxCount {
+		return Input{}, fmt.Errorf("merge: %s: a max_concurrency of %d: %w", name, f.MaxConcurrency, ErrBadResult)
 	}
-	for _, p := range r.Phases {
-		if err := counted(p); err != nil {
-			return Input{}, fmt.Errorf("merge: %s: phase %d: %w", name, p.ID, err)
-		}
+	if err := checkResult(r); err != nil {
+		return Input{}, fmt.Errorf("merge: %s: %w", name, err)
 	}
 	return Input{Name: name, Result: f.Infertop, MaxConcurrency: max(f.MaxConcurrency, 0)}, nil
 }
 
-// counted holds a phase to sent = completed + failed + incomplete + in
-// flight, every count non-negative: a finished run's result has none in
-// flight, a running agent's (its /result) those it was waiting for.
-func counted(p report.PhaseJSON) error {
-	for _, n := range []int64{p.Sent, p.Completed, p.Failed, p.Incomplete, p.Backlog, p.Dropped, p.Retried, p.Good} {
-		if n < 0 || n > math.MaxInt64/MaxInputs {
+// Bounds of what a result may say, held at decoding so that no sum of
+// results overflows (10,000 agents' included: a follower merges that
+// many, past MaxInputs), no summed rate is +Inf (which no JSON writes)
+// and no figure prints as 300 digits.
+const (
+	// maxCount bounds every count, token count and concurrency: 2^49,
+	// 16,384 of them within an int64.
+	maxCount = math.MaxInt64 >> 14
+	// maxRate bounds every rate (a second's), maxMS every latency
+	// figure (ms: 115 days) and maxSeconds every time in seconds.
+	maxRate    = 1e12
+	maxMS      = 1e10
+	maxSeconds = 1e10
+)
+
+// checkResult holds a result to the bounds above, each phase to its
+// counts (counted), each latency with values to a histogram that
+// decodes, its objectives to maxObjectives that parse, and a share's
+// index to its split.
+func checkResult(r *report.InfertopJSON) error {
+	ref := load.NewHistogram()
+	if err := checkPhase(r.Run, r.Histograms.Run, ref); err != nil {
+		return fmt.Errorf("the run: %w", err)
+	}
+	hists := map[int]map[string]string{}
+	for _, h := range r.Histograms.Phases {
+		hists[h.ID] = h.Hist
+	}
+	for _, p := range r.Phases {
+		if err := checkPhase(p, hists[p.ID], ref); err != nil {
+			return fmt.Errorf("phase %d: %w", p.ID, err)
+		}
+	}
+	var counts []int64
+	counts = append(counts, r.Retried, r.ArrivalsScheduled, int64(r.Manifest.Knobs.Concurrency))
+	for _, n := range r.ErrorsByClass {
+		counts = append(counts, n)
+	}
+	for _, e := range r.Errors {
+		counts = append(counts, e.Count)
+	}
+	if t := r.Trace; t != nil {
+		counts = append(counts, int64(t.Arrivals), int64(t.Entries), int64(t.Passes))
+		if err := bounded("a trace's lag", t.MaxBehindS, maxSeconds); err != nil {
+			return err
+		}
+	}
+	for _, n := range counts {
+		if n < 0 || n > maxCount {
 			return fmt.Errorf("a count of %d: %w", n, ErrBadResult)
+		}
+	}
+	if err := bounded("a rate", r.Manifest.Knobs.Rate, maxRate); err != nil {
+		return err
+	}
+	if r.SentRate != nil {
+		if err := bounded("a rate", *r.SentRate, maxRate); err != nil {
+			return err
+		}
+	}
+	exprs := objectives([]Input{{Result: *r}})
+	if len(exprs) > maxObjectives {
+		return fmt.Errorf("%d objectives, %w (the most is %d)", len(exprs), ErrBadResult, maxObjectives)
+	}
+	if _, err := slo.ParseAll(exprs); err != nil {
+		return fmt.Errorf("its objectives: %w: %w", err, ErrBadResult)
+	}
+	if of, ok := r.Manifest.Settings["of"]; ok {
+		n, err := strconv.Atoi(of)
+		if err != nil || n < 1 || n > maxShares {
+			return fmt.Errorf("a share of %.20q agents: %w", of, ErrBadResult)
+		}
+		if index, ok := r.Manifest.Settings["index"]; ok {
+			if i, err := strconv.Atoi(index); err != nil || i < 0 || i >= n {
+				return fmt.Errorf("index %.20q of %d is no share: %w", index, n, ErrBadResult)
+			}
+		}
+	}
+	return nil
+}
+
+// maxShares is the most agents a load is split between (agent.MaxAgents).
+const maxShares = 10000
+
+// bounded refuses a figure that is not finite or outside 0..most.
+func bounded(what string, v, most float64) error {
+	if math.IsNaN(v) || v < 0 || v > most {
+		return fmt.Errorf("%s of %g (outside 0..%g): %w", what, v, most, ErrBadResult)
+	}
+	return nil
+}
+
+// checkPhase holds a phase (or the run) to its counts, its rates,
+// knobs and times to their bounds, and every latency with values to a
+// histogram of hists that decodes (sparsely: a crafted geometry costs
+// nothing), has values and ref's geometry (the engine's).
+func checkPhase(p report.PhaseJSON, hists map[string]string, ref *hdr.Histogram) error {
+	if err := counted(p); err != nil {
+		return err
+	}
+	for _, n := range append(slices.Collect(maps.Values(p.ErrorsByClass)), int64(p.Knobs.Concurrency)) {
+		if n < 0 || n > maxCount {
+			return fmt.Errorf("a count of %d: %w", n, ErrBadResult)
+		}
+	}
+	for _, r := range append(rates(&p), &p.Knobs.Rate) {
+		if err := bounded("a rate", *r, maxRate); err != nil {
+			return err
+		}
+	}
+	if err := bounded("a duration", p.DurationS, maxSeconds); err != nil {
+		return err
+	}
+	if err := bounded("a start", p.StartS, maxSeconds); err != nil {
+		return err
+	}
+	for _, key := range report.MetricKeys() {
+		d := p.Latency[key]
+		if d.Count < 0 || d.Count > maxCount {
+			return fmt.Errorf("%s: a count of %d: %w", key, d.Count, ErrBadResult)
+		}
+		for _, v := range []float64{d.Mean, d.Std, d.Min, d.Max, d.P50, d.P90, d.P95, d.P99, d.P999} {
+			if err := bounded(key+": a figure", v, maxMS); err != nil {
+				return err
+			}
+		}
+		if d.Count == 0 {
+			continue
+		}
+		enc, ok := hists[key]
+		if !ok {
+			return fmt.Errorf("%s: %d values and no histogram: %w", key, d.Count, ErrBadResult)
+		}
+		h, err := report.DecodeSparse(enc)
+		if err != nil {
+			return fmt.Errorf("%s: %w: %w", key, err, ErrBadResult)
+		}
+		if !sameGeometry(h, ref) {
+			// Buckets of other bounds add up to no exact sum; a crafted
+			// geometry's dense sum is 1 MB a metric and a phase.
+			return fmt.Errorf("%s: a histogram of %d..%d at %d digits, not infertop's %d..%d at %d: %w", key, h.LowestTrackableValue(),
+				h.HighestTrackableValue(), h.SignificantFigures(), ref.LowestTrackableValue(), ref.HighestTrackableValue(),
+				ref.SignificantFigures(), ErrBadResult)
+		}
+		if n := h.TotalCount(); n < 1 || n > maxCount {
+			return fmt.Errorf("%s: a histogram of %d values for a count of %d: %w", key, n, d.Count, ErrBadResult)
+		}
+	}
+	return nil
+}
+
+// sameGeometry says h's buckets are ref's: added into a sum of ref's
+// geometry bucket for bucket, in one pass over them.
+func sameGeometry(h *hdr.PackedHistogram, ref *hdr.Histogram) bool {
+	return h.LowestTrackableValue() == ref.LowestTrackableValue() && h.HighestTrackableValue() == ref.HighestTrackableValue() &&
+		h.SignificantFigures() == ref.SignificantFigures()
+}
+
+// counted holds a phase to sent = completed + failed + incomplete + in
+// flight, every count and token count non-negative and within maxCount:
+// a finished run's result has none in flight, a running agent's (its
+// /result) those it was waiting for.
+func counted(p report.PhaseJSON) error {
+	for _, n := range counters(&p) {
+		if *n < 0 || *n > maxCount {
+			return fmt.Errorf("a count of %d: %w", *n, ErrBadResult)
 		}
 	}
 	if p.Sent < p.Completed+p.Failed+p.Incomplete {
@@ -151,17 +323,28 @@ func (m *Merged) Write(w io.Writer) error {
 	return report.WriteMerged(w, m.Result, m.MaxConcurrency)
 }
 
-// Merge merges two or more results.
+// Merge merges two or more results. The refused (Input.Refused), a
+// result that is another's again (the same run given twice, a file and
+// its copy) and, unless opt.Gaps or opt.Force, a second share of one
+// index are left out, each named in infertop.merged.refused: their
+// requests would count twice. Fewer than two left (one, with opt.One)
+// is an error naming them.
 func Merge(ins []Input, opt Options) (*Merged, error) {
+	ins, refused := admit(ins, opt)
 	if len(ins) < 2 && !(opt.One && len(ins) == 1) {
-		return nil, fmt.Errorf("merge: %d results, want two or more: %w", len(ins), ErrBadResult)
+		why := ""
+		if len(refused) > 0 {
+			why = fmt.Sprintf(" (%d refused: %s)", len(refused), strings.Join(refused[:min(len(refused), 3)], "; "))
+		}
+		return nil, fmt.Errorf("merge: %d results%s, want two or more: %w", len(ins), why, ErrBadResult)
 	}
 	first := &ins[0].Result
 	var forced []string
 	for _, in := range ins[1:] {
 		for _, d := range Differences(first, &in.Result) {
 			if !opt.Force {
-				return nil, fmt.Errorf("merge: %s and %s: %s: %w (--force merges them anyway)", ins[0].Name, in.Name, d, ErrNotMergeable)
+				return nil, fmt.Errorf("merge: %s and %s: %s: %w (--force merges them anyway)", sanitize.Short(ins[0].Name, maxNameBytes),
+					sanitize.Short(in.Name, maxNameBytes), d, ErrNotMergeable)
 			}
 			forced = append(forced, in.Name+": "+d)
 		}
@@ -176,7 +359,7 @@ func Merge(ins []Input, opt Options) (*Merged, error) {
 	out := &m.Result
 	out.Manifest = first.Manifest
 	out.Histograms = &report.HistogramsJSON{Encoding: report.HistogramEncoding, Run: map[string]string{}, Phases: []report.PhaseHistogramsJSON{}}
-	out.Merged = &report.MergedJSON{Series: report.MergedSeries, Forced: forced}
+	out.Merged = &report.MergedJSON{Series: report.MergedSeries, Forced: forced, Refused: refused}
 	out.Phases = []report.PhaseJSON{}
 	out.ErrorsByClass = classes()
 	var runs []part
@@ -233,8 +416,9 @@ func Merge(ins []Input, opt Options) (*Merged, error) {
 	out.Trace = mergeTrace(ins)
 	out.SLO, out.SLOHeld = []report.VerdictJSON{}, true
 	exprs := objectives(ins)
-	if len(exprs) > maxObjectives {
-		return nil, fmt.Errorf("merge: %d objectives in the runs, %w (the most is %d)", len(exprs), ErrBadResult, maxObjectives)
+	if len(exprs) > maxObjectives { // each run's are within it (Decode): the first runs' are checked
+		out.Merged.Forced = append(out.Merged.Forced, fmt.Sprintf("%d objectives in the runs: the first %d checked", len(exprs), maxObjectives))
+		exprs = exprs[:maxObjectives]
 	}
 	if len(exprs) > 0 {
 		vs, err := report.CheckMerged(exprs, out.Run, out.Phases)
@@ -249,27 +433,88 @@ func Merge(ins []Input, opt Options) (*Merged, error) {
 	return m, nil
 }
 
+// admit is ins less the results a merge leaves out, and why each is, in
+// a line: those refused already, those that are another's again, and a
+// second share of one index (unless opt.Gaps or opt.Force).
+func admit(ins []Input, opt Options) ([]Input, []string) {
+	var out []Input
+	var refused []string
+	seen := map[[sha256.Size]byte]string{}
+	shares := map[string]string{}
+	for _, in := range ins {
+		name := sanitize.Short(in.Name, maxNameBytes)
+		if in.Refused != nil {
+			// Decode's error names the file already.
+			refused = append(refused, sanitize.Short(strings.TrimPrefix(in.Refused.Error(), "merge: "), maxWhyBytes))
+			continue
+		}
+		fp := fingerprint(&in.Result)
+		if first, ok := seen[fp]; ok {
+			refused = append(refused, fmt.Sprintf("%s: the same run as %s (counted once)", name, first))
+			continue
+		}
+		seen[fp] = name
+		st := in.Result.Manifest.Settings
+		if index, ok := st["index"]; ok && st["of"] != "" && !opt.Gaps && !opt.Force {
+			share := index + " of " + st["of"]
+			if first, ok := shares[share]; ok {
+				refused = append(refused, fmt.Sprintf("%s: index %s again, as %s's: two runs of one share (--force merges them)",
+					name, sanitize.Short(share, 40), first))
+				continue
+			}
+			shares[share] = name
+		}
+		out = append(out, in)
+	}
+	return out, refused
+}
+
+// maxNameBytes and maxWhyBytes bound a result's name and a refusal's
+// reason in a line.
+const (
+	maxNameBytes = 200
+	maxWhyBytes  = 300
+)
+
+// fingerprint tells a run from any other: its manifest (its start to
+// the nanosecond, seed and settings), its run's and phases' figures, its
+// replay's and its run's histograms. Two results of one fingerprint are
+// one run given twice.
+func fingerprint(r *report.InfertopJSON) [sha256.Size]byte {
+	b, _ := json.Marshal(struct { // of values Decode took, a map's keys sorted: it does not fail
+		M report.Manifest
+		R report.PhaseJSON
+		P []report.PhaseJSON
+		T *report.TraceJSON
+		H map[string]string
+	}{r.Manifest, r.Run, r.Phases, r.Trace, r.Histograms.Run})
+	return sha256.Sum256(b)
+}
+
 // Differences name what makes b another load than a (what Merge refuses
 // unless forced): the endpoint, the starting knobs, the version that
 // measured it.
 func Differences(a, b *report.InfertopJSON) []string {
 	var out []string
 	am, bm := a.Manifest, b.Manifest
+	// A result is someone else's file: what it names is shown sanitised
+	// and cut (a crafted URL would clear a terminal, or fill it).
+	txt := func(s string) string { return sanitize.Short(s, maxNameBytes) }
 	if am.URL != bm.URL || am.API != bm.API {
-		out = append(out, fmt.Sprintf("another endpoint (%s %s, not %s %s)", bm.API, bm.URL, am.API, am.URL))
+		out = append(out, fmt.Sprintf("another endpoint (%s %s, not %s %s)", txt(bm.API), txt(bm.URL), txt(am.API), txt(am.URL)))
 	}
 	if am.Model != bm.Model || am.Stream != bm.Stream {
-		out = append(out, fmt.Sprintf("another model or streaming (%q stream=%t, not %q stream=%t)", bm.Model, bm.Stream, am.Model, am.Stream))
+		out = append(out, fmt.Sprintf("another model or streaming (%q stream=%t, not %q stream=%t)", txt(bm.Model), bm.Stream, txt(am.Model), am.Stream))
 	}
 	switch {
 	case agents(a) != agents(b):
-		out = append(out, fmt.Sprintf("shares of another load (agents: %q, not %q)", agents(b), agents(a)))
+		out = append(out, fmt.Sprintf("shares of another load (agents: %q, not %q)", txt(agents(b)), txt(agents(a))))
 	case agents(a) != "":
 		// Shares of one load: each its part of the knobs, the whole as
 		// given the same.
 		for _, k := range wholeSettings {
 			if am.Settings[k] != bm.Settings[k] {
-				out = append(out, fmt.Sprintf("other knobs (--%s %q, not %q)", k, bm.Settings[k], am.Settings[k]))
+				out = append(out, fmt.Sprintf("other knobs (--%s %q, not %q)", k, txt(bm.Settings[k]), txt(am.Settings[k])))
 			}
 		}
 		if shareKnobs(am.Knobs) != shareKnobs(bm.Knobs) {
@@ -282,7 +527,7 @@ func Differences(a, b *report.InfertopJSON) []string {
 		out = append(out, "another kind of load (a trace replay or sessions, and not)")
 	}
 	if am.Version != bm.Version {
-		out = append(out, fmt.Sprintf("another version (%q, not %q)", bm.Version, am.Version))
+		out = append(out, fmt.Sprintf("another version (%q, not %q)", txt(bm.Version), txt(am.Version)))
 	}
 	return out
 }
@@ -477,7 +722,9 @@ var distQuantiles = []float64{50, 90, 95, 99, 99.9}
 // the sum's encoding too, so a merged result merges again.
 func mergeDist(parts []part, key string) (report.DistJSON, string, error) {
 	var out report.DistJSON
-	var sum *hdr.Histogram
+	// Sparse: the time and memory of a merge grow with the buckets the
+	// runs hold, not with their histograms' geometry.
+	var sum *hdr.PackedHistogram
 	var s1, s2 float64 // Σ n·mean and Σ n·(std² + mean²), in ms
 	for _, p := range parts {
 		d := p.phase.Latency[key]
@@ -491,7 +738,7 @@ func mergeDist(parts []part, key string) (report.DistJSON, string, error) {
 		if !ok {
 			return out, "", fmt.Errorf("%s: %d values and no histogram: %w", p.name, d.Count, ErrBadResult)
 		}
-		h, err := report.DecodeHistogram(enc)
+		h, err := report.DecodeSparse(enc)
 		if err != nil {
 			return out, "", fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -527,7 +774,7 @@ func mergeDist(parts []part, key string) (report.DistJSON, string, error) {
 	q := sum.ValueAtPercentilesSlice(distQuantiles)
 	pick := func(i int) float64 { return float64(min(max(q[i], lo), hi)) / 1000 }
 	out.P50, out.P90, out.P95, out.P99, out.P999 = pick(0), pick(1), pick(2), pick(3), pick(4)
-	enc, err := sum.Encode(hdr.V2CompressedEncodingCookieBase)
+	enc, err := sum.Encode()
 	if err != nil {
 		return out, "", fmt.Errorf("encode: %w", err)
 	}

@@ -126,7 +126,12 @@ func TestMergeExact(t *testing.T) {
 	if _, err := Merge([]Input{again, decoded(t, "a", fixture(t, knobs4, a))}, Options{}); !errors.Is(err, ErrNotMergeable) {
 		t.Errorf("a merge beside one of its parts: %v", err)
 	}
-	m4, err := Merge([]Input{again, again}, Options{})
+	if _, err := Merge([]Input{again, again}, Options{}); err == nil || !strings.Contains(err.Error(), "the same run as ab (counted once)") {
+		t.Errorf("one result twice: %v", err)
+	}
+	later := again // another run of the same figures
+	later.Result.Manifest.Start = later.Result.Manifest.Start.Add(time.Second)
+	m4, err := Merge([]Input{again, later}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
