@@ -2,9 +2,12 @@ package fleet
 
 import (
 	"crypto/x509"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"math"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/infertop/infertop/agent"
@@ -45,7 +48,7 @@ func TestUnreachableSaysWhy(t *testing.T) {
 		{"a name mismatch", host(tlsSrv.URL), "certificate", func(c *Config) { c.PlainLoopback, c.RootCAs, c.ServerName = false, pool, "agent.example" }},
 		{"a self-signed certificate", host(tlsSrv.URL), "certificate", func(c *Config) { c.PlainLoopback = false }},
 		{"TLS to a plain agent", host(plain.URL), "plain HTTP, not TLS", func(c *Config) { c.PlainLoopback = false }},
-		{"a state past 64 KB", host(huge.URL), "past 65536 bytes", nil},
+		{"a state past 64 KB", host(huge.URL), "past the bytes read (65536)", nil},
 		{"a redirect", host(redirect.URL), "redirect", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -132,5 +135,216 @@ func TestSeqNoWrap(t *testing.T) {
 	}
 	if out, _ := f.control(); out.c.Seq == 0 || !out.c.Finish {
 		t.Errorf("the control sent: %+v", out.c)
+	}
+}
+
+// heapPeak runs fn and returns the most the heap in use rose above its
+// level before, sampled every few milliseconds.
+func heapPeak(fn func()) uint64 {
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var top atomic.Uint64
+	quit, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			var now runtime.MemStats
+			runtime.ReadMemStats(&now)
+			if now.HeapInuse > before.HeapInuse && now.HeapInuse-before.HeapInuse > top.Load() {
+				top.Store(now.HeapInuse - before.HeapInuse)
+			}
+			select {
+			case <-quit:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	fn()
+	close(quit)
+	<-sampled
+	return top.Load()
+}
+
+// TestResultBounded: an agent's endless /result costs the follower a
+// bounded read, refused by name; a result padded with what no result
+// holds is merged and kept without its padding.
+func TestResultBounded(t *testing.T) {
+	endless := newFake(t, testToken, state(0, 2), nil)
+	endless.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/result" {
+			agentHandler(endless).ServeHTTP(w, r)
+			return
+		}
+		w.Write([]byte(`{"infertop":{"pad":"`))
+		chunk := []byte(strings.Repeat("x", 1<<16))
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	honest := result(t, 10, 5, 0)
+	padded := append([]byte(`{"padding":"`+strings.Repeat("p", 10<<20)+`",`), honest[1:]...)
+	pad := newFake(t, testToken, state(1, 2), padded)
+	var v View
+	peak := heapPeak(func() {
+		f := follow(t, endless.addr()+","+pad.addr(), func(c *Config) { c.Timeout, c.LostAfter = 5*time.Second, 20*time.Second }) // 32 MB read
+		v = waitView(t, f, "the endless result refused", func(v View) bool {
+			return strings.Contains(byAddr(v, endless.addr()).Why, "past") && byAddr(v, pad.addr()).Result != nil
+		})
+		f.Stop()
+	})
+	t.Logf("an endless /result: %d MB of heap at the peak; %s", peak>>20, byAddr(v, endless.addr()).Why)
+	if peak > 150<<20 {
+		t.Errorf("an endless /result: %d MB of heap", peak>>20)
+	}
+	a := byAddr(v, pad.addr())
+	if n := len(a.Raw); n == 0 || n > 1<<20 || strings.Contains(string(a.Raw), "ppp") {
+		t.Errorf("the padded result kept: %d bytes", n)
+	}
+	var top map[string]json.RawMessage // a whole result: vLLM's keys beside infertop's
+	if err := json.Unmarshal(a.Raw, &top); err != nil || top["sent"] == nil || top["infertop"] == nil || top["padding"] != nil {
+		t.Errorf("the result kept: %v, keys %d", err, len(top))
+	}
+}
+
+// agentHandler is f's agent.Handler, as newFake serves it.
+func agentHandler(f *fake) http.Handler {
+	return agent.NewHandler([]byte(testToken), func() agent.State {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		s := f.st
+		s.Now = time.Now()
+		return s
+	}, nil, nil)
+}
+
+// TestStartsAtEveryPoll: an agent saying its load started again at
+// every poll keeps at most maxRestarts runs, is refused past them, and
+// its one result is merged once.
+func TestStartsAtEveryPoll(t *testing.T) {
+	a := newFake(t, testToken, state(0, 1), result(t, 10, 5, 0))
+	a.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.set(func(s *agent.State) { s.Started = s.Started.Add(time.Millisecond) }) // a new start at every request
+		agentHandler(a).ServeHTTP(w, r)
+	})
+	a.srv.Config.Handler = withResult(a, a.srv.Config.Handler)
+	f := follow(t, a.addr(), nil)
+	refused := func(v View) string { // its runs share its address: the live one's word
+		for _, ag := range v.Agents {
+			if ag.Status == report.AgentRefused {
+				return ag.Why
+			}
+		}
+		return ""
+	}
+	waitView(t, f, "the agent refused", func(v View) bool { return refused(v) != "" })
+	time.Sleep(300 * time.Millisecond) // some 15 polls more
+	v := f.Latest()
+	t.Logf("%d runs kept: %s", len(v.Agents), refused(v))
+	if len(v.Agents) > maxRestarts+1 {
+		t.Errorf("%d runs kept of one agent", len(v.Agents))
+	}
+	m, err := Merge(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Result.Run.Sent; got != 10 {
+		t.Errorf("sent %d, want its one result's 10 (refused: %q)", got, m.Result.Merged.Refused)
+	}
+}
+
+// withResult is h with f's /result served (agentHandler serves none).
+func withResult(f *fake, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/result" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		f.mu.Lock()
+		res, final := f.res, f.st.Final
+		f.mu.Unlock()
+		if final {
+			w.Header().Set(agent.ResultHeader, agent.ResultFinal)
+		}
+		w.Write(res)
+	})
+}
+
+// TestHostileResultRefused: an agent whose result the merge cannot take
+// (70 objectives) is refused by name, and the honest agent's figures
+// are merged.
+func TestHostileResultRefused(t *testing.T) {
+	honest := newFake(t, testToken, state(0, 2), result(t, 10, 5, 0))
+	var f report.File
+	if err := json.Unmarshal(result(t, 30, 9, 0), &f); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 70 {
+		f.Infertop.SLO = append(f.Infertop.SLO, report.VerdictJSON{Expr: fmt.Sprintf("ttft_p99 <= %dms", i+1)})
+	}
+	bad, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := newFake(t, testToken, state(1, 2), bad)
+	fl := follow(t, honest.addr()+","+hostile.addr(), nil)
+	waitView(t, fl, "the hostile agent refused", func(v View) bool { return byAddr(v, hostile.addr()).Status == report.AgentRefused })
+	honest.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	v := waitView(t, fl, "the fleet over", func(v View) bool { return v.Done })
+	if a := byAddr(v, hostile.addr()); !strings.Contains(a.Why, "70 objectives") {
+		t.Errorf("refused for %q", a.Why)
+	}
+	m, err := Merge(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Result.Run.Sent != 10 {
+		t.Errorf("merged sent %d, want the honest agent's 10", m.Result.Run.Sent)
+	}
+}
+
+// TestTwoOfOneIndexAtTheEnd: two agents of one index, the later refused
+// while both run, stay one share at the end: the earlier's last word
+// merged, the other's not.
+func TestTwoOfOneIndexAtTheEnd(t *testing.T) {
+	first := newFake(t, testToken, state(0, 1), result(t, 76, 5, 0))
+	later := state(0, 1)
+	later.Started = time.Now()
+	second := newFake(t, testToken, later, result(t, 76, 6, 0))
+	f := follow(t, first.addr()+","+second.addr(), nil)
+	waitView(t, f, "the later refused", func(v View) bool { return byAddr(v, second.addr()).Status == report.AgentRefused })
+	first.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	waitView(t, f, "the first done", func(v View) bool { return byAddr(v, first.addr()).Status == report.AgentDone })
+	second.set(func(s *agent.State) { s.Final, s.Done = true, true })
+	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
+	m, err := Merge(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Result.Run.Sent != 76 {
+		t.Errorf("sent %d for one share of 76 (%s: %s)", m.Result.Run.Sent, byAddr(v, second.addr()).Status, byAddr(v, second.addr()).Why)
+	}
+}
+
+// TestFinalWithoutResult: an agent that says its run is over and answers
+// /result with 500 is lost after LostAfter, with why; the follow ends.
+func TestFinalWithoutResult(t *testing.T) {
+	st := state(0, 1)
+	st.Final, st.Done = true, true
+	a := newFake(t, testToken, st, nil)
+	a.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/result" {
+			http.Error(w, "no", http.StatusInternalServerError)
+			return
+		}
+		agentHandler(a).ServeHTTP(w, r)
+	})
+	f := follow(t, a.addr(), nil)
+	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
+	if ag := byAddr(v, a.addr()); ag.Status != report.AgentLost || !strings.Contains(ag.Why, "HTTP 500") {
+		t.Errorf("%s: %s", ag.Status, ag.Why)
 	}
 }

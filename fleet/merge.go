@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,9 +30,17 @@ func Merge(v View) (*report.MergedResult, error) { return mergeView(v, false) }
 // the agents waits for them), the others' counted incomplete.
 func mergeView(v View, live bool) (*report.MergedResult, error) {
 	var ins []reportmerge.Input
+	seen := map[[sha256.Size]byte]bool{}
 	for _, a := range v.Agents {
 		if a.Result == nil || a.Status == report.AgentRefused {
 			continue
+		}
+		// One result under two runs (an agent that says it started
+		// again, and serves the same) is merged once.
+		if fp := reportmerge.Fingerprint(&a.Result.Result); seen[fp] {
+			continue
+		} else {
+			seen[fp] = true
 		}
 		in := *a.Result
 		if !a.Final && !(live && a.Status == report.AgentRunning) {

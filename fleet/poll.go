@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -30,6 +31,21 @@ import (
 // MaxStateBytes bounds an agent's /state.
 const MaxStateBytes = 64 << 10
 
+// MaxResultBytes and MaxResultValues bound an agent's /result, far below
+// a result file's (report.MaxResultBytes): the follower holds every
+// agent's, and decoding costs some 20 bytes a value. An agent's result
+// is its run's figures, histograms and seconds: hours of a run are a few
+// MB.
+const (
+	MaxResultBytes  = 32 << 20
+	MaxResultValues = 2 << 20
+)
+
+// maxKeptResult bounds an agent's result kept for infertop.agents, as
+// re-encoded from what was decoded (what the agent padded it with, in
+// fields no result has or in white space, is gone).
+const maxKeptResult = 8 << 20
+
 // observation is what one poll found.
 type observation struct {
 	addr   string
@@ -39,6 +55,11 @@ type observation struct {
 	result *merge.Input
 	raw    []byte
 	final  bool
+	// resultErr is why its /result was not taken: badResult says it
+	// came and is no result this follower merges (the agent is refused
+	// by name), else it did not come (HTTP 500, a timeout).
+	resultErr error
+	badResult bool
 	// resultPhase is the phase the agent's state named just before its
 	// result was asked for: the result holds that phase at the least.
 	resultPhase int
@@ -76,8 +97,8 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
 		o.at = cfg.Now()
 		var st agent.State
 		if err == nil {
-			if jerr := json.Unmarshal(b, &st); jerr != nil {
-				err = fmt.Errorf("its /state: %w", jerr)
+			if st, err = decodeState(b); err != nil {
+				err = fmt.Errorf("its /state: %w", err)
 			}
 		}
 		if err != nil {
@@ -106,20 +127,28 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
 				// Within half the silence that makes an agent lost: a
 				// poll ends, answered or failed, before the agent could
 				// be called lost while it was answering.
-				raw, h, rerr := f.get(ctx, client, base+"/result", report.MaxResultBytes, min(4*cfg.Timeout, cfg.LostAfter/2))
+				raw, h, rerr := f.get(ctx, client, base+"/result", MaxResultBytes, min(4*cfg.Timeout, cfg.LostAfter/2))
+				if rerr == nil && len(raw) == 0 {
+					rerr = errEmptyResult // none yet, as a 503 says: no refusal
+				}
 				if rerr == nil {
-					in, derr := merge.Decode(fmt.Sprintf("agent %d (%s)", st.Index, a.HostPort), raw)
+					in, derr := merge.DecodeWithin(fmt.Sprintf("agent %d (%s)", st.Index, a.HostPort), raw, MaxResultBytes, MaxResultValues)
+					raw = nil // decoded: its bytes go
 					if derr == nil {
 						// Final by the answer's own word: the run may have
 						// ended between the state and the result.
-						o.result, o.raw, o.final = &in, raw, h.Get(agent.ResultHeader) == agent.ResultFinal
+						o.result, o.raw, o.final = &in, kept(in), h.Get(agent.ResultHeader) == agent.ResultFinal
 						o.resultPhase = st.Phase
 					} else {
-						rerr = derr
+						rerr, o.badResult = derr, true
 					}
 				}
+				if errors.Is(rerr, errPastLimit) {
+					o.badResult = true // it came, too large to be one
+				}
 				if rerr != nil && ctx.Err() == nil {
-					cfg.Logf("fleet: the agent at %s: %v", a.HostPort, rerr)
+					o.resultErr = rerr
+					cfg.Logf("fleet: the agent at %s: %s", a.HostPort, sanitize.Short(rerr.Error(), 300))
 				}
 			}
 		}
@@ -199,17 +228,67 @@ func (f *Fleet) sendControl(ctx context.Context, client *http.Client, base strin
 	if err != nil {
 		return agent.State{}, err
 	}
-	var after agent.State
-	if err := json.Unmarshal(b, &after); err != nil {
+	after, err := decodeState(b)
+	if err != nil {
 		return agent.State{}, fmt.Errorf("control: its answer: %w", err)
 	}
 	return after, nil
+}
+
+// kept is an agent's result as infertop.agents keeps it: re-encoded from
+// what was decoded (its padding gone), nil past maxKeptResult.
+func kept(in merge.Input) []byte {
+	b, err := report.EncodeResult(in.Result, in.MaxConcurrency)
+	if err != nil || len(b) > maxKeptResult {
+		return nil
+	}
+	return b
+}
+
+// maxStateCount bounds the counts of an agent's state (the follower sums
+// them over up to MaxAddresses agents) and maxStateMS its ages.
+const (
+	maxStateCount = 1 << 48
+	maxStateMS    = 1e12
+)
+
+// errState is a /state refused.
+var errState = errors.New("no agent's state")
+
+// decodeState decodes and checks an agent's /state (or its answer to a
+// control): one JSON object of agent.State, its counts within
+// 0..maxStateCount, its ages finite and within maxStateMS. Its share,
+// version and control seq are the roster's to judge (roster.foreign).
+func decodeState(b []byte) (agent.State, error) {
+	var st agent.State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return agent.State{}, fmt.Errorf("%w: %w", errState, err)
+	}
+	s := st.Streams
+	for _, n := range []int64{st.Sent, st.Completed, st.Failed, st.Incomplete, st.InFlight, st.Scheduled, int64(st.Backlog), int64(st.Phase),
+		int64(st.Concurrency), int64(st.PromptTokens), int64(st.OutputTokens), int64(s.Waiting), int64(s.Generating), int64(s.Stalled)} {
+		if n < 0 || n > maxStateCount {
+			return agent.State{}, fmt.Errorf("%w: a count of %d", errState, n)
+		}
+	}
+	for _, v := range []float64{st.Rate, st.OffsetMS, st.TTFTP99MS, s.OldestWaitingMS, s.OldestGeneratingMS, s.LongestStallMS} {
+		if math.IsNaN(v) || math.Abs(v) > maxStateMS {
+			return agent.State{}, fmt.Errorf("%w: a figure of %g", errState, v)
+		}
+	}
+	return st, nil
 }
 
 var errDenied = errors.New("the token was refused")
 
 // errRedirect is an agent's redirect: none is followed.
 var errRedirect = errors.New("a redirect, not followed")
+
+// errPastLimit is an answer past the bytes read of it.
+var errPastLimit = errors.New("past the bytes read")
+
+// errEmptyResult is a /result answered with nothing.
+var errEmptyResult = errors.New("result: empty")
 
 // errNotFound is an HTTP 404: a path the agent does not serve.
 var errNotFound = errors.New("HTTP 404")
@@ -299,7 +378,7 @@ func (f *Fleet) do(ctx context.Context, c *http.Client, method, url string, body
 		return nil, nil, fmt.Errorf("%s: %w", strings.TrimPrefix(req.URL.Path, "/"), err)
 	}
 	if len(b) > limit {
-		return nil, nil, fmt.Errorf("%s: past %d bytes", strings.TrimPrefix(req.URL.Path, "/"), limit)
+		return nil, nil, fmt.Errorf("%s: %w (%d)", strings.TrimPrefix(req.URL.Path, "/"), errPastLimit, limit)
 	}
 	return b, resp.Header, nil
 }

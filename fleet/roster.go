@@ -45,7 +45,21 @@ type member struct {
 	// other says why its load is not the others' ("": it is); logged
 	// says that was told to Logf.
 	other, logged string
+	// restarts counts the starts of its load again at its address
+	// (each kept as a member of its own, at most maxRestarts).
+	restarts int
+	// resultFailing is since when its /result has failed while its
+	// state says the run is over (zero: it has not); gaveUp says it was
+	// called lost for it, and is polled no more.
+	resultFailing time.Time
+	resultWhy     string
+	gaveUp        bool
 }
+
+// maxRestarts bounds the starts again of one address's load that are
+// kept (each its last result, merged): a container restarted now and
+// then, not an agent that says it started at every poll.
+const maxRestarts = 8
 
 // newRoster is a roster of no agent yet, its view started at now.
 func newRoster(cfg Config, now time.Time) *roster {
@@ -75,7 +89,12 @@ func (r *roster) found(res resolution, now time.Time) []Addr {
 // observe takes one poll's observation at now.
 func (r *roster) observe(o observation, now time.Time) {
 	m := r.members[o.addr]
-	if m == nil || m.Status == report.AgentRefused || m.Status == report.AgentReplaced {
+	if m == nil || m.Status == report.AgentRefused || m.Status == report.AgentReplaced || m.gaveUp {
+		return
+	}
+	if st := o.state; st != nil && o.err == nil && startedAgain(m.Agent, *st) && m.restarts >= maxRestarts {
+		r.refuse(m, fmt.Sprintf("its load started again more than %d times at this address: no restarted container does", maxRestarts))
+		r.lastChange = now
 		return
 	}
 	if st := o.state; st != nil && o.err == nil && startedAgain(m.Agent, *st) {
@@ -86,9 +105,11 @@ func (r *roster) observe(o observation, now time.Time) {
 		r.members[o.addr+" "+m.State.Started.Format(time.RFC3339Nano)] = &member{Agent: old}
 		r.cfg.Logf("fleet: the agent at %s started its load again: %s", m.Addr, old.Why)
 		m.Agent = Agent{Addr: m.Addr, ServerName: m.ServerName, Status: report.AgentWaiting, Added: m.Added}
+		m.restarts++
+		m.resultFailing = time.Time{}
 		r.lastChange = now
 	}
-	if r.fold(m, o) {
+	if r.fold(m, o, now) {
 		r.lastChange = now
 	}
 	if !r.clockSet && m.HasState && m.Status != report.AgentRefused {
@@ -164,9 +185,9 @@ func (r *roster) sendable(addr string) bool {
 	return m != nil && !r.cfg.Canary && m.HasState && m.other == "" && m.Status != report.AgentRefused && m.Status != report.AgentReplaced
 }
 
-// fold takes one poll's observation into m; it says whether m's status
-// changed.
-func (r *roster) fold(m *member, o observation) bool {
+// fold takes one poll's observation into m at now; it says whether m's
+// status changed.
+func (r *roster) fold(m *member, o observation, now time.Time) bool {
 	before := m.Status
 	if o.err != nil {
 		m.LastErr = sanitize.Text(o.err.Error())
@@ -198,6 +219,22 @@ func (r *roster) fold(m *member, o observation) bool {
 		m.SecondsErr = ""
 	case o.secErr != "":
 		m.SecondsErr = o.secErr
+	}
+	if o.badResult {
+		// Its result came and is none this follower merges: refused by
+		// name, as an agent of another load is; the others are merged.
+		why := strings.TrimPrefix(strings.TrimPrefix(o.resultErr.Error(), "merge: "), "result: ")
+		r.refuse(m, "its result: "+sanitize.Short(why, maxWhyBytes))
+		return true
+	}
+	switch {
+	case o.resultErr == nil || !m.State.Final:
+		m.resultFailing = time.Time{}
+	case m.resultFailing.IsZero():
+		m.resultFailing = now
+	}
+	if o.resultErr != nil {
+		m.resultWhy = sanitize.Short(o.resultErr.Error(), maxWhyBytes)
 	}
 	if o.result != nil {
 		m.Result, m.Raw, m.ResultPhase = o.result, o.raw, o.resultPhase
@@ -320,7 +357,12 @@ func (r *roster) replace(now time.Time) bool {
 				m.other = fmt.Sprintf(twice, last.Addr, i)
 			case same:
 				last.other = fmt.Sprintf(twice, m.Addr, i)
-			case m.Status == report.AgentReplaced || m.Status == report.AgentDone:
+			case m.Status == report.AgentReplaced:
+			case m.Status == report.AgentDone && m.Addr == last.Addr: // its load at this address started again: both runs kept
+			case m.Status == report.AgentDone:
+				// Its last word is in the merge: another agent of its
+				// index, whenever it ends, would count the share twice.
+				last.other = fmt.Sprintf("index %d was run by %s too, to its end: two agents of one share", i, m.name())
 			case r.silent(m, now):
 				m.Status = report.AgentReplaced
 				m.Why = fmt.Sprintf("index %d started again at %s: this pod's last result is kept (its requests in flight counted incomplete), the new one's added",
@@ -399,6 +441,15 @@ func (m *member) name() string {
 // age marks m lost or unreachable once it has been silent past the
 // bound, and says whether that changed its status.
 func (r *roster) age(m *member, now time.Time) bool {
+	if m.Status == report.AgentRunning && !m.resultFailing.IsZero() && now.Sub(m.resultFailing) >= r.cfg.LostAfter {
+		// Its state says the run is over and its last word never comes:
+		// it is waited for no longer.
+		m.Status, m.gaveUp = report.AgentLost, true
+		m.Why = fmt.Sprintf("it says its run is over, and its result failed for %s (last: %s); its requests are counted up to its last result",
+			now.Sub(m.resultFailing).Round(time.Second), orNone(m.resultWhy))
+		r.stops = append(r.stops, m.Addr)
+		return true
+	}
 	switch m.Status {
 	case report.AgentRunning:
 		if silent := now.Sub(m.LastSeen); silent >= r.cfg.LostAfter {

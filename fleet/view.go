@@ -26,7 +26,8 @@ type Agent struct {
 	// State is its last /state (HasState: one came).
 	State    agent.State
 	HasState bool
-	// Result is its last /result decoded, Raw its bytes, Final whether it
+	// Result is its last /result decoded, Raw it re-encoded (none of the
+	// agent's padding; nil past maxKeptResult), Final whether it
 	// is the last word. ResultPhase is the phase its state named just
 	// before that result was asked for: the result was built in it or
 	// later, so every phase before it is in the result as far as the

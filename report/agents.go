@@ -79,7 +79,9 @@ type AgentJSON struct {
 	// LastSeen is when it last answered (absent: never).
 	LastSeen *time.Time `json:"last_seen,omitempty"`
 	// Result is its last result, a whole run JSON as its /result served
-	// it (absent when none was fetched, or it was refused).
+	// it, re-encoded from what the follower decoded (fields no result
+	// has dropped); absent when none was fetched, it was refused, or it
+	// was past what the follower keeps (or the file's bound: Trimmed).
 	Result json.RawMessage `json:"result,omitempty"`
 }
 

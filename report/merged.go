@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/slo"
 )
 
@@ -130,6 +132,22 @@ func writeMerged(w io.Writer, inf InfertopJSON, maxConcurrency, maxBytes, maxVal
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil
+}
+
+// EncodeResult encodes a decoded result again, as a result file in one
+// line: vLLM's keys from its run, and its infertop object as this
+// version reads it (what else the file held is gone: a follower keeps
+// an agent's result so, never the bytes the agent padded it with).
+func EncodeResult(inf InfertopJSON, maxConcurrency int) ([]byte, error) {
+	top := vllmKeys(inf.Manifest, inf.Run, max(maxConcurrency, 1))
+	top["infertop"] = inf
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(top); err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	return sanitize.JSON(bytes.TrimSpace(b.Bytes())), nil
 }
 
 // encodeMerged encodes a merged result as WriteMerged writes it.

@@ -94,15 +94,24 @@ func ReadResult(path string, limit int) ([]byte, error) {
 // writer's own types, once its size and its number of values are within
 // MaxResultBytes and MaxResultValues. Its histograms stay encoded: decode
 // each with DecodeHistogram.
-func DecodeFile(name string, b []byte) (*File, error) { return decodeFile(name, b, MaxResultBytes) }
+func DecodeFile(name string, b []byte) (*File, error) {
+	return DecodeWithin(name, b, MaxResultBytes, MaxResultValues)
+}
 
-// decodeFile is DecodeFile with the size cap given, for tests.
-func decodeFile(name string, b []byte, limit int) (*File, error) {
+// DecodeWithin is DecodeFile within tighter bounds: at most maxBytes
+// and maxValues (an agent's /result, which a follower holds in memory
+// for each agent).
+func DecodeWithin(name string, b []byte, maxBytes, maxValues int) (*File, error) {
+	return decodeFile(name, b, min(maxBytes, MaxResultBytes), min(maxValues, MaxResultValues))
+}
+
+// decodeFile is DecodeFile with the caps given.
+func decodeFile(name string, b []byte, limit, values int) (*File, error) {
 	if len(b) > limit {
 		return nil, fmt.Errorf("%s: %d MB, %w (the most is %d MB)", name, len(b)>>20, ErrTooLarge, limit>>20)
 	}
-	if n := CountValues(b); n > MaxResultValues {
-		return nil, fmt.Errorf("%s: %d values, %w (the most is %d)", name, n, ErrTooLarge, MaxResultValues)
+	if n := CountValues(b); n > values {
+		return nil, fmt.Errorf("%s: %d values, %w (the most is %d)", name, n, ErrTooLarge, values)
 	}
 	var f File
 	if err := json.Unmarshal(b, &f); err != nil {

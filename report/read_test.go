@@ -85,7 +85,7 @@ func TestReadResultCapped(t *testing.T) {
 // string are not values); a document without infertop's manifest is not
 // a result; a result decodes into the writer's types.
 func TestDecodeFileBounded(t *testing.T) {
-	if _, err := decodeFile("x", bytes.Repeat([]byte(" "), 100), 10); !errors.Is(err, ErrTooLarge) {
+	if _, err := decodeFile("x", bytes.Repeat([]byte(" "), 100), 10, MaxResultValues); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("a result past the cap decoded: %v", err)
 	}
 	dense := append(append([]byte(`{"a":"`), bytes.Repeat([]byte(","), 1000)...), `","b":[`...)

@@ -100,7 +100,13 @@ func ReadFiles(paths []string) ([]Input, error) {
 // Decode reads one result (b, named name), bounded as ReadFiles bounds
 // a file.
 func Decode(name string, b []byte) (Input, error) {
-	f, err := report.DecodeFile(name, b)
+	return DecodeWithin(name, b, report.MaxResultBytes, report.MaxResultValues)
+}
+
+// DecodeWithin is Decode within at most maxBytes and maxValues
+// (report.DecodeWithin): a follower holds an agent's result.
+func DecodeWithin(name string, b []byte, maxBytes, maxValues int) (Input, error) {
+	f, err := report.DecodeWithin(name, b, maxBytes, maxValues)
 	if err != nil {
 		return Input{}, fmt.Errorf("merge: %w: %w", err, ErrBadResult)
 	}
@@ -448,7 +454,7 @@ func admit(ins []Input, opt Options) ([]Input, []string) {
 			refused = append(refused, sanitize.Short(strings.TrimPrefix(in.Refused.Error(), "merge: "), maxWhyBytes))
 			continue
 		}
-		fp := fingerprint(&in.Result)
+		fp := Fingerprint(&in.Result)
 		if first, ok := seen[fp]; ok {
 			refused = append(refused, fmt.Sprintf("%s: the same run as %s (counted once)", name, first))
 			continue
@@ -476,11 +482,11 @@ const (
 	maxWhyBytes  = 300
 )
 
-// fingerprint tells a run from any other: its manifest (its start to
+// Fingerprint tells a run from any other: its manifest (its start to
 // the nanosecond, seed and settings), its run's and phases' figures, its
 // replay's and its run's histograms. Two results of one fingerprint are
 // one run given twice.
-func fingerprint(r *report.InfertopJSON) [sha256.Size]byte {
+func Fingerprint(r *report.InfertopJSON) [sha256.Size]byte {
 	b, _ := json.Marshal(struct { // of values Decode took, a map's keys sorted: it does not fail
 		M report.Manifest
 		R report.PhaseJSON
