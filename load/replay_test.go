@@ -178,3 +178,35 @@ func TestReplayLoopsAndPauses(t *testing.T) {
 	waitFor(t, eng, 120*time.Second, "the replay going on", func(n Snapshot) bool { return n.Trace.Pass*10+n.Trace.Sent > sent })
 	stop()
 }
+
+// TestBacklogBounded: a looped trace with every arrival at time 0,
+// behind one slot that never frees, grows the backlog to MaxBacklog and
+// no further; the arrivals past it are dropped at once and counted
+// (issue 40, item 11: 1.7 GB in 5 s before).
+func TestBacklogBounded(t *testing.T) {
+	t.Parallel()
+	tr := &Trace{Span: time.Millisecond, Loop: true}
+	for range 5000 {
+		tr.Entries = append(tr.Entries, TraceEntry{Input: 5, Output: 5})
+	}
+	eng, err := New(Config{Trace: tr, MaxInFlight: 1, Tick: 20 * time.Millisecond, NoCalibrate: true, Seed: 5,
+		Do: func(ctx context.Context, _ probe.Request) probe.Result {
+			<-ctx.Done()
+			return probe.Result{Class: probe.Timeout}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); eng.Run(ctx) }()
+	s := waitFor(t, eng, 120*time.Second, "arrivals dropped past the bound", func(s Snapshot) bool { return s.DroppedEver > 0 })
+	cancel()
+	<-done
+	if s.Backlog > MaxBacklog {
+		t.Errorf("a backlog of %d, past MaxBacklog %d", s.Backlog, MaxBacklog)
+	}
+	if s.ScheduledEver < int64(MaxBacklog) {
+		t.Errorf("%d scheduled, %d dropped: dropped before the backlog was full", s.ScheduledEver, s.DroppedEver)
+	}
+}
