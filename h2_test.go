@@ -205,8 +205,12 @@ func TestHostileH2RefusedCounted(t *testing.T) {
 			c := readCounts(t, path)
 			t.Logf("exit %d after %v; the server got %d POSTs on %d connections; sent %d (%d failed), retried %d",
 				r.code, r.took.Round(10*time.Millisecond), s.Posts(), s.Conns(), c.Sent, c.Failed, c.Infertop.Retried)
-			if c.Sent != 6 || c.Failed != 6 || c.Infertop.Retried != 6 {
-				t.Errorf("sent %d, failed %d, retried %d: want 6 each", c.Sent, c.Failed, c.Infertop.Retried)
+			// Each retried once by infertop, and every attempt the
+			// transport wrote again by itself counted too (issue 40,
+			// item 16: under load the server got 54 POSTs for 24 sent
+			// and 24 retried).
+			if c.Sent != 6 || c.Failed != 6 || c.Infertop.Retried < 6 {
+				t.Errorf("sent %d, failed %d, retried %d: want 6, 6 and at least 6", c.Sent, c.Failed, c.Infertop.Retried)
 			}
 			// A request whose stream the GOAWAY ended before its HEADERS
 			// were written is counted (and retried) without having

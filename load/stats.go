@@ -314,8 +314,8 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 			fn(ph)
 		}
 	}
-	if r.Retried { // sent again on a new connection: not a failure, but counted
-		both(func(p *phaseAcc) { p.retried++ })
+	if n := r.Retries(); n > 0 { // sent again (on a new connection, or by the transport): not a failure, but counted
+		both(func(p *phaseAcc) { p.retried += n })
 	}
 	c := &a.cur
 	if !r.OK() {

@@ -321,6 +321,7 @@ type timing struct {
 	dnsStart, connStart, tlsStart, firstByte time.Time
 	dns, connect, tls                        time.Duration
 	reused                                   bool
+	written                                  int // attempts written (WroteRequest)
 }
 
 func (t *timing) set(f func()) {
@@ -339,6 +340,7 @@ func (t *timing) trace() *httptrace.ClientTrace {
 		TLSHandshakeDone:     func(tls.ConnectionState, error) { t.set(func() { t.tls = time.Since(t.tlsStart) }) },
 		GotConn:              func(i httptrace.GotConnInfo) { t.set(func() { t.reused = i.Reused }) },
 		GotFirstResponseByte: func() { t.set(func() { t.firstByte = time.Now() }) },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { t.set(func() { t.written++ }) },
 	}
 }
 
@@ -363,6 +365,7 @@ func (t *timing) answered() bool {
 func (t *timing) fill(res *Result) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	res.Written = t.written
 	res.ConnReused = t.reused
 	if !t.reused {
 		res.DNS, res.Connect, res.TLS = t.dns, t.connect, t.tls
@@ -370,6 +373,13 @@ func (t *timing) fill(res *Result) {
 	if !t.firstByte.IsZero() {
 		res.TTFB = t.firstByte.Sub(res.Start)
 	}
+}
+
+// writes is how many attempts were written so far.
+func (t *timing) writes() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.written
 }
 
 // retryAfter reads a Retry-After header: seconds or an HTTP date.
@@ -465,7 +475,9 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	req.Live.Begin(res.Start)
 	req.Answer.Reset()
 	resp, err := c.http.Do(hreq)
+	written := 0 // the lost attempt's writes, before its timing is replaced
 	if err != nil && mayRetry(ctx, rctx, tr, err) {
+		written = tr.writes()
 		// A new timing: the lost attempt's trace may still be written to
 		// by a dial the transport started for it, and the fresh attempt's
 		// connection phases are the ones this request's answer paid for.
@@ -476,6 +488,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		}
 	}
 	tr.fill(&res)
+	res.Written += written
 	if err != nil {
 		res.E2E = time.Since(res.Start)
 		res.Class = classify(ctx, err, false)

@@ -78,6 +78,15 @@ func TestH2RefusedRequestsCounted(t *testing.T) {
 			if got := s.Posts(); got > 2*n || got < n {
 				t.Errorf("the server received %d POSTs for %d requests, each retried once: want %d to %d", got, n, n, 2*n)
 			}
+			// Every POST the server received is counted: the first
+			// attempts and every one written again (issue 40, item 16).
+			var counted int64 = n
+			for _, res := range results {
+				counted += res.Retries()
+			}
+			if got := int64(s.Posts()); got > counted {
+				t.Errorf("the server received %d POSTs; counted %d (%d requests and their retries)", got, counted, n)
+			}
 		})
 	}
 }

@@ -98,6 +98,12 @@ type Result struct {
 	// ConnReused are the second attempt's. The request succeeded or failed
 	// by the second attempt alone.
 	Retried bool
+	// Written counts the attempts the transport wrote, this client's
+	// retry's included (httptrace's WroteRequest): over HTTP/2 the
+	// transport may send a request again by itself (a GOAWAY before its
+	// stream was answered), and each time the server receives it, so the
+	// extra ones are counted as retries too (Retries).
+	Written int
 	// Group is the backend that answered, as Config.SplitBy reads it: the
 	// header's value, or the field's in the first message that carries it
 	// (empty: none seen, or no SplitBy). At most MaxGroupBytes, and raw:
@@ -151,4 +157,14 @@ func (r *Result) TokensPerMessage() float64 {
 		return 0
 	}
 	return float64(r.OutputTokens) / float64(r.Messages)
+}
+
+// Retries is how many times the request was sent again: every attempt
+// written past the first, and at least one when this client retried it.
+func (r Result) Retries() int64 {
+	n := int64(max(r.Written-1, 0))
+	if r.Retried {
+		n = max(n, 1)
+	}
+	return n
 }
