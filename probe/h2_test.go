@@ -39,16 +39,17 @@ func TestH2WindowOverflow(t *testing.T) {
 		if res.Class != Connection {
 			t.Errorf("request %d: %v %q: want a connection error", i, res.Class, res.Err)
 		}
-		if res.Retried {
-			retried++
-		}
+		retried += res.Retries()
 	}
 	t0 := time.Now()
 	c.Close()
 	if took := time.Since(t0); took > closeWait+time.Second {
 		t.Errorf("Close took %v", took)
 	}
-	if n := s.Posts(); n < 3 || n > 3+retried {
+	// A request that met the connection the last one's error was
+	// tearing down may never have been written (the server then got
+	// fewer than 3); every one it got is counted, a request or a retry.
+	if n := int64(s.Posts()); n < 1 || n > 3+retried {
 		t.Errorf("the server received %d POSTs for 3 requests and %d retries", n, retried)
 	}
 }
