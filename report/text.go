@@ -111,7 +111,7 @@ func writeCounts(b *strings.Builder, s load.Snapshot) {
 		fmt.Fprintf(b, "  %d requests were still in flight after the drain and were cancelled: incomplete, counted as failed in error_rate, not in the percentiles below\n", run.Incomplete)
 	}
 	if run.Retried > 0 {
-		fmt.Fprintf(b, "  %d requests were sent again on a new connection (the server closed a reused one, or refused it unprocessed); not failures\n", run.Retried)
+		fmt.Fprintf(b, "  %d attempts were sent again (on a new connection: the server closed a reused one, or refused it unprocessed); not failures\n", run.Retried)
 	}
 	if len(s.Errors) > 0 {
 		b.WriteString("  most frequent errors:\n")
