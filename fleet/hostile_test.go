@@ -197,7 +197,11 @@ func TestResultBounded(t *testing.T) {
 		f.Stop()
 	})
 	t.Logf("an endless /result: %d MB of heap at the peak; %s", peak>>20, byAddr(v, endless.addr()).Why)
-	if peak > 150<<20 {
+	// The promise is 200 MB for any hostile case; the peak of the heap
+	// in use counts garbage the collector has not yet taken, and moves
+	// with the machine (84 MB quiet, 171 MB in a busy CI run, against
+	// 700-860 MB before the bound).
+	if peak > 200<<20 {
 		t.Errorf("an endless /result: %d MB of heap", peak>>20)
 	}
 	a := byAddr(v, pad.addr())
