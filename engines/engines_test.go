@@ -126,7 +126,8 @@ func TestRenames(t *testing.T) {
 // TestFromFamilies: the families client_model holds read the same as the
 // text they came from.
 func TestFromFamilies(t *testing.T) {
-	for _, name := range []string{"vllm.txt", "vllm-sim.txt"} {
+	// (sglang.txt is OpenMetrics, which expfmt's text parser does not read.)
+	for _, name := range []string{"vllm.txt", "vllm-sim.txt", "llamacpp.txt", "tgi.txt", "trtllm.txt", "triton.txt", "dynamo.txt", "llmd.txt"} {
 		b, err := os.ReadFile("testdata/" + name)
 		if err != nil {
 			t.Fatal(err)
@@ -200,5 +201,53 @@ func TestParseLlamaCpp(t *testing.T) {
 	checkValues(t, "llamacpp.txt", r, Reading{Engine: "llamacpp", PromptTokens: has(80), GenTokens: has(24), Running: has(0), Waiting: has(0)})
 	if r.TTFT != nil || r.ITL != nil || r.E2E != nil || r.Queue != nil {
 		t.Errorf("histograms llama.cpp has not: %+v", r)
+	}
+}
+
+// TestParseEngines: each engine's page, recorded or built from its
+// vendor's documented shape (testdata/README.md), read into the figures
+// it holds.
+func TestParseEngines(t *testing.T) {
+	for _, tt := range []struct {
+		file  string
+		want  Reading
+		hists [4]float64 // TTFT, ITL, E2E, queue observations; -1 for none
+		ttft  [2]float64 // the bucket of the TTFT median
+	}{
+		{"sglang.txt", Reading{Engine: "sglang", Requests: has(100), Aborted: has(4), PromptTokens: has(51200), GenTokens: has(20480),
+			CachedPromptTokens: has(15360), Running: has(12), Waiting: has(3), KVUsage: has(0.42), CacheHitRate: has(0.31)},
+			[4]float64{100, 20380, 100, 100}, [2]float64{0.1, 0.2}},
+		{"tgi.txt", Reading{Engine: "tgi", Requests: has(120), Failed: has(6), Rejected: has(4), PromptTokens: has(42000), GenTokens: has(15000),
+			Running: has(16), Waiting: has(4)},
+			[4]float64{-1, 110, 110, 110}, [2]float64{}},
+		{"trtllm.txt", Reading{Engine: "trtllm", Requests: has(100), Aborted: has(5), Running: has(6), Waiting: has(2), KVUsage: has(0.55)},
+			[4]float64{100, 100, 100, 100}, [2]float64{0.06, 0.08}},
+		{"triton.txt", Reading{Engine: "triton", Requests: has(206), Failed: has(1), Rejected: has(3), Aborted: has(2),
+			PromptTokens: has(61800), GenTokens: has(20600), Running: has(7), Waiting: has(1), KVUsage: has(0.25)},
+			[4]float64{206, -1, -1, -1}, [2]float64{0.01, 0.1}},
+		{"dynamo.txt", Reading{Engine: "dynamo", Requests: has(100), Failed: has(3), PromptTokens: has(31000), GenTokens: has(9700),
+			Running: has(5), Waiting: has(2)},
+			[4]float64{97, 9603, 97, -1}, [2]float64{0.047, 0.1}},
+		{"llmd.txt", Reading{Engine: "llmd", Requests: has(300), Failed: has(6), PromptTokens: has(120000), GenTokens: has(36000),
+			CachedPromptTokens: has(60000), Running: has(14), Waiting: has(4), KVUsage: has(0.35)},
+			[4]float64{294, 35700, 294, 294}, [2]float64{0.1, 0.2}},
+	} {
+		r := read(t, tt.file)
+		checkValues(t, tt.file, r, tt.want)
+		for i, h := range []*Histogram{r.TTFT, r.ITL, r.E2E, r.Queue} {
+			if tt.hists[i] < 0 && h != nil || tt.hists[i] >= 0 && h.Total() != tt.hists[i] {
+				t.Errorf("%s: histogram %d of %v observations, want %v", tt.file, i, h.Total(), tt.hists[i])
+			}
+		}
+		if tt.hists[0] > 0 {
+			checkQuantile(t, tt.file+" ttft p50", r.TTFT, 0.5, tt.ttft[0], tt.ttft[1], tt.hists[0])
+		}
+		if Display(r.Engine) == "" {
+			t.Errorf("%s: no display name for %q", tt.file, r.Engine)
+		}
+	}
+	// Triton's first-response histogram is in milliseconds: read in seconds.
+	if r := read(t, "triton.txt"); r.TTFT.Bounds[0] != 0.001 || math.Abs(r.TTFT.Sum-9) > 1e-9 {
+		t.Errorf("triton ttft in seconds: %+v", r.TTFT)
 	}
 }

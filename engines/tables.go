@@ -128,6 +128,71 @@ var tables = []table{
 		{name: "vllm:e2e_request_latency_seconds", field: fE2E},
 		{name: "vllm:request_queue_time_seconds", field: fQueue},
 	}},
+	{engine: "sglang", display: "SGLang", metrics: []metric{
+		// "sglang:" names; some releases and routers write "sglang_",
+		// which the index reads as the same (canon).
+		{name: "sglang:num_requests", field: fRequests},
+		{name: "sglang:num_aborted_requests", field: fAborted},
+		{name: "sglang:prompt_tokens", field: fPrompt},
+		{name: "sglang:generation_tokens", field: fGen},
+		{name: "sglang:cached_tokens", field: fCached}, // by cache_source: device, host, storage
+		{name: "sglang:num_running_reqs", field: fRunning},
+		{name: "sglang:num_queue_reqs", field: fWaiting},
+		{name: "sglang:token_usage", field: fKV},
+		{name: "sglang:cache_hit_rate", field: fHitRate},
+		{name: "sglang:time_to_first_token_seconds", field: fTTFT},
+		{name: "sglang:inter_token_latency_seconds", field: fITL},
+		{name: "sglang:time_per_output_token_seconds", field: fITL, rank: 1},
+		{name: "sglang:e2e_request_latency_seconds", field: fE2E},
+		{name: "sglang:queue_time_seconds", field: fQueue},
+	}},
+	{engine: "tgi", display: "TGI", metrics: []metric{
+		// Text Generation Inference's router. Tokens are histograms of
+		// tokens per request (their sums the counters); no TTFT histogram.
+		{name: "tgi_request_count", field: fRequests},
+		{name: "tgi_request_failure", field: fFailed, when: cond{labels: []string{"err"}, values: []string{"overloaded"}, not: true}},
+		{name: "tgi_request_failure", field: fRejected, when: cond{labels: []string{"err"}, values: []string{"overloaded"}}},
+		{name: "tgi_request_input_length", field: fPrompt, sumOf: true},
+		{name: "tgi_request_generated_tokens", field: fGen, sumOf: true},
+		{name: "tgi_batch_current_size", field: fRunning},
+		{name: "tgi_queue_size", field: fWaiting},
+		{name: "tgi_request_mean_time_per_token_duration", field: fITL},
+		{name: "tgi_batch_forward_duration", field: fITL, rank: 1, when: cond{labels: []string{"method"}, values: []string{"decode"}}},
+		{name: "tgi_request_duration", field: fE2E},
+		{name: "tgi_request_queue_duration", field: fQueue},
+	}},
+	{engine: "trtllm", display: "TensorRT-LLM", metrics: []metric{
+		// trtllm-serve's /prometheus/metrics (and Dynamo's pass-through).
+		{name: "trtllm_request_success", field: fRequests},
+		{name: "trtllm_request_success", field: fAborted, when: finished("cancelled", "abort")},
+		{name: "trtllm_request_success", field: fFailed, when: finished("error")},
+		{name: "trtllm_num_requests_running", field: fRunning},
+		{name: "trtllm_num_requests_waiting", field: fWaiting},
+		{name: "trtllm_kv_cache_utilization", field: fKV},
+		{name: "trtllm_kv_cache_hit_rate", field: fHitRate},
+		{name: "trtllm_time_to_first_token_seconds", field: fTTFT},
+		{name: "trtllm_time_per_output_token_seconds", field: fITL},
+		{name: "trtllm_e2e_request_latency_seconds", field: fE2E},
+		{name: "trtllm_request_queue_time_seconds", field: fQueue},
+	}},
+	{engine: "triton", display: "Triton", metrics: []metric{
+		// Triton's own counters (failures by reason since 24.x) and the
+		// TensorRT-LLM backend's batch manager gauges. Its latencies are
+		// cumulative microseconds, not histograms, but for the first
+		// response's, in milliseconds.
+		{name: "nv_inference_request_success", field: fRequests},
+		{name: "nv_inference_request_failure", field: fRequests},
+		{name: "nv_inference_request_failure", field: fFailed, when: cond{labels: []string{"reason"}, values: []string{"REJECTED", "CANCELED"}, not: true}},
+		{name: "nv_inference_request_failure", field: fRejected, when: cond{labels: []string{"reason"}, values: []string{"REJECTED"}}},
+		{name: "nv_inference_request_failure", field: fAborted, when: cond{labels: []string{"reason"}, values: []string{"CANCELED"}}},
+		{name: "nv_llm_input_token_len", field: fPrompt, sumOf: true},
+		{name: "nv_llm_output_token_len", field: fGen, sumOf: true},
+		{name: "nv_trt_llm_request_metrics", field: fRunning, when: cond{labels: []string{"request_type"}, values: []string{"scheduled"}}},
+		{name: "nv_trt_llm_request_metrics", field: fWaiting, when: cond{labels: []string{"request_type"}, values: []string{"waiting"}}},
+		{name: "nv_inference_pending_request_count", field: fWaiting, rank: 1},
+		{name: "nv_trt_llm_kv_cache_block_metrics", field: fKV, when: cond{labels: []string{"kv_cache_block_type"}, values: []string{"fraction"}}},
+		{name: "nv_inference_first_response_histogram_ms", field: fTTFT, scale: 1e-3},
+	}},
 	{engine: "llamacpp", display: "llama.cpp", metrics: []metric{
 		// llama-server --metrics: no request counter, no latency histogram.
 		{name: "llamacpp:prompt_tokens", field: fPrompt},
@@ -135,6 +200,44 @@ var tables = []table{
 		{name: "llamacpp:requests_processing", field: fRunning},
 		{name: "llamacpp:requests_deferred", field: fWaiting},
 		{name: "llamacpp:kv_cache_usage_ratio", field: fKV},
+	}},
+	{engine: "dynamo", display: "Dynamo", metrics: []metric{
+		// Dynamo's HTTP frontend: every request by status, tokens as
+		// histograms per request (and a counter of output tokens).
+		{name: "dynamo_frontend_requests", field: fRequests},
+		{name: "dynamo_frontend_requests", field: fFailed, when: cond{labels: []string{"status"}, values: []string{"error"}}},
+		{name: "dynamo_frontend_input_sequence_tokens", field: fPrompt, sumOf: true},
+		{name: "dynamo_frontend_output_tokens", field: fGen},
+		{name: "dynamo_frontend_output_sequence_tokens", field: fGen, rank: 1, sumOf: true},
+		{name: "dynamo_frontend_inflight_requests", field: fRunning},
+		{name: "dynamo_frontend_queued_requests", field: fWaiting},
+		{name: "dynamo_frontend_time_to_first_token_seconds", field: fTTFT},
+		{name: "dynamo_frontend_inter_token_latency_seconds", field: fITL},
+		{name: "dynamo_frontend_request_duration_seconds", field: fE2E},
+	}},
+	{engine: "llmd", display: "llm-d", metrics: []metric{
+		// llm-d's router (the endpoint picker): the pool as its requests
+		// pass; the Gateway API Inference Extension's names before 0.9.
+		{name: "llm_d_epp_request", field: fRequests},
+		{name: "inference_objective_request", field: fRequests, rank: 1},
+		{name: "llm_d_epp_request_error", field: fFailed},
+		{name: "inference_objective_request_error", field: fFailed, rank: 1},
+		{name: "llm_d_epp_request_input_tokens", field: fPrompt, sumOf: true},
+		{name: "inference_objective_input_tokens", field: fPrompt, rank: 1, sumOf: true},
+		{name: "llm_d_epp_request_output_tokens", field: fGen, sumOf: true},
+		{name: "inference_objective_output_tokens", field: fGen, rank: 1, sumOf: true},
+		{name: "llm_d_epp_request_cached_tokens", field: fCached, sumOf: true},
+		{name: "llm_d_epp_request_running", field: fRunning},
+		{name: "inference_objective_running_requests", field: fRunning, rank: 1},
+		{name: "llm_d_epp_flow_control_queue_size", field: fWaiting},
+		{name: "llm_d_epp_average_kv_cache_utilization", field: fKV},
+		{name: "inference_pool_average_kv_cache_utilization", field: fKV, rank: 1},
+		{name: "llm_d_epp_request_ttft_seconds", field: fTTFT},
+		{name: "llm_d_epp_request_streaming_itl_seconds", field: fITL},
+		{name: "llm_d_epp_request_streaming_tpot_seconds", field: fITL, rank: 1},
+		{name: "llm_d_epp_request_duration_seconds", field: fE2E},
+		{name: "inference_objective_request_duration_seconds", field: fE2E, rank: 1},
+		{name: "llm_d_epp_flow_control_request_queue_duration_seconds", field: fQueue},
 	}},
 }
 
