@@ -41,30 +41,34 @@ func Since(prev, cur Reading) (d Reading, reset bool) {
 }
 
 // rises says whether cur can follow prev: the same bounds, and no
-// bucket's own count fell.
+// cumulative count fell. A bucket's own count that fell while the
+// cumulative ones did not is no restart: an exporter that reads its
+// buckets and its _count at two moments (the sim's did; the parse takes
+// the larger of the +Inf bucket and _count) moves an observation
+// between two buckets for one scrape, and delta takes it back.
 func rises(prev, cur *Histogram) bool {
 	if len(prev.Bounds) != len(cur.Bounds) || len(prev.Counts) != len(cur.Counts) || len(cur.Counts) != len(cur.Bounds) {
 		return false
 	}
-	below := 0.0
 	for i, b := range cur.Bounds {
 		if prev.Bounds[i] != b && !(math.IsNaN(b) && math.IsNaN(prev.Bounds[i])) {
 			return false
 		}
-		if cur.Counts[i]-prev.Counts[i] < below {
+		if cur.Counts[i] < prev.Counts[i] {
 			return false
 		}
-		below = cur.Counts[i] - prev.Counts[i]
 	}
 	return true
 }
 
 // delta is the histogram of the observations between prev and cur (rises
-// holds).
+// holds), its cumulative increments made nondecreasing (see rises).
 func delta(prev, cur *Histogram) *Histogram {
 	d := &Histogram{Bounds: cur.Bounds, Counts: make([]float64, len(cur.Counts)), Sum: max(cur.Sum-prev.Sum, 0)}
+	run := 0.0
 	for i := range cur.Counts {
-		d.Counts[i] = cur.Counts[i] - prev.Counts[i]
+		run = max(run, cur.Counts[i]-prev.Counts[i])
+		d.Counts[i] = run
 	}
 	return d
 }
