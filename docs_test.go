@@ -362,6 +362,8 @@ func guideRun(args []string) int {
 		return guideDashboard(args)
 	case (args[0] == "run" || args[0] == "agent") && !has("--agents", "--find-max", "--matrix"):
 		args = append(args, "--duration", guideCut, "--drain", "2s", "--metrics-linger", "0s")
+	case args[0] == "watch" && has("--headless") && !has("--duration"):
+		args = append(args, "--duration", guideCut)
 	}
 	return (&app{stdout: os.Stdout, stderr: os.Stderr}).run(args)
 }

@@ -106,6 +106,7 @@ func (a *app) commands() map[string]func([]string) error {
 		"report": a.runReport,
 		"merge":  a.runMerge,
 		"agent":  a.runAgent,
+		"watch":  a.runWatch,
 	}
 }
 

@@ -103,6 +103,7 @@ var first = map[string][]string{
 	"ssh":      {"listen", "controllers", "allow-any-key"},
 	"sim":      {"addr", "preset"},
 	"agent":    {"index", "of", "token-file"},
+	"watch":    {"target", "headless", "regression"},
 }
 
 // FirstNames are the names of the flags a newcomer of the command (its

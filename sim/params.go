@@ -61,6 +61,10 @@ type Params struct {
 	// Seed makes jitter, faults, the canary's share and generated text
 	// repeatable.
 	Seed uint64
+	// FineBuckets serves the latency histograms of /metrics with bounds
+	// 5 % apart instead of vLLM's (a server built with finer buckets), so
+	// a watch of it can resolve a 10 % margin; the names stay vLLM's.
+	FineBuckets bool
 	// Reasoning makes the model think before it answers, on the APIs
 	// that stream reasoning apart (chat's reasoning_content, Responses'
 	// reasoning_text, Anthropic's thinking); the zero value never does.

@@ -41,7 +41,7 @@ func New(p Params) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		p: p, sched: newScheduler(p), records: newRecordLog(1 << 16), metrics: newServerMetrics(),
+		p: p, sched: newScheduler(p), records: newRecordLog(1 << 16), metrics: newServerMetrics(p.FineBuckets),
 		stopped: make(chan struct{}), mux: http.NewServeMux(), created: time.Now().Unix(),
 	}
 	if !p.Canary.IsZero() {

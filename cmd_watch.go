@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/dashboard"
+	"github.com/infertop/infertop/termguard"
+	"github.com/infertop/infertop/watch"
+	"github.com/infertop/infertop/watch/watchflag"
+)
+
+const watchSynopsis = `Usage: infertop watch [GROUP=ADDR,ADDR ...] [flags]
+
+Follows every server of a fleet through its own /metrics, sending
+nothing to the model: per group (a revision), the requests, tokens,
+errors, queue, KV cache and the servers' TTFT, ITL and E2E percentiles
+as the bucket bounds they are, and the canary group judged against the
+baseline with anytime-valid statistics. With no target it starts an
+embedded fleet of sims (a baseline and a slower canary) to watch.`
+
+// runWatch is `infertop watch`: the dashboard of a fleet, or with
+// --headless its progress lines, summary and exit code.
+func (a *app) runWatch(args []string) error {
+	fs := newFlagSet("watch", watchSynopsis, a.stdout)
+	wf := watchflag.Add(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	sigs, stopSigs := a.interrupts()
+	defer stopSigs()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	built, err := wf.Build(ctx, fs.Args())
+	if err != nil {
+		return usagef("watch: %v", err)
+	}
+	defer built.Close()
+	w, err := watch.New(built.Config)
+	if err != nil {
+		return usageError{err}
+	}
+	var term *os.File
+	if !wf.Headless {
+		t, ok := a.stdout.(*os.File)
+		if !ok || !isatty.IsTerminal(t.Fd()) || !isatty.IsTerminal(a.input().Fd()) {
+			return usagef("watch: the dashboard needs a terminal on stdin and stdout (or --headless)")
+		}
+		term = t
+	}
+	if wf.Serve != "" {
+		stopServe, err := a.serveVerdict(ctx, w, wf.Serve)
+		if err != nil {
+			return err
+		}
+		defer stopServe()
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	if wf.Duration > 0 {
+		runCtx, stopRun = context.WithTimeout(ctx, wf.Duration)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); defer crash.Recover(); w.Run(runCtx) }()
+	defer func() { stopRun(); <-done }()
+	if term != nil {
+		guard := termguard.Install(term, a.stderr)
+		defer crash.Handle(nil)
+		p, unsubscribe := dashboard.WatchProgram(runCtx, w, term, dashboard.Options{NoColor: a.env("NO_COLOR") != "", Input: a.stdin, Wrap: a.wrapModel})
+		err := guard.Run(p)
+		unsubscribe()
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("watch: dashboard: %w", err)
+		}
+	} else {
+		a.followWatch(w, wf, stopRun)
+	}
+	stopRun()
+	<-done
+	return a.concludeWatch(w, wf)
+}
+
+// followWatch prints a progress line every --progress-every until the
+// watch ends, and ends it at the first regressed verdict with
+// --fail-fast.
+func (a *app) followWatch(w *watch.Watch, wf *watchflag.Flags, stop func()) {
+	snaps, unsubscribe := w.Subscribe()
+	defer unsubscribe()
+	var last time.Time
+	for s := range snaps {
+		if wf.ProgressEvery > 0 && s.At.Sub(last) >= wf.ProgressEvery {
+			last = s.At
+			a.logf("watch: %s", watch.Progress(s))
+		}
+		if wf.FailFast && s.Verdict.State == watch.Regressed {
+			a.logf("watch: --fail-fast: %s", s.Verdict.Line)
+			stop()
+		}
+	}
+}
+
+// concludeWatch writes the last snapshot (stdout, --json) and says the
+// exit code: 1 regressed, 2 unusable, 0 otherwise.
+func (a *app) concludeWatch(w *watch.Watch, wf *watchflag.Flags) error {
+	s, ok := w.Latest()
+	if !ok {
+		return exitError{2, errors.New("watch: the fleet was never read")}
+	}
+	if err := watch.Text(a.stdout, s); err != nil {
+		return err
+	}
+	if wf.JSON != "" {
+		b, err := watch.JSON(s)
+		if err == nil {
+			err = os.WriteFile(wf.JSON, b, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("watch: --json: %w", err)
+		}
+	}
+	switch s.Verdict.State {
+	case watch.Regressed:
+		return exitError{1, fmt.Errorf("watch: %s", s.Verdict.Line)}
+	case watch.Unusable:
+		return exitError{2, fmt.Errorf("watch: %s", s.Verdict.Line)}
+	}
+	return nil
+}
+
+// serveVerdict serves the watch's /verdict on addr until the returned
+// function is called.
+func (a *app) serveVerdict(ctx context.Context, w *watch.Watch, addr string) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usagef("--serve: %v", err)
+	}
+	srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); defer crash.Recover(); _ = srv.Serve(ln) }()
+	a.logf("watch: serving /verdict on http://%s/verdict", ln.Addr())
+	return func() {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-done
+	}, nil
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/infertop/infertop/watch"
+)
+
+// TestWatchEmbedded: with no target, a headless watch follows the
+// embedded fleet (four sims, two groups, traffic of their own) and
+// writes the last snapshot: both groups, every server up and counted,
+// read with the writer's own type.
+func TestWatchEmbedded(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "watch.json")
+	var out, errb bytes.Buffer
+	code := run([]string{"watch", "--headless", "--duration", "3s", "--every", "250ms", "--demo-slowdown", "1", "--json", path}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s watch.Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Groups) != 2 || s.Groups[0].Role != "baseline" || s.Groups[1].Role != "canary" || len(s.Servers) != 4 {
+		t.Fatalf("groups %+v, %d servers", s.Groups, len(s.Servers))
+	}
+	for _, sv := range s.Servers {
+		if sv.State != watch.StateUp || sv.Engine != "vllm" {
+			t.Errorf("server %+v: want up, vllm", sv)
+		}
+	}
+	if s.Groups[0].ReqPerSec <= 0 || s.Verdict.State == watch.Regressed || s.Verdict.State == watch.Unusable {
+		t.Errorf("baseline %.1f req/s, verdict %s", s.Groups[0].ReqPerSec, s.Verdict.Line)
+	}
+	if !strings.Contains(out.String(), "verdict: ") || !strings.Contains(out.String(), "stable-0") {
+		t.Errorf("summary:\n%s", out.String())
+	}
+}
+
+// TestWatchExitCodes: an objective breached ends a --fail-fast watch
+// with 1 and the breach named; a fleet of one group (here one server
+// not answering) has no verdict: 2; bad flags are one line and 2.
+func TestWatchExitCodes(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	code := run([]string{"watch", "--headless", "--duration", "60s", "--every", "250ms", "--fail-fast", "--slo", "ttft_p50<1us"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "ttft_p50<1us") {
+		t.Fatalf("breached objective: exit %d, stderr %s", code, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"watch", "--headless", "--duration", "600ms", "--every", "200ms", "--target", "a=127.0.0.1:1"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "no verdict") {
+		t.Fatalf("one group: exit %d, stderr %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "down") {
+		t.Errorf("the server not answering is not shown down:\n%s", out.String())
+	}
+	for _, args := range [][]string{
+		{"watch", "--every", "1ms"},
+		{"watch", "--target", "a=nothing"},
+		{"watch", "--regression", "ttfb_p99<+10%", "--headless"},
+		{"watch", "--target", "a=http://user:hunter2@127.0.0.1:1/metrics", "--headless", "--duration", "300ms", "--every", "100ms"},
+	} {
+		errb.Reset()
+		out.Reset()
+		code := run(args, &out, &errb)
+		if code != 2 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
+		}
+		if strings.Contains(errb.String()+out.String(), "hunter2") {
+			t.Errorf("%v: the URL's password reached the output: %s", args, errb.String()+out.String())
+		}
+	}
+}

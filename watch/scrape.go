@@ -1,0 +1,117 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/infertop/infertop/engines"
+	"github.com/infertop/infertop/probe"
+)
+
+// Lister names the fleet's servers now: a fixed list, DNS names
+// resolved again, or a Kubernetes selector's pods.
+type Lister func(ctx context.Context) ([]Target, error)
+
+// Scrape is the Source that reads each server's own /metrics.
+type Scrape struct {
+	// List names the servers; Name is the source in a line, without
+	// secrets.
+	List Lister
+	Name string
+	// Client sends the scrapes (nil: one that follows no redirect and
+	// times out at Timeout).
+	Client *http.Client
+	// Headers go with every scrape (a bearer token for /metrics).
+	Headers http.Header
+	// Parallel bounds the scrapes in flight (default 32); Timeout one
+	// scrape (default 3 s).
+	Parallel int
+	Timeout  time.Duration
+}
+
+// NewScrape is a Scrape of list's servers with a client of its own.
+func NewScrape(name string, list Lister, headers http.Header, timeout time.Duration) *Scrape {
+	if timeout <= 0 {
+		timeout = 3 * time.Second
+	}
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, MaxIdleConns: 512, IdleConnTimeout: time.Minute,
+		ResponseHeaderTimeout: timeout}
+	return &Scrape{List: list, Name: name, Headers: headers, Timeout: timeout, Client: &http.Client{
+		Transport: tr, Timeout: timeout,
+		// A server's redirect is never followed: the headers may hold a
+		// secret, and a metrics page does not move.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// String names the source.
+func (s *Scrape) String() string { return s.Name }
+
+// Read scrapes every listed server, Parallel at a time.
+func (s *Scrape) Read(ctx context.Context) ([]Observation, error) {
+	targets, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	par := s.Parallel
+	if par <= 0 {
+		par = 32
+	}
+	out := make([]Observation, len(targets))
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		out[i].Target = t
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i].Reading, out[i].Err = s.one(ctx, t)
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// one scrapes one server.
+func (s *Scrape) one(ctx context.Context, t Target) (engines.Reading, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.URL, nil)
+	if err != nil {
+		return engines.Reading{}, fmt.Errorf("bad metrics URL: %s", probe.Redact(err.Error(), 0))
+	}
+	for k, vs := range s.Headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		return engines.Reading{}, fmt.Errorf("not answering: %s", probe.Redact(unwrapURL(err), 0))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return engines.Reading{}, fmt.Errorf("metrics answered HTTP %d", resp.StatusCode)
+	}
+	r, err := engines.Parse(resp.Body)
+	if err != nil {
+		return r, fmt.Errorf("metrics: %w", err)
+	}
+	return r, nil
+}
+
+// unwrapURL is a client error without the URL net/http puts in front
+// (it may hold a secret; the table names the server already).
+func unwrapURL(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "\": "); i >= 0 {
+		return msg[i+3:]
+	}
+	return msg
+}

@@ -1,0 +1,238 @@
+package watch
+
+import (
+	"errors"
+	"math"
+	"time"
+
+	"github.com/infertop/infertop/engines"
+	"github.com/infertop/infertop/sanitize"
+)
+
+// The watch's own errors, for the command layer to map to flags.
+var (
+	// ErrNoTargets: the source names no server.
+	ErrNoTargets = errors.New("no targets to watch")
+	// ErrStatistic: a regression names a statistic no server's metrics
+	// give (the servers give TTFT, ITL, E2E and errors).
+	ErrStatistic = errors.New("no server metric gives this statistic: want ttft, itl or tpot, e2el with _pNN, or error_rate")
+	// ErrObjective: an objective names a figure the servers do not give.
+	ErrObjective = errors.New("no server metric gives this figure: want a ttft, itl, tpot or e2el percentile, error_rate, request_throughput or output_throughput")
+)
+
+// Server states, as the table shows them.
+const (
+	StateStarting  = "starting"  // one reading: no rate yet
+	StateUp        = "up"        // answering
+	StateRestarted = "restarted" // its counters fell since the last reading
+	StateStalled   = "stalled"   // requests running, no token for StallAfter
+	StateDown      = "down"      // not answering (Err says why)
+	StateGone      = "gone"      // no longer listed by the source
+	StateUnknown   = "no engine" // answers, but not an engine's metrics
+)
+
+// maxErrLen bounds a server's error as shown, maxNameLen its name and
+// group.
+const (
+	maxErrLen  = 160
+	maxNameLen = 64
+)
+
+// tick is one interval's increments of a server.
+type tick struct {
+	at time.Time
+	d  engines.Reading
+}
+
+// server is one server's state: its last reading and the window of its
+// increments.
+type server struct {
+	t        Target
+	engine   string
+	last     engines.Reading
+	has      bool
+	lastAt   time.Time
+	seenAt   time.Time // last listed by the source
+	state    string
+	err      string
+	restarts int
+	failures int // reads that failed
+	ticks    []tick
+	// lastToken is when its generated tokens last rose (or requests last
+	// stopped running): the stall clock.
+	lastToken time.Time
+}
+
+// fleetState is every server's state and every group's counts since the
+// watch began, for the verdict. One goroutine's (Run's).
+type fleetState struct {
+	cfg     Config
+	servers map[string]*server
+	// totals are each group's increments since the start, summed over
+	// its servers: the verdict's counts.
+	totals map[string]*engines.Reading
+	// mismatched counts histogram increments left out because their
+	// buckets differ from the group's first (servers of two builds).
+	mismatched int
+	sourceErr  string
+	reads      int
+	// elapsed is the watch's age at the newest read; decided the age at
+	// which each regression's verdict was first reached (0: not yet).
+	elapsed time.Duration
+	decided []float64
+}
+
+func newFleetState(cfg Config) *fleetState {
+	return &fleetState{cfg: cfg, servers: map[string]*server{}, totals: map[string]*engines.Reading{}}
+}
+
+// key identifies a server across reads: its URL and name.
+func key(t Target) string { return t.Name + "\x00" + t.URL }
+
+// observe takes one read of the fleet at now.
+func (f *fleetState) observe(now time.Time, obs []Observation, err error) {
+	f.reads++
+	f.sourceErr = ""
+	if err != nil {
+		f.sourceErr = sanitize.Short(sanitize.Text(err.Error()), maxErrLen)
+	}
+	listed := map[string]bool{}
+	for _, o := range obs {
+		k := key(o.Target)
+		listed[k] = true
+		// Names and groups come from the fleet (a pod's name and labels,
+		// a Prometheus series' labels): shown only once sanitised.
+		t := Target{Name: sanitize.Short(sanitize.Text(o.Target.Name), maxNameLen), URL: o.Target.URL,
+			Group: sanitize.Short(sanitize.Text(o.Target.Group), maxNameLen)}
+		s := f.servers[k]
+		if s == nil {
+			s = &server{t: t, state: StateStarting, lastToken: now}
+			f.servers[k] = s
+		}
+		s.t.Group = t.Group // a relabelled pod moves with its label
+		s.seenAt = now
+		f.take(s, now, o)
+	}
+	for k, s := range f.servers {
+		if listed[k] || err != nil {
+			continue
+		}
+		if s.state != StateGone {
+			s.state, s.err = StateGone, "left the fleet"
+		}
+		if now.Sub(s.seenAt) > f.cfg.GoneAfter {
+			delete(f.servers, k)
+		}
+	}
+	for _, s := range f.servers {
+		s.trim(now.Add(-f.cfg.Window))
+	}
+}
+
+// take is one server's observation.
+func (f *fleetState) take(s *server, now time.Time, o Observation) {
+	if o.Err != nil {
+		s.failures++
+		s.state, s.err = StateDown, sanitize.Short(sanitize.Text(o.Err.Error()), maxErrLen)
+		if errors.Is(o.Err, engines.ErrUnknown) {
+			s.state = StateUnknown
+		}
+		return
+	}
+	r := o.Reading
+	s.engine, s.err = r.Engine, ""
+	if !s.has {
+		s.last, s.lastAt, s.has = r, now, true
+		s.state = StateStarting
+		return
+	}
+	d, reset := engines.Since(s.last, r)
+	s.last, s.lastAt = r, now
+	s.state = StateUp
+	if reset {
+		s.restarts++
+		s.state = StateRestarted
+	}
+	s.ticks = append(s.ticks, tick{at: now, d: d})
+	if d.GenTokens.V > 0 || r.Running.V == 0 {
+		s.lastToken = now
+	} else if now.Sub(s.lastToken) >= f.cfg.StallAfter {
+		s.state = StateStalled
+	}
+	t := f.totals[s.t.Group]
+	if t == nil {
+		t = &engines.Reading{}
+		f.totals[s.t.Group] = t
+	}
+	f.mismatched += add(t, d)
+}
+
+// trim drops the increments older than from.
+func (s *server) trim(from time.Time) {
+	i := 0
+	for i < len(s.ticks) && s.ticks[i].at.Before(from) {
+		i++
+	}
+	if i > 0 {
+		s.ticks = append(s.ticks[:0], s.ticks[i:]...)
+	}
+}
+
+// add adds increments d into sum, counters and histograms; it returns
+// how many of d's histograms were left out for buckets unlike sum's.
+func add(sum *engines.Reading, d engines.Reading) (mismatched int) {
+	if sum.Engine == "" {
+		sum.Engine = d.Engine
+	}
+	for _, p := range []struct{ to, from *engines.Value }{
+		{&sum.Requests, &d.Requests}, {&sum.Failed, &d.Failed}, {&sum.Aborted, &d.Aborted},
+		{&sum.Rejected, &d.Rejected}, {&sum.PromptTokens, &d.PromptTokens}, {&sum.GenTokens, &d.GenTokens},
+		{&sum.CachedPromptTokens, &d.CachedPromptTokens}, {&sum.Preemptions, &d.Preemptions},
+	} {
+		if p.from.Has {
+			p.to.V += p.from.V
+			p.to.Has = true
+		}
+	}
+	for _, p := range []struct{ to, from **engines.Histogram }{
+		{&sum.TTFT, &d.TTFT}, {&sum.ITL, &d.ITL}, {&sum.E2E, &d.E2E}, {&sum.Queue, &d.Queue},
+	} {
+		h := *p.from
+		if h == nil || len(h.Counts) == 0 {
+			continue
+		}
+		if *p.to == nil {
+			*p.to = &engines.Histogram{Bounds: append([]float64(nil), h.Bounds...), Counts: make([]float64, len(h.Counts))}
+		}
+		to := *p.to
+		if !sameBounds(to.Bounds, h.Bounds) {
+			mismatched++
+			continue
+		}
+		for i, c := range h.Counts {
+			to.Counts[i] += c
+		}
+		to.Sum += h.Sum
+	}
+	return mismatched
+}
+
+func sameBounds(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] && !(math.IsInf(a[i], 1) && math.IsInf(b[i], 1)) {
+			return false
+		}
+	}
+	return true
+}
+
+// total and failed are a reading's requests ended and those that
+// failed: finished ones (every reason) and those refused at the door;
+// failed, aborted and refused ones fail.
+func total(r engines.Reading) float64 { return r.Requests.V + r.Rejected.V }
+func failed(r engines.Reading) float64 {
+	return r.Failed.V + r.Aborted.V + r.Rejected.V
+}

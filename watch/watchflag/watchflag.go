@@ -1,0 +1,197 @@
+// Package watchflag binds `infertop watch`'s flags and builds a watch
+// from them: where the fleet is (targets, or the embedded fleet), how it
+// is grouped and judged, and what a headless watch writes.
+package watchflag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/flaghelp"
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/sim/simfleet"
+	"github.com/infertop/infertop/slo"
+	"github.com/infertop/infertop/watch"
+)
+
+// Flags are a watch's flags.
+type Flags struct {
+	Targets          []string
+	Baseline, Canary string
+	Every, Window    time.Duration
+	Regressions, SLO []string
+	Alpha            float64
+	// The embedded fleet's shape, when no target is given.
+	DemoSlowdown float64
+	DemoSeed     uint64
+	DemoBuckets  string
+	// A headless watch's.
+	Headless      bool
+	Duration      time.Duration
+	JSON          string
+	FailFast      bool
+	Serve         string
+	ProgressEvery time.Duration
+}
+
+// Add binds the flags to fs.
+func Add(fs *pflag.FlagSet) *Flags {
+	f := &Flags{}
+	func() {
+		defer flaghelp.Group(fs, "The fleet: where the servers are")()
+		fs.StringArrayVar(&f.Targets, "target", nil, "servers of one group: GROUP=ADDR,ADDR (ADDR a host:port or a metrics URL); repeat for each group; also as arguments")
+	}()
+	func() {
+		defer flaghelp.Group(fs, "The verdict: the canary group against the baseline")()
+		fs.StringVar(&f.Baseline, "baseline", "", "the baseline group's name (default: with two groups, the larger)")
+		fs.StringVar(&f.Canary, "canary", "", "the canary group's name (default: with two groups, the smaller)")
+		fs.StringArrayVar(&f.Regressions, "regression", nil, "the canary's allowed worsening of a server statistic, e.g. ttft_p99<+10%, itl_p50<+10%, error_rate<+0.5pp (repeatable; default those three)")
+		fs.StringArrayVar(&f.SLO, "slo", nil, "an objective every group's window must meet, e.g. ttft_p99<500ms, error_rate<1% (repeatable)")
+		fs.Float64Var(&f.Alpha, "alpha", 0.05, "the verdict's chance of a false call over the whole watch, at every look together")
+	}()
+	func() {
+		defer flaghelp.Group(fs, "Reading")()
+		fs.DurationVar(&f.Every, "every", time.Second, "read the fleet this often (100ms..1m)")
+		fs.DurationVar(&f.Window, "window", time.Minute, "the rolling window of the rates and percentiles (10s..30m)")
+		fs.Float64Var(&f.DemoSlowdown, "demo-slowdown", 1.3, "with no target: the embedded fleet's canary's slowdown (1: identical)")
+		fs.Uint64Var(&f.DemoSeed, "demo-seed", 1, "with no target: the embedded fleet's seed")
+		fs.StringVar(&f.DemoBuckets, "demo-buckets", "fine", "with no target: the embedded fleet's histogram bounds: fine (5 % apart) or vllm (vLLM's own, too coarse for a 10 % margin)")
+	}()
+	func() {
+		defer flaghelp.Group(fs, "Headless: reports and gates")()
+		fs.BoolVar(&f.Headless, "headless", false, "no dashboard: progress lines on stderr, a summary and an exit code (0 held or undecided, 1 regressed, 2 unusable)")
+		fs.DurationVar(&f.Duration, "duration", 0, "end the watch after this long (headless; 0: until a signal)")
+		fs.StringVar(&f.JSON, "json", "", "write the last snapshot (groups, servers, verdict) as JSON to this file")
+		fs.BoolVar(&f.FailFast, "fail-fast", false, "end the watch as soon as the verdict is regressed")
+		fs.StringVar(&f.Serve, "serve", "", "serve GET /verdict (JSON; 200 held or undecided, 409 regressed, 503 unusable) on this address, for Argo Rollouts and Flagger")
+		fs.DurationVar(&f.ProgressEvery, "progress-every", 10*time.Second, "a progress line this often on stderr (headless)")
+	}()
+	return f
+}
+
+// Built is what Build made: the watch's settings, and the embedded
+// fleet to stop when the watch ends (nil when the targets were given).
+type Built struct {
+	Config watch.Config
+	Demo   *simfleet.Fleet
+}
+
+// Close stops the embedded fleet, if any.
+func (b *Built) Close() {
+	if b.Demo != nil {
+		b.Demo.Close()
+	}
+}
+
+// Build checks the flags and builds the watch's settings; args are the
+// command's arguments (targets, as --target). With no target it starts
+// the embedded fleet until ctx ends or Close.
+func (f *Flags) Build(ctx context.Context, args []string) (*Built, error) {
+	switch {
+	case f.Every < 100*time.Millisecond || f.Every > time.Minute:
+		return nil, fmt.Errorf("--every %s: want 100ms..1m", f.Every)
+	case f.Window < 10*time.Second || f.Window > 30*time.Minute:
+		return nil, fmt.Errorf("--window %s: want 10s..30m", f.Window)
+	case f.Alpha <= 0 || f.Alpha >= 0.5:
+		return nil, fmt.Errorf("--alpha %g: want a chance in (0, 0.5)", f.Alpha)
+	case f.Duration < 0:
+		return nil, fmt.Errorf("--duration %s: want 0 or more", f.Duration)
+	case f.DemoSlowdown <= 0 || f.DemoSlowdown > 10:
+		return nil, fmt.Errorf("--demo-slowdown %g: want (0, 10]", f.DemoSlowdown)
+	case f.DemoBuckets != "fine" && f.DemoBuckets != "vllm":
+		return nil, fmt.Errorf("--demo-buckets %q: want fine or vllm", f.DemoBuckets)
+	}
+	regs, err := compare.ParseRegressions(f.Regressions)
+	if err != nil {
+		return nil, fmt.Errorf("--regression: %w", err)
+	}
+	objs, err := slo.ParseAll(f.SLO)
+	if err != nil {
+		return nil, fmt.Errorf("--slo: %w", err)
+	}
+	b := &Built{Config: watch.Config{Every: f.Every, Window: f.Window, Baseline: f.Baseline, Canary: f.Canary,
+		Regressions: regs, Objectives: objs, Alpha: f.Alpha}}
+	specs := append(append([]string(nil), f.Targets...), args...)
+	var targets []watch.Target
+	for _, s := range specs {
+		ts, err := ParseTargets(s)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, ts...)
+	}
+	name := fmt.Sprintf("%d servers", len(targets))
+	if len(targets) == 0 {
+		b.Demo, err = simfleet.Start(ctx, simfleet.Config{Slowdown: f.DemoSlowdown, Seed: f.DemoSeed, VLLMBuckets: f.DemoBuckets == "vllm"})
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range b.Demo.Servers {
+			targets = append(targets, watch.Target{Name: s.Name, URL: s.MetricsURL, Group: s.Group})
+		}
+		name = fmt.Sprintf("the embedded fleet (%d sims, canary %gx, %s buckets)", len(targets), f.DemoSlowdown, f.DemoBuckets)
+		if b.Config.Canary == "" && b.Config.Baseline == "" {
+			b.Config.Baseline, b.Config.Canary = simfleet.BaselineGroup, simfleet.CanaryGroup
+		}
+	}
+	fixed := targets
+	b.Config.Source = watch.NewScrape(name, func(context.Context) ([]watch.Target, error) { return fixed, nil }, nil, min(3*time.Second, max(f.Every, time.Second)))
+	return b, nil
+}
+
+// ErrTarget is a --target that names no server.
+var ErrTarget = errors.New("want GROUP=ADDR,ADDR with ADDR a host:port or an http(s) metrics URL")
+
+// ParseTargets reads one --target: GROUP=ADDR,ADDR, or ADDR,ADDR (the
+// group ""). An ADDR is host:port (its /metrics, over HTTP) or a URL
+// (its path, /metrics when it has none). A URL's password stays in the
+// URL the scrape uses and out of the name shown.
+func ParseTargets(spec string) ([]watch.Target, error) {
+	group, list := "", spec
+	if g, rest, ok := strings.Cut(spec, "="); ok && !strings.Contains(g, "/") && !strings.Contains(g, ":") {
+		group, list = strings.TrimSpace(g), rest
+	}
+	var out []watch.Target
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		t, err := parseAddr(item)
+		if err != nil {
+			return nil, fmt.Errorf("--target %q: %w", probe.Redact(item, 0), err)
+		}
+		t.Group = group
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--target %q: %w", probe.Redact(spec, 0), ErrTarget)
+	}
+	return out, nil
+}
+
+func parseAddr(item string) (watch.Target, error) {
+	if strings.Contains(item, "://") {
+		u, err := url.Parse(item)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return watch.Target{}, ErrTarget
+		}
+		if u.Path == "" || u.Path == "/" {
+			u.Path = "/metrics"
+		}
+		return watch.Target{Name: u.Host, URL: u.String()}, nil
+	}
+	host, port, err := net.SplitHostPort(item)
+	if err != nil || host == "" || port == "" || strings.ContainsAny(host, "/@ ") {
+		return watch.Target{}, ErrTarget
+	}
+	return watch.Target{Name: item, URL: "http://" + net.JoinHostPort(host, port) + "/metrics"}, nil
+}
