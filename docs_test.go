@@ -362,8 +362,17 @@ func guideRun(args []string) int {
 		return guideDashboard(args)
 	case (args[0] == "run" || args[0] == "agent") && !has("--agents", "--find-max", "--matrix"):
 		args = append(args, "--duration", guideCut, "--drain", "2s", "--metrics-linger", "0s")
-	case args[0] == "watch" && has("--headless") && !has("--duration"):
-		args = append(args, "--duration", guideCut)
+	case args[0] == "watch" && has("--headless"):
+		var cut []string
+		for i := 0; i < len(args); i++ {
+			switch {
+			case args[i] == "--duration":
+				i++
+			case !strings.HasPrefix(args[i], "--duration="):
+				cut = append(cut, args[i])
+			}
+		}
+		args = append(cut, "--duration", guideCut)
 	}
 	return (&app{stdout: os.Stdout, stderr: os.Stderr}).run(args)
 }
