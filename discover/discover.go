@@ -177,13 +177,23 @@ func (s Source) Resolve(ctx context.Context, r Resolver) ([]Addr, error) {
 // static source), each time within timeout, and hands each resolution to
 // found. It returns when ctx ends or found returns false.
 func (s Source) Follow(ctx context.Context, r Resolver, every, timeout time.Duration, found func([]Addr, error) bool) {
+	Repeat(ctx, every, timeout, func(ctx context.Context) bool {
+		addrs, err := s.Resolve(ctx, r)
+		return found(addrs, err) && !s.Static()
+	})
+}
+
+// Repeat calls look now and every `every` after, each call within
+// timeout (look's context), until ctx ends or look returns false: the
+// loop of every source of targets that is looked at again.
+func Repeat(ctx context.Context, every, timeout time.Duration, look func(context.Context) bool) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		rctx, cancel := context.WithTimeout(ctx, timeout)
-		addrs, err := s.Resolve(rctx, r)
+		lctx, cancel := context.WithTimeout(ctx, timeout)
+		again := ctx.Err() == nil && look(lctx)
 		cancel()
-		if ctx.Err() != nil || !found(addrs, err) || s.Static() {
+		if !again || ctx.Err() != nil {
 			return
 		}
 		select {
