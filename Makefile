@@ -43,7 +43,7 @@ test-accuracy:
 # Beside them the image they run (tools/image): built as make image
 # builds it and read back, a build of infertop for linux.
 test-manifests:
-	go test -count=1 -tags manifests ./deploy/kubernetes ./tools/image
+	go test -count=1 -tags manifests ./deploy/kubernetes ./deploy/rollouts ./tools/image
 
 # Agents as processes of their own (this test binary as infertop agent,
 # each on 127.0.0.1 at its own port) against one sim, followed by run

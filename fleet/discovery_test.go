@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/discover"
 	"github.com/infertop/infertop/report"
 )
 
@@ -68,7 +69,7 @@ func TestDNS(t *testing.T) {
 		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
 	}}
 	// A records: every address at the given port.
-	src, err := ParseSource("many.test:7070")
+	src, err := discover.ParseSource("many.test:7070")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,22 +96,5 @@ func TestDNS(t *testing.T) {
 		if ag.Status != report.AgentDone {
 			t.Errorf("%s: %s %s", ag.Addr, ag.Status, ag.Why)
 		}
-	}
-}
-
-// TestParseSource: bad --agents values are one-line errors.
-func TestParseSource(t *testing.T) {
-	for _, bad := range []string{"", ",", "host", "host:0", "host:99999", "_agent.agents.svc", "_agent._tcp.x:80", "http://h:1"} {
-		if _, err := ParseSource(bad); err == nil || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%q: %v", bad, err)
-		}
-	}
-	for _, good := range []string{"127.0.0.1:1,[::1]:2", "agents.ns.svc:7070", "_agent._tcp.agents.ns.svc"} {
-		if _, err := ParseSource(good); err != nil {
-			t.Errorf("%q: %v", good, err)
-		}
-	}
-	if s, _ := ParseSource("127.0.0.1:1,10.0.0.1:2"); !s.Static() {
-		t.Error("IPs need DNS")
 	}
 }

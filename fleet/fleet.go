@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/discover"
 	"github.com/infertop/infertop/latest"
 )
 
@@ -56,8 +57,8 @@ const (
 type Config struct {
 	// Source is where the agents are; Resolver resolves its DNS names
 	// (nil: net.DefaultResolver).
-	Source   Source
-	Resolver Resolver
+	Source   discover.Source
+	Resolver discover.Resolver
 	// Token is the shared token, sent as Authorization: Bearer.
 	Token []byte
 	// RootCAs verify the agents' certificates (nil: the system's);
@@ -133,8 +134,8 @@ func Start(cfg Config) (*Fleet, error) {
 	if err := agent.CheckToken(cfg.Token); err != nil {
 		return nil, fmt.Errorf("fleet: the token: %w", err)
 	}
-	if len(cfg.Source.entries) == 0 {
-		return nil, fmt.Errorf("fleet: %w", ErrSource)
+	if cfg.Source.Empty() {
+		return nil, fmt.Errorf("fleet: no agents: %w", discover.ErrSource)
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

@@ -14,6 +14,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/discover"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/report/merge"
 	"github.com/infertop/infertop/report/schematest"
@@ -108,7 +109,7 @@ func state(index, of int) agent.State {
 // follow starts a fleet of addrs, its durations short.
 func follow(t *testing.T, spec string, mod func(*Config)) *Fleet {
 	t.Helper()
-	src, err := ParseSource(spec)
+	src, err := discover.ParseSource(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

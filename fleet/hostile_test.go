@@ -10,14 +10,16 @@ import (
 	"runtime"
 	"sync/atomic"
 
-	"github.com/infertop/infertop/agent"
-	"github.com/infertop/infertop/load"
-	"github.com/infertop/infertop/report"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/discover"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/report"
 )
 
 // TestUnreachableSaysWhy: an agent that never answers in a way the
@@ -103,7 +105,7 @@ func redirecting(h http.Handler, to string) http.Handler {
 // TestTokenLineBreak: a token with a line break inside is refused at
 // the start, by name and without itself: Go would refuse every request.
 func TestTokenLineBreak(t *testing.T) {
-	src, err := ParseSource("127.0.0.1:1")
+	src, err := discover.ParseSource("127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}

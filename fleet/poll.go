@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/discover"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/report/merge"
 	"github.com/infertop/infertop/sanitize"
@@ -77,7 +78,7 @@ type observation struct {
 // every ResultEvery and as soon as its state says the result is final;
 // the latest control whenever its state says it is behind and send
 // allows, at once when a new one comes.
-func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
+func (f *Fleet) poll(ctx context.Context, a discover.Addr, send *atomic.Bool) {
 	cfg := f.cfg
 	client, base := f.client(a)
 	defer client.CloseIdleConnections()
@@ -246,7 +247,7 @@ func kept(in merge.Input) []byte {
 }
 
 // maxStateCount bounds the counts of an agent's state (the follower sums
-// them over up to MaxAddresses agents) and maxStateMS its ages.
+// them over up to discover.MaxAddresses agents) and maxStateMS its ages.
 const (
 	maxStateCount = 1 << 48
 	maxStateMS    = 1e12
@@ -295,7 +296,7 @@ var errNotFound = errors.New("HTTP 404")
 
 // client is the HTTP client and base URL for a: plain HTTP to a loopback
 // address where allowed, else TLS verified against RootCAs.
-func (f *Fleet) client(a Addr) (*http.Client, string) {
+func (f *Fleet) client(a discover.Addr) (*http.Client, string) {
 	host, _, _ := net.SplitHostPort(a.HostPort)
 	if ip := net.ParseIP(host); f.cfg.PlainLoopback && ip != nil && ip.IsLoopback() {
 		return &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}, CheckRedirect: noRedirect}, "http://" + a.HostPort

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/discover"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/report/merge"
 	"github.com/infertop/infertop/sanitize"
@@ -67,16 +68,16 @@ func newRoster(cfg Config, now time.Time) *roster {
 }
 
 // found takes a resolution at now: it returns the addresses new to the
-// roster, to poll (at most MaxAddresses agents in all), and keeps its
+// roster, to poll (at most discover.MaxAddresses agents in all), and keeps its
 // error for the view.
-func (r *roster) found(res resolution, now time.Time) []Addr {
+func (r *roster) found(res resolution, now time.Time) []discover.Addr {
 	r.v.ResolveErr = ""
 	if res.err != nil {
 		r.v.ResolveErr = sanitize.Text(res.err.Error())
 	}
-	var fresh []Addr
+	var fresh []discover.Addr
 	for _, a := range res.addrs {
-		if r.members[a.HostPort] != nil || len(r.members) >= MaxAddresses {
+		if r.members[a.HostPort] != nil || len(r.members) >= discover.MaxAddresses {
 			continue
 		}
 		r.members[a.HostPort] = &member{Agent: Agent{Addr: a.HostPort, ServerName: a.ServerName, Status: report.AgentWaiting, Added: now}}

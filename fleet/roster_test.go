@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/discover"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/report/merge"
 )
@@ -228,7 +229,7 @@ func TestRoster(t *testing.T) {
 		agents: []string{a + " running"},
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
-			src, err := ParseSource(a)
+			src, err := discover.ParseSource(a)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -245,7 +246,7 @@ func TestRoster(t *testing.T) {
 				case s.found != nil:
 					var res resolution
 					for _, addr := range s.found {
-						res.addrs = append(res.addrs, Addr{HostPort: addr})
+						res.addrs = append(res.addrs, discover.Addr{HostPort: addr})
 					}
 					for _, fresh := range r.found(res, now) {
 						polled = append(polled, fresh.HostPort)
@@ -305,15 +306,15 @@ func TestRoster(t *testing.T) {
 // TestRosterStopView: the view at Stop is Done, "stopped", with the
 // agents as they stand, and no step counted.
 func TestRosterStopView(t *testing.T) {
-	src, err := ParseSource("10.0.0.1:7070")
+	src, err := discover.ParseSource("10.0.0.1:7070")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := newRoster(Config{Source: src, Version: "test", PollEvery: time.Second, LostAfter: 30 * time.Second, Logf: t.Logf}, t0)
-	if fresh := r.found(resolution{addrs: []Addr{{HostPort: "10.0.0.1:7070"}}, err: errors.New("fleet: resolve x: no such host")}, t0); len(fresh) != 1 {
+	if fresh := r.found(resolution{addrs: []discover.Addr{{HostPort: "10.0.0.1:7070"}}, err: errors.New("fleet: resolve x: no such host")}, t0); len(fresh) != 1 {
 		t.Fatalf("found %v", fresh)
 	}
-	if fresh := r.found(resolution{addrs: []Addr{{HostPort: "10.0.0.1:7070"}}}, t0); len(fresh) != 0 {
+	if fresh := r.found(resolution{addrs: []discover.Addr{{HostPort: "10.0.0.1:7070"}}}, t0); len(fresh) != 0 {
 		t.Fatalf("found again: %v", fresh)
 	}
 	r.step(t0)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/infertop/infertop/discover"
 )
 
 // FuzzDecodeState: whatever an agent answers at /state (or to a
@@ -59,7 +61,7 @@ func FuzzDecodeState(f *testing.F) {
 		// The roster takes it: refused or followed, no panic, a reason
 		// in one line.
 		r := newRoster(Config{Version: "test", LostAfter: time.Second, PollEvery: time.Second, Logf: func(string, ...any) {}}, time.Unix(1e9, 0))
-		r.found(resolution{addrs: []Addr{{HostPort: "10.0.0.1:7070"}}}, time.Unix(1e9, 0))
+		r.found(resolution{addrs: []discover.Addr{{HostPort: "10.0.0.1:7070"}}}, time.Unix(1e9, 0))
 		r.observe(observation{addr: "10.0.0.1:7070", at: time.Unix(1e9, 0), state: &st}, time.Unix(1e9, 0))
 		v := r.step(time.Unix(1e9+1, 0))
 		for _, a := range v.Agents {

@@ -3,7 +3,9 @@
 // a file named by mistake or on purpose (/dev/zero, a 1 GB log) is
 // refused by its size, in a line, and costs at most the bound in memory,
 // never all of it. A pipe or a process substitution (<(...)) is read as
-// a file is, up to the bound.
+// a file is, up to the bound. What a peer sends is held the same way:
+// Reader bounds a body's bytes, JSONValues the values a decoder would
+// make of it.
 package readlimit
 
 import (

@@ -53,9 +53,12 @@ func (s *Scrape) String() string { return s.Name }
 
 // Read scrapes every listed server, Parallel at a time.
 func (s *Scrape) Read(ctx context.Context) ([]Observation, error) {
-	targets, err := s.List(ctx)
-	if err != nil {
-		return nil, err
+	// A lister's error beside targets (a pod without the port, a DNS
+	// name that did not resolve) is the source's, shown; the targets it
+	// found are read all the same.
+	targets, listErr := s.List(ctx)
+	if listErr != nil && len(targets) == 0 {
+		return nil, listErr
 	}
 	par := s.Parallel
 	if par <= 0 {
@@ -74,7 +77,7 @@ func (s *Scrape) Read(ctx context.Context) ([]Observation, error) {
 		}()
 	}
 	wg.Wait()
-	return out, nil
+	return out, listErr
 }
 
 // one scrapes one server.
@@ -114,4 +117,34 @@ func unwrapURL(err error) string {
 		return msg[i+3:]
 	}
 	return msg
+}
+
+// Refreshed is list asked again at most every `every`: a DNS name or a
+// Kubernetes selector is looked up every 15 s, not at every read. Until
+// the next lookup the last list stands; a lookup that fails keeps it
+// and says why.
+func Refreshed(list Lister, every time.Duration, now func() time.Time) Lister {
+	var (
+		mu   sync.Mutex
+		last []Target
+		at   time.Time
+		has  bool
+	)
+	return func(ctx context.Context) ([]Target, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if has && now().Sub(at) < every {
+			return last, nil
+		}
+		ts, err := list(ctx)
+		at = now()
+		if err != nil && len(ts) == 0 {
+			if has {
+				return last, err
+			}
+			return nil, err
+		}
+		last, has = ts, true
+		return ts, err
+	}
 }

@@ -114,7 +114,7 @@ func (f *fleetState) observe(now time.Time, obs []Observation, err error) {
 		f.take(s, now, o)
 	}
 	for k, s := range f.servers {
-		if listed[k] || err != nil {
+		if listed[k] || err != nil && len(obs) == 0 {
 			continue
 		}
 		if s.state != StateGone {

@@ -2,7 +2,8 @@
 
 // Package kubernetes holds the manifests that run infertop agents on
 // Kubernetes (an Indexed Job, a headless Service, the Secrets, a pod of
-// infertop ssh --agents) and the test that decodes them strictly with the
+// infertop ssh --agents), the access infertop watch needs (a
+// ServiceAccount, a Role, a RoleBinding) and the test that decodes them strictly with the
 // Kubernetes API's own types.
 package kubernetes
 
@@ -19,6 +20,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
@@ -31,6 +33,9 @@ type manifests struct {
 	services []corev1.Service
 	secrets  []corev1.Secret
 	pods     []corev1.Pod
+	accounts []corev1.ServiceAccount
+	roles    []rbacv1.Role
+	bindings []rbacv1.RoleBinding
 }
 
 // decodeStrict decodes one document into the API type of its kind; a
@@ -67,6 +72,24 @@ func decodeStrict(doc []byte, m *manifests) error {
 			return err
 		}
 		m.pods = append(m.pods, p)
+	case "v1 ServiceAccount":
+		var a corev1.ServiceAccount
+		if err := unmarshalStrict(doc, &a); err != nil {
+			return err
+		}
+		m.accounts = append(m.accounts, a)
+	case "rbac.authorization.k8s.io/v1 Role":
+		var r rbacv1.Role
+		if err := unmarshalStrict(doc, &r); err != nil {
+			return err
+		}
+		m.roles = append(m.roles, r)
+	case "rbac.authorization.k8s.io/v1 RoleBinding":
+		var b rbacv1.RoleBinding
+		if err := unmarshalStrict(doc, &b); err != nil {
+			return err
+		}
+		m.bindings = append(m.bindings, b)
 	default:
 		return &unknownKind{tm.APIVersion, tm.Kind}
 	}
@@ -124,8 +147,9 @@ func readAll(t *testing.T) manifests {
 // field fails.
 func TestManifestsDecodeStrictly(t *testing.T) {
 	m := readAll(t)
-	if len(m.jobs) != 1 || len(m.services) != 1 || len(m.secrets) != 3 || len(m.pods) != 1 {
-		t.Fatalf("%d jobs, %d services, %d secrets, %d pods", len(m.jobs), len(m.services), len(m.secrets), len(m.pods))
+	if len(m.jobs) != 1 || len(m.services) != 1 || len(m.secrets) != 3 || len(m.pods) != 1 || len(m.accounts) != 1 || len(m.roles) != 1 || len(m.bindings) != 1 {
+		t.Fatalf("%d jobs, %d services, %d secrets, %d pods, %d service accounts, %d roles, %d role bindings",
+			len(m.jobs), len(m.services), len(m.secrets), len(m.pods), len(m.accounts), len(m.roles), len(m.bindings))
 	}
 	job, err := os.ReadFile("job.yaml")
 	if err != nil {
@@ -308,6 +332,50 @@ func TestSSHPod(t *testing.T) {
 		t.Errorf("ports %+v", c.Ports)
 	}
 	checkPod(t, "the ssh pod", pod.Spec, args, m.secrets)
+}
+
+// TestWatchRBAC: the watch's ServiceAccount is bound to its Role in its
+// own namespace, and the Role grants reading pods and EndpointSlices
+// (what discover/kube lists, held there by its own test of this file)
+// and nothing else: no write, no Secret, no other resource.
+func TestWatchRBAC(t *testing.T) {
+	m := readAll(t)
+	sa, role, rb := m.accounts[0], m.roles[0], m.bindings[0]
+	if rb.RoleRef.APIGroup != rbacv1.GroupName || rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != role.Name {
+		t.Errorf("the binding refers to %+v, the role is %s", rb.RoleRef, role.Name)
+	}
+	if len(rb.Subjects) != 1 || rb.Subjects[0].Kind != rbacv1.ServiceAccountKind || rb.Subjects[0].Name != sa.Name || rb.Subjects[0].Namespace != "" {
+		t.Errorf("the binding's subjects %+v: want the ServiceAccount %s of its own namespace", rb.Subjects, sa.Name)
+	}
+	granted := map[string]bool{}
+	for _, r := range role.Rules {
+		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+			t.Errorf("rule %+v: names or URLs", r)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					granted[g+"/"+res+" "+v] = true
+				}
+			}
+		}
+	}
+	want := map[string]bool{}
+	for _, res := range []string{"/pods", "discovery.k8s.io/endpointslices"} {
+		for _, v := range []string{"get", "list", "watch"} {
+			want[res+" "+v] = true
+		}
+	}
+	for g := range granted {
+		if !want[g] {
+			t.Errorf("the role grants %s, which the watch does not need", g)
+		}
+	}
+	for w := range want {
+		if !granted[w] {
+			t.Errorf("the role does not grant %s", w)
+		}
+	}
 }
 
 // TestImageNamed: every manifest runs the image make image builds (the

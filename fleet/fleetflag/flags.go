@@ -18,6 +18,7 @@ import (
 
 	"github.com/infertop/infertop/agent"
 	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/discover"
 	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/fleet"
 	"github.com/infertop/infertop/readlimit"
@@ -151,8 +152,10 @@ var (
 
 // Config is the fleet the flags describe; version is the follower's.
 func (f *Flags) Config(version string, logf func(string, ...any)) (fleet.Config, error) {
-	src, err := fleet.ParseSource(f.Agents)
-	if err != nil {
+	src, err := discover.ParseSource(f.Agents)
+	if se := (*discover.SourceError)(nil); errors.As(err, &se) {
+		return fleet.Config{}, fmt.Errorf("--agents %q: %w", se.Item, se.Why)
+	} else if err != nil {
 		return fleet.Config{}, err
 	}
 	token, err := agent.ReadToken(f.TokenFile)

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/discover"
+	"github.com/infertop/infertop/discover/kube"
 	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sim/simfleet"
@@ -25,7 +27,12 @@ import (
 // Flags are a watch's flags.
 type Flags struct {
 	Targets          []string
-	Baseline, Canary string
+	MetricsPath      string
+	Refresh          time.Duration
+	// Kubernetes: the pods of a selector (or a Service's endpoints) in a
+	// namespace, grouped by a pod label.
+	K8sSelector, K8sService, Namespace, Port, By, Kubeconfig string
+	Baseline, Canary                                         string
 	Every, Window    time.Duration
 	Regressions, SLO []string
 	Alpha            float64
@@ -47,7 +54,15 @@ func Add(fs *pflag.FlagSet) *Flags {
 	f := &Flags{}
 	func() {
 		defer flaghelp.Group(fs, "The fleet: where the servers are")()
-		fs.StringArrayVar(&f.Targets, "target", nil, "servers of one group: GROUP=ADDR,ADDR (ADDR a host:port or a metrics URL); repeat for each group; also as arguments")
+		fs.StringArrayVar(&f.Targets, "target", nil, "servers of one group: GROUP=ADDR,ADDR (ADDR a host:port, a DNS name:port meaning every A/AAAA record, an SRV name _SVC._tcp.NAME, or a metrics URL); repeat for each group; also as arguments")
+		fs.StringVar(&f.MetricsPath, "metrics-path", "/metrics", "the servers' metrics path, where a target is not a URL (TensorRT-LLM's trtllm-serve: /prometheus/metrics)")
+		fs.DurationVar(&f.Refresh, "refresh", 15*time.Second, "look the fleet up again this often (DNS names, SRV names, Kubernetes)")
+		fs.StringVar(&f.K8sSelector, "k8s-selector", "", "Kubernetes: the pods of this label selector (app=vllm) are the servers")
+		fs.StringVar(&f.K8sService, "k8s-service", "", "Kubernetes: the endpoints of this Service's EndpointSlices are the servers (their pods give the groups)")
+		fs.StringVar(&f.Namespace, "namespace", "", "Kubernetes: the namespace (default: the kubeconfig context's, in a pod its own)")
+		fs.StringVar(&f.Port, "port", "8000", "Kubernetes: the metrics port, a number or a container port's name")
+		fs.StringVar(&f.By, "by", "", "Kubernetes: the pod label whose value is a server's group (version, pod-template-hash, rollouts-pod-template-hash)")
+		fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "Kubernetes: the kubeconfig (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	}()
 	func() {
 		defer flaghelp.Group(fs, "The verdict: the canary group against the baseline")()
@@ -119,17 +134,41 @@ func (f *Flags) Build(ctx context.Context, args []string) (*Built, error) {
 	}
 	b := &Built{Config: watch.Config{Every: f.Every, Window: f.Window, Baseline: f.Baseline, Canary: f.Canary,
 		Regressions: regs, Objectives: objs, Alpha: f.Alpha}}
+	if f.Refresh < time.Second || f.Refresh > time.Hour {
+		return nil, fmt.Errorf("--refresh %s: want 1s..1h", f.Refresh)
+	}
+	if !strings.HasPrefix(f.MetricsPath, "/") {
+		return nil, fmt.Errorf("--metrics-path %q: want a path from /", f.MetricsPath)
+	}
 	specs := append(append([]string(nil), f.Targets...), args...)
-	var targets []watch.Target
+	timeout := min(3*time.Second, max(f.Every, time.Second))
+	if f.K8sSelector != "" || f.K8sService != "" {
+		if len(specs) > 0 {
+			return nil, errors.New("--k8s-selector and --target: give one source of servers")
+		}
+		list, name, err := f.kube()
+		if err != nil {
+			return nil, err
+		}
+		b.Config.Source = watch.NewScrape(name, watch.Refreshed(list, f.Refresh, time.Now), nil, timeout)
+		return b, nil
+	}
+	var (
+		targets []watch.Target
+		lists   []watch.Lister
+	)
 	for _, s := range specs {
-		ts, err := ParseTargets(s)
+		ts, list, err := ParseTargets(s, f.MetricsPath)
 		if err != nil {
 			return nil, err
 		}
 		targets = append(targets, ts...)
+		if list != nil {
+			lists = append(lists, list)
+		}
 	}
-	name := fmt.Sprintf("%d servers", len(targets))
-	if len(targets) == 0 {
+	name := fmt.Sprintf("%d targets", len(specs))
+	if len(targets) == 0 && len(lists) == 0 {
 		b.Demo, err = simfleet.Start(ctx, simfleet.Config{Slowdown: f.DemoSlowdown, Seed: f.DemoSeed, VLLMBuckets: f.DemoBuckets == "vllm"})
 		if err != nil {
 			return nil, err
@@ -143,55 +182,103 @@ func (f *Flags) Build(ctx context.Context, args []string) (*Built, error) {
 		}
 	}
 	fixed := targets
-	b.Config.Source = watch.NewScrape(name, func(context.Context) ([]watch.Target, error) { return fixed, nil }, nil, min(3*time.Second, max(f.Every, time.Second)))
+	list := func(ctx context.Context) ([]watch.Target, error) {
+		out := append([]watch.Target(nil), fixed...)
+		var errs []error
+		for _, l := range lists {
+			ts, err := l(ctx)
+			out = append(out, ts...)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return out, errors.Join(errs...)
+	}
+	if len(lists) > 0 {
+		list = watch.Refreshed(list, f.Refresh, time.Now)
+	}
+	b.Config.Source = watch.NewScrape(name, list, nil, timeout)
 	return b, nil
+}
+
+// kube is the Kubernetes source's lister and its name.
+func (f *Flags) kube() (watch.Lister, string, error) {
+	src, err := kube.Connect(kube.Config{Namespace: f.Namespace, Selector: f.K8sSelector, Service: f.K8sService, Port: f.Port, By: f.By}, f.Kubeconfig)
+	if err != nil {
+		return nil, "", err
+	}
+	what := "pods " + f.K8sSelector
+	if f.K8sService != "" {
+		what = "Service " + f.K8sService
+	}
+	name := fmt.Sprintf("Kubernetes %s in %s, by %s", what, src.Namespace(), f.By)
+	path := f.MetricsPath
+	return func(ctx context.Context) ([]watch.Target, error) {
+		ts, err := src.List(ctx)
+		out := make([]watch.Target, 0, len(ts))
+		for _, t := range ts {
+			out = append(out, watch.Target{Name: t.Name, URL: "http://" + t.Addr + path, Group: t.Group})
+		}
+		return out, err
+	}, name, nil
 }
 
 // ErrTarget is a --target that names no server.
 var ErrTarget = errors.New("want GROUP=ADDR,ADDR with ADDR a host:port or an http(s) metrics URL")
 
 // ParseTargets reads one --target: GROUP=ADDR,ADDR, or ADDR,ADDR (the
-// group ""). An ADDR is host:port (its /metrics, over HTTP) or a URL
-// (its path, /metrics when it has none). A URL's password stays in the
-// URL the scrape uses and out of the name shown.
-func ParseTargets(spec string) ([]watch.Target, error) {
-	group, list := "", spec
-	if g, rest, ok := strings.Cut(spec, "="); ok && !strings.Contains(g, "/") && !strings.Contains(g, ":") {
-		group, list = strings.TrimSpace(g), rest
+// group ""). A URL is one server, as it is (its path, /metrics when it
+// has none); the other ADDRs (host:port, a DNS name:port, an SRV name)
+// are looked up when the lister is called (package discover), each
+// address a server at path. A URL's password stays in the URL the
+// scrape uses and out of the name shown and of every error.
+func ParseTargets(spec, path string) ([]watch.Target, watch.Lister, error) {
+	group, items := "", spec
+	if g, rest, ok := strings.Cut(spec, "="); ok && !strings.ContainsAny(g, "/:@") {
+		group, items = strings.TrimSpace(g), rest
 	}
-	var out []watch.Target
-	for _, item := range strings.Split(list, ",") {
+	var (
+		out   []watch.Target
+		names []string
+	)
+	for _, item := range strings.Split(items, ",") {
 		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
+		switch {
+		case item == "":
+		case strings.Contains(item, "://"):
+			u, err := url.Parse(item)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, nil, fmt.Errorf("--target %q: %w", probe.Redact(item, 0), ErrTarget)
+			}
+			if u.Path == "" || u.Path == "/" {
+				u.Path = "/metrics"
+			}
+			out = append(out, watch.Target{Name: u.Host, URL: u.String(), Group: group})
+		default:
+			names = append(names, item)
 		}
-		t, err := parseAddr(item)
-		if err != nil {
-			return nil, fmt.Errorf("--target %q: %w", probe.Redact(item, 0), err)
+	}
+	if len(out) == 0 && len(names) == 0 {
+		return nil, nil, fmt.Errorf("--target %q: %w", probe.Redact(spec, 0), ErrTarget)
+	}
+	if len(names) == 0 {
+		return out, nil, nil
+	}
+	src, err := discover.ParseSource(strings.Join(names, ","))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--target %q: %w", probe.Redact(spec, 0), err)
+	}
+	list := func(ctx context.Context) ([]watch.Target, error) {
+		addrs, err := src.Resolve(ctx, net.DefaultResolver)
+		ts := make([]watch.Target, 0, len(addrs))
+		for _, a := range addrs {
+			ts = append(ts, watch.Target{Name: a.HostPort, URL: "http://" + a.HostPort + path, Group: group})
 		}
-		t.Group = group
-		out = append(out, t)
+		return ts, err
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--target %q: %w", probe.Redact(spec, 0), ErrTarget)
+	if src.Static() {
+		ts, err := list(context.Background())
+		return append(out, ts...), nil, err
 	}
-	return out, nil
-}
-
-func parseAddr(item string) (watch.Target, error) {
-	if strings.Contains(item, "://") {
-		u, err := url.Parse(item)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return watch.Target{}, ErrTarget
-		}
-		if u.Path == "" || u.Path == "/" {
-			u.Path = "/metrics"
-		}
-		return watch.Target{Name: u.Host, URL: u.String()}, nil
-	}
-	host, port, err := net.SplitHostPort(item)
-	if err != nil || host == "" || port == "" || strings.ContainsAny(host, "/@ ") {
-		return watch.Target{}, ErrTarget
-	}
-	return watch.Target{Name: item, URL: "http://" + net.JoinHostPort(host, port) + "/metrics"}, nil
+	return out, list, nil
 }
