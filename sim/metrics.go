@@ -109,10 +109,14 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", float64(kvUsed)/(float64(s.p.KVTokens)*float64(len(pods))))
 	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", `source="sim"`, prompt)
 	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", `source="sim"`, gen)
+	// vLLM counts every finished request here by its reason: one the
+	// client abandoned is an abort.
 	counter("vllm:request_success_total", "Count of successfully processed requests.", `finished_reason="length"`, s.metrics.success.Load())
+	fmt.Fprintf(bw, "vllm:request_success_total{%sfinished_reason=\"abort\"} %d\n", l, s.metrics.cancelled.Load())
 	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", `source="sim"`, 0)
 	counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", `source="sim"`, queries)
 	counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", `source="sim"`, hits)
+	counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local prefix cache hits).", `source="sim"`, hits)
 	counter("infertop_sim_requests_failed_total", "Requests answered with an injected error.", `source="sim"`, s.metrics.failed.Load())
 	counter("infertop_sim_requests_cancelled_total", "Requests the client abandoned.", `source="sim"`, s.metrics.cancelled.Load())
 	counter("infertop_sim_steps_total", "Engine steps run.", `source="sim"`, steps)
