@@ -34,6 +34,11 @@ const (
 	// maxCount is the largest counter, gauge or count believed: 10^15
 	// tokens is a server generating a million a second for thirty years.
 	maxCount = 1e15
+	// maxSamples is the most samples of the families read on one page
+	// (a vLLM page of four models has about 1,200; a hundred LoRA
+	// adapters' series 30,000): what a page may cost in the set of
+	// series seen.
+	maxSamples = 1 << 17
 	// maxTargets is the most metrics one family fills (vLLM's
 	// request_success fills three).
 	maxTargets = 8
@@ -57,7 +62,18 @@ func Parse(r io.Reader) (Reading, error) {
 			return Reading{}, fmt.Errorf("%w: more than %d MiB", ErrBounds, maxPageBytes>>20)
 		}
 		if err == bufio.ErrBufferFull {
-			return Reading{}, fmt.Errorf("%w: line %d longer than %d KiB", ErrBounds, n, maxLineBytes>>10)
+			// A line of a family read is never this long; one of another
+			// (an info metric's labels) is skipped to its end.
+			if name, _, _ := nameOf(line); len(lookup(&p.buf, name)) > 0 {
+				return Reading{}, fmt.Errorf("%w: line %d longer than %d KiB", ErrBounds, n, maxLineBytes>>10)
+			}
+			for err == bufio.ErrBufferFull {
+				line, err = br.ReadSlice('\n')
+				if read += len(line); read > maxPageBytes {
+					return Reading{}, fmt.Errorf("%w: more than %d MiB", ErrBounds, maxPageBytes>>20)
+				}
+			}
+			line = nil
 		}
 		if err != nil && err != io.EOF {
 			return Reading{}, fmt.Errorf("metrics page: %w", err)
@@ -73,10 +89,11 @@ func Parse(r io.Reader) (Reading, error) {
 
 // reader sums the samples read into each table's figures.
 type reader struct {
-	acc  []*tableAcc // by table, nil until one of its samples comes
-	seen map[uint64]struct{}
-	seed maphash.Seed
-	buf  [128]byte
+	acc     []*tableAcc // by table, nil until one of its samples comes
+	samples int         // of the families read, for maxSamples
+	seen    map[uint64]struct{}
+	seed    maphash.Seed
+	buf     [128]byte
 }
 
 // tableAcc is one table's figures as they are summed.
@@ -106,29 +123,16 @@ func newReader() *reader {
 
 // line reads one line of a text page.
 func (p *reader) line(b []byte) error {
-	b = skipBlank(b, false)
 	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
 		b = b[:len(b)-1]
 	}
-	if len(b) == 0 || b[0] == '#' {
-		return nil
-	}
-	var name, rest []byte
-	inBraces := false
-	if b[0] == '{' { // the UTF-8 form: {"name", labels...} value
-		var ok bool
-		name, rest, ok = quoted(b[1:])
-		if !ok {
-			return nil // no name to tell a family by
-		}
-		inBraces = true
-	} else {
-		end := upTo(b, '{')
-		name, rest = b[:end], b[end:]
-	}
+	name, rest, inBraces := nameOf(b)
 	targets := lookup(&p.buf, name)
 	if len(targets) == 0 {
 		return nil
+	}
+	if p.samples++; p.samples > maxSamples {
+		return fmt.Errorf("%w: more than %d samples of the families read", ErrBounds, maxSamples)
 	}
 	if len(targets) > maxTargets {
 		targets = targets[:maxTargets]
@@ -190,6 +194,25 @@ func (p *reader) line(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// nameOf is a sample line's metric name (nil for a comment, a blank
+// line or no name), what follows it, and whether that is inside the
+// braces (the UTF-8 form, {"name", labels...} value).
+func nameOf(b []byte) (name, rest []byte, inBraces bool) {
+	b = skipBlank(b, false)
+	switch {
+	case len(b) == 0 || b[0] == '#':
+		return nil, nil, false
+	case b[0] == '{':
+		name, rest, ok := quoted(b[1:])
+		if !ok {
+			return nil, nil, false
+		}
+		return name, rest, true
+	}
+	end := upTo(b, '{')
+	return b[:end], b[end:], false
 }
 
 // matchCond says whether a label's value selects a metric's series.
