@@ -29,6 +29,21 @@ func read(t *testing.T, name string) Reading {
 	return r
 }
 
+// families parses a file of testdata with Prometheus' own text parser.
+func families(t *testing.T, name string) map[string]*dto.MetricFamily {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := tp.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return fams
+}
+
 // has is a Value that is reported.
 func has(v float64) Value { return Value{V: v, Has: true} }
 
@@ -131,16 +146,7 @@ func TestRenames(t *testing.T) {
 func TestFromFamilies(t *testing.T) {
 	// (sglang.txt is OpenMetrics, which expfmt's text parser does not read.)
 	for _, name := range []string{"vllm.txt", "vllm-sim.txt", "llamacpp.txt", "tgi.txt", "trtllm.txt", "triton.txt", "dynamo.txt", "llmd.txt"} {
-		b, err := os.ReadFile("testdata/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tp := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := tp.TextToMetricFamilies(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := FromFamilies(fams)
+		got, err := FromFamilies(families(t, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,15 +265,7 @@ func TestParseEngines(t *testing.T) {
 // from its answers (each sample name a family of untyped values, a
 // bucket's bound in its le label) read as the page they came from.
 func TestFromFlatFamilies(t *testing.T) {
-	b, err := os.ReadFile("testdata/vllm.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := tp.TextToMetricFamilies(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := families(t, "vllm.txt")
 	flat := map[string]*dto.MetricFamily{}
 	put := func(name string, labels []*dto.LabelPair, v float64) {
 		if flat[name] == nil {
