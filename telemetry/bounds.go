@@ -109,17 +109,6 @@ func family(line []byte, wanted func(string) bool) (fam string, sample bool) {
 	return "", false
 }
 
-// wantedSet is a set of family names as filterPage asks.
-func wantedSet(names ...string) func(string) bool {
-	set := make(map[string]bool, len(names))
-	for _, n := range names {
-		if n != "" {
-			set[n] = true
-		}
-	}
-	return func(n string) bool { return set[n] }
-}
-
 // plausible says whether v can be a count, a gauge or a counter: finite,
 // not negative, at most maxCount.
 func plausible(v float64) bool {
