@@ -393,6 +393,9 @@ func (h *histAcc) add(pt part, hasLE bool, le, v, scale float64) {
 // larger of the +Inf buckets and the _count: a series may omit either),
 // and the counts made cumulative where a page's were not (as
 // histogram_quantile does). Nil when set aside or without a finite bound.
+// Series are summed bound by bound: exact when they share their bounds,
+// as one engine's do; series of other bounds are held monotonic, not
+// made exact.
 func (h *histAcc) histogram() *Histogram {
 	if h == nil || h.bad || len(h.bounds) == 0 {
 		return nil
