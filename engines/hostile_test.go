@@ -81,12 +81,14 @@ func TestHostilePages(t *testing.T) {
 		want error  // nil: read
 		max  uint64 // bytes allocated at most
 	}{
-		{"100 MB body", func() io.Reader { return &repeat{line: "process_open_fds 1\n", n: 100 << 20} }, ErrBounds, 1 << 20},
+		{"100 MB body", func() io.Reader {
+			return &repeat{line: "process_open_fds{a=\"" + strings.Repeat("x", 1000) + "\"} 1\n", n: 100 << 20}
+		}, ErrBounds, 1 << 20},
 		{"10 MB line", func() io.Reader {
-			return io.MultiReader(strings.NewReader("vllm:num_requests_running{a=\""), &repeat{line: "x", n: 10 << 20})
+			return io.MultiReader(strings.NewReader("vllm:num_requests_running{a=\""), &repeat{line: strings.Repeat("x", 4096), n: 10 << 20})
 		}, ErrBounds, 1 << 20},
 		{"10 MB line of another family", func() io.Reader {
-			return io.MultiReader(strings.NewReader("vllm:lora_requests_info{running_lora_adapters=\""), &repeat{line: "x", n: 10 << 20},
+			return io.MultiReader(strings.NewReader("vllm:lora_requests_info{running_lora_adapters=\""), &repeat{line: strings.Repeat("x", 4096), n: 10 << 20},
 				strings.NewReader("\"} 1\nvllm:num_requests_running 1\n"))
 		}, nil, 1 << 20},
 		{"2^17 samples of the families read", func() io.Reader {
