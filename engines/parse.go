@@ -2,6 +2,7 @@ package engines
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -91,9 +92,13 @@ func Parse(r io.Reader) (Reading, error) {
 type reader struct {
 	acc     []*tableAcc // by table, nil until one of its samples comes
 	samples int         // of the families read, for maxSamples
-	seen    map[uint64]struct{}
-	seed    maphash.Seed
-	buf     [128]byte
+	// the last name looked up and what it fills
+	lastName    []byte
+	lastTargets []target
+	hasLast     bool
+	seen        map[uint64]struct{}
+	seed        maphash.Seed
+	buf         [128]byte
 }
 
 // tableAcc is one table's figures as they are summed.
@@ -118,7 +123,7 @@ type histAcc struct {
 }
 
 func newReader() *reader {
-	return &reader{acc: make([]*tableAcc, len(tables)), seen: make(map[uint64]struct{}, 256), seed: maphash.MakeSeed()}
+	return &reader{acc: make([]*tableAcc, len(tables)), seen: make(map[uint64]struct{}, 1024), seed: maphash.MakeSeed()}
 }
 
 // line reads one line of a text page.
@@ -127,7 +132,7 @@ func (p *reader) line(b []byte) error {
 		b = b[:len(b)-1]
 	}
 	name, rest, inBraces := nameOf(b)
-	targets := lookup(&p.buf, name)
+	targets := p.lookup(name)
 	if len(targets) == 0 {
 		return nil
 	}
@@ -196,6 +201,18 @@ func (p *reader) line(b []byte) error {
 	return nil
 }
 
+// lookup is index's lookup, remembering the last name: a histogram's
+// buckets come one after another under one name, and most lines of a
+// page are buckets.
+func (p *reader) lookup(name []byte) []target {
+	if p.hasLast && string(name) == string(p.lastName) {
+		return p.lastTargets
+	}
+	p.lastTargets = lookup(&p.buf, name)
+	p.lastName, p.hasLast = append(p.lastName[:0], name...), true
+	return p.lastTargets
+}
+
 // nameOf is a sample line's metric name (nil for a comment, a blank
 // line or no name), what follows it, and whether that is inside the
 // braces (the UTF-8 form, {"name", labels...} value).
@@ -211,7 +228,18 @@ func nameOf(b []byte) (name, rest []byte, inBraces bool) {
 		}
 		return name, rest, true
 	}
-	end := upTo(b, '{')
+	// The name ends at its labels or at a blank; IndexByte's vector scans
+	// beat a loop over each byte of a long name.
+	end := bytes.IndexByte(b, '{')
+	if end < 0 {
+		end = len(b)
+	}
+	if i := bytes.IndexByte(b[:end], ' '); i >= 0 {
+		end = i
+	}
+	if i := bytes.IndexByte(b[:end], '\t'); i >= 0 {
+		end = i
+	}
 	return b[:end], b[end:], false
 }
 
