@@ -177,7 +177,7 @@ func TestWantedNames(t *testing.T) {
 			t.Errorf("Names has %s, not Wanted", n)
 		}
 	}
-	for _, n := range []string{"vllm:prompt_tokens_total", "vllm_prompt_tokens_total", "vllm:time_to_first_token_seconds"} {
+	for _, n := range []string{"vllm:prompt_tokens_total", "vllm_prompt_tokens_total", "vllm:time_to_first_token_seconds", "tgi_request_count"} {
 		if !slicesContains(names, n) {
 			t.Errorf("Names lacks %s", n)
 		}
