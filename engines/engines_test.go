@@ -5,9 +5,12 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -24,6 +27,21 @@ func read(t *testing.T, name string) Reading {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return r
+}
+
+// families parses a file of testdata with Prometheus' own text parser.
+func families(t *testing.T, name string) map[string]*dto.MetricFamily {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := tp.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return fams
 }
 
 // has is a Value that is reported.
@@ -128,16 +146,7 @@ func TestRenames(t *testing.T) {
 func TestFromFamilies(t *testing.T) {
 	// (sglang.txt is OpenMetrics, which expfmt's text parser does not read.)
 	for _, name := range []string{"vllm.txt", "vllm-sim.txt", "llamacpp.txt", "tgi.txt", "trtllm.txt", "triton.txt", "dynamo.txt", "llmd.txt"} {
-		b, err := os.ReadFile("testdata/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tp := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := tp.TextToMetricFamilies(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := FromFamilies(fams)
+		got, err := FromFamilies(families(t, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +177,7 @@ func TestWantedNames(t *testing.T) {
 			t.Errorf("Names has %s, not Wanted", n)
 		}
 	}
-	for _, n := range []string{"vllm:prompt_tokens_total", "vllm_prompt_tokens_total", "vllm:time_to_first_token_seconds"} {
+	for _, n := range []string{"vllm:prompt_tokens_total", "vllm_prompt_tokens_total", "vllm:time_to_first_token_seconds", "tgi_request_count"} {
 		if !slicesContains(names, n) {
 			t.Errorf("Names lacks %s", n)
 		}
@@ -251,3 +260,41 @@ func TestParseEngines(t *testing.T) {
 		t.Errorf("triton ttft in seconds: %+v", r.TTFT)
 	}
 }
+
+// TestFromFlatFamilies: families as a Prometheus API source builds them
+// from its answers (each sample name a family of untyped values, a
+// bucket's bound in its le label) read as the page they came from.
+func TestFromFlatFamilies(t *testing.T) {
+	fams := families(t, "vllm.txt")
+	flat := map[string]*dto.MetricFamily{}
+	put := func(name string, labels []*dto.LabelPair, v float64) {
+		if flat[name] == nil {
+			flat[name] = &dto.MetricFamily{Name: ptr(name), Type: dto.MetricType_UNTYPED.Enum()}
+		}
+		flat[name].Metric = append(flat[name].Metric, &dto.Metric{Label: labels, Untyped: &dto.Untyped{Value: ptr(v)}})
+	}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			h := m.GetHistogram()
+			if h == nil {
+				put(name, m.GetLabel(), m.GetCounter().GetValue()+m.GetGauge().GetValue()+m.GetUntyped().GetValue())
+				continue
+			}
+			for _, bk := range h.GetBucket() {
+				le := &dto.LabelPair{Name: ptr("le"), Value: ptr(strconv.FormatFloat(bk.GetUpperBound(), 'g', -1, 64))}
+				put(name+"_bucket", append(slices.Clone(m.GetLabel()), le), float64(bk.GetCumulativeCount()))
+			}
+			put(name+"_sum", m.GetLabel(), h.GetSampleSum())
+			put(name+"_count", m.GetLabel(), float64(h.GetSampleCount()))
+		}
+	}
+	got, err := FromFamilies(flat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := read(t, "vllm.txt"); !reflect.DeepEqual(got, want) {
+		t.Errorf("from flat families %+v\nfrom the text %+v", got, want)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

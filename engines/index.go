@@ -134,7 +134,8 @@ func Wanted(name string) bool {
 }
 
 // Names is every family any table reads, as engines expose them: a
-// counter with _total, a gauge, a histogram by its family name (its
+// counter with and without _total (Python's client adds it, TGI's Rust
+// exporter does not), a gauge, a histogram by its family name (its
 // samples add _bucket, _sum and _count), and a name with colons also with
 // underscores (as SGLang and scrapers that escape them write it).
 // Sorted; for a PromQL __name__ regular expression.
@@ -142,13 +143,15 @@ func Names() []string {
 	var out []string
 	for _, t := range tables {
 		for _, m := range t.metrics {
-			n := m.name
+			ns := []string{m.name}
 			if m.field.isCounter() && !m.sumOf {
-				n += "_total"
+				ns = append(ns, m.name+"_total")
 			}
-			out = append(out, n)
-			if strings.Contains(n, ":") {
-				out = append(out, strings.ReplaceAll(n, ":", "_"))
+			for _, n := range ns {
+				out = append(out, n)
+				if strings.Contains(n, ":") {
+					out = append(out, strings.ReplaceAll(n, ":", "_"))
+				}
 			}
 		}
 	}

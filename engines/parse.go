@@ -2,6 +2,7 @@ package engines
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -34,6 +35,11 @@ const (
 	// maxCount is the largest counter, gauge or count believed: 10^15
 	// tokens is a server generating a million a second for thirty years.
 	maxCount = 1e15
+	// maxSamples is the most samples of the families read on one page
+	// (a vLLM page of four models has about 1,200; a hundred LoRA
+	// adapters' series 30,000): what a page may cost in the set of
+	// series seen.
+	maxSamples = 1 << 17
 	// maxTargets is the most metrics one family fills (vLLM's
 	// request_success fills three).
 	maxTargets = 8
@@ -57,7 +63,18 @@ func Parse(r io.Reader) (Reading, error) {
 			return Reading{}, fmt.Errorf("%w: more than %d MiB", ErrBounds, maxPageBytes>>20)
 		}
 		if err == bufio.ErrBufferFull {
-			return Reading{}, fmt.Errorf("%w: line %d longer than %d KiB", ErrBounds, n, maxLineBytes>>10)
+			// A line of a family read is never this long; one of another
+			// (an info metric's labels) is skipped to its end.
+			if name, _, _ := nameOf(line); len(lookup(&p.buf, name)) > 0 {
+				return Reading{}, fmt.Errorf("%w: line %d longer than %d KiB", ErrBounds, n, maxLineBytes>>10)
+			}
+			for err == bufio.ErrBufferFull {
+				line, err = br.ReadSlice('\n')
+				if read += len(line); read > maxPageBytes {
+					return Reading{}, fmt.Errorf("%w: more than %d MiB", ErrBounds, maxPageBytes>>20)
+				}
+			}
+			line = nil
 		}
 		if err != nil && err != io.EOF {
 			return Reading{}, fmt.Errorf("metrics page: %w", err)
@@ -73,10 +90,15 @@ func Parse(r io.Reader) (Reading, error) {
 
 // reader sums the samples read into each table's figures.
 type reader struct {
-	acc  []*tableAcc // by table, nil until one of its samples comes
-	seen map[uint64]struct{}
-	seed maphash.Seed
-	buf  [128]byte
+	acc     []*tableAcc // by table, nil until one of its samples comes
+	samples int         // of the families read, for maxSamples
+	// the last name looked up and what it fills
+	lastName    []byte
+	lastTargets []target
+	hasLast     bool
+	seen        map[uint64]struct{}
+	seed        maphash.Seed
+	buf         [128]byte
 }
 
 // tableAcc is one table's figures as they are summed.
@@ -101,34 +123,21 @@ type histAcc struct {
 }
 
 func newReader() *reader {
-	return &reader{acc: make([]*tableAcc, len(tables)), seen: make(map[uint64]struct{}, 256), seed: maphash.MakeSeed()}
+	return &reader{acc: make([]*tableAcc, len(tables)), seen: make(map[uint64]struct{}, 1024), seed: maphash.MakeSeed()}
 }
 
 // line reads one line of a text page.
 func (p *reader) line(b []byte) error {
-	b = skipBlank(b, false)
 	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
 		b = b[:len(b)-1]
 	}
-	if len(b) == 0 || b[0] == '#' {
-		return nil
-	}
-	var name, rest []byte
-	inBraces := false
-	if b[0] == '{' { // the UTF-8 form: {"name", labels...} value
-		var ok bool
-		name, rest, ok = quoted(b[1:])
-		if !ok {
-			return nil // no name to tell a family by
-		}
-		inBraces = true
-	} else {
-		end := upTo(b, '{')
-		name, rest = b[:end], b[end:]
-	}
-	targets := lookup(&p.buf, name)
+	name, rest, inBraces := nameOf(b)
+	targets := p.lookup(name)
 	if len(targets) == 0 {
 		return nil
+	}
+	if p.samples++; p.samples > maxSamples {
+		return fmt.Errorf("%w: more than %d samples of the families read", ErrBounds, maxSamples)
 	}
 	if len(targets) > maxTargets {
 		targets = targets[:maxTargets]
@@ -190,6 +199,48 @@ func (p *reader) line(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// lookup is index's lookup, remembering the last name: a histogram's
+// buckets come one after another under one name, and most lines of a
+// page are buckets.
+func (p *reader) lookup(name []byte) []target {
+	if p.hasLast && string(name) == string(p.lastName) {
+		return p.lastTargets
+	}
+	p.lastTargets = lookup(&p.buf, name)
+	p.lastName, p.hasLast = append(p.lastName[:0], name...), true
+	return p.lastTargets
+}
+
+// nameOf is a sample line's metric name (nil for a comment, a blank
+// line or no name), what follows it, and whether that is inside the
+// braces (the UTF-8 form, {"name", labels...} value).
+func nameOf(b []byte) (name, rest []byte, inBraces bool) {
+	b = skipBlank(b, false)
+	switch {
+	case len(b) == 0 || b[0] == '#':
+		return nil, nil, false
+	case b[0] == '{':
+		name, rest, ok := quoted(b[1:])
+		if !ok {
+			return nil, nil, false
+		}
+		return name, rest, true
+	}
+	// The name ends at its labels or at a blank; IndexByte's vector scans
+	// beat a loop over each byte of a long name.
+	end := bytes.IndexByte(b, '{')
+	if end < 0 {
+		end = len(b)
+	}
+	if i := bytes.IndexByte(b[:end], ' '); i >= 0 {
+		end = i
+	}
+	if i := bytes.IndexByte(b[:end], '\t'); i >= 0 {
+		end = i
+	}
+	return b[:end], b[end:], false
 }
 
 // matchCond says whether a label's value selects a metric's series.
@@ -370,6 +421,9 @@ func (h *histAcc) add(pt part, hasLE bool, le, v, scale float64) {
 // larger of the +Inf buckets and the _count: a series may omit either),
 // and the counts made cumulative where a page's were not (as
 // histogram_quantile does). Nil when set aside or without a finite bound.
+// Series are summed bound by bound: exact when they share their bounds,
+// as one engine's do; series of other bounds are held monotonic, not
+// made exact.
 func (h *histAcc) histogram() *Histogram {
 	if h == nil || h.bad || len(h.bounds) == 0 {
 		return nil

@@ -150,6 +150,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", `source="sim"`, 0)
 	counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", `source="sim"`, queries)
 	counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", `source="sim"`, hits)
+	counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local prefix cache hits).", `source="sim"`, hits)
 	counter("infertop_sim_requests_failed_total", "Requests answered with an injected error.", `source="sim"`, s.metrics.failed.Load())
 	counter("infertop_sim_requests_cancelled_total", "Requests the client abandoned.", `source="sim"`, s.metrics.cancelled.Load())
 	counter("infertop_sim_steps_total", "Engine steps run.", `source="sim"`, steps)

@@ -11,10 +11,11 @@ import (
 	"unicode/utf8"
 )
 
-// Bounds on what one scrape may cost and on the numbers believed from it.
-// A page is someone else's text: a DCGM page of 300k gpu labels (12.5 MB)
-// grew to 1.4 GB through the Prometheus parser, 200k buckets to 238 MB,
-// and one value of 1.7e308 or a NaN stopped the reports being written.
+// Bounds on what one scrape of the GPUs may cost and on the numbers
+// believed from it (package engines bounds the server's page its own
+// way). A page is someone else's text: a DCGM page of 300k gpu labels
+// (12.5 MB) grew to 1.4 GB through the Prometheus parser, and one value
+// of 1.7e308 or a NaN stopped the reports being written.
 // So only the families infertop reads are handed to the parser, each with
 // a bounded number of series, and a number that cannot be true is set
 // aside, as if the server had not reported it.
@@ -24,24 +25,16 @@ const (
 	// maxPageLine is the longest line of a page (a real one is under 1 KB).
 	maxPageLine = 64 << 10
 	// maxKeptBytes is the most of a page handed to the parser: the
-	// families read, about 20 KB on a vLLM page.
+	// families read, a few KB on a DCGM page.
 	maxKeptBytes = 2 << 20
-	// maxSeries is the most samples of one family (a histogram's buckets
-	// over its label sets: vLLM's 20 buckets by a few models).
+	// maxSeries is the most samples of one family (a GPU each).
 	maxSeries = 4096
-	// maxBuckets is the most distinct bucket bounds of one merged
-	// histogram.
-	maxBuckets = 512
-	// maxBoundSeconds is the largest finite bucket bound believed of a
-	// latency histogram: vLLM's last TTFT bound is 2,560 s; a day is
-	// past any.
-	maxBoundSeconds = 86_400
 	// maxGPUs is the most GPUs one DCGM page may list (a node has 8 or 16).
 	maxGPUs = 256
 	// maxIndexBytes shortens a GPU's label as kept and shown.
 	maxIndexBytes = 64
-	// maxCount is the largest counter or gauge believed: 10^15 tokens is
-	// a server generating a million a second for thirty years.
+	// maxCount is the largest counter believed: 10^15 joules is a 10 kW
+	// GPU for three thousand years.
 	maxCount = 1e15
 	// maxGPUWatts is the most power believed of one GPU (a B200 draws
 	// 1.2 kW), and so of its energy counter's rise over a second.
@@ -114,17 +107,6 @@ func family(line []byte, wanted func(string) bool) (fam string, sample bool) {
 		}
 	}
 	return "", false
-}
-
-// wantedSet is a set of family names as filterPage asks.
-func wantedSet(names ...string) func(string) bool {
-	set := make(map[string]bool, len(names))
-	for _, n := range names {
-		if n != "" {
-			set[n] = true
-		}
-	}
-	return func(n string) bool { return set[n] }
 }
 
 // plausible says whether v can be a count, a gauge or a counter: finite,

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"sort"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // GPU is one reading of one GPU.
@@ -42,6 +45,21 @@ func value(m *dto.Metric) float64 {
 		return m.GetCounter().GetValue()
 	}
 	return m.GetUntyped().GetValue()
+}
+
+// parse reads the families wanted of a Prometheus text page, within the
+// bounds of filterPage.
+func parse(r io.Reader, wanted func(string) bool) (map[string]*dto.MetricFamily, error) {
+	page, err := filterPage(r, wanted)
+	if err != nil {
+		return nil, err
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(page))
+	if err != nil {
+		return nil, fmt.Errorf("metrics page: %w", err)
+	}
+	return fams, nil
 }
 
 // ParseDCGM reads a DCGM exporter page: one GPU per "gpu" label.

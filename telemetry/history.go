@@ -43,7 +43,7 @@ func (s *Scraper) readingLocked(at time.Time) *Reading {
 
 func (s *Scraper) recordServerLocked(at time.Time, srv Server) {
 	r := s.readingLocked(at)
-	r.HasServer, r.Running, r.Waiting, r.KVUsage, r.HasKV, r.GenTokens = true, srv.Running, srv.Waiting, srv.KVUsage, srv.HasKV, srv.GenTokens
+	r.HasServer, r.Running, r.Waiting, r.KVUsage, r.HasKV, r.GenTokens = true, srv.Running.V, srv.Waiting.V, srv.KVUsage.V, srv.KVUsage.Has, srv.GenTokens.V
 }
 
 func (s *Scraper) recordGPULocked(smp Sample) {

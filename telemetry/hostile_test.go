@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infertop/infertop/engines"
 	"github.com/infertop/infertop/tools/hostile"
 )
 
@@ -108,7 +109,7 @@ func TestHugePages(t *testing.T) {
 	}{
 		{"300k gpus", dcgm.String(), "more than 4096 series of DCGM_FI_DEV_POWER_USAGE", true},
 		{"257 gpus", few.String(), "more than 256 GPUs", true},
-		{"200k buckets", buckets.String(), "more than 4096 series of vllm:time_to_first_token_seconds", false},
+		{"200k buckets", buckets.String(), "more than 8192 series of vllm:time_to_first_token_seconds", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var err error
@@ -235,7 +236,7 @@ func FuzzFilterPage(f *testing.F) {
 	f.Add("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{a=\"b\"} NaN\nother 1\n")
 	f.Add("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"} -Inf\n#  HELP x y\n{\"vllm:num_requests_running\"} 3")
 	f.Fuzz(func(t *testing.T, page string) {
-		wanted := serverFamilies()
+		wanted := func(n string) bool { return strings.HasPrefix(n, "DCGM_") || engines.Wanted(n) }
 		kept, err := filterPage(strings.NewReader(page), wanted)
 		if err != nil {
 			return
@@ -256,7 +257,7 @@ func FuzzFilterPage(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, v := range []float64{s.Running, s.Waiting, s.KVUsage, s.PromptTokens, s.GenTokens, s.Preemptions} {
+		for _, v := range []float64{s.Running.V, s.Waiting.V, s.KVUsage.V, s.PromptTokens.V, s.GenTokens.V, s.Preemptions.V} {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 				t.Fatalf("%q read as %v", page, v)
 			}

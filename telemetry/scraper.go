@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/engines"
 	"github.com/infertop/infertop/probe"
 )
 
@@ -375,25 +376,32 @@ func (s *Scraper) View(window time.Duration) View {
 				break
 			}
 		}
-		sv := &ServerView{Kind: last.S.Kind, Running: last.S.Running, Waiting: last.S.Waiting, KVUsage: last.S.KVUsage,
-			HasKV: last.S.HasKV, HasPreempt: last.S.HasPreempt, Age: now.Sub(last.At), Stale: stale(&s.srv), Err: s.srv.err}
-		if dt := last.At.Sub(first.At).Seconds(); dt > 0 {
-			sv.PromptTokPerSec = max(last.S.PromptTokens-first.S.PromptTokens, 0) / dt
-			sv.GenPerSec = max(last.S.GenTokens-first.S.GenTokens, 0) / dt
-			sv.Preemptions = max(last.S.Preemptions-first.S.Preemptions, 0)
+		sv := &ServerView{Kind: last.S.Engine, Running: last.S.Running.V, Waiting: last.S.Waiting.V, KVUsage: last.S.KVUsage.V,
+			HasKV: last.S.KVUsage.Has, HasPreempt: last.S.Preemptions.Has, Age: now.Sub(last.At), Stale: stale(&s.srv), Err: s.srv.err}
+		// Over the window, what the counters and buckets rose by; a restart
+		// in it shows no rate rather than one since zero, and a single
+		// reading the histograms since the server started.
+		d, reset := engines.Since(first.S, last.S)
+		if dt := last.At.Sub(first.At).Seconds(); dt > 0 && !reset {
+			sv.PromptTokPerSec = d.PromptTokens.V / dt
+			sv.GenPerSec = d.GenTokens.V / dt
+			sv.Preemptions = d.Preemptions.V
 		}
-		sv.PrefixHitRate, sv.HasPrefix = prefixHitRate(first.S.Prefix, last.S.Prefix)
-		var prevTTFT, prevITL *Histogram
-		if first.At.Before(last.At) {
-			prevTTFT, prevITL = first.S.TTFT, first.S.ITL
+		if rate, ok := d.PrefixHitRate(); ok && !reset && first.At.Before(last.At) {
+			sv.PrefixHitRate, sv.HasPrefix = rate, true
+		} else if last.S.CacheHitRate.Has {
+			sv.PrefixHitRate, sv.HasPrefix = last.S.CacheHitRate.V, true
 		}
-		if p50, b, ok := quantile(last.S.TTFT, prevTTFT, 0.5); ok {
+		if !first.At.Before(last.At) {
+			d = last.S
+		}
+		if p50, b, ok := quantile(d.TTFT, nil, 0.5); ok {
 			sv.TTFTP50, sv.TTFTBuckets[0], sv.HasTTFT = p50, b, true
-			sv.TTFTP99, sv.TTFTBuckets[1], _ = quantile(last.S.TTFT, prevTTFT, 0.99)
+			sv.TTFTP99, sv.TTFTBuckets[1], _ = quantile(d.TTFT, nil, 0.99)
 		}
-		if p50, b, ok := quantile(last.S.ITL, prevITL, 0.5); ok {
+		if p50, b, ok := quantile(d.ITL, nil, 0.5); ok {
 			sv.ITLP50, sv.ITLBuckets[0], sv.HasITL = p50, b, true
-			sv.ITLP99, sv.ITLBuckets[1], _ = quantile(last.S.ITL, prevITL, 0.99)
+			sv.ITLP99, sv.ITLBuckets[1], _ = quantile(d.ITL, nil, 0.99)
 		}
 		v.Server = sv
 	} else if s.srv.err != "" && !s.srv.dropped {

@@ -37,8 +37,8 @@ func TestParseServer(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("%s: ok %v err %v", tt.file, ok, err)
 		}
-		if s.Kind != tt.kind || s.Running != tt.running || s.Waiting != tt.waiting || s.HasKV != tt.hasKV ||
-			math.Abs(s.KVUsage-tt.kv) > 1e-9 || s.PromptTokens != tt.prompt || s.GenTokens != tt.gen || (s.TTFT != nil) != tt.ttft {
+		if s.Engine != tt.kind || s.Running.V != tt.running || s.Waiting.V != tt.waiting || s.KVUsage.Has != tt.hasKV ||
+			math.Abs(s.KVUsage.V-tt.kv) > 1e-9 || s.PromptTokens.V != tt.prompt || s.GenTokens.V != tt.gen || (s.TTFT != nil) != tt.ttft {
 			t.Errorf("%s: %+v", tt.file, s)
 		}
 	}

@@ -7,16 +7,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/readlimit/limittest"
 	"github.com/infertop/infertop/report"
 )
 
@@ -52,37 +50,10 @@ func crafted(t testing.TB, h *hdr.Histogram, phases int, start time.Time) []byte
 }
 
 // peakHeap runs fn and returns the highest heap in use while it ran
-// (sampled every millisecond) above the heap before it.
+// above the heap before it.
 func peakHeap(fn func()) uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapInuse
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			if m.HeapInuse > peak.Load() {
-				peak.Store(m.HeapInuse)
-			}
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	fn()
-	close(stop)
-	wg.Wait()
-	return max(peak.Load(), base) - base
+	peak, _ := limittest.HeapPeak(fn)
+	return peak
 }
 
 // TestMergeLargestGeometry: results whose every histogram is at the
