@@ -51,6 +51,7 @@ func TestHostileFiles(t *testing.T) {
 		{"huge count", "a histogram past", swap(encode(t, huge)), ErrUnusable},
 		{"geometry", "not infertop's", swap(encode(t, other)), ErrUnusable},
 		{"bad base64", "illegal base64", swap("!!!!"), ErrUnusable},
+		{"long histogram", "histograms past their bounds (600 KB", swap(strings.Repeat("A", 600<<10)), ErrUnusable},
 		{"too many values", "values, larger than a result can be", []byte(strings.Repeat("0,", MaxFileValues+1)), report.ErrTooLarge},
 	} {
 		r, err := Decode("f\x1b[2J", tc.b)
@@ -117,6 +118,11 @@ func TestHostileText(t *testing.T) {
 	f.Close()
 	if _, err := Read(big); !errors.Is(err, report.ErrTooLarge) {
 		t.Errorf("a file past %d bytes: %v", MaxFileBytes, err)
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil { // a stream that never ends: read to the bound, no further
+		if _, err := Read("/dev/zero"); !errors.Is(err, report.ErrTooLarge) {
+			t.Errorf("/dev/zero: %v", err)
+		}
 	}
 	if _, err := Read(filepath.Join(dir, "none\x1b[2J.json")); err == nil || strings.Contains(err.Error(), "\x1b") {
 		t.Errorf("a missing file: %q", err)

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 
+	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/sanitize"
 )
@@ -30,10 +33,11 @@ const (
 )
 
 // maxCount bounds every count a result gives: a run of 10,000 requests a
-// second for a month. A quantile's interval walks the counts near the
+// second for five days. A quantile's interval walks the counts near the
 // quantile, about the square root of them: a crafted count of 2^62
-// would cost it hours.
-const maxCount = 1 << 35
+// would cost it hours; 2^32 of them, spread over 20,000 buckets, cost
+// 0.2 s an interval.
+const maxCount = 1 << 32
 
 // ErrUnusable is a file that is no result a comparison can judge: not an
 // infertop result, one past the bounds, or one without histograms. No
@@ -88,11 +92,49 @@ func (p *present) UnmarshalJSON(b []byte) error {
 // has histograms. Every error is one line naming the file.
 func Read(path string) (*Result, error) {
 	name := sanitize.Short(report.ResultName(path), maxNameBytes)
-	b, err := report.ReadResult(path, MaxFileBytes)
+	b, err := readFile(path)
 	if err != nil {
 		return nil, cleanError{err} // it names the path, as given
 	}
 	return Decode(name, b)
+}
+
+// readFile reads at most MaxFileBytes of the file at path, and fails past
+// them without reading further (/dev/zero ends nowhere). Its buffer is
+// allocated once: a regular file's size, else the bound (untouched pages
+// cost nothing resident). io.ReadAll's doubling held twice a large file's
+// bytes: 209 MB resident for two files of 63 MB, 282 MB for /dev/zero.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err // a *PathError: it names the file
+	}
+	defer f.Close()
+	size := MaxFileBytes + 1
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		if st.Size() > MaxFileBytes {
+			return nil, fmt.Errorf("%s: %d MB, %w (the most read is %d MB)", path, st.Size()>>20, report.ErrTooLarge, MaxFileBytes>>20)
+		}
+		size = int(st.Size()) + 1 // the one more byte sees the end
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > MaxFileBytes {
+				return nil, fmt.Errorf("%s: %w (the most read is %d MB)", path, report.ErrTooLarge, MaxFileBytes>>20)
+			}
+			// A regular file that grew while it was read: to the bound.
+			buf = append(make([]byte, 0, MaxFileBytes+1), buf...)
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 }
 
 // Decode is Read of b, a file called name.
@@ -105,7 +147,8 @@ func Decode(name string, b []byte) (*Result, error) {
 		return nil, fmt.Errorf("%s: %d values, %w (the most read is %d)", name, n, report.ErrTooLarge, MaxFileValues)
 	}
 	var f file
-	if err := json.Unmarshal(b, &f); err != nil {
+	err := json.Unmarshal(b, &f)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", name, sanitize.Short(err.Error(), maxNameBytes), ErrUnusable)
 	}
 	in := &f.Infertop
@@ -115,16 +158,23 @@ func Decode(name string, b []byte) (*Result, error) {
 	if in.Histograms == nil {
 		return nil, fmt.Errorf("%s: no histograms (infertop.histograms): %w", name, ErrUnusable)
 	}
-	r := &Result{Name: name, Manifest: in.Manifest, Run: in.Run, Phases: in.Phases, Hist: in.Histograms.Run,
-		PhaseHist: map[int]map[string]string{}}
+	r := &Result{Name: name, Manifest: in.Manifest, Run: in.Run, Phases: in.Phases, PhaseHist: map[int]map[string]string{}}
+	kept := 0
+	if r.Hist, err = keep(in.Histograms.Run, &kept); err != nil {
+		return nil, fmt.Errorf("%s: the run: %w", name, err)
+	}
 	switch {
 	case bool(in.Capacity):
 		r.Kind = "a capacity search's result (--find-max, --matrix): its phases are the search's steps, not one load"
 	case bool(in.Compare):
 		r.Kind = "a comparison's result (--compare, --split-by): compare the sides' own results"
 	}
-	for _, h := range in.Histograms.Phases {
-		r.PhaseHist[h.ID] = h.Hist
+	if len(judgedPhases(r)) <= maxPhases { // else the whole runs are judged
+		for _, h := range in.Histograms.Phases {
+			if r.PhaseHist[h.ID], err = keep(h.Hist, &kept); err != nil {
+				return nil, fmt.Errorf("%s: phase %d: %w", name, h.ID, err)
+			}
+		}
 	}
 	if err := checkPhase(r.Run); err != nil {
 		return nil, fmt.Errorf("%s: the run: %w", name, err)
@@ -139,6 +189,33 @@ func Decode(name string, b []byte) (*Result, error) {
 		return nil, fmt.Errorf("%s: knobs out of bounds: %w", name, ErrUnusable)
 	}
 	return r, nil
+}
+
+// The bounds of the histograms a result keeps until they are judged: an
+// encoding of the engine's geometry, every bucket counted, is under
+// 300 KB; a day-long run's phases' are a few MB in all.
+const (
+	maxHistBytes = 512 << 10
+	maxKeptBytes = 32 << 20
+)
+
+// keep is the histograms of hs a statistic may read, each within
+// maxHistBytes, kept's sum within maxKeptBytes: the bytes of the other
+// file are read while these are held.
+func keep(hs map[string]string, kept *int) (map[string]string, error) {
+	out := map[string]string{}
+	for _, m := range []load.Metric{load.TTFT, load.TPOT, load.ITL, load.E2E, load.TTFB, load.TTFTIntended, load.E2EIntended} {
+		k := report.MetricKey(m)
+		enc, ok := hs[k]
+		if !ok {
+			continue
+		}
+		if *kept += len(enc); len(enc) > maxHistBytes || *kept > maxKeptBytes {
+			return nil, fmt.Errorf("%s: histograms past their bounds (%d KB, %d KB in all): %w", k, len(enc)>>10, *kept>>10, ErrUnusable)
+		}
+		out[k] = enc
+	}
+	return out, nil
 }
 
 // checkPhase holds the counts a comparison reads to their bounds: the
