@@ -16,7 +16,7 @@ import (
 // runCompare is `infertop compare BASE.json NEW.json`: two saved results
 // judged from their histograms (see package saved), with the gates of a
 // live comparison and their exit code.
-func (a *app) runCompare(args []string) error {
+func (a *app) runCompare(args []string) (err error) {
 	fs := newFlagSet("compare", "Usage: infertop compare BASE.json NEW.json [--regression EXPR]... [--slo EXPR]... [--markdown FILE] [--force]\n\nJudges two saved results (run --json): a baseline and a newer run of the same\nload, each statistic from the results' latency histograms with anytime-valid\nconfidence sequences, phase by phase when both ran the same phases. Prints\na table; --markdown writes one for a pull request's comment. Exit code 0\nwhen every gate held, 1 when a --regression was breached (or could not be\njudged) or an --slo failed on NEW, 2 for results that cannot be used or\ncompared (another API or load, a capacity search: --force compares them).", a.stdout)
 	regs := fs.StringArray("regression", nil, "NEW's allowed worsening against BASE, repeatable, e.g. 'ttft_p99<+10%', 'error_rate<+0.5pp'; exit 1 when it is worse beyond it with confidence")
 	objs := fs.StringArray("slo", nil, "objective NEW must hold, repeatable, over its run and each phase: e.g. 'ttft_p99<=500ms', 'error_rate<1%'")
@@ -34,6 +34,20 @@ func (a *app) runCompare(args []string) error {
 	o, err := compareOptions(*regs, *objs, *force)
 	if err != nil {
 		return usageError{err}
+	}
+	mdFile, err := saved.CreateMarkdown(*mdOut, fs.Args())
+	if err != nil {
+		return usagef("--markdown: %w", err)
+	}
+	if mdFile != nil {
+		written := false
+		defer func() {
+			mdFile.Close()
+			if !written { // no comment of a comparison that was never made
+				os.Remove(mdFile.Name())
+			}
+		}()
+		defer func() { written = err == nil || errors.As(err, new(exitError)) }()
 	}
 	var res [2]*saved.Result
 	for i, p := range fs.Args() {
@@ -61,7 +75,7 @@ func (a *app) runCompare(args []string) error {
 		_, err = a.stdout.Write(table.Bytes())
 	default:
 		if _, err = a.stdout.Write(table.Bytes()); err == nil {
-			err = os.WriteFile(*mdOut, md.Bytes(), 0o644)
+			_, err = mdFile.Write(md.Bytes())
 		}
 	}
 	if err != nil {

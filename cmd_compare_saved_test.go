@@ -123,6 +123,9 @@ func TestCompareSavedUsage(t *testing.T) {
 		{[]string{"a.json", "b.json", "--slo", "energy_per_token<1J"}, "a saved result's energy is not judged"},
 		{[]string{filepath.Join(dir, "none.json"), evil}, "no such file"},
 		{[]string{evil, evil}, `compare: evil\x1b]0;owned\a: not an infertop result`},
+		{[]string{evil, "b.json", "--markdown", evil}, "--markdown: " + dir + `/evil\x1b]0;owned\a.json is one of the results`},
+		{[]string{"a.json", "b.json", "--markdown", filepath.Join(dir, "none", "c.md")}, "--markdown: open " + dir + "/none/c.md: no such file"},
+		{[]string{evil, evil, "--markdown", filepath.Join(dir, "c.md")}, "not an infertop result"},
 	} {
 		code, out, errb := compareCmd(tc.args...)
 		if code != 2 || !strings.Contains(errb, tc.want) || strings.Count(errb, "\n") != 1 || out != "" {
@@ -131,5 +134,11 @@ func TestCompareSavedUsage(t *testing.T) {
 		if strings.ContainsAny(errb, "\x1b\x07") {
 			t.Errorf("%q: stderr holds a raw escape: %q", tc.args, errb)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c.md")); err == nil {
+		t.Error("a comparison refused left its --markdown file behind")
+	}
+	if b, err := os.ReadFile(evil); err != nil || !strings.Contains(string(b), "infertop") {
+		t.Errorf("--markdown onto a result overwrote it: %q, %v", b, err)
 	}
 }

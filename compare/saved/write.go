@@ -1,12 +1,16 @@
 package saved
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/infertop/infertop/compare"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // The table's columns, in the text's and the markdown's order.
@@ -145,6 +149,28 @@ func (j *Judgement) WriteMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// CreateMarkdown creates the file the markdown goes to (nil for none
+// or -), before the results are read: a path that cannot be written is
+// the caller's to fix at once, and one of the results (inputs) is never
+// overwritten.
+func CreateMarkdown(path string, inputs []string) (*os.File, error) {
+	if path == "" || path == "-" {
+		return nil, nil
+	}
+	for _, in := range inputs {
+		a, errA := os.Stat(in)
+		b, errB := os.Stat(path)
+		if filepath.Clean(in) == filepath.Clean(path) || errA == nil && errB == nil && os.SameFile(a, b) {
+			return nil, fmt.Errorf("%s is one of the results", sanitize.Text(path))
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, errors.New(sanitize.Text(err.Error()))
+	}
+	return f, nil
 }
 
 // md escapes text for markdown: every character markup reads (HTML's
