@@ -61,11 +61,13 @@ test-endurance:
 # The comparison's properties against real sims in a stage of their own
 # (.ci/run runs it after test-endurance): 100 runs of two identical sims,
 # twenty pairs at a time, called worse in at most 7; a canary 20 % slower
-# than the default sim called so within 60 s. Without -race: it distorts
+# than the default sim called so within 60 s; infertop compare of two
+# saved runs, a canary 20 % slower exiting 1. Without -race: it distorts
 # the two sims' timing (one of two identical sims was 10-16 % slower at
 # TTFT p50 under it). -v for the figures (the count, the time to verdict).
 test-compare:
 	INFERTOP_COMPARE=1 go test -count=1 -v -timeout 10m -run 'TestPairFalsePositives|TestPairDefaultSim' ./session
+	go test -count=1 -v -run 'TestCompareSavedRuns' .
 
 # The guides' commands: every ```sh sim block of README.md and
 # docs/guide run as written, in bash, against the embedded sim (or the

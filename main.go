@@ -100,13 +100,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 // without a name.
 func (a *app) commands() map[string]func([]string) error {
 	return map[string]func([]string) error{
-		"run":    a.runHeadless,
-		"sim":    a.runSim,
-		"ssh":    a.runSSH,
-		"report": a.runReport,
-		"merge":  a.runMerge,
-		"agent":  a.runAgent,
-		"watch":  a.runWatch,
+		"run":     a.runHeadless,
+		"sim":     a.runSim,
+		"ssh":     a.runSSH,
+		"report":  a.runReport,
+		"merge":   a.runMerge,
+		"compare": a.runCompare,
+		"agent":   a.runAgent,
+		"watch":   a.runWatch,
 	}
 }
 
