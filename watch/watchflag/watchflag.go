@@ -26,16 +26,16 @@ import (
 
 // Flags are a watch's flags.
 type Flags struct {
-	Targets          []string
-	MetricsPath      string
-	Refresh          time.Duration
+	Targets     []string
+	MetricsPath string
+	Refresh     time.Duration
 	// Kubernetes: the pods of a selector (or a Service's endpoints) in a
 	// namespace, grouped by a pod label.
 	K8sSelector, K8sService, Namespace, Port, By, Kubeconfig string
 	Baseline, Canary                                         string
-	Every, Window    time.Duration
-	Regressions, SLO []string
-	Alpha            float64
+	Every, Window                                            time.Duration
+	Regressions, SLO                                         []string
+	Alpha                                                    float64
 	// The embedded fleet's shape, when no target is given.
 	DemoSlowdown float64
 	DemoSeed     uint64
