@@ -93,7 +93,7 @@ func TestHostileTargets(t *testing.T) {
 		s = w.fleet.snapshot(time.Now(), time.Second, src.String())
 	})
 	t.Logf("heap peak %.1f MB over three reads", float64(peak)/1e6)
-	if peak > 50<<20 {
+	if peak > 100<<20 { // the promise is 200 MB; measured 3-58 MB (garbage not yet collected on a busy machine)
 		t.Errorf("heap peak %d MB", peak>>20)
 	}
 	byName := map[string]ServerOf{}
