@@ -86,7 +86,7 @@ func Add(fs *pflag.FlagSet) *Flags {
 		fs.DurationVar(&f.Duration, "duration", 0, "end the watch after this long (headless; 0: until a signal)")
 		fs.StringVar(&f.JSON, "json", "", "write the last snapshot (groups, servers, verdict) as JSON to this file")
 		fs.BoolVar(&f.FailFast, "fail-fast", false, "end the watch as soon as the verdict is regressed")
-		fs.StringVar(&f.Serve, "serve", "", "serve GET /verdict (JSON; 200 held or undecided, 409 regressed, 503 unusable) on this address, for Argo Rollouts and Flagger")
+		fs.StringVar(&f.Serve, "serve", "", "serve GET /verdict (JSON; 200 held or undecided, 409 regressed, 503 unusable), /snapshot and /metrics (infertop_watch_*) on this address, for Argo Rollouts, Flagger and a Prometheus")
 		fs.DurationVar(&f.ProgressEvery, "progress-every", 10*time.Second, "a progress line this often on stderr (headless)")
 	}()
 	return f
