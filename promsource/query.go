@@ -25,7 +25,8 @@ const maxLabels = 128
 
 // Server is what Prometheus holds of one server now: its group (the By
 // label's value, "" where its series lack it) and its metric families,
-// as a direct scrape in the text format names them (no help text). A
+// as a direct scrape in the text format names them (no help text, no
+// label of an empty value: Prometheus keeps neither). A
 // family is a counter by its _total or Prometheus' metadata, a gauge by
 // the metadata, else untyped: read a plain value whatever its field.
 // Every name and value is Prometheus': sanitise before showing.
