@@ -33,7 +33,8 @@ rpc_seconds_count 100
 `
 
 // parse is an exposition as a direct scrape gives it, labels and series
-// in order.
+// in order, without help texts and labels of empty value (neither is in
+// Prometheus' answer).
 func parse(t testing.TB, text string) map[string]*dto.MetricFamily {
 	t.Helper()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -43,6 +44,9 @@ func parse(t testing.TB, text string) map[string]*dto.MetricFamily {
 	}
 	for _, mf := range fams {
 		for _, m := range mf.Metric {
+			// Prometheus stores no label of an empty value (vLLM's
+			// lora_requests_info has some).
+			m.Label = slices.DeleteFunc(m.Label, func(p *dto.LabelPair) bool { return p.GetValue() == "" })
 			slices.SortFunc(m.Label, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
 		}
 		slices.SortFunc(mf.Metric, func(a, b *dto.Metric) int { return strings.Compare(labelKey(a.Label), labelKey(b.Label)) })

@@ -1,6 +1,7 @@
 package promsource
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -25,7 +26,8 @@ const maxLabels = 128
 
 // Server is what Prometheus holds of one server now: its group (the By
 // label's value, "" where its series lack it) and its metric families,
-// as a direct scrape in the text format names them (no help text). A
+// as a direct scrape in the text format names them (no help text, no
+// label of an empty value: Prometheus keeps neither). A
 // family is a counter by its _total or Prometheus' metadata, a gauge by
 // the metadata, else untyped: read a plain value whatever its field.
 // Every name and value is Prometheus': sanitise before showing.
@@ -147,22 +149,19 @@ func (b *build) add(smp *sample) error {
 		b.native++
 		return nil
 	}
-	if readlimit.JSONValues(smp.Metric, 2*maxLabels) > 2*maxLabels {
-		return fmt.Errorf("a series of more than %d labels", maxLabels)
-	}
-	var labels map[string]string
-	if err := json.Unmarshal(smp.Metric, &labels); err != nil {
+	labels, err := flatStrings(smp.Metric, maxLabels)
+	if err != nil {
 		return fmt.Errorf("a series' labels: %w", err)
 	}
 	if len(smp.Value) != 2 {
 		return errors.New("a sample without its [time, value]")
 	}
-	var vs string
-	if err := json.Unmarshal(smp.Value[1], &vs); err != nil {
+	vs, _, err := jsonString(bytes.TrimSpace(smp.Value[1]))
+	if err != nil {
 		return fmt.Errorf("a sample's value: %w", err)
 	}
-	v, err := strconv.ParseFloat(vs, 64)
-	if err != nil {
+	v, perr := strconv.ParseFloat(vs, 64)
+	if perr != nil {
 		return fmt.Errorf("a sample's value %.40q", vs)
 	}
 	name := labels["__name__"]
@@ -368,3 +367,71 @@ func whole(v float64) uint64 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// flatStrings reads a JSON object of strings ({"__name__":"a","le":"1"},
+// what a series' labels are) into a map of at most max entries, without
+// the generic decoder's reflection: most of an answer's cost.
+func flatStrings(b []byte, max int) (map[string]string, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '{' {
+		return nil, errors.New("not an object")
+	}
+	out := make(map[string]string, 8)
+	b = bytes.TrimSpace(b[1:])
+	if len(b) > 0 && b[0] == '}' {
+		return out, nil
+	}
+	for {
+		k, rest, err := jsonString(b)
+		if err != nil {
+			return nil, err
+		}
+		rest = bytes.TrimSpace(rest)
+		if len(rest) == 0 || rest[0] != ':' {
+			return nil, errors.New("no colon after a key")
+		}
+		v, rest, err := jsonString(bytes.TrimSpace(rest[1:]))
+		if err != nil {
+			return nil, err
+		}
+		if len(out) >= max {
+			return nil, fmt.Errorf("more than %d labels", max)
+		}
+		out[k] = v
+		rest = bytes.TrimSpace(rest)
+		switch {
+		case len(rest) > 0 && rest[0] == ',':
+			b = bytes.TrimSpace(rest[1:])
+		case len(rest) > 0 && rest[0] == '}' && len(bytes.TrimSpace(rest[1:])) == 0:
+			return out, nil
+		default:
+			return nil, errors.New("not an object of strings")
+		}
+	}
+}
+
+// jsonString reads the JSON string at the start of b, returning it and
+// what follows; one without escapes is taken as it is.
+func jsonString(b []byte) (string, []byte, error) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", nil, errors.New("not a string")
+	}
+	escaped := false
+	for i := 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			escaped = true
+			i++
+		case '"':
+			if !escaped {
+				return string(b[1:i]), b[i+1:], nil
+			}
+			var s string
+			if err := json.Unmarshal(b[:i+1], &s); err != nil {
+				return "", nil, err
+			}
+			return s, b[i+1:], nil
+		}
+	}
+	return "", nil, errors.New("an unterminated string")
+}
