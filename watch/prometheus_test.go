@@ -3,11 +3,8 @@ package watch
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -15,20 +12,16 @@ import (
 
 	"github.com/infertop/infertop/promsource"
 	"github.com/infertop/infertop/sim/simfleet"
+	"github.com/infertop/infertop/tools/promtest"
 )
 
 // realPrometheus runs Debian's Prometheus scraping the fleet's servers
-// every 500 ms, each with its group as a target label (as Kubernetes'
-// service discovery relabels a pod's label), until the test ends.
+// (promtest's 200 ms), each with its group as a target label (as
+// Kubernetes' service discovery relabels a pod's label).
 func realPrometheus(t *testing.T, f *simfleet.Fleet) string {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("prometheus is not installed (apt-get install prometheus)")
-	}
-	dir := t.TempDir()
 	var conf strings.Builder
-	conf.WriteString("global:\n  scrape_interval: 500ms\n  scrape_timeout: 400ms\nscrape_configs:\n  - job_name: sims\n    static_configs:\n")
+	conf.WriteString("  - job_name: sims\n    static_configs:\n")
 	for _, s := range f.Servers {
 		u, err := url.Parse(s.MetricsURL)
 		if err != nil {
@@ -36,33 +29,7 @@ func realPrometheus(t *testing.T, f *simfleet.Fleet) string {
 		}
 		fmt.Fprintf(&conf, "      - targets: [%q]\n        labels: {group: %q, pod: %q}\n", u.Host, s.Group, s.Name)
 	}
-	if err := os.WriteFile(dir+"/prometheus.yml", []byte(conf.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "--config.file="+dir+"/prometheus.yml", "--storage.tsdb.path="+dir+"/data",
-		"--web.listen-address="+addr, "--log.level=warn")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	base := "http://" + addr
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(base + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return base
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("prometheus never became ready")
-		}
-	}
+	return promtest.Start(t, conf.String())
 }
 
 // TestThroughPrometheus: four sims in two groups, watched directly and
@@ -147,7 +114,7 @@ func TestThroughPrometheus(t *testing.T) {
 				}
 			}
 			// The same rates and buckets, read two ways: Prometheus holds
-			// a scrape up to 500 ms old, so the rates agree within a few
+			// a scrape up to 200 ms old, so the rates agree within a few
 			// per cent and the p50's bucket is the same or the next.
 			d, p := last[0], last[1]
 			if len(d.Groups) == 2 && len(p.Groups) == 2 {
