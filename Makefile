@@ -10,7 +10,7 @@
 # 100-run properties) are test-accuracy's, a stage of their own that
 # .ci/run runs beside test-compare, which shares its build. CONTRIBUTING.md
 # describes every stage; BENCHMARKS.md keeps their timings, dated.
-.PHONY: test test-accuracy test-endurance test-compare test-manifests test-agents test-guides test-trace test-slow test-sdk build image bench lint
+.PHONY: test-watch test test-accuracy test-endurance test-compare test-manifests test-agents test-guides test-trace test-slow test-sdk build image bench lint
 
 # VERSION is what infertop --version says of a make build: the checkout's
 # tag, commits since and revision (git describe); "dev" outside git.
@@ -68,6 +68,12 @@ test-endurance:
 test-compare:
 	INFERTOP_COMPARE=1 go test -count=1 -v -timeout 10m -run 'TestPairFalsePositives|TestPairDefaultSim' ./session
 	go test -count=1 -v -run 'TestCompareSavedRuns' .
+
+# infertop watch against a real Prometheus (Debian's): four sims in two
+# groups watched directly and through it, the same groups, rates and
+# buckets, a slower canary called and an identical one not (90 s).
+test-watch:
+	INFERTOP_WATCH_PROMETHEUS=1 go test -count=1 -v -timeout 5m -run 'TestThroughPrometheus' ./watch
 
 # The guides' commands: every ```sh sim block of README.md and
 # docs/guide run as written, in bash, against the embedded sim (or the

@@ -5,55 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/tools/promtest"
 )
 
 // promServer runs a real Prometheus (Debian's package) scraping target
 // every 200 ms, with native histograms on; the test skips without one.
 func promServer(t *testing.T, target string) string {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("prometheus is not installed (apt-get install prometheus)")
-	}
-	dir := t.TempDir()
-	conf := fmt.Sprintf("global:\n  scrape_interval: 200ms\nscrape_configs:\n  - job_name: infertop\n    static_configs:\n      - targets: [%q]\n", target)
-	if err := os.WriteFile(dir+"/prometheus.yml", []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "--config.file="+dir+"/prometheus.yml", "--storage.tsdb.path="+dir+"/data",
-		"--web.listen-address="+addr, "--enable-feature=native-histograms", "--log.level=warn")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	base := "http://" + addr
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(base + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return base
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("prometheus never became ready")
-		}
-	}
+	return promtest.Start(t, fmt.Sprintf("  - job_name: infertop\n    static_configs:\n      - targets: [%q]\n", target), "--enable-feature=native-histograms")
 }
 
 // promQuery is the value of a PromQL expression with one result, or false.

@@ -62,7 +62,7 @@ type Params struct {
 	// repeatable.
 	Seed uint64
 	// FineBuckets serves the latency histograms of /metrics with bounds
-	// 5 % apart instead of vLLM's (a server built with finer buckets), so
+	// 4 % apart instead of vLLM's (a server built with finer buckets), so
 	// a watch of it can resolve a 10 % margin; the names stay vLLM's.
 	FineBuckets bool
 	// Reasoning makes the model think before it answers, on the APIs

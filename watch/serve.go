@@ -12,7 +12,8 @@ import (
 // of it (successCondition: result.state != "regressed"), Flagger's
 // webhooks its status: 200 while held or undecided, 409 once regressed,
 // 503 while no verdict can be given. GET /snapshot is the whole
-// snapshot (groups and servers too).
+// snapshot (groups and servers too), GET /metrics the same figures for
+// a Prometheus (infertop_watch_*).
 func (w *Watch) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /verdict", func(rw http.ResponseWriter, _ *http.Request) {
@@ -23,6 +24,7 @@ func (w *Watch) Handler() http.Handler {
 		}
 		writeJSON(rw, statusOf(v.State), v)
 	})
+	mux.Handle("GET /metrics", w.metricsHandler())
 	mux.HandleFunc("GET /snapshot", func(rw http.ResponseWriter, _ *http.Request) {
 		s, ok := w.Latest()
 		if !ok {

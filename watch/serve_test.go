@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestVerdictHandler: /verdict says the state in its JSON and its
@@ -57,5 +58,34 @@ func TestHostileNames(t *testing.T) {
 	}
 	if strings.ContainsRune(s.Verdict.Line+b.String(), 0x1b) || !strings.Contains(b.String(), `\x1b]0;owned`) {
 		t.Fatalf("line %q\ntext:\n%s", s.Verdict.Line, b.String())
+	}
+}
+
+// TestWatchMetrics: /metrics has each group's figures, the servers by
+// state and the verdict, in the exposition format.
+func TestWatchMetrics(t *testing.T) {
+	t.Parallel()
+	src := fleetOf(1.3, 1)
+	w, err := New(Config{Source: src, Canary: "canary"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		obs, _ := src.Read(t.Context())
+		w.fleet.observe(time.Now(), obs, nil)
+	}
+	w.hub.Publish(w.fleet.snapshot(time.Now(), time.Second, "fake"))
+	rec := httptest.NewRecorder()
+	w.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`infertop_watch_group_requests_per_second{group="canary",role="canary"}`,
+		`infertop_watch_servers{group="stable",state="up"} 2`,
+		`infertop_watch_verdict{state="undecided"} 1`,
+		`infertop_watch_group_ttft_p99_upper_seconds{group="stable",role="baseline"}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, body)
+		}
 	}
 }

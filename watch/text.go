@@ -119,8 +119,8 @@ func Progress(s Snapshot) string {
 }
 
 func delta(j Judged) string {
-	if j.NBase == 0 || j.NCanary == 0 {
-		return "-"
+	if !j.Judged {
+		return fmt.Sprintf("needs %d a side", j.Needs)
 	}
 	if j.Rate != nil {
 		return fmt.Sprintf("%+.2fpp", 100*j.Delta)

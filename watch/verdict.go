@@ -68,6 +68,10 @@ type Judged struct {
 	Hi       *float64  `json:"hi"`
 	NBase    int64     `json:"n_baseline"`
 	NCanary  int64     `json:"n_canary"`
+	// Needs is the fewest requests a group needs before the statistic
+	// is judged (two beyond a tail percentile); Judged says both have.
+	Needs  int64 `json:"needs"`
+	Judged bool  `json:"judged"`
 	// DecidedAfter is the seconds into the watch when the verdict was
 	// first reached (0: not decided).
 	DecidedAfter float64 `json:"decided_after_s,omitempty"`
@@ -225,10 +229,11 @@ func judgeOne(r compare.Regression, b, c engines.Reading, alpha float64) (j Judg
 	var ok bool
 	if r.Stat.ErrorRate {
 		fb, nb, fc, nc := int64(failed(b)), int64(total(b)), int64(failed(c)), int64(total(c))
-		j.NBase, j.NCanary = nb, nc
-		if nb == 0 || nc == 0 {
+		j.NBase, j.NCanary, j.Needs = nb, nc, minRequests(r.Stat)
+		if nb < j.Needs || nc < j.Needs {
 			return j
 		}
+		j.Judged = true
 		j.Rate = []float64{float64(fb) / float64(nb), float64(fc) / float64(nc)}
 		j.Delta = j.Rate[1] - j.Rate[0]
 		iv, ok = compare.RateInterval(fb, nb, fc, nc, alpha)
@@ -238,10 +243,11 @@ func judgeOne(r compare.Regression, b, c engines.Reading, alpha float64) (j Judg
 		j.Baseline, j.Canary = boundOf(hb, r.Stat.Q), boundOf(hc, r.Stat.Q)
 		cb, pastB := countsOf(hb)
 		cc, pastC := countsOf(hc)
-		j.NBase, j.NCanary = cb.Total()+pastB, cc.Total()+pastC
-		if j.NBase < minRequests(r.Stat) || j.NCanary < minRequests(r.Stat) {
+		j.NBase, j.NCanary, j.Needs = cb.Total()+pastB, cc.Total()+pastC, minRequests(r.Stat)
+		if j.NBase < j.Needs || j.NCanary < j.Needs {
 			return j
 		}
+		j.Judged = true
 		if !j.Baseline.OK || !j.Canary.OK || j.Baseline.Hi == nil || j.Canary.Hi == nil {
 			j.margin = compare.NotResolvable // past the last finite bound: no interval places it
 			return j

@@ -39,6 +39,12 @@ func Connect(cfg Config, kubeconfig string) (*Source, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = ns
 	}
+	if rc.ExecProvider != nil {
+		// A credential plugin (EKS's, GKE's) gets no terminal input: the
+		// dashboard holds it.
+		rc.ExecProvider.StdinUnavailable = true
+		rc.ExecProvider.StdinUnavailableMessage = "infertop holds the terminal"
+	}
 	return NewForConfig(rc, cfg)
 }
 

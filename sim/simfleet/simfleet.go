@@ -33,7 +33,7 @@ type Config struct {
 	Rate float64
 	// Seed makes the sims and the traffic repeatable.
 	Seed uint64
-	// VLLMBuckets serves vLLM's own histogram bounds; false, bounds 5 %
+	// VLLMBuckets serves vLLM's own histogram bounds; false, bounds 4 %
 	// apart (sim.Params.FineBuckets), which resolve a 10 % margin.
 	VLLMBuckets bool
 }

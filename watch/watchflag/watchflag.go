@@ -19,6 +19,8 @@ import (
 	"github.com/infertop/infertop/discover/kube"
 	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/promsource"
+	"github.com/infertop/infertop/readlimit"
 	"github.com/infertop/infertop/sim/simfleet"
 	"github.com/infertop/infertop/slo"
 	"github.com/infertop/infertop/watch"
@@ -26,16 +28,19 @@ import (
 
 // Flags are a watch's flags.
 type Flags struct {
-	Targets          []string
-	MetricsPath      string
-	Refresh          time.Duration
+	Targets     []string
+	MetricsPath string
+	Refresh     time.Duration
 	// Kubernetes: the pods of a selector (or a Service's endpoints) in a
 	// namespace, grouped by a pod label.
 	K8sSelector, K8sService, Namespace, Port, By, Kubeconfig string
-	Baseline, Canary                                         string
-	Every, Window    time.Duration
-	Regressions, SLO []string
-	Alpha            float64
+	// Prometheus: the servers a matcher picks, as a Prometheus holds
+	// them.
+	Prometheus, Match, PrometheusTokenFile, Instance string
+	Baseline, Canary                                 string
+	Every, Window                                    time.Duration
+	Regressions, SLO                                 []string
+	Alpha                                            float64
 	// The embedded fleet's shape, when no target is given.
 	DemoSlowdown float64
 	DemoSeed     uint64
@@ -61,7 +66,11 @@ func Add(fs *pflag.FlagSet) *Flags {
 		fs.StringVar(&f.K8sService, "k8s-service", "", "Kubernetes: the endpoints of this Service's EndpointSlices are the servers (their pods give the groups)")
 		fs.StringVar(&f.Namespace, "namespace", "", "Kubernetes: the namespace (default: the kubeconfig context's, in a pod its own)")
 		fs.StringVar(&f.Port, "port", "8000", "Kubernetes: the metrics port, a number or a container port's name")
-		fs.StringVar(&f.By, "by", "", "Kubernetes: the pod label whose value is a server's group (version, pod-template-hash, rollouts-pod-template-hash)")
+		fs.StringVar(&f.By, "by", "", "Kubernetes and Prometheus: the label whose value is a server's group (version, pod-template-hash, rollouts-pod-template-hash)")
+		fs.StringVar(&f.Prometheus, "prometheus", "", "read the servers from this Prometheus (http://prometheus:9090) through its HTTP API, not from each /metrics")
+		fs.StringVar(&f.Match, "match", "", `Prometheus: the servers' label matchers, e.g. {job="vllm"}`)
+		fs.StringVar(&f.Instance, "instance-label", "instance", "Prometheus: the label that tells the servers apart (pod with Kubernetes' service discovery)")
+		fs.StringVar(&f.PrometheusTokenFile, "prometheus-token-file", "", "Prometheus: a file holding a bearer token to send")
 		fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "Kubernetes: the kubeconfig (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	}()
 	func() {
@@ -78,7 +87,7 @@ func Add(fs *pflag.FlagSet) *Flags {
 		fs.DurationVar(&f.Window, "window", time.Minute, "the rolling window of the rates and percentiles (10s..30m)")
 		fs.Float64Var(&f.DemoSlowdown, "demo-slowdown", 1.3, "with no target: the embedded fleet's canary's slowdown (1: identical)")
 		fs.Uint64Var(&f.DemoSeed, "demo-seed", 1, "with no target: the embedded fleet's seed")
-		fs.StringVar(&f.DemoBuckets, "demo-buckets", "fine", "with no target: the embedded fleet's histogram bounds: fine (5 % apart) or vllm (vLLM's own, too coarse for a 10 % margin)")
+		fs.StringVar(&f.DemoBuckets, "demo-buckets", "fine", "with no target: the embedded fleet's histogram bounds: fine (4 % apart) or vllm (vLLM's own, too coarse for a 10 % margin)")
 	}()
 	func() {
 		defer flaghelp.Group(fs, "Headless: reports and gates")()
@@ -86,7 +95,7 @@ func Add(fs *pflag.FlagSet) *Flags {
 		fs.DurationVar(&f.Duration, "duration", 0, "end the watch after this long (headless; 0: until a signal)")
 		fs.StringVar(&f.JSON, "json", "", "write the last snapshot (groups, servers, verdict) as JSON to this file")
 		fs.BoolVar(&f.FailFast, "fail-fast", false, "end the watch as soon as the verdict is regressed")
-		fs.StringVar(&f.Serve, "serve", "", "serve GET /verdict (JSON; 200 held or undecided, 409 regressed, 503 unusable) on this address, for Argo Rollouts and Flagger")
+		fs.StringVar(&f.Serve, "serve", "", "serve GET /verdict (JSON; 200 held or undecided, 409 regressed, 503 unusable), /snapshot and /metrics (infertop_watch_*) on this address, for Argo Rollouts, Flagger and a Prometheus")
 		fs.DurationVar(&f.ProgressEvery, "progress-every", 10*time.Second, "a progress line this often on stderr (headless)")
 	}()
 	return f
@@ -142,6 +151,25 @@ func (f *Flags) Build(ctx context.Context, args []string) (*Built, error) {
 	}
 	specs := append(append([]string(nil), f.Targets...), args...)
 	timeout := min(3*time.Second, max(f.Every, time.Second))
+	if f.Prometheus != "" {
+		if len(specs) > 0 || f.K8sSelector != "" || f.K8sService != "" {
+			return nil, errors.New("--prometheus with --target or --k8s-selector: give one source of servers")
+		}
+		cfg := promsource.Config{URL: f.Prometheus, Match: f.Match, By: f.By, Instance: f.Instance}
+		if f.PrometheusTokenFile != "" {
+			tok, err := readlimit.File(f.PrometheusTokenFile, 64<<10)
+			if err != nil {
+				return nil, fmt.Errorf("--prometheus-token-file: %w", err)
+			}
+			cfg.Token = strings.TrimSpace(string(tok))
+		}
+		src, err := watch.NewPrometheus(cfg)
+		if err != nil {
+			return nil, err
+		}
+		b.Config.Source = src
+		return b, nil
+	}
 	if f.K8sSelector != "" || f.K8sService != "" {
 		if len(specs) > 0 {
 			return nil, errors.New("--k8s-selector and --target: give one source of servers")
