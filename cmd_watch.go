@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -130,6 +131,16 @@ func (a *app) concludeWatch(w *watch.Watch, wf *watchflag.Flags) error {
 		}
 		if err != nil {
 			return fmt.Errorf("watch: --json: %w", err)
+		}
+	}
+	if wf.HTML != "" {
+		var b bytes.Buffer
+		err := watch.HTML(&b, s, w.History())
+		if err == nil {
+			err = os.WriteFile(wf.HTML, b.Bytes(), 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("watch: --html: %w", err)
 		}
 	}
 	switch s.Verdict.State {

@@ -19,7 +19,8 @@ func TestWatchEmbedded(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "watch.json")
 	var out, errb bytes.Buffer
-	code := run([]string{"watch", "--headless", "--duration", "3s", "--every", "250ms", "--demo-slowdown", "1", "--json", path}, &out, &errb)
+	page := filepath.Join(t.TempDir(), "watch.html")
+	code := run([]string{"watch", "--headless", "--duration", "3s", "--every", "250ms", "--demo-slowdown", "1", "--json", path, "--html", page}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -44,6 +45,15 @@ func TestWatchEmbedded(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "verdict: ") || !strings.Contains(out.String(), "stable-0") {
 		t.Errorf("summary:\n%s", out.String())
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "<polyline", "stable-0", "Howard &amp; Ramdas 2022"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the HTML page lacks %q", want)
+		}
 	}
 }
 

@@ -89,3 +89,32 @@ func TestWatchMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestHTML: the page holds the verdict, the groups' charts and the
+// servers, and a hostile group's name only escaped.
+func TestHTML(t *testing.T) {
+	t.Parallel()
+	src := fleetOf(1.3, 2)
+	src.servers[0].t.Name = `<script>alert(1)</script>`
+	w, err := New(Config{Source: src, Canary: "canary"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for i := range 5 {
+		obs, _ := src.Read(t.Context())
+		w.fleet.observe(now.Add(time.Duration(i)*time.Second), obs, nil)
+		w.fleet.remember(w.fleet.snapshot(now.Add(time.Duration(i)*time.Second), time.Duration(i)*time.Second, "fake"))
+	}
+	var b strings.Builder
+	if err := HTML(&b, w.fleet.snapshot(now.Add(5*time.Second), 5*time.Second, "fake"), w.fleet.history); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if strings.Contains(page, "<script>") || !strings.Contains(page, "&lt;script&gt;") {
+		t.Errorf("a server's name reached the page unescaped")
+	}
+	if strings.Count(page, "<polyline") != 4 || !strings.Contains(page, "canary") {
+		t.Errorf("want two charts of two groups:\n%s", page)
+	}
+}

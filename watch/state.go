@@ -80,6 +80,45 @@ type fleetState struct {
 	// which each regression's verdict was first reached (0: not yet).
 	elapsed time.Duration
 	decided []float64
+	// history is each group's figures at every read, the last
+	// maxHistory of them, for --html's charts.
+	history map[string][]Point
+}
+
+// Point is a group's figures at one read: the seconds into the watch,
+// the requests per second and the TTFT p99's upper bound (NaN when not
+// known) over the window.
+type Point struct {
+	At, ReqPerSec, TTFTP99 float64
+}
+
+// maxHistory and maxHistoryGroups bound the history: an hour at 1 Hz,
+// of the first 16 groups (a fleet's labels are anyone's to set).
+const (
+	maxHistory       = 3600
+	maxHistoryGroups = 16
+)
+
+// remember adds a snapshot's groups to the history.
+func (f *fleetState) remember(s Snapshot) {
+	if f.history == nil {
+		f.history = map[string][]Point{}
+	}
+	for _, g := range s.Groups {
+		h, ok := f.history[g.Name]
+		if !ok && len(f.history) >= maxHistoryGroups {
+			continue
+		}
+		ttft := math.NaN()
+		if g.TTFT.P99.OK {
+			ttft = g.TTFT.P99.Upper()
+		}
+		h = append(h, Point{At: s.Elapsed, ReqPerSec: g.ReqPerSec, TTFTP99: ttft})
+		if len(h) > maxHistory {
+			h = append(h[:0], h[len(h)-maxHistory:]...)
+		}
+		f.history[g.Name] = h
+	}
 }
 
 func newFleetState(cfg Config) *fleetState {

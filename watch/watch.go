@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/infertop/infertop/compare"
@@ -123,6 +124,21 @@ type Watch struct {
 	cfg   Config
 	hub   latest.Hub[Snapshot]
 	fleet *fleetState
+	// mu guards the fleet's history, which History reads from another
+	// goroutine; the rest of the fleet is Run's alone.
+	mu sync.Mutex
+}
+
+// History is each group's figures at every read so far (the last hour's
+// at 1 Hz), for a report's charts.
+func (w *Watch) History() map[string][]Point {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string][]Point, len(w.fleet.history))
+	for g, h := range w.fleet.history {
+		out[g] = append([]Point(nil), h...)
+	}
+	return out
 }
 
 // New builds a watch; it reads nothing until Run.
@@ -159,7 +175,11 @@ func (w *Watch) Run(ctx context.Context) {
 		}
 		now := time.Now()
 		w.fleet.observe(now, obs, err)
-		w.hub.Publish(w.fleet.snapshot(now, now.Sub(start), w.cfg.Source.String()))
+		snap := w.fleet.snapshot(now, now.Sub(start), w.cfg.Source.String())
+		w.mu.Lock()
+		w.fleet.remember(snap)
+		w.mu.Unlock()
+		w.hub.Publish(snap)
 		select {
 		case <-ctx.Done():
 			return

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/engines"
@@ -252,4 +253,26 @@ func TestCoarseBuckets(t *testing.T) {
 		t.Fatalf("verdict %s, regression %q", s.Verdict.State, j.Verdict)
 	}
 	t.Log(s.Verdict.Line)
+}
+
+// TestStall: a server whose requests run with no token for StallAfter
+// reads stalled, shown and counted as such, not as a quiet server.
+func TestStall(t *testing.T) {
+	t.Parallel()
+	src := fleetOf(1, 4)
+	reads := 0
+	s := follow(t, Config{Source: src, Canary: "canary", StallAfter: 5 * time.Second}, 20, func(Snapshot) bool {
+		reads++
+		if reads == 8 {
+			src.mu.Lock()
+			src.servers[2].rate = 0 // c stops: its 4 requests run, no token comes
+			src.mu.Unlock()
+		}
+		return false
+	})
+	for _, r := range s.Servers {
+		if want := map[bool]string{true: StateStalled, false: StateUp}[r.Name == "c"]; r.State != want {
+			t.Errorf("%s: %s, want %s", r.Name, r.State, want)
+		}
+	}
 }

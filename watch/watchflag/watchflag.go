@@ -48,7 +48,7 @@ type Flags struct {
 	// A headless watch's.
 	Headless      bool
 	Duration      time.Duration
-	JSON          string
+	JSON, HTML    string
 	FailFast      bool
 	Serve         string
 	ProgressEvery time.Duration
@@ -94,6 +94,7 @@ func Add(fs *pflag.FlagSet) *Flags {
 		fs.BoolVar(&f.Headless, "headless", false, "no dashboard: progress lines on stderr, a summary and an exit code (0 held or undecided, 1 regressed, 2 unusable)")
 		fs.DurationVar(&f.Duration, "duration", 0, "end the watch after this long (headless; 0: until a signal)")
 		fs.StringVar(&f.JSON, "json", "", "write the last snapshot (groups, servers, verdict) as JSON to this file")
+		fs.StringVar(&f.HTML, "html", "", "write the watch as one self-contained HTML page (the verdict, the groups, their charts, the servers) to this file")
 		fs.BoolVar(&f.FailFast, "fail-fast", false, "end the watch as soon as the verdict is regressed")
 		fs.StringVar(&f.Serve, "serve", "", "serve GET /verdict (JSON; 200 held or undecided, 409 regressed, 503 unusable), /snapshot and /metrics (infertop_watch_*) on this address, for Argo Rollouts, Flagger and a Prometheus")
 		fs.DurationVar(&f.ProgressEvery, "progress-every", 10*time.Second, "a progress line this often on stderr (headless)")
