@@ -18,7 +18,9 @@
 // results decoded by merge.Decode's bounds and its seconds by
 // decodeSeconds', its text sanitised before it is shown; an agent that
 // never answers blocks nothing, since each is polled by a goroutine of
-// its own with a timeout per request.
+// its own with a timeout per request, slower and slower while it has
+// never answered (backoff), through HTTP clients shared by every
+// address of one shape.
 //
 // The files follow the jobs: discovery.go finds the agents' addresses,
 // poll.go polls one agent over HTTP or TLS, roster.go decides every
@@ -34,7 +36,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,6 +112,11 @@ type Fleet struct {
 
 	// hub offers the views, latest wins; closed after the Done one.
 	hub latest.Hub[View]
+
+	// clients are the pollers' HTTP clients, one per shape (see
+	// shared), behind tmu.
+	tmu     sync.Mutex
+	clients map[string]*http.Client
 
 	// The latest control, sent by every poller to its agent while the
 	// agent's state says it is behind (behind cmu); wake is closed and
@@ -253,6 +262,7 @@ type poller struct {
 func (f *Fleet) loop(ctx context.Context, r *roster) {
 	var wg sync.WaitGroup
 	defer close(f.done)
+	defer f.closeIdle() // after the pollers: no connection of theirs comes back
 	defer wg.Wait()
 	cfg := f.cfg
 	pollers := map[string]poller{}
@@ -278,18 +288,26 @@ func (f *Fleet) loop(ctx context.Context, r *roster) {
 		case why := <-f.finish:
 			r.finish(why)
 		case res := <-f.found:
-			for _, a := range r.found(res, cfg.Now()) {
+			fresh := r.found(res, cfg.Now())
+			spread := startSpread(len(fresh))
+			for _, a := range fresh {
 				pctx, cancel := context.WithCancel(ctx)
 				p := poller{cancel: cancel, send: &atomic.Bool{}}
 				pollers[a.HostPort] = p
 				wg.Add(1)
+				first := time.Duration(0)
+				if spread > 0 {
+					first = rand.N(spread)
+				}
 				go func() {
 					defer wg.Done()
-					f.poll(pctx, a, p.send)
+					f.poll(pctx, a, p.send, first)
 				}()
 			}
 		case o := <-f.obs:
-			r.observe(o, cfg.Now())
+			if !f.observe(r, o) {
+				continue // nothing new: the next tick steps
+			}
 		case <-tick.C:
 		}
 		out := r.step(cfg.Now())
@@ -308,6 +326,44 @@ func (f *Fleet) loop(ctx context.Context, r *roster) {
 		}
 		f.hub.Publish(out)
 	}
+}
+
+// startBurst is the most addresses found together whose first polls
+// start at once; startEach spreads the first polls of more: thousands
+// of dials at once would hold the loop (and the honest agents' answers)
+// behind them.
+const (
+	startBurst = 64
+	startEach  = 100 * time.Microsecond
+)
+
+// startSpread is the span over which the first polls of n addresses
+// found together are spread at random (0: all at once).
+func startSpread(n int) time.Duration {
+	if n <= startBurst {
+		return 0
+	}
+	return time.Duration(n) * startEach
+}
+
+// maxBatch bounds the observations the loop takes before it steps: a
+// step costs the whole roster, so a burst of thousands (addresses found
+// together) is taken in a few steps, not one each.
+const maxBatch = 1024
+
+// observe gives the roster o and the observations waiting behind it (at
+// most maxBatch in all); it says whether the view may have changed.
+func (f *Fleet) observe(r *roster, o observation) bool {
+	changed := r.observe(o, f.cfg.Now())
+	for range maxBatch - 1 {
+		select {
+		case o := <-f.obs:
+			changed = r.observe(o, f.cfg.Now()) || changed
+		default:
+			return changed
+		}
+	}
+	return changed
 }
 
 // end publishes the last view and closes the views' hub: every

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -73,18 +74,31 @@ type observation struct {
 	secErr string
 }
 
-// poll polls one agent until ctx ends: /state every PollEvery, /result
+// poll polls one agent until ctx ends, from first on: /state every
+// PollEvery (slower while it has never answered: backoff), /result
 // every ResultEvery and as soon as its state says the result is final;
 // the latest control whenever its state says it is behind and send
 // allows, at once when a new one comes.
-func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
+func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool, first time.Duration) {
 	cfg := f.cfg
 	client, base := f.client(a)
-	defer client.CloseIdleConnections()
 	if cfg.Canary { // its canary's state, result and seconds; no control is sent there
 		base += agent.CanaryPrefix
 	}
-	t := time.NewTicker(cfg.PollEvery)
+	if first > 0 {
+		t := time.NewTimer(first)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+	// An address that has never answered is polled slower and slower
+	// (backoff), so that thousands that never will cost little; the
+	// first answer sets the pace back to PollEvery, for good.
+	back := newBackoff(cfg.PollEvery, cfg.LostAfter)
+	t := time.NewTimer(cfg.PollEvery)
 	defer t.Stop()
 	var lastResult time.Time
 	var refusedSeq uint64
@@ -157,6 +171,10 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
 		case <-ctx.Done():
 			return
 		}
+		t.Reset(back.next(o.state != nil))
+		if !back.answered {
+			wake = nil // a control is sent on a state: none yet
+		}
 		select {
 		case <-t.C:
 		case <-wake:
@@ -164,6 +182,35 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool) {
 			return
 		}
 	}
+}
+
+// maxBackoff bounds the wait between two polls of an address that has
+// never answered.
+const maxBackoff = 10 * time.Second
+
+// backoff is the pace of one address's polls: every PollEvery once it
+// has answered; before, a wait that doubles from PollEvery up to
+// maxBackoff (and half of LostAfter, so an agent that comes up late is
+// seen within it), a quarter of it at random added so that addresses
+// found together are not polled in step.
+type backoff struct {
+	every, wait, most time.Duration
+	answered          bool
+}
+
+func newBackoff(every, lostAfter time.Duration) backoff {
+	return backoff{every: every, most: max(every, min(maxBackoff, lostAfter/2))}
+}
+
+// next is the wait before the next poll, after a poll that answered or
+// not.
+func (b *backoff) next(answered bool) time.Duration {
+	b.answered = b.answered || answered
+	if b.answered {
+		return b.every
+	}
+	b.wait = min(max(2*b.wait, b.every), b.most)
+	return b.wait + rand.N(b.wait/4+1)
 }
 
 // secondsPoll is a poller's record of an agent's /seconds: the start of
@@ -294,19 +341,63 @@ var errEmptyResult = errors.New("result: empty")
 var errNotFound = errors.New("HTTP 404")
 
 // client is the HTTP client and base URL for a: plain HTTP to a loopback
-// address where allowed, else TLS verified against RootCAs.
+// address where allowed, else TLS verified against RootCAs. The clients
+// are shared, one per shape (plain, or TLS to one certificate name):
+// thousands of addresses cost one transport, not one each.
 func (f *Fleet) client(a Addr) (*http.Client, string) {
 	host, _, _ := net.SplitHostPort(a.HostPort)
 	if ip := net.ParseIP(host); f.cfg.PlainLoopback && ip != nil && ip.IsLoopback() {
-		return &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}, CheckRedirect: noRedirect}, "http://" + a.HostPort
+		return f.shared(plainShape, nil), "http://" + a.HostPort
 	}
 	name := f.cfg.ServerName
 	if name == "" {
 		name = a.ServerName
 	}
-	tc := &tls.Config{RootCAs: f.cfg.RootCAs, ServerName: name, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: tc, MaxIdleConnsPerHost: 1}, CheckRedirect: noRedirect},
-		"https://" + a.HostPort
+	// The transport checks the certificate against the host dialled
+	// when its config names none: an address given as an IP shares
+	// the one transport of no name.
+	if name == host {
+		name = ""
+	}
+	return f.shared(name, func() *tls.Config {
+		return &tls.Config{RootCAs: f.cfg.RootCAs, ServerName: name, MinVersion: tls.VersionTLS12}
+	}), "https://" + a.HostPort
+}
+
+// plainShape is the shape of the plain HTTP client: no certificate name
+// starts with a space.
+const plainShape = " plain"
+
+// shared is the client of shape (tc nil: plain HTTP, else TLS with
+// tc's config), made at its first use. Each keeps one idle connection
+// per agent (MaxIdleConnsPerHost), dropped after LostAfter idle (a
+// stopped poller's); none follows a redirect.
+func (f *Fleet) shared(shape string, tc func() *tls.Config) *http.Client {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	if c := f.clients[shape]; c != nil {
+		return c
+	}
+	t := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, IdleConnTimeout: f.cfg.LostAfter}
+	if tc != nil {
+		t.TLSClientConfig = tc()
+	}
+	c := &http.Client{Transport: t, CheckRedirect: noRedirect}
+	if f.clients == nil {
+		f.clients = map[string]*http.Client{}
+	}
+	f.clients[shape] = c
+	return c
+}
+
+// closeIdle closes every shared client's idle connections: at the end,
+// once no poller is left.
+func (f *Fleet) closeIdle() {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	for _, c := range f.clients {
+		c.CloseIdleConnections()
+	}
 }
 
 // noRedirect follows no redirect: Go's client would carry the token to
