@@ -17,9 +17,10 @@
 // Everything an agent sends is untrusted: its bodies are bounded, its
 // results decoded by merge.Decode's bounds and its seconds by
 // decodeSeconds', its text sanitised before it is shown; an agent that
-// never answers blocks nothing, since each is polled by a goroutine of
-// its own with a timeout per request, slower and slower while it has
-// never answered (backoff), through HTTP clients shared by every
+// never answers blocks nothing, since each that answers is polled by a
+// goroutine of its own with a timeout per request, and an address that
+// never has is polled slower and slower (backoff), a few hundred of them
+// at once at most (the gate), through HTTP clients shared by every
 // address of one shape.
 //
 // The files follow the jobs: discovery.go finds the agents' addresses,
@@ -36,7 +37,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"sync"
@@ -113,6 +113,10 @@ type Fleet struct {
 	// hub offers the views, latest wins; closed after the Done one.
 	hub latest.Hub[View]
 
+	// gate holds the polls of the addresses that have never answered
+	// (see follow).
+	gate gate
+
 	// clients are the pollers' HTTP clients, one per shape (see
 	// shared), behind tmu.
 	tmu     sync.Mutex
@@ -167,6 +171,7 @@ func Start(cfg Config) (*Fleet, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Fleet{cfg: cfg, cancel: cancel, done: make(chan struct{}), found: make(chan resolution), obs: make(chan observation, 64),
 		finish: make(chan string, 1), wake: make(chan struct{}), floors: bucketFloors()}
+	f.gate.free = maxUnanswered
 	r := newRoster(cfg, cfg.Now())
 	f.hub.Publish(r.v)
 	go f.loop(ctx, r)
@@ -288,21 +293,13 @@ func (f *Fleet) loop(ctx context.Context, r *roster) {
 		case why := <-f.finish:
 			r.finish(why)
 		case res := <-f.found:
-			fresh := r.found(res, cfg.Now())
-			spread := startSpread(len(fresh))
-			for _, a := range fresh {
+			for _, a := range r.found(res, cfg.Now()) {
 				pctx, cancel := context.WithCancel(ctx)
 				p := poller{cancel: cancel, send: &atomic.Bool{}}
 				pollers[a.HostPort] = p
 				wg.Add(1)
-				first := time.Duration(0)
-				if spread > 0 {
-					first = rand.N(spread)
-				}
-				go func() {
-					defer wg.Done()
-					f.poll(pctx, a, p.send, first)
-				}()
+				back := newBackoff(cfg.PollEvery, cfg.LostAfter)
+				f.follow(pctx, a, p.send, &back, wg.Done)
 			}
 		case o := <-f.obs:
 			if !f.observe(r, o) {
@@ -326,24 +323,6 @@ func (f *Fleet) loop(ctx context.Context, r *roster) {
 		}
 		f.hub.Publish(out)
 	}
-}
-
-// startBurst is the most addresses found together whose first polls
-// start at once; startEach spreads the first polls of more: thousands
-// of dials at once would hold the loop (and the honest agents' answers)
-// behind them.
-const (
-	startBurst = 64
-	startEach  = 100 * time.Microsecond
-)
-
-// startSpread is the span over which the first polls of n addresses
-// found together are spread at random (0: all at once).
-func startSpread(n int) time.Duration {
-	if n <= startBurst {
-		return 0
-	}
-	return time.Duration(n) * startEach
 }
 
 // maxBatch bounds the observations the loop takes before it steps: a

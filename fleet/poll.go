@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -74,32 +75,100 @@ type observation struct {
 	secErr string
 }
 
-// poll polls one agent until ctx ends, from first on: /state every
-// PollEvery (slower while it has never answered: backoff), /result
-// every ResultEvery and as soon as its state says the result is final;
-// the latest control whenever its state says it is behind and send
-// allows, at once when a new one comes.
-func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool, first time.Duration) {
+// follow polls one agent until ctx ends, then calls done. Its polls
+// while it has never answered wait their turn at the gate (at most
+// maxUnanswered in flight, first come first served), and no goroutine
+// waits for them: thousands of addresses that never answer cost a timer
+// or a place in the queue each, not a goroutine and its stack. From its
+// first answer it is polled by a goroutine of its own (poll).
+func (f *Fleet) follow(ctx context.Context, a Addr, send *atomic.Bool, back *backoff, done func()) {
+	f.gate.enter(func() { go f.turn(ctx, a, send, back, done) })
+}
+
+// turn is the agent's turn at the gate: its poll, and every poll after
+// if it answers; else the next turn after its wait.
+func (f *Fleet) turn(ctx context.Context, a Addr, send *atomic.Bool, back *backoff, done func()) {
+	wait := f.poll(ctx, a, send, back, f.gate.leave)
+	if wait == 0 {
+		done()
+		return
+	}
+	// Exactly one of the two calls done when ctx ends: the timer's
+	// stopping, or the turn it started.
+	ready := make(chan struct{})
+	var stop func() bool
+	t := time.AfterFunc(wait, func() {
+		<-ready
+		if !stop() { // ctx ended as it fired
+			done()
+			return
+		}
+		f.follow(ctx, a, send, back, done)
+	})
+	stop = context.AfterFunc(ctx, func() {
+		if t.Stop() {
+			done()
+		}
+	})
+	close(ready)
+}
+
+// gate holds the polls of addresses that have never answered to at most
+// maxUnanswered in flight; the others wait in order, as functions that
+// start them, not goroutines.
+type gate struct {
+	mu    sync.Mutex
+	free  int
+	queue []func()
+}
+
+// enter runs start now if a poll may start, else when one ends.
+func (g *gate) enter(start func()) {
+	g.mu.Lock()
+	if g.free > 0 {
+		g.free--
+		g.mu.Unlock()
+		start()
+		return
+	}
+	g.queue = append(g.queue, start)
+	g.mu.Unlock()
+}
+
+// leave ends a poll: the next waiting starts in its place.
+func (g *gate) leave() {
+	g.mu.Lock()
+	if len(g.queue) == 0 {
+		g.free++
+		g.mu.Unlock()
+		return
+	}
+	next := g.queue[0]
+	g.queue[0] = nil
+	g.queue = g.queue[1:]
+	g.mu.Unlock()
+	next()
+}
+
+// poll polls one agent until ctx ends (it returns 0), or, while the
+// agent has never answered, once (it returns the wait before the next
+// poll, back's); release is called once its first /state is over. Its
+// /state every PollEvery, its /result every ResultEvery and as soon as
+// its state says the result is final; the latest control whenever its
+// state says it is behind and send allows, at once when a new one
+// comes.
+func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool, back *backoff, release func()) time.Duration {
 	cfg := f.cfg
 	client, base := f.client(a)
 	if cfg.Canary { // its canary's state, result and seconds; no control is sent there
 		base += agent.CanaryPrefix
 	}
-	if first > 0 {
-		t := time.NewTimer(first)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
+	var t *time.Timer // made at the first answer
+	defer func() {
+		if t != nil {
 			t.Stop()
-			return
 		}
-	}
-	// An address that has never answered is polled slower and slower
-	// (backoff), so that thousands that never will cost little; the
-	// first answer sets the pace back to PollEvery, for good.
-	back := newBackoff(cfg.PollEvery, cfg.LostAfter)
-	t := time.NewTimer(cfg.PollEvery)
-	defer t.Stop()
+	}()
 	var lastResult time.Time
 	var refusedSeq uint64
 	secs := secondsPoll{last: -1}
@@ -108,6 +177,10 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool, first time.
 		out, wake := f.control()
 		sent := cfg.Now()
 		b, _, err := f.get(ctx, client, base+"/state", MaxStateBytes, min(cfg.Timeout, cfg.LostAfter/2))
+		if release != nil {
+			release()
+			release = nil
+		}
 		o.at = cfg.Now()
 		var st agent.State
 		if err == nil {
@@ -169,27 +242,42 @@ func (f *Fleet) poll(ctx context.Context, a Addr, send *atomic.Bool, first time.
 		select {
 		case f.obs <- o:
 		case <-ctx.Done():
-			return
+			return 0
 		}
-		t.Reset(back.next(o.state != nil))
+		wait := back.next(o.state != nil)
 		if !back.answered {
-			wake = nil // a control is sent on a state: none yet
+			return wait // no control before a state: none to wake it
+		}
+		if t == nil {
+			t = time.NewTimer(wait)
+		} else {
+			t.Reset(wait)
 		}
 		select {
 		case <-t.C:
 		case <-wake:
 		case <-ctx.Done():
-			return
+			return 0
 		}
 	}
 }
+
+// maxUnanswered bounds the polls of addresses that have never answered
+// in flight at once: thousands found together, or whose waits fall
+// together, cost that many goroutines at most (each some 16 KB of stack
+// while it dials), the others waiting their turn. 256 addresses that
+// hang until the timeout (3 s) let some 85 others a second through, so
+// an agent that comes up among thousands of them is seen within a
+// minute or two; one that answers at once, within seconds.
+const maxUnanswered = 256
 
 // maxBackoff bounds the wait between two polls of an address that has
 // never answered.
 const maxBackoff = 10 * time.Second
 
-// backoff is the pace of one address's polls: every PollEvery once it
-// has answered; before, a wait that doubles from PollEvery up to
+// backoff is the pace of one address's polls (an address that has
+// never answered is polled slower and slower, so that thousands that
+// never will cost little): every PollEvery once it has answered; before, a wait that doubles from PollEvery up to
 // maxBackoff (and half of LostAfter, so an agent that comes up late is
 // seen within it), a quarter of it at random added so that addresses
 // found together are not polled in step.

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -41,5 +42,29 @@ func TestSharedClients(t *testing.T) {
 		if c.CheckRedirect == nil {
 			t.Error("a client follows redirects")
 		}
+	}
+}
+
+// TestGate: at most its free polls run at once; the others start in
+// the order they came, one as each ends.
+func TestGate(t *testing.T) {
+	g := gate{free: 2}
+	var started []int
+	for i := range 5 {
+		g.enter(func() { started = append(started, i) })
+	}
+	if len(started) != 2 {
+		t.Fatalf("%d started of 5 with 2 free", len(started))
+	}
+	for range 3 {
+		g.leave()
+	}
+	if fmt.Sprint(started) != "[0 1 2 3 4]" {
+		t.Errorf("started in the order %v", started)
+	}
+	g.leave()
+	g.leave()
+	if g.free != 2 || len(g.queue) != 0 {
+		t.Errorf("after all ended: %d free, %d waiting", g.free, len(g.queue))
 	}
 }
