@@ -17,8 +17,11 @@
 // Everything an agent sends is untrusted: its bodies are bounded, its
 // results decoded by merge.Decode's bounds and its seconds by
 // decodeSeconds', its text sanitised before it is shown; an agent that
-// never answers blocks nothing, since each is polled by a goroutine of
-// its own with a timeout per request.
+// never answers blocks nothing, since each that answers is polled by a
+// goroutine of its own with a timeout per request, and an address that
+// never has is polled slower and slower (backoff), a few hundred of them
+// at once at most (the gate), through HTTP clients shared by every
+// address of one shape.
 //
 // The files follow the jobs: discovery.go finds the agents' addresses,
 // poll.go polls one agent over HTTP or TLS, roster.go decides every
@@ -35,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,6 +114,15 @@ type Fleet struct {
 	// hub offers the views, latest wins; closed after the Done one.
 	hub latest.Hub[View]
 
+	// gate holds the polls of the addresses that have never answered
+	// (see follow).
+	gate gate
+
+	// clients are the pollers' HTTP clients, one per shape (see
+	// shared), behind tmu.
+	tmu     sync.Mutex
+	clients map[string]*http.Client
+
 	// The latest control, sent by every poller to its agent while the
 	// agent's state says it is behind (behind cmu); wake is closed and
 	// replaced at every new one, so the pollers send it at once.
@@ -159,6 +172,7 @@ func Start(cfg Config) (*Fleet, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Fleet{cfg: cfg, cancel: cancel, done: make(chan struct{}), found: make(chan resolution), obs: make(chan observation, 64),
 		finish: make(chan string, 1), wake: make(chan struct{}), floors: bucketFloors()}
+	f.gate.free = maxUnanswered
 	r := newRoster(cfg, cfg.Now())
 	f.hub.Publish(r.v)
 	go f.loop(ctx, r)
@@ -254,6 +268,7 @@ type poller struct {
 func (f *Fleet) loop(ctx context.Context, r *roster) {
 	var wg sync.WaitGroup
 	defer close(f.done)
+	defer f.closeIdle() // after the pollers: no connection of theirs comes back
 	defer wg.Wait()
 	cfg := f.cfg
 	pollers := map[string]poller{}
@@ -284,13 +299,13 @@ func (f *Fleet) loop(ctx context.Context, r *roster) {
 				p := poller{cancel: cancel, send: &atomic.Bool{}}
 				pollers[a.HostPort] = p
 				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					f.poll(pctx, a, p.send)
-				}()
+				back := newBackoff(cfg.PollEvery, cfg.LostAfter)
+				f.follow(pctx, a, p.send, &back, wg.Done)
 			}
 		case o := <-f.obs:
-			r.observe(o, cfg.Now())
+			if !f.observe(r, o) {
+				continue // nothing new: the next tick steps
+			}
 		case <-tick.C:
 		}
 		out := r.step(cfg.Now())
@@ -309,6 +324,26 @@ func (f *Fleet) loop(ctx context.Context, r *roster) {
 		}
 		f.hub.Publish(out)
 	}
+}
+
+// maxBatch bounds the observations the loop takes before it steps: a
+// step costs the whole roster, so a burst of thousands (addresses found
+// together) is taken in a few steps, not one each.
+const maxBatch = 1024
+
+// observe gives the roster o and the observations waiting behind it (at
+// most maxBatch in all); it says whether the view may have changed.
+func (f *Fleet) observe(r *roster, o observation) bool {
+	changed := r.observe(o, f.cfg.Now())
+	for range maxBatch - 1 {
+		select {
+		case o := <-f.obs:
+			changed = r.observe(o, f.cfg.Now()) || changed
+		default:
+			return changed
+		}
+	}
+	return changed
 }
 
 // end publishes the last view and closes the views' hub: every

@@ -147,7 +147,7 @@ func waitView(t *testing.T, f *Fleet, what string, cond func(View) bool) View {
 			}
 			last = v
 		case <-bound.C:
-			for _, a := range last.Agents {
+			for _, a := range last.Agents[:min(len(last.Agents), 20)] {
 				t.Logf("%s: %s %s (%s) state %v final %v", a.Addr, a.Status, a.Why, a.LastErr, a.HasState, a.Final)
 			}
 			t.Fatalf("never %s", what)
@@ -155,6 +155,9 @@ func waitView(t *testing.T, f *Fleet, what string, cond func(View) bool) View {
 	}
 	if v := f.Latest(); cond(v) {
 		return v
+	}
+	if len(last.Agents) > 20 { // thousands: the count, not each
+		t.Fatalf("never %s: the last view of %d agents (%s)", what, len(last.Agents), last.DoneWhy)
 	}
 	t.Fatalf("never %s: the last view %+v", what, last)
 	return View{}

@@ -143,9 +143,22 @@ func TestSeqNoWrap(t *testing.T) {
 // heapPeak runs fn and returns the most the heap in use rose above its
 // level before, sampled every few milliseconds.
 func heapPeak(fn func()) uint64 {
+	return peakOf(fn, func(m *runtime.MemStats) uint64 { return m.HeapInuse })
+}
+
+// memPeak is heapPeak with the goroutines' stacks counted too.
+func memPeak(fn func()) uint64 {
+	return peakOf(fn, func(m *runtime.MemStats) uint64 { return m.HeapInuse + m.StackInuse })
+}
+
+// peakOf runs fn and returns the most what (of the runtime's memory
+// statistics) rose above its level before, sampled every few
+// milliseconds.
+func peakOf(fn func(), what func(*runtime.MemStats) uint64) uint64 {
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	base := what(&before)
 	var top atomic.Uint64
 	quit, sampled := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -153,8 +166,8 @@ func heapPeak(fn func()) uint64 {
 		for {
 			var now runtime.MemStats
 			runtime.ReadMemStats(&now)
-			if now.HeapInuse > before.HeapInuse && now.HeapInuse-before.HeapInuse > top.Load() {
-				top.Store(now.HeapInuse - before.HeapInuse)
+			if v := what(&now); v > base && v-base > top.Load() {
+				top.Store(v - base)
 			}
 			select {
 			case <-quit:

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -74,19 +76,100 @@ type observation struct {
 	secErr string
 }
 
-// poll polls one agent until ctx ends: /state every PollEvery, /result
-// every ResultEvery and as soon as its state says the result is final;
-// the latest control whenever its state says it is behind and send
-// allows, at once when a new one comes.
-func (f *Fleet) poll(ctx context.Context, a discover.Addr, send *atomic.Bool) {
+// follow polls one agent until ctx ends, then calls done. Its polls
+// while it has never answered wait their turn at the gate (at most
+// maxUnanswered in flight, first come first served), and no goroutine
+// waits for them: thousands of addresses that never answer cost a timer
+// or a place in the queue each, not a goroutine and its stack. From its
+// first answer it is polled by a goroutine of its own (poll).
+func (f *Fleet) follow(ctx context.Context, a discover.Addr, send *atomic.Bool, back *backoff, done func()) {
+	f.gate.enter(func() { go f.turn(ctx, a, send, back, done) })
+}
+
+// turn is the agent's turn at the gate: its poll, and every poll after
+// if it answers; else the next turn after its wait.
+func (f *Fleet) turn(ctx context.Context, a discover.Addr, send *atomic.Bool, back *backoff, done func()) {
+	wait := f.poll(ctx, a, send, back, f.gate.leave)
+	if wait == 0 {
+		done()
+		return
+	}
+	// Exactly one of the two calls done when ctx ends: the timer's
+	// stopping, or the turn it started.
+	ready := make(chan struct{})
+	var stop func() bool
+	t := time.AfterFunc(wait, func() {
+		<-ready
+		if !stop() { // ctx ended as it fired
+			done()
+			return
+		}
+		f.follow(ctx, a, send, back, done)
+	})
+	stop = context.AfterFunc(ctx, func() {
+		if t.Stop() {
+			done()
+		}
+	})
+	close(ready)
+}
+
+// gate holds the polls of addresses that have never answered to at most
+// maxUnanswered in flight; the others wait in order, as functions that
+// start them, not goroutines.
+type gate struct {
+	mu    sync.Mutex
+	free  int
+	queue []func()
+}
+
+// enter runs start now if a poll may start, else when one ends.
+func (g *gate) enter(start func()) {
+	g.mu.Lock()
+	if g.free > 0 {
+		g.free--
+		g.mu.Unlock()
+		start()
+		return
+	}
+	g.queue = append(g.queue, start)
+	g.mu.Unlock()
+}
+
+// leave ends a poll: the next waiting starts in its place.
+func (g *gate) leave() {
+	g.mu.Lock()
+	if len(g.queue) == 0 {
+		g.free++
+		g.mu.Unlock()
+		return
+	}
+	next := g.queue[0]
+	g.queue[0] = nil
+	g.queue = g.queue[1:]
+	g.mu.Unlock()
+	next()
+}
+
+// poll polls one agent until ctx ends (it returns 0), or, while the
+// agent has never answered, once (it returns the wait before the next
+// poll, back's); release is called once its first /state is over. Its
+// /state every PollEvery, its /result every ResultEvery and as soon as
+// its state says the result is final; the latest control whenever its
+// state says it is behind and send allows, at once when a new one
+// comes.
+func (f *Fleet) poll(ctx context.Context, a discover.Addr, send *atomic.Bool, back *backoff, release func()) time.Duration {
 	cfg := f.cfg
 	client, base := f.client(a)
-	defer client.CloseIdleConnections()
 	if cfg.Canary { // its canary's state, result and seconds; no control is sent there
 		base += agent.CanaryPrefix
 	}
-	t := time.NewTicker(cfg.PollEvery)
-	defer t.Stop()
+	var t *time.Timer // made at the first answer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	var lastResult time.Time
 	var refusedSeq uint64
 	secs := secondsPoll{last: -1}
@@ -95,6 +178,10 @@ func (f *Fleet) poll(ctx context.Context, a discover.Addr, send *atomic.Bool) {
 		out, wake := f.control()
 		sent := cfg.Now()
 		b, _, err := f.get(ctx, client, base+"/state", MaxStateBytes, min(cfg.Timeout, cfg.LostAfter/2))
+		if release != nil {
+			release()
+			release = nil
+		}
 		o.at = cfg.Now()
 		var st agent.State
 		if err == nil {
@@ -156,15 +243,63 @@ func (f *Fleet) poll(ctx context.Context, a discover.Addr, send *atomic.Bool) {
 		select {
 		case f.obs <- o:
 		case <-ctx.Done():
-			return
+			return 0
+		}
+		wait := back.next(o.state != nil)
+		if !back.answered {
+			return wait // no control before a state: none to wake it
+		}
+		if t == nil {
+			t = time.NewTimer(wait)
+		} else {
+			t.Reset(wait)
 		}
 		select {
 		case <-t.C:
 		case <-wake:
 		case <-ctx.Done():
-			return
+			return 0
 		}
 	}
+}
+
+// maxUnanswered bounds the polls of addresses that have never answered
+// in flight at once: thousands found together, or whose waits fall
+// together, cost that many goroutines at most (each some 16 KB of stack
+// while it dials), the others waiting their turn. 256 addresses that
+// hang until the timeout (3 s) let some 85 others a second through, so
+// an agent that comes up among thousands of them is seen within a
+// minute or two; one that answers at once, within seconds.
+const maxUnanswered = 256
+
+// maxBackoff bounds the wait between two polls of an address that has
+// never answered.
+const maxBackoff = 10 * time.Second
+
+// backoff is the pace of one address's polls (an address that has
+// never answered is polled slower and slower, so that thousands that
+// never will cost little): every PollEvery once it has answered; before, a wait that doubles from PollEvery up to
+// maxBackoff (and half of LostAfter, so an agent that comes up late is
+// seen within it), a quarter of it at random added so that addresses
+// found together are not polled in step.
+type backoff struct {
+	every, wait, most time.Duration
+	answered          bool
+}
+
+func newBackoff(every, lostAfter time.Duration) backoff {
+	return backoff{every: every, most: max(every, min(maxBackoff, lostAfter/2))}
+}
+
+// next is the wait before the next poll, after a poll that answered or
+// not.
+func (b *backoff) next(answered bool) time.Duration {
+	b.answered = b.answered || answered
+	if b.answered {
+		return b.every
+	}
+	b.wait = min(max(2*b.wait, b.every), b.most)
+	return b.wait + rand.N(b.wait/4+1)
 }
 
 // secondsPoll is a poller's record of an agent's /seconds: the start of
@@ -247,7 +382,7 @@ func kept(in merge.Input) []byte {
 }
 
 // maxStateCount bounds the counts of an agent's state (the follower sums
-// them over up to discover.MaxAddresses agents) and maxStateMS its ages.
+// them over up to MaxAddresses agents) and maxStateMS its ages.
 const (
 	maxStateCount = 1 << 48
 	maxStateMS    = 1e12
@@ -295,19 +430,63 @@ var errEmptyResult = errors.New("result: empty")
 var errNotFound = errors.New("HTTP 404")
 
 // client is the HTTP client and base URL for a: plain HTTP to a loopback
-// address where allowed, else TLS verified against RootCAs.
+// address where allowed, else TLS verified against RootCAs. The clients
+// are shared, one per shape (plain, or TLS to one certificate name):
+// thousands of addresses cost one transport, not one each.
 func (f *Fleet) client(a discover.Addr) (*http.Client, string) {
 	host, _, _ := net.SplitHostPort(a.HostPort)
 	if ip := net.ParseIP(host); f.cfg.PlainLoopback && ip != nil && ip.IsLoopback() {
-		return &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}, CheckRedirect: noRedirect}, "http://" + a.HostPort
+		return f.shared(plainShape, nil), "http://" + a.HostPort
 	}
 	name := f.cfg.ServerName
 	if name == "" {
 		name = a.ServerName
 	}
-	tc := &tls.Config{RootCAs: f.cfg.RootCAs, ServerName: name, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: tc, MaxIdleConnsPerHost: 1}, CheckRedirect: noRedirect},
-		"https://" + a.HostPort
+	// The transport checks the certificate against the host dialled
+	// when its config names none: an address given as an IP shares
+	// the one transport of no name.
+	if name == host {
+		name = ""
+	}
+	return f.shared(name, func() *tls.Config {
+		return &tls.Config{RootCAs: f.cfg.RootCAs, ServerName: name, MinVersion: tls.VersionTLS12}
+	}), "https://" + a.HostPort
+}
+
+// plainShape is the shape of the plain HTTP client: no certificate name
+// starts with a space.
+const plainShape = " plain"
+
+// shared is the client of shape (tc nil: plain HTTP, else TLS with
+// tc's config), made at its first use. Each keeps one idle connection
+// per agent (MaxIdleConnsPerHost), dropped after LostAfter idle (a
+// stopped poller's); none follows a redirect.
+func (f *Fleet) shared(shape string, tc func() *tls.Config) *http.Client {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	if c := f.clients[shape]; c != nil {
+		return c
+	}
+	t := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, IdleConnTimeout: f.cfg.LostAfter}
+	if tc != nil {
+		t.TLSClientConfig = tc()
+	}
+	c := &http.Client{Transport: t, CheckRedirect: noRedirect}
+	if f.clients == nil {
+		f.clients = map[string]*http.Client{}
+	}
+	f.clients[shape] = c
+	return c
+}
+
+// closeIdle closes every shared client's idle connections: at the end,
+// once no poller is left.
+func (f *Fleet) closeIdle() {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	for _, c := range f.clients {
+		c.CloseIdleConnections()
+	}
 }
 
 // noRedirect follows no redirect: Go's client would carry the token to

@@ -87,16 +87,20 @@ func (r *roster) found(res resolution, now time.Time) []discover.Addr {
 	return fresh
 }
 
-// observe takes one poll's observation at now.
-func (r *roster) observe(o observation, now time.Time) {
+// observe takes one poll's observation at now. It says whether the view
+// may have changed: not for a poll that failed as the last one did.
+func (r *roster) observe(o observation, now time.Time) bool {
 	m := r.members[o.addr]
 	if m == nil || m.Status == report.AgentRefused || m.Status == report.AgentReplaced || m.gaveUp {
-		return
+		return false
+	}
+	if o.err != nil && !o.denied && m.LastErr == sanitize.Text(o.err.Error()) {
+		return false
 	}
 	if st := o.state; st != nil && o.err == nil && startedAgain(m.Agent, *st) && m.restarts >= maxRestarts {
 		r.refuse(m, fmt.Sprintf("its load started again more than %d times at this address: no restarted container does", maxRestarts))
 		r.lastChange = now
-		return
+		return true
 	}
 	if st := o.state; st != nil && o.err == nil && startedAgain(m.Agent, *st) {
 		// The load at this address started again (its container
@@ -126,6 +130,7 @@ func (r *roster) observe(o observation, now time.Time) {
 			r.v.Started = at
 		}
 	}
+	return true
 }
 
 // finish ends the wait for the agents: the next step's view is Done,
