@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/infertop/infertop/discover"
 	"github.com/infertop/infertop/agent"
+	"github.com/infertop/infertop/discover"
 	"github.com/infertop/infertop/report"
 )
 
