@@ -31,8 +31,8 @@ func HTML(w io.Writer, s Snapshot, history map[string][]Point) error {
 		Format       func(Bound) string
 		Delta, Range func(Judged) string
 	}{S: s, Elapsed: time.Duration(s.Elapsed * float64(time.Second)).Round(time.Second).String(),
-		Req:  chartSVG(names, history, func(p Point) float64 { return p.ReqPerSec }, "requests/s", ""),
-		TTFT: chartSVG(names, history, func(p Point) float64 { return p.TTFTP99 * 1000 }, "TTFT p99 ≤ (ms)", ""),
+		Req:    chartSVG(names, history, func(p Point) float64 { return p.ReqPerSec }, "requests/s", ""),
+		TTFT:   chartSVG(names, history, func(p Point) float64 { return p.TTFTP99 * 1000 }, "TTFT p99 ≤ (ms)", ""),
 		Colors: palette[:], Names: names, Regressed: s.Verdict.State == Regressed,
 		Format: FormatBound, Delta: delta, Range: interval}
 	return page.Execute(w, data)
