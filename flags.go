@@ -99,6 +99,9 @@ func (f *loadFlags) config() (runner.Config, error) {
 	if cfg.Probe, err = f.probe.Config(kind, os.Getenv); err != nil {
 		return cfg, usageError{err}
 	}
+	if cfg.Load.Mix, err = f.probe.Mix(); err != nil {
+		return cfg, usageError{err}
+	}
 	if _, err := themes.Lookup(f.theme); err != nil {
 		return cfg, usageError{err}
 	}

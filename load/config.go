@@ -93,6 +93,10 @@ type Config struct {
 	// Sessions, if set, makes each closed-loop worker a multi-turn
 	// conversation (see Sessions).
 	Sessions Sessions
+	// Mix, if set, shares the requests among models by weight (see
+	// Mix): each request names its own (probe.Request.Model), drawn from
+	// Seed and the request's number.
+	Mix Mix
 	// Dataset, if set, supplies the prompts (the prompt knob and the
 	// calibration then do not apply).
 	Dataset *Dataset

@@ -94,6 +94,9 @@ type Request struct {
 	Prompt    string
 	Messages  []Message
 	MaxTokens int
+	// Model, if set, is the model this request asks for instead of
+	// Config.Model (a mix of models or adapters under one endpoint).
+	Model string
 	// Live, if set, is told of every timed message as it arrives (see
 	// Live); Do begins it at the request's Start.
 	Live *Live
@@ -453,7 +456,15 @@ func (c *Client) Config() Config {
 // the lost attempt took: that wait is the client's real experience.
 func (c *Client) Do(ctx context.Context, req Request) Result {
 	var res Result
-	body, err := c.proto.body(c.cfg.Model, req)
+	model := c.cfg.Model
+	if req.Model != "" {
+		model, res.Model = req.Model, req.Model
+	}
+	if c.cfg.SplitBy.Model {
+		// Before the request: a model's failures are its group's too.
+		res.Group = groupValue(model)
+	}
+	body, err := c.proto.body(model, req)
 	if err != nil {
 		res.Class, res.Err = Malformed, err.Error()
 		return res

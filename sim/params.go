@@ -65,6 +65,9 @@ type Params struct {
 	// that stream reasoning apart (chat's reasoning_content, Responses'
 	// reasoning_text, Anthropic's thinking); the zero value never does.
 	Reasoning Reasoning
+	// Adapters are LoRA adapters served beside Model, each by its name
+	// with its own speed (see Adapter); none by default.
+	Adapters []Adapter
 }
 
 // Reasoning is how many of an answer's tokens are reasoning, before the
@@ -409,6 +412,7 @@ const (
 	ParamWatts          = "watts"     // IdleW, BusyW
 	ParamCanary         = "canary"    // Canary
 	ParamReasoning      = "reasoning" // Reasoning
+	ParamAdapters       = "adapters"  // Adapters
 	ParamPrefixCache    = "prefix cache"
 )
 
@@ -473,6 +477,9 @@ func (p Params) Validate() error {
 	}
 	if err := p.Reasoning.validate(); err != nil {
 		return &ParamError{ParamReasoning, err}
+	}
+	if err := p.checkAdapters(); err != nil {
+		return &ParamError{ParamAdapters, err}
 	}
 	return nil
 }

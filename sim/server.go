@@ -231,10 +231,25 @@ type genRequest struct {
 	} `json:"stream_options"`
 }
 
+// handleModels lists the model, then its adapters as vLLM lists LoRA
+// modules: each with the base model as its parent.
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	type model struct {
+		ID          string  `json:"id"`
+		Object      string  `json:"object"`
+		Created     int64   `json:"created"`
+		OwnedBy     string  `json:"owned_by"`
+		Root        string  `json:"root"`
+		Parent      *string `json:"parent,omitempty"`
+		MaxModelLen int     `json:"max_model_len"`
+	}
+	list := []model{{ID: s.p.Model, Object: "model", Created: s.created, OwnedBy: "infertop-sim", Root: s.p.Model, MaxModelLen: s.p.MaxModelLen}}
+	for _, a := range s.p.Adapters {
+		list = append(list, model{ID: a.Name, Object: "model", Created: s.created, OwnedBy: "infertop-sim", Root: a.Name, Parent: &s.p.Model, MaxModelLen: s.p.MaxModelLen})
+	}
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model","created":%d,"owned_by":"infertop-sim","root":%q,"max_model_len":%d}]}`,
-		s.p.Model, s.created, s.p.Model, s.p.MaxModelLen)
+	b, _ := json.Marshal(map[string]any{"object": "list", "data": list})
+	w.Write(b)
 }
 
 func writeError(w http.ResponseWriter, code int, typ, msg string) {
@@ -265,7 +280,8 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
 			return
 		}
-		if req.Model != s.p.Model && req.Model+":latest" != s.p.Model { // Ollama adds :latest itself
+		served, slowdown, ok := s.p.served(req.Model)
+		if !ok {
 			writeAPIError(w, kind, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
 			return
 		}
@@ -337,11 +353,11 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 		if pod.prefix != nil && !kind.embeds() {
 			cached = pod.prefix.match(cacheText(kind, &req), prompt)
 		}
-		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt - cached, arrived: arrived, wake: make(chan struct{}, 1), embed: kind.embeds()}
+		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt - cached, arrived: arrived, wake: make(chan struct{}, 1), embed: kind.embeds(), pace: 1 / slowdown}
 		q.queued.Store(-1)
-		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary, Inputs: inputs}
+		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary, Inputs: inputs, Model: served}
 		pod.submit(q)
-		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp,
+		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp, model: served,
 			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, base64: kind == kindEmbed && req.EncodingFormat == "base64"}
 		if kind.reasons() {
 			g.reasoning = s.p.Reasoning.of(maxTokens)
@@ -513,6 +529,7 @@ type generation struct {
 	usage    bool
 	fault    int    // index in faultNames, -1 for none
 	fp       string // system_fingerprint ("" for none)
+	model    string // the model or adapter served, as the answers name it
 	injected bool   // the mid-stream fault has happened
 	// reasoning is how many of the first tokens are reasoning
 	// (Params.Reasoning), streamed apart from the answer.
@@ -583,7 +600,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 	if g.kind == kindResponses || g.kind == kindMessages {
 		w.Header().Set("Connection", "keep-alive") // as Ollama sends it
 	}
-	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model, g.fp)
+	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.model, g.fp)
 	pb := streamBufs.Get().(*[]byte)
 	buf := (*pb)[:0]
 	defer func() { // the buffer, grown by a burst of tokens, serves the next stream
@@ -686,7 +703,7 @@ func (g *generation) whole(w http.ResponseWriter, r *http.Request) {
 	n := int(g.q.generated.Load())
 	now := time.Now()
 	g.rec.FirstToken, g.rec.LastToken, g.rec.OutputTokens, g.rec.Status = now, now, n, http.StatusOK
-	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model, g.fp)
+	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.model, g.fp)
 	w.Header().Set("Content-Type", "application/json")
 	if g.kind.embeds() {
 		g.rec.OutputTokens = 0
@@ -725,6 +742,8 @@ type Record struct {
 	Cancelled bool
 	// Canary is true when the canary build served it (Params.Canary).
 	Canary bool
+	// Model is the model or adapter that served it (Params.Adapters).
+	Model string
 	// FirstAnswer is when the first token of the answer, after the
 	// reasoning, was written and flushed (FirstToken when there is no
 	// reasoning); ReasoningTokens is how many of OutputTokens were

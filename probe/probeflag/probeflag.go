@@ -45,7 +45,7 @@ func Add(fs *pflag.FlagSet) *Flags {
 func (f *Flags) addSend(fs *pflag.FlagSet) {
 	defer flaghelp.Group(fs, "Client: the model, the stream, the key, headers, TLS, time limits")()
 	p := &f.cfg
-	fs.StringVar(&p.Model, "model", "", "model name (default: the first model the server lists)")
+	fs.StringVar(&p.Model, "model", "", "model name (default: the first model the server lists), or a mix of models or adapters under the endpoint by weight, NAME:WEIGHT,..., e.g. a:70,b:20,c:10 (seeded by --seed)")
 	fs.BoolVar(&p.NoStream, "no-stream", false, "ask for whole answers (TTFT, ITL and TPOT are then not observable)")
 	fs.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key, sent as a bearer token (--api anthropic: ANTHROPIC_API_KEY, sent as x-api-key)")
 	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "file holding the API key (instead of --api-key-env)")
@@ -81,7 +81,13 @@ func (f *Flags) addBody(fs *pflag.FlagSet) {
 // never from a flag's value), the sampling fields given.
 func (f *Flags) Config(kind probe.Kind, getenv func(string) string) (probe.Config, error) {
 	p := f.cfg
-	var err error
+	mix, err := f.Mix()
+	if err != nil {
+		return p, err
+	}
+	if len(mix) > 0 { // the client's own model is the mix's first; each request names its own
+		p.Model = mix[0].Name
+	}
 	if p.TTFT, err = probe.ParseTTFTMode(f.ttft); err != nil {
 		return p, fmt.Errorf("--ttft: %w", err)
 	}
@@ -121,6 +127,15 @@ func (f *Flags) Config(kind probe.Kind, getenv func(string) string) (probe.Confi
 	}
 	p.MaxConns = load.MaxConcurrency
 	return p, nil
+}
+
+// Mix is the --model flag's mix of models (nil when it names one model).
+func (f *Flags) Mix() (load.Mix, error) {
+	m, err := load.ParseMix(f.cfg.Model)
+	if err != nil {
+		return nil, fmt.Errorf("--model: %w", err)
+	}
+	return m, nil
 }
 
 // Setting is the value of one of these flags as the reports store it,

@@ -21,6 +21,7 @@ type Flags struct {
 	faults string
 	canary string
 	reason string
+	adapt  string
 	p      sim.Params
 	fs     *pflag.FlagSet
 	prefix string
@@ -55,6 +56,7 @@ func Add(fs *pflag.FlagSet, prefix string) *Flags {
 	fs.IntVar(&f.p.GPUs, prefix+"gpus", d.GPUs, "simulated GPUs reported at /dcgm in DCGM's names")
 	fs.IntVar(&f.p.PrefixCacheBlocks, prefix+"prefix-cache", d.PrefixCacheBlocks, "prefix cache size in blocks of 16 tokens, an LRU; cached prompt tokens skip their prefill (0: off)")
 	fs.StringVar(&f.reason, prefix+"reasoning-tokens", "", "think before answering: N reasoning tokens, or a fraction (0.5, 50%) of each answer's, streamed apart (reasoning_content, reasoning_text, thinking)")
+	fs.StringVar(&f.adapt, prefix+"adapters", "", "serve LoRA adapters beside the model, each by its name with its own slowdown in the shared batch: NAME[:SLOWDOWN],..., e.g. sql-lora,chat-lora:1.5")
 	return f
 }
 
@@ -86,6 +88,13 @@ func (f *Flags) Params() (sim.Params, error) {
 			return p, fmt.Errorf("--%sreasoning-tokens: %w", prefix, err)
 		}
 		p.Reasoning = r
+	}
+	if f.adapt != "" {
+		a, err := sim.ParseAdapters(f.adapt)
+		if err != nil {
+			return p, fmt.Errorf("--%sadapters: %w", prefix, err)
+		}
+		p.Adapters = a
 	}
 	set := map[string]func(){
 		"model": func() { p.Model = f.p.Model }, "slots": func() { p.Slots = f.p.Slots },
@@ -119,6 +128,7 @@ var flagOf = map[string]string{
 	sim.ParamHTTP429: "rate-limit-rate", sim.ParamFaults: "faults", sim.ParamGPUs: "gpus", sim.ParamCanary: "canary",
 	sim.ParamPrefixCache: "prefix-cache",
 	sim.ParamReasoning:   "reasoning-tokens",
+	sim.ParamAdapters:    "adapters",
 }
 
 // flagError says which flag a parameter out of range came from. The fault
