@@ -103,6 +103,8 @@ type Request struct {
 	// Answer, if set, is given the answer's text (see AnswerText); Do
 	// resets it at the request's start.
 	Answer *AnswerText
+	// out gathers the answer for the judge (BodyOptions.Output); Do's.
+	out *outputTaker
 }
 
 // Message is one turn of a conversation.
@@ -541,13 +543,19 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	var u *usage
+	if !c.cfg.Body.Output.IsZero() {
+		req.out = newOutputTaker()
+	}
 	if fr == frameWhole {
-		u = c.readWhole(ctx, resp.Body, &res, req.Answer)
+		u = c.readWhole(ctx, resp.Body, &res, req.Answer, req.out)
 	} else {
 		u = c.readStream(ctx, resp.Body, fr, &res, req)
 	}
 	if res.Class == OK {
 		c.finish(&res, req, u)
+	}
+	if res.Class == OK && req.out != nil {
+		res.Output = OutputResult{Judged: true, Verdict: c.cfg.Body.Output.Judge(req.out.answer())}
 	}
 	if res.Class == OK {
 		c.drain(resp.Body, cancel)
@@ -788,6 +796,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		if len(info.id) > 0 && res.ID == "" {
 			res.ID = string(info.id)
 		}
+		if req.out != nil {
+			req.out.take(c.proto, data, false)
+		}
 		// The field is looked for in the first few messages and in those
 		// that end the answer (a finish reason, the usage): servers that
 		// send it at all send it in every chunk (OpenAI, llama.cpp) or in
@@ -845,7 +856,7 @@ func capRule(maxTokens int) string {
 // readWhole reads a non-streamed JSON answer: no TTFT can be observed, and
 // none is reported (never E2E in its place). It returns the server's usage;
 // answer, if not nil, is given the answer's text.
-func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result, answer *AnswerText) *usage {
+func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result, answer *AnswerText, out *outputTaker) *usage {
 	whole := c.proto.limits().whole
 	data, err := io.ReadAll(io.LimitReader(body, int64(whole)+1))
 	res.E2E = time.Since(res.Start)
@@ -879,6 +890,9 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result, ans
 			res.ReasoningMessages = 1
 		}
 		answer.take(c.proto, data, true)
+	}
+	if out != nil {
+		out.take(c.proto, data, true)
 	}
 	res.Inputs = info.vectors
 	return info.usage

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/infertop/infertop/outputcheck"
 )
 
 // Kind is an API a server speaks.
@@ -64,6 +66,10 @@ type BodyOptions struct {
 	Extra map[string]any
 	// Batch is the number of inputs per embeddings request (0: 1).
 	Batch int
+	// Output, if set, asks for structured output or offers tools (chat,
+	// Responses, Ollama; Anthropic's tools), and every answer is judged
+	// against it (Result.Output).
+	Output *outputcheck.Spec
 }
 
 // GenericOptions describe a plain JSON API (Kind generic).
@@ -209,6 +215,7 @@ func (o *openaiProto) body(model string, req Request) ([]byte, error) {
 	m := map[string]any{"model": model, "stream": o.stream, o.opts.MaxTokensField: req.MaxTokens}
 	if o.chat {
 		m["messages"] = req.messages()
+		addChatOutput(m, o.opts.Output)
 	} else {
 		m["prompt"] = req.text()
 	}
@@ -334,6 +341,11 @@ func readChoice(ch *fastjson.Value, info *chunkInfo) {
 						info.output = true
 						noteTextKey(k, info)
 					}
+					// A tool call, whole or a fragment, is output: an
+					// answer that calls a tool first has its TTFT there.
+					if string(k) == "tool_calls" && len(x.GetArray()) > 0 {
+						info.output, info.answer = true, true
+					}
 				})
 			}
 		case "text":
@@ -452,6 +464,7 @@ func (o *ollamaProto) body(model string, req Request) ([]byte, error) {
 	m := map[string]any{"model": model, "stream": o.stream, "options": options}
 	if o.chat {
 		m["messages"] = req.messages()
+		addOllamaOutput(m, o.opts.Output)
 	} else {
 		m["prompt"] = req.text()
 	}
@@ -482,6 +495,9 @@ func (o *ollamaProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 				info.answer = true
 			}
 		}
+	}
+	if len(v.GetArray("message", "tool_calls")) > 0 { // a tool call is output
+		info.output, info.answer = true, true
 	}
 	if v.GetBool("done") {
 		info.finished = true

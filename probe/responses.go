@@ -38,6 +38,7 @@ func (o *responsesProto) body(model string, req Request) ([]byte, error) {
 		m["ignore_eos"] = true
 	}
 	sampling(m, BodyOptions{Temperature: o.opts.Temperature, TopP: o.opts.TopP}, "temperature", "top_p", "")
+	addResponsesOutput(m, o.opts.Output)
 	return marshal(m, o.opts.Extra)
 }
 

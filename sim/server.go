@@ -226,7 +226,15 @@ type genRequest struct {
 	// EncodingFormat is the OpenAI embeddings' "float" (the default) or
 	// "base64", which the OpenAI SDKs ask for by default.
 	EncodingFormat string `json:"encoding_format"`
-	StreamOptions  *struct {
+	// ResponseFormat and Tools ask chat for structured output or a tool
+	// call (structured.go); Text is the Responses API's, whose format the
+	// sim does not write.
+	ResponseFormat json.RawMessage   `json:"response_format"`
+	Tools          []json.RawMessage `json:"tools"`
+	Text           *struct {
+		Format json.RawMessage `json:"format"`
+	} `json:"text"`
+	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 }
@@ -349,6 +357,14 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			return
 		}
 
+		st, err := askedStructure(kind, &req, s.p.Seed^id, s.draw(id, saltInvalid) < s.p.Invalid)
+		if err == nil && req.Text != nil && len(req.Text.Format) > 0 {
+			err = errStructuredAPI
+		}
+		if err != nil {
+			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", err.Error())
+			return
+		}
 		cached := 0
 		if pod.prefix != nil && !kind.embeds() {
 			cached = pod.prefix.match(cacheText(kind, &req), prompt)
@@ -357,9 +373,9 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 		q.queued.Store(-1)
 		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary, Inputs: inputs, Model: served}
 		pod.submit(q)
-		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp, model: served,
+		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp, model: served, st: st,
 			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, base64: kind == kindEmbed && req.EncodingFormat == "base64"}
-		if kind.reasons() {
+		if kind.reasons() && st == nil {
 			g.reasoning = s.p.Reasoning.of(maxTokens)
 		}
 		if req.Stream && kind != kindInfer && !kind.embeds() {
@@ -488,6 +504,7 @@ const (
 	saltFault       = 0 // as the draw always was: faults fall where they did
 	saltRoute       = 0x5bd1e9955bd1e995
 	saltCanaryError = 0xc2b2ae3d27d4eb4f
+	saltInvalid     = 0x85ebca6b0fc2b2ae
 )
 
 // draw is a repeatable uniform draw in [0,1) for request id and a salt.
@@ -527,10 +544,11 @@ type generation struct {
 	q        *seq
 	rec      *Record
 	usage    bool
-	fault    int    // index in faultNames, -1 for none
-	fp       string // system_fingerprint ("" for none)
-	model    string // the model or adapter served, as the answers name it
-	injected bool   // the mid-stream fault has happened
+	fault    int         // index in faultNames, -1 for none
+	fp       string      // system_fingerprint ("" for none)
+	model    string      // the model or adapter served, as the answers name it
+	st       *structured // a structured answer or tool call (nil: text)
+	injected bool        // the mid-stream fault has happened
 	// reasoning is how many of the first tokens are reasoning
 	// (Params.Reasoning), streamed apart from the answer.
 	reasoning int
@@ -625,6 +643,10 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 			if sent == 0 {
 				buf = enc.begin(buf, g.q.prompt)
 			}
+			if g.st != nil {
+				buf = enc.structToken(buf, g.st, sent, g.q.maxTokens)
+				continue
+			}
 			buf = enc.token(buf, Word(g.id, sent), sent < g.reasoning)
 		}
 		if done {
@@ -708,6 +730,11 @@ func (g *generation) whole(w http.ResponseWriter, r *http.Request) {
 	if g.kind.embeds() {
 		g.rec.OutputTokens = 0
 		w.Write(enc.embeddings(g.rec.Inputs, g.q.prompt, g.base64))
+		return
+	}
+	if g.st != nil {
+		g.rec.FirstAnswer = now
+		w.Write(enc.structWhole(nil, g.st, g.q.prompt, n))
 		return
 	}
 	nr := min(g.reasoning, n)

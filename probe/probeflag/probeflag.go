@@ -16,6 +16,7 @@ import (
 
 	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/outputcheck"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/readlimit"
 )
@@ -31,6 +32,8 @@ type Flags struct {
 	temperature, topP     float64
 	samplingSeed          int64
 	fs                    *pflag.FlagSet
+	// responseFormat and tools are --response-format and --tools as given.
+	responseFormat, tools string
 }
 
 // Add binds the client's flags to fs.
@@ -73,6 +76,8 @@ func (f *Flags) addBody(fs *pflag.FlagSet) {
 	fs.StringVar(&g.Stream, "stream-format", "none", "generic: none, sse or ndjson")
 	fs.StringVar(&g.ChunkPath, "chunk-path", "", "generic, streamed: dot path of each chunk's text")
 	fs.IntVar(&p.Body.Batch, "batch", 1, "embeddings: inputs per request (--api openai-embeddings, ollama-embed)")
+	fs.StringVar(&f.responseFormat, "response-format", "", "ask for structured output and judge every answer: json (any JSON object) or json_schema:FILE (a JSON schema); chat, Responses and Ollama")
+	fs.StringVar(&f.tools, "tools", "", "offer tools and judge every answer's call: FILE of OpenAI-style tool definitions, or builtin (get_weather, search); chat, Responses, Ollama and Anthropic")
 }
 
 // Config reads the flags into a probe.Config for an API of kind kind
@@ -125,8 +130,38 @@ func (f *Flags) Config(kind probe.Kind, getenv func(string) string) (probe.Confi
 			return p, fmt.Errorf("--extra-body must be a JSON object: %w", err)
 		}
 	}
+	if p.Body.Output, err = f.output(); err != nil {
+		return p, err
+	}
 	p.MaxConns = load.MaxConcurrency
 	return p, nil
+}
+
+// output reads --response-format and --tools (nil when neither is given);
+// their files are read with a bound.
+func (f *Flags) output() (*outputcheck.Spec, error) {
+	if f.responseFormat == "" && f.tools == "" {
+		return nil, nil
+	}
+	read := func(path string) ([]byte, error) { return readlimit.File(path, readlimit.Schema) }
+	s, err := outputcheck.ParseFormat(f.responseFormat, read)
+	if err != nil {
+		return nil, fmt.Errorf("--response-format: %w", err)
+	}
+	switch f.tools {
+	case "":
+	case "builtin":
+		s.Tools = outputcheck.Builtin()
+	default:
+		doc, err := read(f.tools)
+		if err != nil {
+			return nil, fmt.Errorf("--tools: %w", err)
+		}
+		if s.Tools, err = outputcheck.ParseTools(doc); err != nil {
+			return nil, fmt.Errorf("--tools %s: %w", f.tools, err)
+		}
+	}
+	return &s, nil
 }
 
 // Mix is the --model flag's mix of models (nil when it names one model).
@@ -167,7 +202,7 @@ var flagOf = map[string]string{
 	probe.SettingTTFT: "--ttft", probe.SettingTimeout: "--timeout", probe.SettingConnectTimeout: "--connect-timeout",
 	probe.SettingCACert: "--cacert", probe.SettingMaxTokensField: "--max-tokens-field",
 	probe.SettingStreamFormat: "--stream-format", probe.SettingChunkPath: "--chunk-path",
-	probe.SettingTemplate: "--body-template", probe.SettingBatch: "--batch",
+	probe.SettingTemplate: "--body-template", probe.SettingBatch: "--batch", probe.SettingOutput: "--response-format/--tools",
 }
 
 // FlagError says in the command line's words what probe refused: the
