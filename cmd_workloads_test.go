@@ -87,3 +87,33 @@ func readInfertop(t *testing.T, path string) report.InfertopJSON {
 	}
 	return j.Infertop
 }
+
+// TestRunImages: two 56×56 images a request reach the sim as image parts
+// (8 prompt tokens more a request, 2×2 patches each), and the manifest
+// says what each request carried.
+func TestRunImages(t *testing.T) {
+	t.Parallel()
+	runWith := func(images ...string) report.InfertopJSON {
+		t.Helper()
+		jsonPath := filepath.Join(t.TempDir(), "run.json")
+		var out, errb bytes.Buffer
+		args := append([]string{"run", "--sim-preset", "fast", "--requests", "20", "-c", "2", "--prompt-tokens", "8", "--output-tokens", "2",
+			"--no-calibrate", "--json", jsonPath}, images...)
+		if code := run(args, &out, &errb); code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+		}
+		return readInfertop(t, jsonPath)
+	}
+	plain, j := runWith(), runWith("--images", "2", "--image-size", "56x56")
+	if im := j.Manifest.Images; im == nil || im.PerRequest != 2 || im.Width != 56 || im.Bytes <= 0 {
+		t.Fatalf("manifest images %+v", im)
+	}
+	// The same prompts (the same seed) and two images of 2×2 patches each.
+	if r := j.Run; r.Completed != 20 || r.InputTokens != plain.Run.InputTokens+20*8 {
+		t.Errorf("%d completed, %d input tokens, %d without the images", r.Completed, r.InputTokens, plain.Run.InputTokens)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"run", "--images", "1", "--image-size", "9x", "--requests", "1"}, &out, &errb); code != 2 {
+		t.Errorf("a bad size: exit %d", code)
+	}
+}

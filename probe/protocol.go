@@ -70,6 +70,11 @@ type BodyOptions struct {
 	// Responses, Ollama; Anthropic's tools), and every answer is judged
 	// against it (Result.Output).
 	Output *outputcheck.Spec
+	// Images, past 0, sends that many synthetic PNGs of ImageW×ImageH in
+	// every request (chat, Responses; see images.go), drawn from
+	// ImageSeed.
+	Images, ImageW, ImageH int
+	ImageSeed              uint64
 }
 
 // GenericOptions describe a plain JSON API (Kind generic).
@@ -151,9 +156,13 @@ func newProtocol(cfg *Config) (protocol, error) {
 	if b.MaxTokensField == "" {
 		b.MaxTokensField = "max_tokens"
 	}
+	images, err := newImagePool(b)
+	if err != nil {
+		return nil, err
+	}
 	switch cfg.API {
 	case OpenAIChat, "":
-		return &openaiProto{chat: true, stream: !cfg.NoStream, opts: b}, nil
+		return &openaiProto{chat: true, stream: !cfg.NoStream, opts: b, images: images}, nil
 	case OpenAICompletions:
 		return &openaiProto{stream: !cfg.NoStream, opts: b}, nil
 	case Ollama:
@@ -161,7 +170,7 @@ func newProtocol(cfg *Config) (protocol, error) {
 	case TGI:
 		return &tgiProto{stream: !cfg.NoStream, opts: b}, nil
 	case OpenAIResponses:
-		return &responsesProto{stream: !cfg.NoStream, opts: b}, nil
+		return &responsesProto{stream: !cfg.NoStream, opts: b, images: images}, nil
 	case Anthropic:
 		return &anthropicProto{stream: !cfg.NoStream, opts: b}, nil
 	case OpenAIEmbeddings, OllamaEmbed:
@@ -209,12 +218,16 @@ func sampling(m map[string]any, o BodyOptions, temperature, topP, seed string) {
 type openaiProto struct {
 	chat, stream bool
 	opts         BodyOptions
+	images       *imagePool // nil: none
 }
 
 func (o *openaiProto) body(model string, req Request) ([]byte, error) {
 	m := map[string]any{"model": model, "stream": o.stream, o.opts.MaxTokensField: req.MaxTokens}
 	if o.chat {
 		m["messages"] = req.messages()
+		if o.images != nil {
+			m["messages"] = chatWithImages(req.messages(), o.images.take())
+		}
 		addChatOutput(m, o.opts.Output)
 	} else {
 		m["prompt"] = req.text()

@@ -77,6 +77,9 @@ func (c Config) Validate() error {
 	if err := c.checkOutput(); err != nil {
 		return err
 	}
+	if err := c.checkImages(); err != nil {
+		return err
+	}
 	if c.API == Generic {
 		return c.Generic.check(len(c.Body.Extra) > 0)
 	}

@@ -238,6 +238,12 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 		do = cfg.WrapDo(do)
 	}
 	lc.Do, lc.Target = do, r.target
+	if b := cfg.Probe.Body; b.Images > 0 || !b.Output.IsZero() {
+		// The images' and the tool definitions' tokens come on top of the
+		// text in every prompt: learnt as the words' share, they would
+		// shrink the text to nothing. The prompt knob is the text's.
+		lc.NoCalibrate = true
+	}
 	if lc.MaxContext == 0 {
 		lc.MaxContext = r.context
 	}
@@ -533,6 +539,9 @@ func (r *Runner) Check(s load.Snapshot, scope string) []slo.Verdict {
 func (r *Runner) Report(ctx context.Context, s load.Snapshot) *report.Report {
 	m := report.NewManifest(r.cfg.Version)
 	m.URL, m.API, m.Model, m.Stream = r.target.URL, string(r.kind), r.target.Model, !r.cfg.Probe.NoStream
+	if b := r.cfg.Probe.Body; b.Images > 0 {
+		m.Images = &report.ImagesJSON{PerRequest: b.Images, Width: b.ImageW, Height: b.ImageH, Bytes: r.client.ImageBytes()}
+	}
 	m.Seed = r.cfg.Load.Seed
 	k := r.cfg.Load.Knobs
 	if len(r.cfg.Load.Stages) > 0 {

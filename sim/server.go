@@ -298,6 +298,12 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", err.Error())
 			return
 		}
+		imgs, err := imageTokens(kind, &req)
+		if err != nil {
+			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", err.Error())
+			return
+		}
+		prompt += imgs
 		if kind == kindChat {
 			prompt += s.p.ChatOverhead
 		}

@@ -34,6 +34,7 @@ type Flags struct {
 	fs                    *pflag.FlagSet
 	// responseFormat and tools are --response-format and --tools as given.
 	responseFormat, tools string
+	imageSize             string
 }
 
 // Add binds the client's flags to fs.
@@ -77,6 +78,8 @@ func (f *Flags) addBody(fs *pflag.FlagSet) {
 	fs.StringVar(&g.ChunkPath, "chunk-path", "", "generic, streamed: dot path of each chunk's text")
 	fs.IntVar(&p.Body.Batch, "batch", 1, "embeddings: inputs per request (--api openai-embeddings, ollama-embed)")
 	fs.StringVar(&f.responseFormat, "response-format", "", "ask for structured output and judge every answer: json (any JSON object) or json_schema:FILE (a JSON schema); chat, Responses and Ollama")
+	fs.IntVar(&p.Body.Images, "images", 0, "send N synthetic PNG images in every request, as image parts (chat, Responses; a vision model)")
+	fs.StringVar(&f.imageSize, "image-size", "512x512", "with --images: each image's WxH in pixels")
 	fs.StringVar(&f.tools, "tools", "", "offer tools and judge every answer's call: FILE of OpenAI-style tool definitions, or builtin (get_weather, search); chat, Responses, Ollama and Anthropic")
 }
 
@@ -132,6 +135,9 @@ func (f *Flags) Config(kind probe.Kind, getenv func(string) string) (probe.Confi
 	}
 	if p.Body.Output, err = f.output(); err != nil {
 		return p, err
+	}
+	if p.Body.ImageW, p.Body.ImageH, err = probe.ParseImageSize(f.imageSize); err != nil {
+		return p, fmt.Errorf("--image-size: %w", err)
 	}
 	p.MaxConns = load.MaxConcurrency
 	return p, nil
@@ -202,7 +208,7 @@ var flagOf = map[string]string{
 	probe.SettingTTFT: "--ttft", probe.SettingTimeout: "--timeout", probe.SettingConnectTimeout: "--connect-timeout",
 	probe.SettingCACert: "--cacert", probe.SettingMaxTokensField: "--max-tokens-field",
 	probe.SettingStreamFormat: "--stream-format", probe.SettingChunkPath: "--chunk-path",
-	probe.SettingTemplate: "--body-template", probe.SettingBatch: "--batch", probe.SettingOutput: "--response-format/--tools",
+	probe.SettingTemplate: "--body-template", probe.SettingBatch: "--batch", probe.SettingOutput: "--response-format/--tools", probe.SettingImages: "--images",
 }
 
 // FlagError says in the command line's words what probe refused: the
