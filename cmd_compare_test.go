@@ -218,18 +218,7 @@ func TestSavePair(t *testing.T) {
 // types.
 func readPairJSON(t *testing.T, path string) *compare.PairJSON {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	validate(t, raw)
-	var j struct {
-		Infertop report.InfertopJSON `json:"infertop"`
-	}
-	if err := json.Unmarshal(raw, &j); err != nil {
-		t.Fatal(err)
-	}
-	c := j.Infertop.Compare
+	c := readInfertop(t, path).Compare
 	if c == nil || c.Pair == nil {
 		t.Fatalf("%s: no pair's infertop.compare", path)
 	}

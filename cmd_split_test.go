@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +16,6 @@ import (
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
-	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 )
@@ -288,18 +286,7 @@ func TestRunSplitSimCanary(t *testing.T) {
 // its infertop.compare with report's types.
 func readSplitJSON(t *testing.T, path string) *compare.SplitJSON {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	validate(t, raw)
-	var j struct {
-		Infertop report.InfertopJSON `json:"infertop"`
-	}
-	if err := json.Unmarshal(raw, &j); err != nil {
-		t.Fatal(err)
-	}
-	c := j.Infertop.Compare
+	c := readInfertop(t, path).Compare
 	if c == nil || c.Split == nil || c.Split.BaselineGroup == nil {
 		t.Fatalf("%s: no split's infertop.compare with a baseline group: %+v", path, c)
 	}

@@ -24,6 +24,8 @@ func flagError(err error) error {
 	switch {
 	case errors.As(err, &ue) && errors.Is(ue.Why, runner.ErrNotStreamed):
 		return usagef("--slo %s: with --no-stream there are no stream messages to time; drop one of them", ue.Expr)
+	case errors.As(err, &ue) && errors.Is(ue.Why, runner.ErrNotJudged):
+		return usagef("--slo %s: %v; pass --response-format or --tools", ue.Expr, ue.Why)
 	case errors.As(err, &ue) && errors.Is(ue.Why, runner.ErrEmbeddings):
 		return usagef("--slo %s: %v; use e2el, request or error objectives", ue.Expr, ue.Why)
 	case errors.As(err, &ue):

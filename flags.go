@@ -99,6 +99,10 @@ func (f *loadFlags) config() (runner.Config, error) {
 	if cfg.Probe, err = f.probe.Config(kind, os.Getenv); err != nil {
 		return cfg, usageError{err}
 	}
+	if cfg.Load.Mix, err = f.probe.Mix(); err != nil {
+		return cfg, usageError{err}
+	}
+	cfg.Probe.Body.ImageSeed = cfg.Load.Seed // the images too are the run's seed's
 	if _, err := themes.Lookup(f.theme); err != nil {
 		return cfg, usageError{err}
 	}

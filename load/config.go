@@ -93,6 +93,10 @@ type Config struct {
 	// Sessions, if set, makes each closed-loop worker a multi-turn
 	// conversation (see Sessions).
 	Sessions Sessions
+	// Mix, if set, shares the requests among models by weight (see
+	// Mix): each request names its own (probe.Request.Model), drawn from
+	// Seed and the request's number.
+	Mix Mix
 	// Dataset, if set, supplies the prompts (the prompt knob and the
 	// calibration then do not apply).
 	Dataset *Dataset
@@ -176,15 +180,18 @@ type Goodput struct {
 	// TTFO limits the time to the answer's first token, after any
 	// reasoning; a request with no answer token fails it.
 	TTFO time.Duration
+	// Valid, where answers are judged (structured output, tools), counts
+	// a request good only when its answer was valid.
+	Valid bool
 }
 
 // Set reports whether any limit is given.
-func (g Goodput) Set() bool { return g.TTFT > 0 || g.TPOT > 0 || g.E2E > 0 || g.TTFO > 0 }
+func (g Goodput) Set() bool { return g.TTFT > 0 || g.TPOT > 0 || g.E2E > 0 || g.TTFO > 0 || g.Valid }
 
 // good reports whether r met every limit; queue is the open loop's wait
 // from the intended send time to the start (0 in the closed loop).
 func (g Goodput) good(r *probe.Result, queue time.Duration) bool {
-	if !r.OK() {
+	if !r.OK() || (g.Valid && r.Output.Judged && !r.Output.Valid) {
 		return false
 	}
 	if g.TTFT > 0 && (!r.HasTTFT || queue+r.TTFT > g.TTFT) {

@@ -25,6 +25,7 @@
 //	calibrate.go  learning how many words make a token count
 //	lengths.go    spread prompt and output lengths (Length)
 //	dataset.go    prompts from a file (Dataset)
+//	mix.go        a mix of models by weight (Mix), dealt in seeded blocks
 //
 // Errors speak the engine's terms (a rate, a ramp, a dataset), never a
 // command-line flag's name: the caller knows which flag it parsed.

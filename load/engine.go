@@ -75,6 +75,7 @@ type Engine struct {
 	abandoned                atomic.Int64  // requests given up on in the transport (see AbandonGrace)
 	begun                    atomic.Int64  // requests started, against MaxRequests
 	reqSeq                   atomic.Uint64 // numbers requests for their length draws
+	mix                      *mixer        // deals the models of Config.Mix (nil: none)
 	begunAll                 atomic.Int64  // requests started, for the warm-up
 	cal                      calibrator
 
@@ -143,6 +144,7 @@ func New(cfg Config) (*Engine, error) {
 		nudge: make(chan struct{}, 1), endingCh: make(chan struct{}),
 	}
 	e.replay, e.sessions = newReplay(&e.cfg), newSessionStats(&e.cfg)
+	e.mix = newMixer(cfg.Mix, cfg.Seed)
 	e.phase = &phaseInfo{id: 1, knobs: e.knobs, warmup: cfg.Warmup.set()}
 	e.phaseSeq = 1
 	return e, nil

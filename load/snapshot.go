@@ -101,6 +101,9 @@ type Snapshot struct {
 	Completed, Failed int64
 	ErrorRate         float64
 	ByClass           [probe.NumClasses]int64
+	// Valid and Invalid count the window's completed requests whose
+	// answers were judged (structured output, tools), by the verdict.
+	Valid, Invalid int64
 	// Totals since the start or the last reset.
 	TotalCompleted, TotalFailed int64
 	TotalByClass                [probe.NumClasses]int64
@@ -222,6 +225,10 @@ type Phase struct {
 	// Unstreamed those answered whole though streamed was asked (the
 	// server ignored "stream": no TTFT, TPOT or ITL of them).
 	EstimatedOutput, Unstreamed int64
+	// Valid and Invalid count the completed requests whose answers were
+	// judged against the structured output or tools asked for (see
+	// probe.Result.Output), by the verdict; InvalidRate is their share.
+	Valid, Invalid int64
 	// Incomplete counts the phase's requests cancelled before they
 	// finished (the drain ran out); Pending those sent and not yet
 	// counted; Retried those sent again on a new connection (not
@@ -248,6 +255,21 @@ type Phase struct {
 	// The run's is the sum over its phases but the warm-up.
 	Sending    time.Duration
 	SentPerSec float64
+}
+
+// InvalidRate is the share of the judged answers that were invalid; ok
+// is false when none was judged.
+func (p Phase) InvalidRate() (rate float64, ok bool) { return invalidRate(p.Valid, p.Invalid) }
+
+// InvalidRate is the window's share of judged answers that were invalid;
+// ok is false when none was judged.
+func (s *Snapshot) InvalidRate() (rate float64, ok bool) { return invalidRate(s.Valid, s.Invalid) }
+
+func invalidRate(valid, invalid int64) (float64, bool) {
+	if n := valid + invalid; n > 0 {
+		return float64(invalid) / float64(n), true
+	}
+	return 0, false
 }
 
 // Sent is every request started in the phase: completed, failed,

@@ -26,6 +26,20 @@ type counts struct {
 	// output count was estimated and whose answer came whole though
 	// streamed was asked (kept per phase; the seconds leave them at zero).
 	reasonTok, inputs, estimated, unstreamed int64
+	// judgedOK and judgedBad count the completed requests whose answers
+	// were judged valid and invalid (probe.Result.Output).
+	judgedOK, judgedBad int64
+}
+
+// addJudged counts a completed request's judged answer.
+func (c *counts) addJudged(r *probe.Result) {
+	switch {
+	case !r.Output.Judged:
+	case r.Output.Valid:
+		c.judgedOK++
+	default:
+		c.judgedBad++
+	}
 }
 
 // addKinds counts a successful result's reasoning tokens and inputs, and
@@ -345,6 +359,7 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 		p.outTok += int64(r.OutputTokens)
 		p.inTok += int64(in)
 		p.addKinds(r)
+		p.addJudged(r)
 	})
 	a.correctTokens(f, ph, run != nil)
 	if run == nil {
@@ -355,6 +370,7 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 		c.good++
 	}
 	c.completed++
+	c.addJudged(r)
 	c.inTok += int64(in)
 	c.estimated = c.estimated || r.OutputEstimated
 	a.totalOK++
@@ -635,6 +651,8 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	addCounts := func(c *secSlot) {
 		s.Completed += c.completed
 		s.Failed += c.failed
+		s.Valid += c.judgedOK
+		s.Invalid += c.judgedBad
 		good += c.good
 		out += c.outTok
 		in += c.inTok
@@ -743,7 +761,7 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 		ID: p.info.id, Knobs: p.info.knobs, Start: p.info.start, Current: current, Warmup: p.info.warmup,
 		Completed: p.completed, Failed: p.failed, Good: p.good, ByClass: p.byClass, OutTokens: p.outTok, InTokens: p.inTok,
 		DeliveredTokens: p.delivered, FailedOutTokens: p.failedTok, ReasoningTokens: p.reasonTok, Inputs: p.inputs,
-		EstimatedOutput: p.estimated, Unstreamed: p.unstreamed,
+		EstimatedOutput: p.estimated, Unstreamed: p.unstreamed, Valid: p.judgedOK, Invalid: p.judgedBad,
 		Retried: p.retried, Incomplete: p.info.incomplete.Load(), Dropped: p.info.dropped.Load(),
 	}
 	// waiting before outstanding (which holds it): an arrival sent between

@@ -47,6 +47,7 @@ const (
 	SettingTrace        = "trace"               // Trace, LoadTrace's path
 	SettingPrefixGroups = "prefix groups"       // PrefixGroups
 	SettingSessions     = "sessions"            // Sessions
+	SettingMix          = "model mix"           // Mix
 )
 
 // MinTick is the shortest snapshot interval: every tick merges the
@@ -64,6 +65,9 @@ const MinTick = 10 * time.Millisecond
 func (c Config) Validate() error {
 	if err := c.prepareTrace(); err != nil { // a replay's knobs are the trace's, whatever was given (an agent's share of -c may be 0)
 		return err
+	}
+	if err := c.Mix.check(); len(c.Mix) > 0 && err != nil {
+		return &SettingError{SettingMix, err}
 	}
 	k := c.Knobs
 	for i, st := range c.Stages {

@@ -37,6 +37,7 @@ func (a *anthropicProto) body(model string, req Request) ([]byte, error) {
 		m["ignore_eos"] = true
 	}
 	sampling(m, BodyOptions{Temperature: a.opts.Temperature, TopP: a.opts.TopP}, "temperature", "top_p", "")
+	addAnthropicOutput(m, a.opts.Output)
 	return marshal(m, a.opts.Extra)
 }
 

@@ -94,12 +94,17 @@ type Request struct {
 	Prompt    string
 	Messages  []Message
 	MaxTokens int
+	// Model, if set, is the model this request asks for instead of
+	// Config.Model (a mix of models or adapters under one endpoint).
+	Model string
 	// Live, if set, is told of every timed message as it arrives (see
 	// Live); Do begins it at the request's Start.
 	Live *Live
 	// Answer, if set, is given the answer's text (see AnswerText); Do
 	// resets it at the request's start.
 	Answer *AnswerText
+	// out gathers the answer for the judge (BodyOptions.Output); Do's.
+	out *outputTaker
 }
 
 // Message is one turn of a conversation.
@@ -453,7 +458,15 @@ func (c *Client) Config() Config {
 // the lost attempt took: that wait is the client's real experience.
 func (c *Client) Do(ctx context.Context, req Request) Result {
 	var res Result
-	body, err := c.proto.body(c.cfg.Model, req)
+	model := c.cfg.Model
+	if req.Model != "" {
+		model, res.Model = req.Model, req.Model
+	}
+	if c.cfg.SplitBy.Model {
+		// Before the request: a model's failures are its group's too.
+		res.Group = groupValue(model)
+	}
+	body, err := c.proto.body(model, req)
 	if err != nil {
 		res.Class, res.Err = Malformed, err.Error()
 		return res
@@ -530,13 +543,19 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	var u *usage
+	if !c.cfg.Body.Output.IsZero() {
+		req.out = newOutputTaker()
+	}
 	if fr == frameWhole {
-		u = c.readWhole(ctx, resp.Body, &res, req.Answer)
+		u = c.readWhole(ctx, resp.Body, &res, req.Answer, req.out)
 	} else {
 		u = c.readStream(ctx, resp.Body, fr, &res, req)
 	}
 	if res.Class == OK {
 		c.finish(&res, req, u)
+	}
+	if res.Class == OK && req.out != nil {
+		res.Output = OutputResult{Judged: true, Verdict: c.cfg.Body.Output.Judge(req.out.answer())}
 	}
 	if res.Class == OK {
 		c.drain(resp.Body, cancel)
@@ -777,6 +796,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		if len(info.id) > 0 && res.ID == "" {
 			res.ID = string(info.id)
 		}
+		if req.out != nil {
+			req.out.take(c.proto, data, false)
+		}
 		// The field is looked for in the first few messages and in those
 		// that end the answer (a finish reason, the usage): servers that
 		// send it at all send it in every chunk (OpenAI, llama.cpp) or in
@@ -834,7 +856,7 @@ func capRule(maxTokens int) string {
 // readWhole reads a non-streamed JSON answer: no TTFT can be observed, and
 // none is reported (never E2E in its place). It returns the server's usage;
 // answer, if not nil, is given the answer's text.
-func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result, answer *AnswerText) *usage {
+func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result, answer *AnswerText, out *outputTaker) *usage {
 	whole := c.proto.limits().whole
 	data, err := io.ReadAll(io.LimitReader(body, int64(whole)+1))
 	res.E2E = time.Since(res.Start)
@@ -868,6 +890,9 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result, ans
 			res.ReasoningMessages = 1
 		}
 		answer.take(c.proto, data, true)
+	}
+	if out != nil {
+		out.take(c.proto, data, true)
 	}
 	res.Inputs = info.vectors
 	return info.usage

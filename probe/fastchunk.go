@@ -428,6 +428,9 @@ func (s *scanner) delta(info *chunkInfo) bool {
 	}
 	return s.members(false, func(key []byte) bool {
 		s.ws()
+		if string(key) == "tool_calls" {
+			return s.literal("null") // a tool call: the full parser reads it (readChoice)
+		}
 		if openaiTextKey(key) && s.i < len(s.b) && s.b[s.i] == '"' {
 			at := s.i
 			v, _, ok := s.str()

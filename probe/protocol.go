@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/infertop/infertop/outputcheck"
 )
 
 // Kind is an API a server speaks.
@@ -64,6 +66,15 @@ type BodyOptions struct {
 	Extra map[string]any
 	// Batch is the number of inputs per embeddings request (0: 1).
 	Batch int
+	// Output, if set, asks for structured output or offers tools (chat,
+	// Responses, Ollama; Anthropic's tools), and every answer is judged
+	// against it (Result.Output).
+	Output *outputcheck.Spec
+	// Images, past 0, sends that many synthetic PNGs of ImageW×ImageH in
+	// every request (chat, Responses; see images.go), drawn from
+	// ImageSeed.
+	Images, ImageW, ImageH int
+	ImageSeed              uint64
 }
 
 // GenericOptions describe a plain JSON API (Kind generic).
@@ -145,9 +156,13 @@ func newProtocol(cfg *Config) (protocol, error) {
 	if b.MaxTokensField == "" {
 		b.MaxTokensField = "max_tokens"
 	}
+	images, err := newImagePool(b)
+	if err != nil {
+		return nil, err
+	}
 	switch cfg.API {
 	case OpenAIChat, "":
-		return &openaiProto{chat: true, stream: !cfg.NoStream, opts: b}, nil
+		return &openaiProto{chat: true, stream: !cfg.NoStream, opts: b, images: images}, nil
 	case OpenAICompletions:
 		return &openaiProto{stream: !cfg.NoStream, opts: b}, nil
 	case Ollama:
@@ -155,7 +170,7 @@ func newProtocol(cfg *Config) (protocol, error) {
 	case TGI:
 		return &tgiProto{stream: !cfg.NoStream, opts: b}, nil
 	case OpenAIResponses:
-		return &responsesProto{stream: !cfg.NoStream, opts: b}, nil
+		return &responsesProto{stream: !cfg.NoStream, opts: b, images: images}, nil
 	case Anthropic:
 		return &anthropicProto{stream: !cfg.NoStream, opts: b}, nil
 	case OpenAIEmbeddings, OllamaEmbed:
@@ -203,12 +218,17 @@ func sampling(m map[string]any, o BodyOptions, temperature, topP, seed string) {
 type openaiProto struct {
 	chat, stream bool
 	opts         BodyOptions
+	images       *imagePool // nil: none
 }
 
 func (o *openaiProto) body(model string, req Request) ([]byte, error) {
 	m := map[string]any{"model": model, "stream": o.stream, o.opts.MaxTokensField: req.MaxTokens}
 	if o.chat {
 		m["messages"] = req.messages()
+		if o.images != nil {
+			m["messages"] = chatWithImages(req.messages(), o.images.take())
+		}
+		addChatOutput(m, o.opts.Output)
 	} else {
 		m["prompt"] = req.text()
 	}
@@ -334,6 +354,11 @@ func readChoice(ch *fastjson.Value, info *chunkInfo) {
 						info.output = true
 						noteTextKey(k, info)
 					}
+					// A tool call, whole or a fragment, is output: an
+					// answer that calls a tool first has its TTFT there.
+					if string(k) == "tool_calls" && len(x.GetArray()) > 0 {
+						info.output, info.answer = true, true
+					}
 				})
 			}
 		case "text":
@@ -452,6 +477,7 @@ func (o *ollamaProto) body(model string, req Request) ([]byte, error) {
 	m := map[string]any{"model": model, "stream": o.stream, "options": options}
 	if o.chat {
 		m["messages"] = req.messages()
+		addOllamaOutput(m, o.opts.Output)
 	} else {
 		m["prompt"] = req.text()
 	}
@@ -482,6 +508,9 @@ func (o *ollamaProto) parse(ps *parser, data []byte) (chunkInfo, error) {
 				info.answer = true
 			}
 		}
+	}
+	if len(v.GetArray("message", "tool_calls")) > 0 { // a tool call is output
+		info.output, info.answer = true, true
 	}
 	if v.GetBool("done") {
 		info.finished = true

@@ -18,6 +18,7 @@ import (
 type responsesProto struct {
 	stream bool
 	opts   BodyOptions
+	images *imagePool // nil: none
 }
 
 func (o *responsesProto) body(model string, req Request) ([]byte, error) {
@@ -26,9 +27,12 @@ func (o *responsesProto) body(model string, req Request) ([]byte, error) {
 	if instructions != "" {
 		m["instructions"] = instructions
 	}
-	if len(input) == 1 && input[0].Role == "user" {
+	switch {
+	case o.images != nil:
+		m["input"] = responsesWithImages(input, o.images.take())
+	case len(input) == 1 && input[0].Role == "user":
 		m["input"] = input[0].Content
-	} else {
+	default:
 		m["input"] = input
 	}
 	// The Responses API has no seed (nor min_tokens). ignore_eos is no
@@ -38,6 +42,7 @@ func (o *responsesProto) body(model string, req Request) ([]byte, error) {
 		m["ignore_eos"] = true
 	}
 	sampling(m, BodyOptions{Temperature: o.opts.Temperature, TopP: o.opts.TopP}, "temperature", "top_p", "")
+	addResponsesOutput(m, o.opts.Output)
 	return marshal(m, o.opts.Extra)
 }
 

@@ -104,6 +104,13 @@ type Result struct {
 	// stream was answered), and each time the server receives it, so the
 	// extra ones are counted as retries too (Retries).
 	Written int
+	// Output is the answer judged against the structured output or tools
+	// asked for (BodyOptions.Output); Judged is false when none was, or
+	// the request failed.
+	Output OutputResult
+	// Model is the request's own model (Request.Model), empty when it
+	// asked for the client's (Config.Model).
+	Model string
 	// Group is the backend that answered, as Config.SplitBy reads it: the
 	// header's value, or the field's in the first message that carries it
 	// (empty: none seen, or no SplitBy). At most MaxGroupBytes, and raw:

@@ -18,6 +18,9 @@ type SplitBy struct {
 	// Field is a top-level member of the messages: system_fingerprint
 	// (OpenAI's name for the backend's configuration) or model.
 	Field string
+	// Model groups the requests by the model each asked for (a mix of
+	// models or adapters, load.Mix), not by anything the server says.
+	Model bool
 }
 
 // SplitFields are the members a SplitBy may name: both are top-level
@@ -43,12 +46,16 @@ const MaxGroups = 4
 const OtherGroup = "other"
 
 // ParseSplitBy reads "header:NAME" or "field:system_fingerprint" (or
-// "field:model").
+// "field:model", the model the server says answered), or "model" (the
+// model each request asked for).
 func ParseSplitBy(spec string) (SplitBy, error) {
+	if strings.TrimSpace(spec) == "model" {
+		return SplitBy{Model: true}, nil
+	}
 	kind, name, ok := strings.Cut(strings.TrimSpace(spec), ":")
 	name = strings.TrimSpace(name)
 	if !ok || name == "" {
-		return SplitBy{}, fmt.Errorf("bad split %q: want header:NAME or field:%s", spec, strings.Join(SplitFields(), "|"))
+		return SplitBy{}, fmt.Errorf("bad split %q: want model, header:NAME or field:%s", spec, strings.Join(SplitFields(), "|"))
 	}
 	switch strings.ToLower(kind) {
 	case "header":
@@ -64,11 +71,11 @@ func ParseSplitBy(spec string) (SplitBy, error) {
 		}
 		return SplitBy{}, fmt.Errorf("bad split %q: the field is %s", spec, strings.Join(SplitFields(), " or "))
 	}
-	return SplitBy{}, fmt.Errorf("bad split %q: want header:NAME or field:%s", spec, strings.Join(SplitFields(), "|"))
+	return SplitBy{}, fmt.Errorf("bad split %q: want model, header:NAME or field:%s", spec, strings.Join(SplitFields(), "|"))
 }
 
 // IsZero reports whether s groups nothing.
-func (s SplitBy) IsZero() bool { return s.Header == "" && s.Field == "" }
+func (s SplitBy) IsZero() bool { return s.Header == "" && s.Field == "" && !s.Model }
 
 // String is the spec as ParseSplitBy reads it back ("" for none).
 func (s SplitBy) String() string {
@@ -77,6 +84,8 @@ func (s SplitBy) String() string {
 		return "header:" + s.Header
 	case s.Field != "":
 		return "field:" + s.Field
+	case s.Model:
+		return "model"
 	}
 	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,8 @@ func TestParseSplitBy(t *testing.T) {
 		{spec: " HEADER: X-Served-By ", want: SplitBy{Header: "X-Served-By"}},
 		{spec: "field:system_fingerprint", want: SplitBy{Field: "system_fingerprint"}},
 		{spec: "field:model", want: SplitBy{Field: "model"}},
+		{spec: " model ", want: SplitBy{Model: true}},
+		{spec: "models", bad: true},
 		{spec: "field:id", bad: true},
 		{spec: "header:", bad: true},
 		{spec: "header:a b", bad: true},
@@ -44,7 +47,7 @@ func TestParseSplitBy(t *testing.T) {
 			t.Errorf("%q: String %q reads back as %+v %v", tc.spec, got.String(), back, err)
 		}
 	}
-	if !(SplitBy{}).IsZero() || (SplitBy{Field: "model"}).IsZero() {
+	if !(SplitBy{}).IsZero() || (SplitBy{Field: "model"}).IsZero() || (SplitBy{Model: true}).IsZero() {
 		t.Error("IsZero")
 	}
 }
@@ -92,7 +95,7 @@ func TestSplitCaptured(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		return c.Do(context.Background(), Request{Prompt: "p", MaxTokens: 8})
+		return c.Do(context.Background(), Request{Prompt: "p", MaxTokens: 8, Model: modelOf(query)})
 	}
 	for _, tc := range []struct {
 		by     SplitBy
@@ -114,10 +117,18 @@ func TestSplitCaptured(t *testing.T) {
 		{SplitBy{Field: "system_fingerprint"}, "late=1", "fp_last", true},
 		{SplitBy{Field: "model"}, "whole=1", "m-whole", true},
 		{SplitBy{}, "b=pod-a&fp=fp_abc", "", true},
+		// By the model each request asked for, the client's or its own,
+		// whatever the server says; a failure is its model's too.
+		{SplitBy{Model: true}, "fp=fp_abc", "m", true},
+		{SplitBy{Model: true}, "fp=fp_abc&model=lora-a", "lora-a", true},
+		{SplitBy{Model: true}, "b=pod-b&fail=1&model=lora-b", "lora-b", false},
 	} {
 		r := do(tc.by, tc.query)
 		if r.Group != tc.want || r.OK() != tc.wantOK {
 			t.Errorf("%+v %s: group %q ok %v (%s), want %q %v", tc.by, tc.query, r.Group, r.OK(), r.Err, tc.want, tc.wantOK)
+		}
+		if r.Model != modelOf(tc.query) {
+			t.Errorf("%s: the request's model recorded as %q", tc.query, r.Model)
 		}
 		if !utf8.ValidString(r.Group) || len(r.Group) > MaxGroupBytes {
 			t.Errorf("%+v %s: group %q: invalid or too long", tc.by, tc.query, r.Group)
@@ -127,6 +138,12 @@ func TestSplitCaptured(t *testing.T) {
 	if got := groupValue(strings.Repeat("x", 1000)); len(got) != MaxGroupBytes {
 		t.Errorf("groupValue kept %d bytes", len(got))
 	}
+}
+
+// modelOf is a test query's model= value: the request's own model.
+func modelOf(query string) string {
+	v, _ := url.ParseQuery(query)
+	return v.Get("model")
 }
 
 // FuzzTopString: wherever topString finds a field, the full parser reads

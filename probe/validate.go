@@ -74,6 +74,12 @@ func (c Config) Validate() error {
 	if c.Body.Batch < 0 || c.Body.Batch > MaxBatch {
 		return &SettingError{SettingBatch, fmt.Errorf("%d inputs is outside 1..%d", c.Body.Batch, MaxBatch)}
 	}
+	if err := c.checkOutput(); err != nil {
+		return err
+	}
+	if err := c.checkImages(); err != nil {
+		return err
+	}
 	if c.API == Generic {
 		return c.Generic.check(len(c.Body.Extra) > 0)
 	}

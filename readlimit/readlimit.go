@@ -19,6 +19,8 @@ import (
 const (
 	// Secret bounds a key or a header value read from a file.
 	Secret = 64 << 10
+	// Schema bounds a JSON schema or a list of tool definitions.
+	Schema = 1 << 20
 	// Certs bounds a PEM bundle of certificates or a list of public keys.
 	Certs = 4 << 20
 	// Trace bounds a trace of arrivals (Mooncake's, Azure's: tens of MB).

@@ -97,6 +97,7 @@ type PhaseJSON struct {
 	FailedOutputTokens   int64               `json:"failed_output_tokens"`
 	ReasoningTokens      int64               `json:"total_reasoning_tokens"`
 	Inputs               int64               `json:"total_inputs"`
+	Output               *OutputJSON         `json:"output,omitempty"`
 	RequestThroughput    float64             `json:"request_throughput"`
 	RequestGoodput       float64             `json:"request_goodput"`
 	OutputThroughput     float64             `json:"output_throughput"`
@@ -117,7 +118,17 @@ func phaseJSON(p load.Phase) PhaseJSON {
 	for _, m := range allMetrics {
 		out.Latency[m.key] = dist(p.Latency[m.m])
 	}
+	if rate, ok := p.InvalidRate(); ok {
+		out.Output = &OutputJSON{Valid: p.Valid, Invalid: p.Invalid, InvalidRate: rate}
+	}
 	return out
+}
+
+// OutputJSON is a phase's judged answers (structured output, tools).
+type OutputJSON struct {
+	Valid       int64   `json:"valid"`
+	Invalid     int64   `json:"invalid"`
+	InvalidRate float64 `json:"invalid_rate"`
 }
 
 // VerdictJSON is one SLO verdict.

@@ -28,6 +28,9 @@ type Manifest struct {
 	API    string `json:"api"`
 	Model  string `json:"model"`
 	Stream bool   `json:"stream"`
+	// Images is what each request carried of synthetic images (--images):
+	// nil for none.
+	Images *ImagesJSON `json:"images,omitempty"`
 	// Server is what the server says of itself (model list, version).
 	Server map[string]json.RawMessage `json:"server,omitempty"`
 	// Knobs are the starting knob values; Settings every flag that was set
@@ -42,6 +45,15 @@ type Manifest struct {
 	Arch     string             `json:"arch"`
 	CPUs     int                `json:"cpus"`
 	Go       string             `json:"go"`
+}
+
+// ImagesJSON is the synthetic images each request carried.
+type ImagesJSON struct {
+	PerRequest int `json:"per_request"`
+	Width      int `json:"width"`
+	Height     int `json:"height"`
+	// Bytes is the PNG bytes a request carried, before base64.
+	Bytes int64 `json:"bytes_per_request"`
 }
 
 // KnobsJSON is a knob setting as reports write it.

@@ -155,6 +155,14 @@ type RequestLine struct {
 	// the whole session's time when the request ended one.
 	Turn     int     `json:"turn,omitempty"`
 	SessionS float64 `json:"session_s,omitempty"`
+	// Model is the model the request asked for in a mix (--model
+	// a:70,b:30); empty for the one model.
+	Model string `json:"model,omitempty"`
+	// Output is the answer judged (--response-format, --tools): "valid",
+	// or why it is invalid (no_tool_call, args_not_json, ...); ToolCall
+	// says it called a tool. Empty where nothing was judged.
+	Output   string `json:"output,omitempty"`
+	ToolCall bool   `json:"tool_call,omitempty"`
 }
 
 // Write logs one request; it reaches the file within FlushEvery. Once
@@ -167,7 +175,7 @@ func (l *RequestsLog) Write(r load.Record) {
 		DNS: ms(r.DNS), Connect: ms(r.Connect), TLS: ms(r.TLS), Reused: r.ConnReused, Proto: r.Proto,
 		RetryAfterS: r.RetryAfter.Seconds(), Good: r.Good, ID: r.ID, ITL: []float64{},
 		Retried: r.Retried, UsageIgnored: r.UsageIgnored, ReasoningTokens: r.ReasoningTokens, Inputs: r.Inputs,
-		Turn: r.Turn, SessionS: r.Session.Seconds(),
+		Turn: r.Turn, SessionS: r.Session.Seconds(), Model: r.Model, Output: r.Output.String(), ToolCall: r.Output.Called,
 	}
 	if r.HasTTFR {
 		v := ms(r.TTFR)

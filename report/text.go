@@ -153,6 +153,9 @@ func writeFigures(b *strings.Builder, p load.Phase) {
 		fmt.Fprintf(b, " · %.1f req/s · %.1f tok/s out · %.1f tok/s in · goodput %.1f req/s\n",
 			p.ReqPerSec, p.OutTokPerSec, p.InTokPerSec, p.GoodPerSec)
 	}
+	if rate, ok := p.InvalidRate(); ok {
+		fmt.Fprintf(b, "  answers judged: %d valid, %d invalid (%.2f%% invalid: no JSON, a schema missed, no tool call or its arguments wrong)\n", p.Valid, p.Invalid, 100*rate)
+	}
 	if p.Unstreamed > 0 {
 		fmt.Fprintf(b, "  %d of the %d answers came whole though streamed was asked (the server ignored \"stream\": true): no TTFT, TPOT or ITL of them\n", p.Unstreamed, p.Completed)
 	}

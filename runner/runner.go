@@ -18,6 +18,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -237,6 +238,12 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 		do = cfg.WrapDo(do)
 	}
 	lc.Do, lc.Target = do, r.target
+	if b := cfg.Probe.Body; b.Images > 0 || !b.Output.IsZero() {
+		// The images' and the tool definitions' tokens come on top of the
+		// text in every prompt: learnt as the words' share, they would
+		// shrink the text to nothing. The prompt knob is the text's.
+		lc.NoCalibrate = true
+	}
 	if lc.MaxContext == 0 {
 		lc.MaxContext = r.context
 	}
@@ -295,6 +302,7 @@ func (r *Runner) startSim() error {
 	if r.cfg.API == "" {
 		r.cfg.API = probe.OpenAIChat
 	}
+	r.cfg.Sim.Adapters = mixAdapters(r.cfg.Sim, r.cfg.Load.Mix)
 	srv, err := sim.New(r.cfg.Sim)
 	if err != nil {
 		return fmt.Errorf("embedded sim: %w", err)
@@ -317,6 +325,20 @@ func (r *Runner) startSim() error {
 		r.cfg.Probe.Model = r.cfg.Sim.Model
 	}
 	return nil
+}
+
+// mixAdapters are the sim's adapters and, as adapters as fast as the
+// base model, the models of a mix the sim does not serve: a mix on the
+// embedded sim is served as it is asked for (--sim-adapters gives the
+// names speeds of their own).
+func mixAdapters(p sim.Params, mix load.Mix) []sim.Adapter {
+	out := slices.Clone(p.Adapters)
+	for _, name := range mix.Names() {
+		if name != p.Model && !slices.ContainsFunc(out, func(a sim.Adapter) bool { return a.Name == name }) {
+			out = append(out, sim.Adapter{Name: name, Slowdown: 1})
+		}
+	}
+	return out
 }
 
 // startClient builds the probe client: the API given or detected, the
@@ -362,6 +384,9 @@ func (r *Runner) startClient(ctx context.Context) error {
 		api += ", not streamed"
 	}
 	r.target.URL, r.target.Model, r.target.API = probe.RedactURL(pc.URL), pc.Model, api
+	if len(r.cfg.Load.Mix) > 0 {
+		r.target.Model = r.cfg.Load.Mix.String()
+	}
 	return nil
 }
 
@@ -392,6 +417,11 @@ func (r *Runner) model(ctx context.Context, pc *probe.Config) error {
 		return &SettingError{SettingModel, fmt.Errorf("%w: %s", ErrNoModels, probe.RedactURL(r.rawURL))}
 	case !given:
 		pc.Model = ms[0].ID
+	}
+	for _, name := range r.cfg.Load.Mix.Names() { // the mix's others: a note each, as the one model's
+		if name != pc.Model && !slices.ContainsFunc(ms, func(m probe.ModelInfo) bool { return sameModel(m.ID, name) }) {
+			fmt.Fprintf(r.cfg.Notes, "infertop: warning: model %q of the mix is not listed by the server; its requests may fail\n", name)
+		}
 	}
 	var ids []string
 	for _, m := range ms {
@@ -509,6 +539,9 @@ func (r *Runner) Check(s load.Snapshot, scope string) []slo.Verdict {
 func (r *Runner) Report(ctx context.Context, s load.Snapshot) *report.Report {
 	m := report.NewManifest(r.cfg.Version)
 	m.URL, m.API, m.Model, m.Stream = r.target.URL, string(r.kind), r.target.Model, !r.cfg.Probe.NoStream
+	if b := r.cfg.Probe.Body; b.Images > 0 {
+		m.Images = &report.ImagesJSON{PerRequest: b.Images, Width: b.ImageW, Height: b.ImageH, Bytes: r.client.ImageBytes()}
+	}
 	m.Seed = r.cfg.Load.Seed
 	k := r.cfg.Load.Knobs
 	if len(r.cfg.Load.Stages) > 0 {

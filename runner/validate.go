@@ -65,6 +65,9 @@ var (
 	// time; E2E, requests, inputs and input tokens are what it has.
 	ErrEmbeddings = errors.New("an embeddings API streams nothing: only E2E, requests, inputs and input tokens are measured")
 	ErrNoGPU      = errors.New("no GPU is read")
+	// ErrNotJudged: invalid_rate reads the judged answers, and only a
+	// load that asks for structured output or tools has any.
+	ErrNotJudged = errors.New("no answer is judged")
 )
 
 // UnmeasurableError is an objective (Expr) the configuration cannot
@@ -88,6 +91,8 @@ func (c Config) measurable() error {
 			return &UnmeasurableError{o.Expr, ErrEmbeddings}
 		case o.NeedsEnergy() && !gpus:
 			return &UnmeasurableError{o.Expr, ErrNoGPU}
+		case o.Metric == "invalid_rate" && c.Probe.Body.Output.IsZero():
+			return &UnmeasurableError{o.Expr, ErrNotJudged}
 		}
 	}
 	return nil

@@ -69,6 +69,12 @@ type Params struct {
 	// that stream reasoning apart (chat's reasoning_content, Responses'
 	// reasoning_text, Anthropic's thinking); the zero value never does.
 	Reasoning Reasoning
+	// Adapters are LoRA adapters served beside Model, each by its name
+	// with its own speed (see Adapter); none by default.
+	Adapters []Adapter
+	// Invalid is the share of structured answers and tool calls (asked
+	// for on chat) sent broken, no JSON, in [0,1]; 0 by default.
+	Invalid float64
 }
 
 // Reasoning is how many of an answer's tokens are reasoning, before the
@@ -413,6 +419,8 @@ const (
 	ParamWatts          = "watts"     // IdleW, BusyW
 	ParamCanary         = "canary"    // Canary
 	ParamReasoning      = "reasoning" // Reasoning
+	ParamAdapters       = "adapters"  // Adapters
+	ParamInvalid        = "invalid"   // Invalid
 	ParamPrefixCache    = "prefix cache"
 )
 
@@ -477,6 +485,12 @@ func (p Params) Validate() error {
 	}
 	if err := p.Reasoning.validate(); err != nil {
 		return &ParamError{ParamReasoning, err}
+	}
+	if !(p.Invalid >= 0 && p.Invalid <= 1) {
+		return bad(ParamInvalid, "%v is not within 0..1", p.Invalid)
+	}
+	if err := p.checkAdapters(); err != nil {
+		return &ParamError{ParamAdapters, err}
 	}
 	return nil
 }

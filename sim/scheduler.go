@@ -13,13 +13,16 @@ import (
 // bookkeeping fields; the handler reads generated and done atomically and
 // waits on wake.
 type seq struct {
-	prompt      int  // prompt tokens
-	maxTokens   int  // output tokens to generate
-	embed       bool // an embeddings batch: its one step makes no token
-	prefillLeft int
-	reserved    int // KV tokens reserved
-	arrived     time.Time
-	queued      atomic.Int64 // ns from arrival to admission; -1 until admitted
+	prompt    int  // prompt tokens
+	maxTokens int  // output tokens to generate
+	embed     bool // an embeddings batch: its one step makes no token
+	// pace is the tokens a step of the batch makes for this sequence, at
+	// most 1 (an adapter's 1/Slowdown; 0 is 1); credit gathers it until a token.
+	pace, credit float64
+	prefillLeft  int
+	reserved     int // KV tokens reserved
+	arrived      time.Time
+	queued       atomic.Int64 // ns from arrival to admission; -1 until admitted
 
 	generated atomic.Int64
 	done      atomic.Bool
@@ -217,6 +220,13 @@ func (s *scheduler) emit() {
 			q.done.Store(true)
 			q.notify()
 			continue
+		}
+		if q.prefillLeft == 0 && q.pace > 0 && q.pace < 1 {
+			if q.credit += q.pace; q.credit < 1-1e-9 {
+				kept = append(kept, q) // an adapter's slower sequence: no token this step
+				continue
+			}
+			q.credit--
 		}
 		if q.prefillLeft == 0 {
 			n := q.generated.Add(1)

@@ -226,15 +226,38 @@ type genRequest struct {
 	// EncodingFormat is the OpenAI embeddings' "float" (the default) or
 	// "base64", which the OpenAI SDKs ask for by default.
 	EncodingFormat string `json:"encoding_format"`
-	StreamOptions  *struct {
+	// ResponseFormat and Tools ask chat for structured output or a tool
+	// call (structured.go); Text is the Responses API's, whose format the
+	// sim does not write.
+	ResponseFormat json.RawMessage   `json:"response_format"`
+	Tools          []json.RawMessage `json:"tools"`
+	Text           *struct {
+		Format json.RawMessage `json:"format"`
+	} `json:"text"`
+	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 }
 
+// handleModels lists the model, then its adapters as vLLM lists LoRA
+// modules: each with the base model as its parent.
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	type model struct {
+		ID          string  `json:"id"`
+		Object      string  `json:"object"`
+		Created     int64   `json:"created"`
+		OwnedBy     string  `json:"owned_by"`
+		Root        string  `json:"root"`
+		Parent      *string `json:"parent,omitempty"`
+		MaxModelLen int     `json:"max_model_len"`
+	}
+	list := []model{{ID: s.p.Model, Object: "model", Created: s.created, OwnedBy: "infertop-sim", Root: s.p.Model, MaxModelLen: s.p.MaxModelLen}}
+	for _, a := range s.p.Adapters {
+		list = append(list, model{ID: a.Name, Object: "model", Created: s.created, OwnedBy: "infertop-sim", Root: a.Name, Parent: &s.p.Model, MaxModelLen: s.p.MaxModelLen})
+	}
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model","created":%d,"owned_by":"infertop-sim","root":%q,"max_model_len":%d}]}`,
-		s.p.Model, s.created, s.p.Model, s.p.MaxModelLen)
+	b, _ := json.Marshal(map[string]any{"object": "list", "data": list})
+	w.Write(b)
 }
 
 func writeError(w http.ResponseWriter, code int, typ, msg string) {
@@ -265,7 +288,8 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
 			return
 		}
-		if req.Model != s.p.Model && req.Model+":latest" != s.p.Model { // Ollama adds :latest itself
+		served, slowdown, ok := s.p.served(req.Model)
+		if !ok {
 			writeAPIError(w, kind, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
 			return
 		}
@@ -274,6 +298,12 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", err.Error())
 			return
 		}
+		imgs, err := imageTokens(kind, &req)
+		if err != nil {
+			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", err.Error())
+			return
+		}
+		prompt += imgs
 		if kind == kindChat {
 			prompt += s.p.ChatOverhead
 		}
@@ -333,17 +363,25 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			return
 		}
 
+		st, err := askedStructure(kind, &req, s.p.Seed^id, s.draw(id, saltInvalid) < s.p.Invalid)
+		if err == nil && req.Text != nil && len(req.Text.Format) > 0 {
+			err = errStructuredAPI
+		}
+		if err != nil {
+			writeAPIError(w, kind, http.StatusBadRequest, "BadRequestError", err.Error())
+			return
+		}
 		cached := 0
 		if pod.prefix != nil && !kind.embeds() {
 			cached = pod.prefix.match(cacheText(kind, &req), prompt)
 		}
-		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt - cached, arrived: arrived, wake: make(chan struct{}, 1), embed: kind.embeds()}
+		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt - cached, arrived: arrived, wake: make(chan struct{}, 1), embed: kind.embeds(), pace: 1 / slowdown}
 		q.queued.Store(-1)
-		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary, Inputs: inputs}
+		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary, Inputs: inputs, Model: served}
 		pod.submit(q)
-		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp,
+		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp, model: served, st: st,
 			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, base64: kind == kindEmbed && req.EncodingFormat == "base64"}
-		if kind.reasons() {
+		if kind.reasons() && st == nil {
 			g.reasoning = s.p.Reasoning.of(maxTokens)
 		}
 		if req.Stream && kind != kindInfer && !kind.embeds() {
@@ -472,6 +510,7 @@ const (
 	saltFault       = 0 // as the draw always was: faults fall where they did
 	saltRoute       = 0x5bd1e9955bd1e995
 	saltCanaryError = 0xc2b2ae3d27d4eb4f
+	saltInvalid     = 0x85ebca6b0fc2b2ae
 )
 
 // draw is a repeatable uniform draw in [0,1) for request id and a salt.
@@ -511,9 +550,11 @@ type generation struct {
 	q        *seq
 	rec      *Record
 	usage    bool
-	fault    int    // index in faultNames, -1 for none
-	fp       string // system_fingerprint ("" for none)
-	injected bool   // the mid-stream fault has happened
+	fault    int         // index in faultNames, -1 for none
+	fp       string      // system_fingerprint ("" for none)
+	model    string      // the model or adapter served, as the answers name it
+	st       *structured // a structured answer or tool call (nil: text)
+	injected bool        // the mid-stream fault has happened
 	// reasoning is how many of the first tokens are reasoning
 	// (Params.Reasoning), streamed apart from the answer.
 	reasoning int
@@ -583,7 +624,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 	if g.kind == kindResponses || g.kind == kindMessages {
 		w.Header().Set("Connection", "keep-alive") // as Ollama sends it
 	}
-	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model, g.fp)
+	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.model, g.fp)
 	pb := streamBufs.Get().(*[]byte)
 	buf := (*pb)[:0]
 	defer func() { // the buffer, grown by a burst of tokens, serves the next stream
@@ -607,6 +648,10 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 		for ; sent < n; sent++ {
 			if sent == 0 {
 				buf = enc.begin(buf, g.q.prompt)
+			}
+			if g.st != nil {
+				buf = enc.structToken(buf, g.st, sent, g.q.maxTokens)
+				continue
 			}
 			buf = enc.token(buf, Word(g.id, sent), sent < g.reasoning)
 		}
@@ -686,11 +731,16 @@ func (g *generation) whole(w http.ResponseWriter, r *http.Request) {
 	n := int(g.q.generated.Load())
 	now := time.Now()
 	g.rec.FirstToken, g.rec.LastToken, g.rec.OutputTokens, g.rec.Status = now, now, n, http.StatusOK
-	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.s.p.Model, g.fp)
+	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.model, g.fp)
 	w.Header().Set("Content-Type", "application/json")
 	if g.kind.embeds() {
 		g.rec.OutputTokens = 0
 		w.Write(enc.embeddings(g.rec.Inputs, g.q.prompt, g.base64))
+		return
+	}
+	if g.st != nil {
+		g.rec.FirstAnswer = now
+		w.Write(enc.structWhole(nil, g.st, g.q.prompt, n))
 		return
 	}
 	nr := min(g.reasoning, n)
@@ -725,6 +775,8 @@ type Record struct {
 	Cancelled bool
 	// Canary is true when the canary build served it (Params.Canary).
 	Canary bool
+	// Model is the model or adapter that served it (Params.Adapters).
+	Model string
 	// FirstAnswer is when the first token of the answer, after the
 	// reasoning, was written and flushed (FirstToken when there is no
 	// reasoning); ReasoningTokens is how many of OutputTokens were

@@ -23,13 +23,14 @@ type Objective struct {
 	// Expr is the text as given.
 	Expr string
 	// Metric is ttft, ttfo, tpot, itl, e2el or ttfb with Stat (p50, p90, p95,
-	// p99, p99.9, mean, std, min, max), or a rate: error_rate,
+	// p99, p99.9, mean, std, min, max), or a rate: error_rate, invalid_rate
+	// (the judged answers that were invalid: structured output, tools),
 	// request_throughput, output_throughput, input_throughput,
 	// total_token_throughput, request_goodput.
 	Metric, Stat string
 	// Op is <, <=, > or >=.
 	Op string
-	// Value is in seconds for latencies, a fraction for error_rate, per
+	// Value is in seconds for latencies, a fraction for the two rates, per
 	// second for throughputs.
 	Value float64
 }
@@ -58,7 +59,7 @@ func LatencyMetric(name string) (m load.Metric, ok bool) {
 // rateMetric reports whether name is an objective's rate or throughput.
 func rateMetric(name string) bool {
 	switch name {
-	case "energy_per_token", "error_rate", "request_throughput", "output_throughput",
+	case "energy_per_token", "error_rate", "invalid_rate", "request_throughput", "output_throughput",
 		"input_throughput", "total_token_throughput", "request_goodput":
 		return true
 	}
@@ -105,7 +106,7 @@ func Parse(expr string) (Objective, error) {
 			return Objective{}, fmt.Errorf("bad SLO %q: %s takes no statistic", expr, o.Metric)
 		}
 		switch {
-		case unit == "%" && o.Metric == "error_rate":
+		case unit == "%" && (o.Metric == "error_rate" || o.Metric == "invalid_rate"):
 			o.Value = num / 100
 		case o.Metric == "energy_per_token" && (unit == "j" || unit == ""):
 			o.Value = num
@@ -118,8 +119,8 @@ func Parse(expr string) (Objective, error) {
 		default:
 			return Objective{}, fmt.Errorf("bad SLO %q: unit %q does not fit %s", expr, unit, o.Metric)
 		}
-		if o.Metric == "error_rate" && o.Value > 1 { // a share of the requests: error_rate<200% holds for anything
-			return Objective{}, fmt.Errorf("bad SLO %q: an error rate is at most 100%%", expr)
+		if (o.Metric == "error_rate" || o.Metric == "invalid_rate") && o.Value > 1 { // a share of the requests: error_rate<200% holds for anything
+			return Objective{}, fmt.Errorf("bad SLO %q: a rate of requests is at most 100%%", expr)
 		}
 	default:
 		return Objective{}, fmt.Errorf("bad SLO %q: unknown metric %s", expr, o.Metric)
@@ -175,6 +176,9 @@ type Figures struct {
 	// its backlog when the run ended): error_rate counts both as failed,
 	// the dropped as the late requests they are.
 	Incomplete, Dropped int64
+	// Valid and Invalid count the judged answers (structured output,
+	// tools) by the verdict: invalid_rate is Invalid over both.
+	Valid, Invalid int64
 	// JoulesPerToken is the GPUs' energy per output token, when known.
 	JoulesPerToken float64
 	HasEnergy      bool
@@ -231,13 +235,13 @@ func judged(m load.Metric, t Timing) (load.Metric, string) {
 
 // FromPhase takes the figures of a phase (or of the whole run, Snapshot.Run).
 func FromPhase(p load.Phase) Figures {
-	return Figures{Latency: p.Latency, Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Dropped: p.Dropped,
+	return Figures{Latency: p.Latency, Completed: p.Completed, Failed: p.Failed, Incomplete: p.Incomplete, Dropped: p.Dropped, Valid: p.Valid, Invalid: p.Invalid,
 		ReqPerSec: p.ReqPerSec, OutTokPerSec: p.OutTokPerSec, InTokPerSec: p.InTokPerSec, GoodPerSec: p.GoodPerSec, Loop: TimingOf(p.Latency)}
 }
 
 // FromWindow takes the figures of a snapshot's rolling window.
 func FromWindow(s load.Snapshot) Figures {
-	return Figures{Latency: s.Latency, Completed: s.Completed, Failed: s.Failed,
+	return Figures{Latency: s.Latency, Completed: s.Completed, Failed: s.Failed, Valid: s.Valid, Invalid: s.Invalid,
 		ReqPerSec: s.ReqPerSec, OutTokPerSec: s.OutTokPerSec, InTokPerSec: s.InTokPerSec, GoodPerSec: s.GoodPerSec, Loop: TimingOf(s.Latency)}
 }
 
@@ -282,6 +286,11 @@ func (o Objective) Check(f Figures, scope string) Verdict {
 		case "error_rate":
 			if n := f.Completed + f.Failed + f.Incomplete + f.Dropped; n > 0 {
 				v.Actual, v.Known = float64(f.Failed+f.Incomplete+f.Dropped)/float64(n), true
+			}
+		case "invalid_rate": // over the judged answers: with none judged, nothing measured
+			v.Actual, v.Known = 0, f.Valid+f.Invalid > 0
+			if v.Known {
+				v.Actual = float64(f.Invalid) / float64(f.Valid+f.Invalid)
 			}
 		case "request_throughput":
 			v.Actual = f.ReqPerSec
@@ -339,7 +348,7 @@ func (o Objective) Format(v float64) string {
 		}
 		return "0s"
 	}
-	if o.Metric == "error_rate" {
+	if o.Metric == "error_rate" || o.Metric == "invalid_rate" {
 		return strconv.FormatFloat(v*100, 'f', 2, 64) + "%"
 	}
 	if o.Metric == "energy_per_token" {
@@ -376,6 +385,10 @@ func ParseGoodput(s string) (load.Goodput, error) {
 		return g, nil
 	}
 	for _, part := range strings.Split(s, ",") {
+		if strings.EqualFold(strings.TrimSpace(part), "valid") { // judged answers: a good one is valid
+			g.Valid = true
+			continue
+		}
 		name, val, ok := strings.Cut(strings.TrimSpace(part), ":")
 		d, err := time.ParseDuration(strings.TrimSpace(val))
 		if !ok || err != nil || d <= 0 {
@@ -391,7 +404,7 @@ func ParseGoodput(s string) (load.Goodput, error) {
 		case "ttfo":
 			g.TTFO = d
 		default:
-			return g, fmt.Errorf("bad goodput limits %q: unknown limit %s (ttft, ttfo, tpot, e2el)", s, name)
+			return g, fmt.Errorf("bad goodput limits %q: unknown limit %s (ttft, ttfo, tpot, e2el, valid)", s, name)
 		}
 	}
 	return g, nil

@@ -170,3 +170,30 @@ func TestOpenLoopJudgesIntended(t *testing.T) {
 		t.Errorf("mixed loops: %s", v)
 	}
 }
+
+// TestInvalidRate: invalid_rate reads the judged answers' share that was
+// invalid, in percent like error_rate; with none judged nothing is
+// measured and it does not hold; a goodput of valid answers parses.
+func TestInvalidRate(t *testing.T) {
+	o, err := Parse("invalid_rate<1%")
+	if err != nil || o.Value != 0.01 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if _, err := Parse("invalid_rate<101%"); err == nil {
+		t.Error("a rate past 100 % parsed")
+	}
+	v := o.Check(Figures{Completed: 100, Valid: 98, Invalid: 2}, "run")
+	if !v.Known || v.Held || v.Actual != 0.02 || !strings.Contains(v.String(), "2.00%") {
+		t.Errorf("%+v: %s", v, v)
+	}
+	if v := o.Check(Figures{Completed: 100, Valid: 100}, "run"); !v.Held {
+		t.Errorf("%s", v)
+	}
+	if v := o.Check(Figures{Completed: 100}, "run"); v.Known || v.Held {
+		t.Errorf("none judged: %s", v)
+	}
+	g, err := ParseGoodput("ttft:1s,valid")
+	if err != nil || !g.Valid || g.TTFT != time.Second {
+		t.Errorf("%+v %v", g, err)
+	}
+}

@@ -38,3 +38,23 @@ func TestReasoningAndEmbeddingsPanels(t *testing.T) {
 		t.Errorf("embeddings: the throughput panel\n%s", p)
 	}
 }
+
+// TestInvalidAnswersPanel: where answers are judged (structured output,
+// tools), the errors panel shows the window's invalid rate under the
+// error rate; where none is, nothing of it.
+func TestInvalidAnswersPanel(t *testing.T) {
+	m := newTestModel(t, newEngine(t))
+	s := fixedSnapshot()
+	m.snap = s
+	if p := m.errorsPanel(40, 8); strings.Contains(p, "invalid") {
+		t.Errorf("nothing judged:\n%s", p)
+	}
+	s.Valid, s.Invalid = 977, 23
+	m.snap = s
+	if p := m.errorsPanel(40, 8); !strings.Contains(p, "2.3% invalid answers · 23 of 1000") {
+		t.Errorf("judged:\n%s", p)
+	}
+	if p := m.errorsPanel(20, 8); !strings.Contains(p, "2.3% invalid") {
+		t.Errorf("narrow:\n%s", p)
+	}
+}

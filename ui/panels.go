@@ -152,6 +152,10 @@ func (m *Model) errorsPanel(w, h int) string {
 		m.title("Errors", "", w),
 		rate + t.Muted.Render(fmt.Sprintf(" · %d in %s", s.Failed, window(s.Window))),
 	}
+	if r, ok := s.InvalidRate(); ok { // answers judged (structured output, tools): the quality guard's figure
+		bad := m.errorRateStyle(r).Render(pct(r))
+		lines = append(lines, firstFit(w, bad+t.Muted.Render(fmt.Sprintf(" invalid answers · %d of %d", s.Invalid, s.Valid+s.Invalid)), bad+t.Muted.Render(" invalid")))
+	}
 	// The classes on one line, each whole, the run's total dropped first
 	// (the top error under them needs the lines more); on two when the
 	// classes alone need them.

@@ -68,6 +68,9 @@ func (m *Model) splitText() (string, themes.Paint) {
 // ("header X-Backend"), sanitised; "the backend" before the first
 // comparison brings the spec.
 func (m *Model) splitWhat() string {
+	if m.split.res.By == "model" { // the model each request asked for (a mix)
+		return "model"
+	}
 	kind, name, ok := strings.Cut(m.split.res.By, ":")
 	if !ok {
 		return "the backend"

@@ -166,7 +166,7 @@ var flagOf = map[string]string{
 	load.SettingPromptLength: "--prompt-tokens", load.SettingOutputLength: "--output-tokens",
 	load.SettingPrefixTokens: "--prefix-tokens", load.SettingWarmup: "--warmup", load.SettingArrivals: "--arrivals",
 	load.SettingBurstiness: "--burstiness", load.SettingMaxInFlight: "--max-in-flight", load.SettingDataset: "--dataset",
-	load.SettingTrace: "--trace", load.SettingPrefixGroups: "--prefix-groups", load.SettingSessions: "--sessions",
+	load.SettingTrace: "--trace", load.SettingPrefixGroups: "--prefix-groups", load.SettingSessions: "--sessions", load.SettingMix: "--model",
 }
 
 // FlagError is FlagError for these flags: a walk is named by the flag

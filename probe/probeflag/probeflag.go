@@ -16,6 +16,7 @@ import (
 
 	"github.com/infertop/infertop/flaghelp"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/outputcheck"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/readlimit"
 )
@@ -31,6 +32,9 @@ type Flags struct {
 	temperature, topP     float64
 	samplingSeed          int64
 	fs                    *pflag.FlagSet
+	// responseFormat and tools are --response-format and --tools as given.
+	responseFormat, tools string
+	imageSize             string
 }
 
 // Add binds the client's flags to fs.
@@ -45,7 +49,7 @@ func Add(fs *pflag.FlagSet) *Flags {
 func (f *Flags) addSend(fs *pflag.FlagSet) {
 	defer flaghelp.Group(fs, "Client: the model, the stream, the key, headers, TLS, time limits")()
 	p := &f.cfg
-	fs.StringVar(&p.Model, "model", "", "model name (default: the first model the server lists)")
+	fs.StringVar(&p.Model, "model", "", "model name (default: the first model the server lists), or a mix of models or adapters under the endpoint by weight, NAME:WEIGHT,..., e.g. a:70,b:20,c:10 (seeded by --seed)")
 	fs.BoolVar(&p.NoStream, "no-stream", false, "ask for whole answers (TTFT, ITL and TPOT are then not observable)")
 	fs.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key, sent as a bearer token (--api anthropic: ANTHROPIC_API_KEY, sent as x-api-key)")
 	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "file holding the API key (instead of --api-key-env)")
@@ -73,6 +77,10 @@ func (f *Flags) addBody(fs *pflag.FlagSet) {
 	fs.StringVar(&g.Stream, "stream-format", "none", "generic: none, sse or ndjson")
 	fs.StringVar(&g.ChunkPath, "chunk-path", "", "generic, streamed: dot path of each chunk's text")
 	fs.IntVar(&p.Body.Batch, "batch", 1, "embeddings: inputs per request (--api openai-embeddings, ollama-embed)")
+	fs.StringVar(&f.responseFormat, "response-format", "", "ask for structured output and judge every answer: json (any JSON object) or json_schema:FILE (a JSON schema); chat, Responses and Ollama")
+	fs.IntVar(&p.Body.Images, "images", 0, "send N synthetic PNG images in every request, as image parts (chat, Responses; a vision model)")
+	fs.StringVar(&f.imageSize, "image-size", "512x512", "with --images: each image's WxH in pixels")
+	fs.StringVar(&f.tools, "tools", "", "offer tools and judge every answer's call: FILE of OpenAI-style tool definitions, or builtin (get_weather, search); chat, Responses, Ollama and Anthropic")
 }
 
 // Config reads the flags into a probe.Config for an API of kind kind
@@ -81,7 +89,13 @@ func (f *Flags) addBody(fs *pflag.FlagSet) {
 // never from a flag's value), the sampling fields given.
 func (f *Flags) Config(kind probe.Kind, getenv func(string) string) (probe.Config, error) {
 	p := f.cfg
-	var err error
+	mix, err := f.Mix()
+	if err != nil {
+		return p, err
+	}
+	if len(mix) > 0 { // the client's own model is the mix's first; each request names its own
+		p.Model = mix[0].Name
+	}
 	if p.TTFT, err = probe.ParseTTFTMode(f.ttft); err != nil {
 		return p, fmt.Errorf("--ttft: %w", err)
 	}
@@ -119,8 +133,50 @@ func (f *Flags) Config(kind probe.Kind, getenv func(string) string) (probe.Confi
 			return p, fmt.Errorf("--extra-body must be a JSON object: %w", err)
 		}
 	}
+	if p.Body.Output, err = f.output(); err != nil {
+		return p, err
+	}
+	if p.Body.ImageW, p.Body.ImageH, err = probe.ParseImageSize(f.imageSize); err != nil {
+		return p, fmt.Errorf("--image-size: %w", err)
+	}
 	p.MaxConns = load.MaxConcurrency
 	return p, nil
+}
+
+// output reads --response-format and --tools (nil when neither is given);
+// their files are read with a bound.
+func (f *Flags) output() (*outputcheck.Spec, error) {
+	if f.responseFormat == "" && f.tools == "" {
+		return nil, nil
+	}
+	read := func(path string) ([]byte, error) { return readlimit.File(path, readlimit.Schema) }
+	s, err := outputcheck.ParseFormat(f.responseFormat, read)
+	if err != nil {
+		return nil, fmt.Errorf("--response-format: %w", err)
+	}
+	switch f.tools {
+	case "":
+	case "builtin":
+		s.Tools = outputcheck.Builtin()
+	default:
+		doc, err := read(f.tools)
+		if err != nil {
+			return nil, fmt.Errorf("--tools: %w", err)
+		}
+		if s.Tools, err = outputcheck.ParseTools(doc); err != nil {
+			return nil, fmt.Errorf("--tools %s: %w", f.tools, err)
+		}
+	}
+	return &s, nil
+}
+
+// Mix is the --model flag's mix of models (nil when it names one model).
+func (f *Flags) Mix() (load.Mix, error) {
+	m, err := load.ParseMix(f.cfg.Model)
+	if err != nil {
+		return nil, fmt.Errorf("--model: %w", err)
+	}
+	return m, nil
 }
 
 // Setting is the value of one of these flags as the reports store it,
@@ -152,7 +208,7 @@ var flagOf = map[string]string{
 	probe.SettingTTFT: "--ttft", probe.SettingTimeout: "--timeout", probe.SettingConnectTimeout: "--connect-timeout",
 	probe.SettingCACert: "--cacert", probe.SettingMaxTokensField: "--max-tokens-field",
 	probe.SettingStreamFormat: "--stream-format", probe.SettingChunkPath: "--chunk-path",
-	probe.SettingTemplate: "--body-template", probe.SettingBatch: "--batch",
+	probe.SettingTemplate: "--body-template", probe.SettingBatch: "--batch", probe.SettingOutput: "--response-format/--tools", probe.SettingImages: "--images",
 }
 
 // FlagError says in the command line's words what probe refused: the

@@ -21,6 +21,7 @@ type Flags struct {
 	faults string
 	canary string
 	reason string
+	adapt  string
 	p      sim.Params
 	fs     *pflag.FlagSet
 	prefix string
@@ -55,6 +56,8 @@ func Add(fs *pflag.FlagSet, prefix string) *Flags {
 	fs.IntVar(&f.p.GPUs, prefix+"gpus", d.GPUs, "simulated GPUs reported at /dcgm in DCGM's names")
 	fs.IntVar(&f.p.PrefixCacheBlocks, prefix+"prefix-cache", d.PrefixCacheBlocks, "prefix cache size in blocks of 16 tokens, an LRU; cached prompt tokens skip their prefill (0: off)")
 	fs.StringVar(&f.reason, prefix+"reasoning-tokens", "", "think before answering: N reasoning tokens, or a fraction (0.5, 50%) of each answer's, streamed apart (reasoning_content, reasoning_text, thinking)")
+	fs.Float64Var(&f.p.Invalid, prefix+"invalid", 0, "fraction of structured answers and tool calls (response_format, tools on chat) sent broken: no JSON")
+	fs.StringVar(&f.adapt, prefix+"adapters", "", "serve LoRA adapters beside the model, each by its name with its own slowdown in the shared batch: NAME[:SLOWDOWN],..., e.g. sql-lora,chat-lora:1.5")
 	return f
 }
 
@@ -87,6 +90,13 @@ func (f *Flags) Params() (sim.Params, error) {
 		}
 		p.Reasoning = r
 	}
+	if f.adapt != "" {
+		a, err := sim.ParseAdapters(f.adapt)
+		if err != nil {
+			return p, fmt.Errorf("--%sadapters: %w", prefix, err)
+		}
+		p.Adapters = a
+	}
 	set := map[string]func(){
 		"model": func() { p.Model = f.p.Model }, "slots": func() { p.Slots = f.p.Slots },
 		"kv-tokens": func() { p.KVTokens = f.p.KVTokens }, "max-model-len": func() { p.MaxModelLen = f.p.MaxModelLen },
@@ -96,6 +106,7 @@ func (f *Flags) Params() (sim.Params, error) {
 		"error-rate": func() { p.Faults.HTTP500 = f.p.Faults.HTTP500 }, "rate-limit-rate": func() { p.Faults.HTTP429 = f.p.Faults.HTTP429 },
 		"seed": func() { p.Seed = f.p.Seed }, "gpus": func() { p.GPUs = f.p.GPUs },
 		"prefix-cache": func() { p.PrefixCacheBlocks = f.p.PrefixCacheBlocks },
+		"invalid":      func() { p.Invalid = f.p.Invalid },
 	}
 	for name, apply := range set {
 		if f.fs.Changed(prefix + name) {
@@ -119,6 +130,8 @@ var flagOf = map[string]string{
 	sim.ParamHTTP429: "rate-limit-rate", sim.ParamFaults: "faults", sim.ParamGPUs: "gpus", sim.ParamCanary: "canary",
 	sim.ParamPrefixCache: "prefix-cache",
 	sim.ParamReasoning:   "reasoning-tokens",
+	sim.ParamAdapters:    "adapters",
+	sim.ParamInvalid:     "invalid",
 }
 
 // flagError says which flag a parameter out of range came from. The fault
