@@ -82,7 +82,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"ssh", "--compare-model", "m"}, 2, "", "--compare-model and --regression need --compare URL"},
 		{[]string{"ssh", "--split-by", "cookie:x"}, 2, "", "--split-by: "},
 		{[]string{"rnu", "--duration", "1s"}, 2, "", `unknown command "rnu": did you mean "run"?`},
-		{[]string{"bogus"}, 2, "", `unknown command "bogus" (commands: agent, merge, report, run, sim, ssh`},
+		{[]string{"bogus"}, 2, "", `unknown command "bogus" (commands: agent, compare, merge, report, run, sim, ssh, watch`},
 		{[]string{"help"}, 0, "infertop report RUN.json", ""},
 		{[]string{"ssh", "--regression", "ttft_p99<+10%"}, 2, "", "unknown flag: --regression"},
 	}
