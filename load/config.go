@@ -43,6 +43,11 @@ type Config struct {
 	Window time.Duration
 	// Seed makes the prompts repeatable.
 	Seed uint64
+	// TraceSeed, if set, makes the requests' trace ids repeatable (the
+	// traceparent and x-request-id: see probe.TraceContext), drawn from it
+	// and the request's number; nil leaves them random, so that two runs
+	// with the default seed send no trace id twice to a tracing backend.
+	TraceSeed *uint64
 	// MaxRequests ends the run once this many requests have started (0: no
 	// limit); Duration once the run has lasted this long (0: no limit).
 	// Either way no new request starts; those in flight get Drain (0:

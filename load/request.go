@@ -33,7 +33,8 @@ func (e *Engine) admitLocked() bool {
 // sender's own request goroutine (nil: one goroutine for this request).
 func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time.Time, sl *slot, item *TraceEntry, d *doer) (succeeded bool, retryAfter time.Duration, delivered bool) {
 	promptLen, outputLen := k.PromptTokens, k.OutputTokens
-	if n := e.reqSeq.Add(1); e.cfg.PromptLength.varies() || e.cfg.OutputLength.varies() {
+	n := e.reqSeq.Add(1)
+	if e.cfg.PromptLength.varies() || e.cfg.OutputLength.varies() {
 		rng := rand.New(rand.NewPCG(e.cfg.Seed^0xa0761d6478bd642f, n))
 		promptLen = e.cfg.PromptLength.sample(rng, k.PromptTokens, MaxPromptTokens)
 		outputLen = e.cfg.OutputLength.sample(rng, k.OutputTokens, MaxOutputTokens)
@@ -59,6 +60,9 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 		promptLen = max(promptLen, e.prompts.pwords+1)
 	}
 	req.MaxTokens = outputLen
+	if e.cfg.TraceSeed != nil {
+		req.Trace = traceOf(*e.cfg.TraceSeed, n)
+	}
 	f := sl.take(e.t0)
 	f.phase, f.intended, f.prompt, f.words = ph, intended, promptLen, words
 	f.turn, f.session = 0, 0

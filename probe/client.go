@@ -100,6 +100,9 @@ type Request struct {
 	// Answer, if set, is given the answer's text (see AnswerText); Do
 	// resets it at the request's start.
 	Answer *AnswerText
+	// Trace is the request's trace context, sent as its traceparent and
+	// x-request-id (zero: Do draws a random one).
+	Trace TraceContext
 }
 
 // Message is one turn of a conversation.
@@ -460,8 +463,15 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
+	if req.Trace.IsZero() {
+		req.Trace = randomTrace()
+	}
+	header, sent := traceHeader(c.header, req.Trace)
+	if sent {
+		res.Trace = req.Trace
+	}
 	tr := new(timing)
-	hreq, err := c.newRequest(rctx, tr, body)
+	hreq, err := c.newRequest(rctx, tr, header, body)
 	if err != nil {
 		res.Class, res.Err = Malformed, c.redact(err.Error())
 		return res
@@ -482,7 +492,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		// by a dial the transport started for it, and the fresh attempt's
 		// connection phases are the ones this request's answer paid for.
 		tr = new(timing)
-		if hreq, err = c.newRequest(rctx, tr, body); err == nil {
+		if hreq, err = c.newRequest(rctx, tr, header, body); err == nil {
 			res.Retried = true
 			resp, err = c.fresh.Do(hreq)
 		}
@@ -562,15 +572,17 @@ func sentHTML(ct string) bool {
 	return mt == "text/html"
 }
 
-// newRequest builds the POST of body, traced into tr, under rctx.
-func (c *Client) newRequest(rctx context.Context, tr *timing, body []byte) (*http.Request, error) {
+// newRequest builds the POST of body with header, traced into tr, under
+// rctx.
+func (c *Client) newRequest(rctx context.Context, tr *timing, header http.Header, body []byte) (*http.Request, error) {
 	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, tr.trace()), http.MethodPost, c.cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	// Built once (New), read only: neither http.Client nor the transport
-	// writes to a request's headers without copying them first.
-	hreq.Header = c.header
+	// Built once (New) but for the trace's two (traceHeader), read only:
+	// neither http.Client nor the transport writes to a request's headers
+	// without copying them first.
+	hreq.Header = header
 	hreq.GetBody = func() (io.ReadCloser, error) {
 		if tr.answered() {
 			// A redirect, which noRedirect then refuses: its answer is

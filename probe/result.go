@@ -83,6 +83,10 @@ type Result struct {
 	Err   string
 	// ID is the response id the server gave, if any.
 	ID string
+	// Trace is the trace context the request was sent with (its
+	// traceparent and x-request-id); zero when the user's own headers
+	// took their place.
+	Trace TraceContext
 	// Connection phases (zero on a reused connection) from httptrace.
 	DNS, Connect, TLS time.Duration
 	ConnReused        bool

@@ -140,7 +140,11 @@ type RequestLine struct {
 	RetryAfterS     float64   `json:"retry_after_s,omitempty"`
 	Good            bool      `json:"good"`
 	ID              string    `json:"id,omitempty"`
-	Retried         bool      `json:"retried,omitempty"`
+	// TraceID is the trace id of the request's traceparent, sent as its
+	// x-request-id too: the key that finds it in the server's logs and
+	// traces (absent when the user's own headers took their place).
+	TraceID string `json:"trace_id,omitempty"`
+	Retried bool   `json:"retried,omitempty"`
 	// UsageIgnored: the server's token counts could not be true and were
 	// set aside for the counted messages.
 	UsageIgnored bool `json:"usage_ignored,omitempty"`
@@ -165,7 +169,7 @@ func (l *RequestsLog) Write(r load.Record) {
 		Status: r.Status, Class: r.Class.String(), Error: r.Err, E2E: ms(r.E2E), InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, OutputEstimated: r.OutputEstimated, Messages: r.Messages,
 		DNS: ms(r.DNS), Connect: ms(r.Connect), TLS: ms(r.TLS), Reused: r.ConnReused, Proto: r.Proto,
-		RetryAfterS: r.RetryAfter.Seconds(), Good: r.Good, ID: r.ID, ITL: []float64{},
+		RetryAfterS: r.RetryAfter.Seconds(), Good: r.Good, ID: r.ID, TraceID: r.Trace.ID(), ITL: []float64{},
 		Retried: r.Retried, UsageIgnored: r.UsageIgnored, ReasoningTokens: r.ReasoningTokens, Inputs: r.Inputs,
 		Turn: r.Turn, SessionS: r.Session.Seconds(),
 	}

@@ -248,6 +248,7 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		arrived := arrival(r, time.Now())
 		id := s.nextID.Add(1)
+		traceID, requestID := traceOf(w, r)
 		// Routed first, so that every answer of the pod, its refusals
 		// too, says which build gave it, as a real pod's would.
 		canary := s.toCanary(id, arrived)
@@ -339,7 +340,8 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 		}
 		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt - cached, arrived: arrived, wake: make(chan struct{}, 1), embed: kind.embeds()}
 		q.queued.Store(-1)
-		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary, Inputs: inputs}
+		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary, Inputs: inputs,
+			TraceID: traceID, RequestID: requestID}
 		pod.submit(q)
 		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp,
 			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, base64: kind == kindEmbed && req.EncodingFormat == "base64"}
@@ -733,6 +735,10 @@ type Record struct {
 	ReasoningTokens int
 	// Inputs is the batch of an embeddings request (1 for the others).
 	Inputs int
+	// TraceID is the trace id of the request's W3C traceparent (empty:
+	// none, or not a valid one); RequestID its x-request-id, which the
+	// answer echoes (see traceOf).
+	TraceID, RequestID string
 }
 
 // TTFO is the server-side time to the first token of the answer.
