@@ -68,7 +68,10 @@ type Exporter struct {
 	ttft, tpot, itl, e2e, ttfb prometheus.Histogram
 	// ttfo is the answer's first token after any reasoning, per
 	// completed request.
-	ttfo           prometheus.Histogram
+	ttfo prometheus.Histogram
+	// http is the HTTP phases by k6's names (infertop_http_req_blocked_seconds,
+	// ...), of every request that got an answer.
+	http           [probe.NumHTTPPhases]prometheus.Histogram
 	outTok, inTok  prometheus.Counter
 	conc, prompt   prometheus.Gauge
 	output, paused prometheus.Gauge
@@ -95,6 +98,14 @@ type Exporter struct {
 	// sessions and trace are a sessions run's and a replay's series.
 	sessions *sessionSeries
 	trace    *traceSeries
+}
+
+// httpPhaseHelp says what each HTTP phase holds, for its help text.
+var httpPhaseHelp = [probe.NumHTTPPhases]string{
+	"start to a connection in hand: the pool's wait, and a new connection's DNS, connect and TLS",
+	"the TCP connect, 0 on a reused connection", "the TLS handshake, 0 on a reused connection",
+	"the connection in hand to the request written", "the request written to the answer's first byte",
+	"the answer's first byte to its end",
 }
 
 // New builds an exporter for the given objectives.
@@ -129,6 +140,11 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 	x.e2e = hist("infertop_e2e_seconds", "Time to the last output-bearing message.", e2eBuckets())
 	x.ttfb = hist("infertop_ttfb_seconds", "Time to the response headers.", ttftBuckets())
 	x.ttfo = hist("infertop_ttfo_seconds", "Time to the answer's first token, after any reasoning (TTFT is the first of either), per completed request.", ttftBuckets())
+	for i := range x.http {
+		ph := probe.HTTPPhase(i)
+		x.http[i] = hist("infertop_"+ph.String()+"_seconds", "The HTTP phase k6 calls "+ph.String()+" ("+httpPhaseHelp[i]+"), of every request that got an answer, failed ones too.", ttftBuckets())
+		reg.MustRegister(x.http[i])
+	}
 	x.outTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_output_tokens_total",
 		Help: "Output tokens received, counted as they arrive (a token a message, corrected by the server's usage at the end of a request), those of requests that then failed included."})
 	x.inTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_input_tokens_total", Help: "Prompt tokens sent, as the server counted them."})
@@ -173,6 +189,11 @@ func (x *Exporter) Observe(r load.Record) {
 	}
 	if r.Turn > 0 {
 		x.sessions.observe(r)
+	}
+	if p, ok := r.HTTPPhases(); ok {
+		for i, d := range p {
+			x.http[i].Observe(d.Seconds())
+		}
 	}
 	if !r.OK() {
 		return

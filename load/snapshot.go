@@ -214,6 +214,10 @@ type Phase struct {
 	// its request then fails: it was measured); TPOT, E2E and the rest
 	// at the completion of each.
 	Latency [NumMetrics]Dist
+	// HTTP holds the phase's HTTP phases (probe.HTTPPhase: k6's
+	// http_req_blocked, ...), over every request that got an answer;
+	// zero where unknown (a merge of agents' results keeps none).
+	HTTP [probe.NumHTTPPhases]Dist
 	// ReasoningTokens is the part of OutTokens spent reasoning; Inputs
 	// the inputs embedded (the embeddings kinds' batches).
 	ReasoningTokens, Inputs int64

@@ -322,6 +322,7 @@ func (c *Client) setHeaders(h http.Header) {
 type timing struct {
 	mu                                       sync.Mutex
 	dnsStart, connStart, tlsStart, firstByte time.Time
+	gotConn, wrote                           time.Time
 	dns, connect, tls                        time.Duration
 	reused                                   bool
 	written                                  int // attempts written (WroteRequest)
@@ -341,9 +342,9 @@ func (t *timing) trace() *httptrace.ClientTrace {
 		ConnectDone:          func(string, string, error) { t.set(func() { t.connect = time.Since(t.connStart) }) },
 		TLSHandshakeStart:    func() { t.set(func() { t.tlsStart = time.Now() }) },
 		TLSHandshakeDone:     func(tls.ConnectionState, error) { t.set(func() { t.tls = time.Since(t.tlsStart) }) },
-		GotConn:              func(i httptrace.GotConnInfo) { t.set(func() { t.reused = i.Reused }) },
+		GotConn:              func(i httptrace.GotConnInfo) { t.set(func() { t.reused, t.gotConn = i.Reused, time.Now() }) },
 		GotFirstResponseByte: func() { t.set(func() { t.firstByte = time.Now() }) },
-		WroteRequest:         func(httptrace.WroteRequestInfo) { t.set(func() { t.written++ }) },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { t.set(func() { t.written, t.wrote = t.written+1, time.Now() }) },
 	}
 }
 
@@ -375,6 +376,22 @@ func (t *timing) fill(res *Result) {
 	}
 	if !t.firstByte.IsZero() {
 		res.TTFB = t.firstByte.Sub(res.Start)
+	}
+	// The HTTP phases, in order and within TTFB: over HTTP/2 the
+	// transport may write a request again (and call WroteRequest) after
+	// the first byte of an answer to the other attempt, so each is held
+	// between its neighbours.
+	if !t.gotConn.IsZero() {
+		res.Blocked = max(t.gotConn.Sub(res.Start), 0)
+		if res.TTFB > 0 {
+			res.Blocked = min(res.Blocked, res.TTFB)
+		}
+		if !t.wrote.IsZero() {
+			res.Sending = max(t.wrote.Sub(t.gotConn), 0)
+			if res.TTFB > 0 {
+				res.Sending = min(res.Sending, res.TTFB-res.Blocked)
+			}
+		}
 	}
 }
 

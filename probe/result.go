@@ -90,6 +90,10 @@ type Result struct {
 	// Connection phases (zero on a reused connection) from httptrace.
 	DNS, Connect, TLS time.Duration
 	ConnReused        bool
+	// Blocked is the time to the connection in hand (GotConn), Sending
+	// from then to the request written (WroteRequest): with TTFB and E2E
+	// they make the HTTP phases (see HTTPPhases).
+	Blocked, Sending time.Duration
 	// RetryAfter is the wait a 429 or 503 asked for.
 	RetryAfter time.Duration
 	// Proto is the HTTP version used ("HTTP/1.1", "HTTP/2.0").

@@ -9,6 +9,7 @@ import (
 
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sanitize"
 )
 
@@ -103,6 +104,9 @@ type PhaseJSON struct {
 	InputThroughput      float64             `json:"input_throughput"`
 	TotalTokenThroughput float64             `json:"total_token_throughput"`
 	Latency              map[string]DistJSON `json:"latency"`
+	// HTTP is the HTTP phases by k6's name (http_req_blocked, ...),
+	// absent where none is known.
+	HTTP map[string]DistJSON `json:"http,omitempty"`
 }
 
 func phaseJSON(p load.Phase) PhaseJSON {
@@ -116,6 +120,30 @@ func phaseJSON(p load.Phase) PhaseJSON {
 	}
 	for _, m := range allMetrics {
 		out.Latency[m.key] = dist(p.Latency[m.m])
+	}
+	out.HTTP = httpPhasesJSON(p.HTTP)
+	return out
+}
+
+// HTTPPhaseKeys are the keys of PhaseJSON.HTTP, k6's names, in the
+// order a request goes through its phases.
+func HTTPPhaseKeys() []string {
+	out := make([]string, probe.NumHTTPPhases)
+	for i := range out {
+		out[i] = probe.HTTPPhase(i).String()
+	}
+	return out
+}
+
+// httpPhasesJSON is the HTTP phases by their k6 names; nil when no
+// request of the phase got an answer, or none was measured (a merge).
+func httpPhasesJSON(h [probe.NumHTTPPhases]load.Dist) map[string]DistJSON {
+	if h[probe.Blocked].Count == 0 {
+		return nil
+	}
+	out := make(map[string]DistJSON, len(h))
+	for i, d := range h {
+		out[probe.HTTPPhase(i).String()] = dist(d)
 	}
 	return out
 }

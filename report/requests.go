@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sanitize"
 )
 
@@ -136,10 +137,17 @@ type RequestLine struct {
 	Connect         float64   `json:"connect_ms"`
 	TLS             float64   `json:"tls_ms"`
 	Reused          bool      `json:"conn_reused"`
-	Proto           string    `json:"proto,omitempty"`
-	RetryAfterS     float64   `json:"retry_after_s,omitempty"`
-	Good            bool      `json:"good"`
-	ID              string    `json:"id,omitempty"`
+	// The HTTP phases k6 names http_req_blocked, _sending, _waiting and
+	// _receiving (probe.HTTPPhase; connecting and TLS are connect_ms and
+	// tls_ms): absent when no answer came.
+	Blocked     *float64 `json:"blocked_ms,omitempty"`
+	Sending     *float64 `json:"sending_ms,omitempty"`
+	Waiting     *float64 `json:"waiting_ms,omitempty"`
+	Receiving   *float64 `json:"receiving_ms,omitempty"`
+	Proto       string   `json:"proto,omitempty"`
+	RetryAfterS float64  `json:"retry_after_s,omitempty"`
+	Good        bool     `json:"good"`
+	ID          string   `json:"id,omitempty"`
 	// TraceID is the trace id of the request's traceparent, sent as its
 	// x-request-id too: the key that finds it in the server's logs and
 	// traces (absent when the user's own headers took their place).
@@ -188,6 +196,10 @@ func (l *RequestsLog) Write(r load.Record) {
 	if r.HasTTFT {
 		v := ms(r.TTFT)
 		line.TTFT = &v
+	}
+	if p, ok := r.HTTPPhases(); ok {
+		v := [4]float64{ms(p[probe.Blocked]), ms(p[probe.Sending]), ms(p[probe.Waiting]), ms(p[probe.Receiving])}
+		line.Blocked, line.Sending, line.Waiting, line.Receiving = &v[0], &v[1], &v[2], &v[3]
 	}
 	if tpot, ok := r.TPOT(); ok {
 		v := ms(tpot)
