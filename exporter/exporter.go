@@ -100,12 +100,16 @@ type Exporter struct {
 	trace    *traceSeries
 }
 
-// httpPhaseHelp says what each HTTP phase holds, for its help text.
-var httpPhaseHelp = [probe.NumHTTPPhases]string{
-	"start to a connection in hand: the pool's wait, and a new connection's DNS, connect and TLS",
-	"the TCP connect, 0 on a reused connection", "the TLS handshake, 0 on a reused connection",
-	"the connection in hand to the request written", "the request written to the answer's first byte",
-	"the answer's first byte to its end",
+// httpPhaseSeries are the HTTP phases' series, in probe.HTTPPhase's
+// order (k6's names, infertop_ before and _seconds after), and what each
+// holds, for its help text.
+var httpPhaseSeries = [probe.NumHTTPPhases]struct{ name, help string }{
+	{"infertop_http_req_blocked_seconds", "start to a connection in hand: the pool's wait, and a new connection's DNS, connect and TLS"},
+	{"infertop_http_req_connecting_seconds", "the TCP connect, 0 on a reused connection"},
+	{"infertop_http_req_tls_handshaking_seconds", "the TLS handshake, 0 on a reused connection"},
+	{"infertop_http_req_sending_seconds", "the connection in hand to the request written"},
+	{"infertop_http_req_waiting_seconds", "the request written to the answer's first byte"},
+	{"infertop_http_req_receiving_seconds", "the answer's first byte to its end"},
 }
 
 // New builds an exporter for the given objectives.
@@ -140,9 +144,8 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 	x.e2e = hist("infertop_e2e_seconds", "Time to the last output-bearing message.", e2eBuckets())
 	x.ttfb = hist("infertop_ttfb_seconds", "Time to the response headers.", ttftBuckets())
 	x.ttfo = hist("infertop_ttfo_seconds", "Time to the answer's first token, after any reasoning (TTFT is the first of either), per completed request.", ttftBuckets())
-	for i := range x.http {
-		ph := probe.HTTPPhase(i)
-		x.http[i] = hist("infertop_"+ph.String()+"_seconds", "The HTTP phase k6 calls "+ph.String()+" ("+httpPhaseHelp[i]+"), of every request that got an answer, failed ones too.", ttftBuckets())
+	for i, ph := range httpPhaseSeries {
+		x.http[i] = hist(ph.name, "The HTTP phase k6 calls "+probe.HTTPPhase(i).String()+": "+ph.help+"; of every request that got an answer, failed ones too.", ttftBuckets())
 		reg.MustRegister(x.http[i])
 	}
 	x.outTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_output_tokens_total",
