@@ -817,6 +817,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		if info.usage != nil {
 			u = mergeUsage(u, info.usage)
 		}
+		if !info.output && mayCarryTimings(data) {
+			readServerTimings(data, &res.Server)
+		}
 		finished = finished || info.finished
 		if info.output {
 			res.Messages++
@@ -899,6 +902,9 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result, ans
 		answer.take(c.proto, data, true)
 	}
 	res.Inputs = info.vectors
+	if mayCarryTimings(data) {
+		readServerTimings(data, &res.Server)
+	}
 	return info.usage
 }
 

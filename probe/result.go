@@ -135,6 +135,10 @@ type Result struct {
 	// Inputs is how many inputs an embeddings request sent, each answered
 	// with its vector (0 for the generating kinds).
 	Inputs int
+	// Server is what the server said of its own handling of the
+	// request (its queue, TTFT, prefill, generation, cached tokens),
+	// where it said it.
+	Server ServerTimings
 	// Unstreamed is true when a streamed answer was asked for and the
 	// server sent a whole one (it ignored "stream"): no TTFT, TPOT or ITL
 	// could be seen.

@@ -44,3 +44,22 @@ func TestJSONHTTPPhases(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestsLogServerTimings: a request's server timings are logged
+// where the server gave them, with the client-server TTFT gap; none are
+// where it gave none.
+func TestRequestsLogServerTimings(t *testing.T) {
+	var line RequestLine
+	r := probe.Result{HasTTFT: true, TTFT: 30 * time.Millisecond, Server: probe.ServerTimings{
+		Queue: 5 * time.Millisecond, HasQueue: true, TTFT: 20 * time.Millisecond, HasTTFT: true, CachedTokens: 16, HasCached: true}}
+	line.server(&r)
+	if line.ServerQueue == nil || *line.ServerQueue != 5 || *line.ServerTTFT != 20 || *line.ServerPrefill != 15 || *line.TTFTGap != 10 ||
+		*line.CachedTokens != 16 || line.ServerGeneration != nil || line.ServerMeanITL != nil {
+		t.Fatalf("%+v", line)
+	}
+	var none RequestLine
+	none.server(&probe.Result{HasTTFT: true, TTFT: time.Millisecond})
+	if none.ServerTTFT != nil || none.TTFTGap != nil || none.CachedTokens != nil {
+		t.Fatalf("without the server's timings: %+v", none)
+	}
+}

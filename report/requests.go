@@ -148,6 +148,18 @@ type RequestLine struct {
 	RetryAfterS float64  `json:"retry_after_s,omitempty"`
 	Good        bool     `json:"good"`
 	ID          string   `json:"id,omitempty"`
+	// The server's own timings of the request (probe.ServerTimings),
+	// where it gave them: its queue, its TTFT, its prefill (its TTFT less
+	// its queue, or its own prompt time), its generation and mean ITL,
+	// the prompt tokens its cache held; TTFTGap is the client's TTFT less
+	// the server's (the network, HTTP and streaming).
+	ServerQueue      *float64 `json:"server_queue_ms,omitempty"`
+	ServerTTFT       *float64 `json:"server_ttft_ms,omitempty"`
+	ServerPrefill    *float64 `json:"server_prefill_ms,omitempty"`
+	ServerGeneration *float64 `json:"server_generation_ms,omitempty"`
+	ServerMeanITL    *float64 `json:"server_mean_itl_ms,omitempty"`
+	CachedTokens     *int     `json:"cached_tokens,omitempty"`
+	TTFTGap          *float64 `json:"ttft_gap_ms,omitempty"`
 	// TraceID is the trace id of the request's traceparent, sent as its
 	// x-request-id too: the key that finds it in the server's logs and
 	// traces (absent when the user's own headers took their place).
@@ -205,6 +217,7 @@ func (l *RequestsLog) Write(r load.Record) {
 		v := ms(tpot)
 		line.TPOT = &v
 	}
+	line.server(&r.Result)
 	r.ITLs(func(d time.Duration) { line.ITL = append(line.ITL, ms(d)) })
 	b, err := json.Marshal(line)
 	b = sanitize.JSON(b) // the server's text (an error, an id): safe to cat
@@ -227,6 +240,33 @@ func (l *RequestsLog) Write(r load.Record) {
 		case l.wake <- struct{}{}:
 		default: // the writer is woken already
 		}
+	}
+}
+
+// server sets the line's server timings from r's, those it has.
+func (line *RequestLine) server(r *probe.Result) {
+	sv := &r.Server
+	if !sv.Any() {
+		return
+	}
+	opt := func(d time.Duration, has bool) *float64 {
+		if !has {
+			return nil
+		}
+		v := ms(d)
+		return &v
+	}
+	line.ServerQueue = opt(sv.Queue, sv.HasQueue)
+	line.ServerTTFT = opt(sv.TTFT, sv.HasTTFT)
+	line.ServerPrefill = opt(sv.ServerPrefill())
+	line.ServerGeneration = opt(sv.Generation, sv.HasGeneration)
+	line.ServerMeanITL = opt(sv.MeanITL, sv.HasMeanITL)
+	if sv.HasCached {
+		n := sv.CachedTokens
+		line.CachedTokens = &n
+	}
+	if s, ok := r.SplitTTFT(); ok {
+		line.TTFTGap = opt(s.Gap, true)
 	}
 }
 

@@ -229,6 +229,9 @@ type genRequest struct {
 	StreamOptions  *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	// IncludeMetrics asks for the per-request metrics (vLLM's), sent
+	// before the end of a stream (withMetrics).
+	IncludeMetrics bool `json:"include_metrics"`
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
@@ -344,7 +347,7 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			TraceID: traceID, RequestID: requestID}
 		pod.submit(q)
 		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp,
-			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, base64: kind == kindEmbed && req.EncodingFormat == "base64"}
+			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, metrics: req.IncludeMetrics, base64: kind == kindEmbed && req.EncodingFormat == "base64"}
 		if kind.reasons() {
 			g.reasoning = s.p.Reasoning.of(maxTokens)
 		}
@@ -513,6 +516,7 @@ type generation struct {
 	q        *seq
 	rec      *Record
 	usage    bool
+	metrics  bool   // per-request metrics asked for (include_metrics)
 	fault    int    // index in faultNames, -1 for none
 	fp       string // system_fingerprint ("" for none)
 	injected bool   // the mid-stream fault has happened
@@ -653,6 +657,9 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 		// flush (on a busy machine, milliseconds later), and a record
 		// must never end after its client saw the tokens.
 		now := time.Now()
+		if done && g.metrics { // the record's times as this write stamps them
+			buf = g.withMetrics(buf, enc, now, n)
+		}
 		if _, err := out.Write(buf); err != nil {
 			g.abandon()
 			return

@@ -28,6 +28,7 @@ type Flags struct {
 	ttft, extraBody       string
 	headers               []string
 	fixedOutput           bool
+	serverTimings         bool
 	temperature, topP     float64
 	samplingSeed          int64
 	fs                    *pflag.FlagSet
@@ -67,6 +68,7 @@ func (f *Flags) addBody(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.topP, "top-p", 0, "nucleus sampling top_p (sent only when given)")
 	fs.Int64Var(&f.samplingSeed, "sampling-seed", 0, "the server's sampling seed (sent only when given)")
 	fs.StringVar(&f.extraBody, "extra-body", "", "JSON object merged into every request body")
+	fs.BoolVar(&f.serverTimings, "server-timings", false, "ask the server for its own timings of each request (vLLM's include_metrics: queue, TTFT, generation; sent only when given, OpenAI APIs only); llama.cpp's timings and cached prompt tokens are read whenever sent")
 	fs.StringVar(&g.Template, "body-template", "", "generic: request body with {{prompt}}, {{max_tokens}} and {{model}}")
 	fs.StringVar(&g.OutputPath, "output-path", "output", "generic: dot path of the answer's text, e.g. choices.0.text")
 	fs.StringVar(&g.UsagePath, "usage-path", "", "generic: dot path of the object with the token counts (default: the top level)")
@@ -118,6 +120,9 @@ func (f *Flags) Config(kind probe.Kind, getenv func(string) string) (probe.Confi
 		if err := json.Unmarshal([]byte(f.extraBody), &b.Extra); err != nil {
 			return p, fmt.Errorf("--extra-body must be a JSON object: %w", err)
 		}
+	}
+	if f.serverTimings {
+		b.Extra = probe.AskServerTimings(kind, b.Extra)
 	}
 	p.MaxConns = load.MaxConcurrency
 	return p, nil

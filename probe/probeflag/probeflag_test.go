@@ -30,3 +30,34 @@ func TestSecretsStayOut(t *testing.T) {
 		t.Errorf("stored header %q", v)
 	}
 }
+
+// TestServerTimingsAsked: --server-timings asks an OpenAI API for vLLM's
+// metrics, keeps the user's own value, and asks no other API; without
+// it nothing is asked.
+func TestServerTimingsAsked(t *testing.T) {
+	config := func(kind probe.Kind, args ...string) probe.Config {
+		t.Helper()
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		f := Add(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		c, err := f.Config(kind, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := config(probe.OpenAIChat, "--server-timings"); c.Body.Extra["include_metrics"] != true {
+		t.Errorf("asked: extra %v", c.Body.Extra)
+	}
+	if c := config(probe.OpenAIChat, "--server-timings", "--extra-body", `{"include_metrics":false}`); c.Body.Extra["include_metrics"] != false {
+		t.Errorf("the user's own value: extra %v", c.Body.Extra)
+	}
+	if c := config(probe.Anthropic, "--server-timings"); c.Body.Extra != nil {
+		t.Errorf("another API: extra %v", c.Body.Extra)
+	}
+	if c := config(probe.OpenAIChat); c.Body.Extra != nil {
+		t.Errorf("not asked: extra %v", c.Body.Extra)
+	}
+}
