@@ -32,3 +32,41 @@ func TestHTTPPhasesAgainstSim(t *testing.T) {
 		t.Errorf("the phases' means sum to %v, E2E's mean %v", sum, e2e)
 	}
 }
+
+// TestTTFTSplitAgainstSim: asked for the server's timings, every
+// request's TTFT is split, the parts' means add up to TTFT's mean, and a
+// shared prefix shows in the prefix cache's tokens.
+func TestTTFTSplitAgainstSim(t *testing.T) {
+	t.Parallel()
+	p, _ := sim.Preset("fast")
+	p.PrefixCacheBlocks = 4096
+	r := startRig(t, p, Knobs{Concurrency: 4, PromptTokens: 128, OutputTokens: 4}, func(c *Config) {
+		c.MaxRequests = 24
+		c.PrefixTokens = 64
+		client, err := probe.New(probe.Config{URL: c.Target.URL + "/v1/chat/completions", Model: p.Model,
+			Body: probe.BodyOptions{Extra: probe.AskServerTimings(probe.OpenAIChat, nil)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(client.Close)
+		c.Do = client.Do
+	})
+	s := waitFor(t, r.eng, 10*time.Second, "the end of the run", func(s Snapshot) bool { return s.Done && s.InFlight == 0 })
+	r.stop()
+	run := s.Run
+	if run.Completed != 24 || run.ServerTimed != 24 || run.TTFTSplit[SplitPrefill].Count != 24 || run.TTFTSplit[SplitGap].Count != 24 {
+		t.Fatalf("completed %d, server-timed %d, split %d", run.Completed, run.ServerTimed, run.TTFTSplit[SplitPrefill].Count)
+	}
+	sp := run.TTFTSplit
+	sum := sp[SplitConnection].Mean + sp[SplitQueue].Mean + sp[SplitPrefill].Mean + sp[SplitRest].Mean
+	if ttft := run.Latency[TTFT].Mean; absDur(sum-ttft) > 10*time.Microsecond {
+		t.Errorf("the parts' means sum to %v, TTFT's mean %v", sum, ttft)
+	}
+	if run.CachedOf == 0 || run.CachedTokens == 0 || run.CachedTokens >= run.CachedOf {
+		t.Errorf("prefix cache: %d of %d prompt tokens", run.CachedTokens, run.CachedOf)
+	}
+	t.Logf("TTFT p50 %v: connection %v, queue %v, prefill %v, rest %v; gap %v; cache %d/%d",
+		run.Latency[TTFT].P50, sp[SplitConnection].P50, sp[SplitQueue].P50, sp[SplitPrefill].P50, sp[SplitRest].P50, sp[SplitGap].P50, run.CachedTokens, run.CachedOf)
+}
+
+func absDur(d time.Duration) time.Duration { return max(d, -d) }

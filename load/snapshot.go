@@ -218,6 +218,14 @@ type Phase struct {
 	// http_req_blocked, ...), over every request that got an answer;
 	// zero where unknown (a merge of agents' results keeps none).
 	HTTP [probe.NumHTTPPhases]Dist
+	// TTFTSplit is the phase's client TTFT split by where it went
+	// (indexed by SplitConnection, ...), over the requests whose server
+	// gave its timings (ServerTimed counts those that gave any).
+	// CachedTokens of CachedOf, the prompt tokens of the completed
+	// requests whose server said how many its prefix cache held, were
+	// held: CachedTokens/CachedOf is the cache's hit rate.
+	TTFTSplit                           [NumSplitParts]Dist
+	ServerTimed, CachedTokens, CachedOf int64
 	// ReasoningTokens is the part of OutTokens spent reasoning; Inputs
 	// the inputs embedded (the embeddings kinds' batches).
 	ReasoningTokens, Inputs int64

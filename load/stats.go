@@ -65,8 +65,8 @@ type phaseAcc struct {
 	final   *Phase
 	// encoded keeps the histograms, encoded, once they are released.
 	encoded [NumMetrics][]byte
-	// http is the HTTP phases' histograms (nil once released).
-	http *httpHists
+	// server is where its requests' time went (nil once released).
+	server *serverAcc
 }
 
 // completionMetrics calls rec with every latency a successful result
@@ -183,7 +183,7 @@ func newAggregator(t0 time.Time, window time.Duration) *aggregator {
 
 // newRunAcc is the whole-run accumulator, a phase with id 0.
 func (a *aggregator) newRunAcc(start time.Duration) *phaseAcc {
-	p := &phaseAcc{info: &phaseInfo{start: start}, http: newHTTPHists()}
+	p := &phaseAcc{info: &phaseInfo{start: start}, server: newServerAcc()}
 	for m := range NumMetrics {
 		p.hist[m] = newHist()
 	}
@@ -316,7 +316,7 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 			fn(ph)
 		}
 	}
-	both(func(p *phaseAcc) { p.http.record(r) })
+	both(func(p *phaseAcc) { p.server.record(r) })
 	if n := r.Retries(); n > 0 { // sent again (on a new connection, or by the transport): not a failure, but counted
 		both(func(p *phaseAcc) { p.retried += n })
 	}
@@ -533,7 +533,7 @@ func (a *aggregator) phase(info *phaseInfo) *phaseAcc {
 			break
 		}
 	}
-	p := &phaseAcc{info: info, http: newHTTPHists()}
+	p := &phaseAcc{info: info, server: newServerAcc()}
 	for m := range NumMetrics {
 		p.hist[m] = a.getHist()
 	}
@@ -735,7 +735,7 @@ func (a *aggregator) summarisePhases(now time.Duration, current *phaseInfo) []Ph
 				a.putHist(p.hist[m])
 				p.hist[m] = nil
 			}
-			p.http = nil
+			p.server = nil
 		}
 		out = append(out, ph)
 	}
@@ -762,7 +762,7 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 			ph.Latency[m] = summarise(p.hist[m], p.mom[m])
 		}
 	}
-	ph.HTTP = p.http.dists()
+	p.server.fill(&ph)
 	// An ended phase lasts to its end or its last completion, whichever
 	// is later: the load was on until the end even when the last request
 	// came back before it (an open loop at a low rate).

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +62,49 @@ func TestRequestsLogServerTimings(t *testing.T) {
 	none.server(&probe.Result{HasTTFT: true, TTFT: time.Millisecond})
 	if none.ServerTTFT != nil || none.TTFTGap != nil || none.CachedTokens != nil {
 		t.Fatalf("without the server's timings: %+v", none)
+	}
+}
+
+// TestTextServerSide: the run's TTFT split and cache are in the text
+// summary; asked for and offered by no answer, one line says so.
+func TestTextServerSide(t *testing.T) {
+	r := testReport()
+	for i := range load.NumSplitParts {
+		r.Final.Run.TTFTSplit[i] = load.Dist{Count: 9, P50: time.Duration(i+1) * time.Millisecond, P99: 9 * time.Millisecond}
+	}
+	r.Final.Run.CachedTokens, r.Final.Run.CachedOf = 250, 1000
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"where TTFT went (p50 / p99 of the 9 requests with the server's timings): connection 1ms / 9ms · server queue 2ms / 9ms · server prefill 3ms / 9ms · the rest 4ms / 9ms; the client's TTFT less the server's 5ms / 9ms",
+		"prefix cache: 250 of 1000 prompt tokens held (25.0 %)"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, buf.String())
+		}
+	}
+	r = testReport()
+	r.Manifest.Settings = map[string]string{"server-timings": "true"}
+	buf.Reset()
+	r.WriteText(&buf)
+	if !strings.Contains(buf.String(), "server timings: not offered by this server") {
+		t.Errorf("no word of the timings not offered:\n%s", buf.String())
+	}
+	var doc bytes.Buffer
+	r.Final.Run.TTFTSplit[load.SplitGap].Count = 3
+	r.Final.Run.TTFTSplit[load.SplitPrefill] = load.Dist{Count: 3, P50: 3 * time.Millisecond}
+	r.Final.Run.ServerTimed, r.Final.Run.CachedTokens, r.Final.Run.CachedOf = 3, 250, 1000
+	if err := r.WriteJSON(&doc); err != nil {
+		t.Fatal(err)
+	}
+	validate(t, doc.Bytes())
+	var got struct {
+		Infertop struct {
+			Run PhaseJSON `json:"run"`
+		} `json:"infertop"`
+	}
+	json.Unmarshal(doc.Bytes(), &got)
+	if run := got.Infertop.Run; run.TTFTSplit["prefill"].P50 != 3 || run.TTFTSplit["gap"].Count != 3 || run.ServerTimed != 3 || run.CachedPromptTokens != 250 {
+		t.Errorf("JSON's run: split %v, timed %d, cached %d", run.TTFTSplit, run.ServerTimed, run.CachedPromptTokens)
 	}
 }

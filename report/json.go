@@ -107,6 +107,15 @@ type PhaseJSON struct {
 	// HTTP is the HTTP phases by k6's name (http_req_blocked, ...),
 	// absent where none is known.
 	HTTP map[string]DistJSON `json:"http,omitempty"`
+	// TTFTSplit is the client's TTFT split by where it went
+	// (connection, queue, prefill, rest, gap), over the ServerTimed
+	// requests whose server gave its timings; absent with none.
+	TTFTSplit   map[string]DistJSON `json:"ttft_split,omitempty"`
+	ServerTimed int64               `json:"server_timed,omitempty"`
+	// CachedPromptTokens of PromptTokensCacheKnown were held by the
+	// server's prefix cache (the completed requests whose server said).
+	CachedPromptTokens     int64 `json:"cached_prompt_tokens,omitempty"`
+	PromptTokensCacheKnown int64 `json:"prompt_tokens_cache_known,omitempty"`
 }
 
 func phaseJSON(p load.Phase) PhaseJSON {
@@ -122,8 +131,19 @@ func phaseJSON(p load.Phase) PhaseJSON {
 		out.Latency[m.key] = dist(p.Latency[m.m])
 	}
 	out.HTTP = httpPhasesJSON(p.HTTP)
+	if p.TTFTSplit[load.SplitGap].Count > 0 {
+		out.TTFTSplit = make(map[string]DistJSON, load.NumSplitParts)
+		for i, k := range SplitKeys() {
+			out.TTFTSplit[k] = dist(p.TTFTSplit[i])
+		}
+	}
+	out.ServerTimed, out.CachedPromptTokens, out.PromptTokensCacheKnown = p.ServerTimed, p.CachedTokens, p.CachedOf
 	return out
 }
+
+// SplitKeys are the keys of PhaseJSON.TTFTSplit, in load's order
+// (load.SplitConnection, ...).
+func SplitKeys() []string { return []string{"connection", "queue", "prefill", "rest", "gap"} }
 
 // HTTPPhaseKeys are the keys of PhaseJSON.HTTP, k6's names, in the
 // order a request goes through its phases.

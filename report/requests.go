@@ -137,34 +137,11 @@ type RequestLine struct {
 	Connect         float64   `json:"connect_ms"`
 	TLS             float64   `json:"tls_ms"`
 	Reused          bool      `json:"conn_reused"`
-	// The HTTP phases k6 names http_req_blocked, _sending, _waiting and
-	// _receiving (probe.HTTPPhase; connecting and TLS are connect_ms and
-	// tls_ms): absent when no answer came.
-	Blocked     *float64 `json:"blocked_ms,omitempty"`
-	Sending     *float64 `json:"sending_ms,omitempty"`
-	Waiting     *float64 `json:"waiting_ms,omitempty"`
-	Receiving   *float64 `json:"receiving_ms,omitempty"`
-	Proto       string   `json:"proto,omitempty"`
-	RetryAfterS float64  `json:"retry_after_s,omitempty"`
-	Good        bool     `json:"good"`
-	ID          string   `json:"id,omitempty"`
-	// The server's own timings of the request (probe.ServerTimings),
-	// where it gave them: its queue, its TTFT, its prefill (its TTFT less
-	// its queue, or its own prompt time), its generation and mean ITL,
-	// the prompt tokens its cache held; TTFTGap is the client's TTFT less
-	// the server's (the network, HTTP and streaming).
-	ServerQueue      *float64 `json:"server_queue_ms,omitempty"`
-	ServerTTFT       *float64 `json:"server_ttft_ms,omitempty"`
-	ServerPrefill    *float64 `json:"server_prefill_ms,omitempty"`
-	ServerGeneration *float64 `json:"server_generation_ms,omitempty"`
-	ServerMeanITL    *float64 `json:"server_mean_itl_ms,omitempty"`
-	CachedTokens     *int     `json:"cached_tokens,omitempty"`
-	TTFTGap          *float64 `json:"ttft_gap_ms,omitempty"`
-	// TraceID is the trace id of the request's traceparent, sent as its
-	// x-request-id too: the key that finds it in the server's logs and
-	// traces (absent when the user's own headers took their place).
-	TraceID string `json:"trace_id,omitempty"`
-	Retried bool   `json:"retried,omitempty"`
+	Proto           string    `json:"proto,omitempty"`
+	RetryAfterS     float64   `json:"retry_after_s,omitempty"`
+	Good            bool      `json:"good"`
+	ID              string    `json:"id,omitempty"`
+	Retried         bool      `json:"retried,omitempty"`
 	// UsageIgnored: the server's token counts could not be true and were
 	// set aside for the counted messages.
 	UsageIgnored bool `json:"usage_ignored,omitempty"`
@@ -179,6 +156,30 @@ type RequestLine struct {
 	// the whole session's time when the request ended one.
 	Turn     int     `json:"turn,omitempty"`
 	SessionS float64 `json:"session_s,omitempty"`
+
+	// TraceID is the trace id of the request's traceparent, sent as its
+	// x-request-id too: the key that finds it in the server's logs and
+	// traces (absent when the user's own headers took their place).
+	TraceID string `json:"trace_id,omitempty"`
+	// The HTTP phases k6 names http_req_blocked, _sending, _waiting and
+	// _receiving (probe.HTTPPhase; connecting and TLS are connect_ms and
+	// tls_ms): absent when no answer came.
+	Blocked   *float64 `json:"blocked_ms,omitempty"`
+	Sending   *float64 `json:"sending_ms,omitempty"`
+	Waiting   *float64 `json:"waiting_ms,omitempty"`
+	Receiving *float64 `json:"receiving_ms,omitempty"`
+	// The server's own timings of the request (probe.ServerTimings),
+	// where it gave them: its queue, its TTFT, its prefill (its TTFT less
+	// its queue, or its own prompt time), its generation and mean ITL,
+	// the prompt tokens its cache held; TTFTGap is the client's TTFT less
+	// the server's (the network, HTTP and streaming).
+	ServerQueue      *float64 `json:"server_queue_ms,omitempty"`
+	ServerTTFT       *float64 `json:"server_ttft_ms,omitempty"`
+	ServerPrefill    *float64 `json:"server_prefill_ms,omitempty"`
+	ServerGeneration *float64 `json:"server_generation_ms,omitempty"`
+	ServerMeanITL    *float64 `json:"server_mean_itl_ms,omitempty"`
+	CachedTokens     *int     `json:"cached_tokens,omitempty"`
+	TTFTGap          *float64 `json:"ttft_gap_ms,omitempty"`
 }
 
 // Write logs one request; it reaches the file within FlushEvery. Once
@@ -189,7 +190,7 @@ func (l *RequestsLog) Write(r load.Record) {
 		Status: r.Status, Class: r.Class.String(), Error: r.Err, E2E: ms(r.E2E), InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, OutputEstimated: r.OutputEstimated, Messages: r.Messages,
 		DNS: ms(r.DNS), Connect: ms(r.Connect), TLS: ms(r.TLS), Reused: r.ConnReused, Proto: r.Proto,
-		RetryAfterS: r.RetryAfter.Seconds(), Good: r.Good, ID: r.ID, TraceID: r.Trace.ID(), ITL: []float64{},
+		RetryAfterS: r.RetryAfter.Seconds(), Good: r.Good, ID: r.ID, ITL: []float64{},
 		Retried: r.Retried, UsageIgnored: r.UsageIgnored, ReasoningTokens: r.ReasoningTokens, Inputs: r.Inputs,
 		Turn: r.Turn, SessionS: r.Session.Seconds(),
 	}
@@ -217,6 +218,7 @@ func (l *RequestsLog) Write(r load.Record) {
 		v := ms(tpot)
 		line.TPOT = &v
 	}
+	line.TraceID = r.Trace.ID()
 	line.server(&r.Result)
 	r.ITLs(func(d time.Duration) { line.ITL = append(line.ITL, ms(d)) })
 	b, err := json.Marshal(line)

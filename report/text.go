@@ -60,6 +60,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "\nWhole run%s · %s\n", since, r.Final.Run.Duration.Round(time.Millisecond))
 	writeCounts(&b, r.Final)
 	writeFigures(&b, r.Final.Run)
+	writeServerSide(&b, r.Final.Run, m.Settings["server-timings"] == "true")
 	if r.Energy != nil {
 		writeEnergy(&b, r.Energy.Source, r.Energy.Run)
 	}

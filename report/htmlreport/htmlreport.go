@@ -166,11 +166,17 @@ type httpRow struct {
 
 // HTTPPhases is the run's HTTP phases in the order a request goes
 // through them (none in a result that has none: a merge, an old file).
-func (r pageRun) HTTPPhases() []httpRow {
-	h := r.res.Infertop.Run.HTTP
+func (r pageRun) HTTPPhases() []httpRow { return rows(r.res.Infertop.Run.HTTP, report.HTTPPhaseKeys()) }
+
+// TTFTSplit is the run's TTFT split by where it went (none without the
+// server's timings).
+func (r pageRun) TTFTSplit() []httpRow { return rows(r.res.Infertop.Run.TTFTSplit, report.SplitKeys()) }
+
+// rows is m's distributions in the order of keys, those it has.
+func rows(m map[string]report.DistJSON, keys []string) []httpRow {
 	var out []httpRow
-	for _, k := range report.HTTPPhaseKeys() {
-		if d, ok := h[k]; ok {
+	for _, k := range keys {
+		if d, ok := m[k]; ok {
 			out = append(out, httpRow{k, d})
 		}
 	}

@@ -22,6 +22,7 @@ func TestHTTPPhasesTable(t *testing.T) {
 	for i, k := range report.HTTPPhaseKeys() {
 		res.Infertop.Run.HTTP[k] = report.DistJSON{Count: 7, P50: float64(i + 1), P99: 40}
 	}
+	res.Infertop.Run.TTFTSplit = map[string]report.DistJSON{"connection": {Count: 7}, "queue": {Count: 7}, "prefill": {Count: 7}, "rest": {Count: 7}, "gap": {Count: 7}}
 	doc, _ := json.Marshal(res)
 	var out bytes.Buffer
 	if err := Write(&out, []Run{{Name: "a", JSON: doc}}); err != nil {
@@ -36,14 +37,14 @@ func TestHTTPPhasesTable(t *testing.T) {
 		}
 		at = i
 	}
-	if !strings.Contains(page, "Where the time went: HTTP phases") {
-		t.Error("no heading")
+	if !strings.Contains(page, "Where the time went: HTTP phases") || !strings.Contains(page, "Where TTFT went, by the server") || !strings.Contains(page, `<td class="text">prefill</td>`) {
+		t.Error("no heading, or no TTFT split")
 	}
 	out.Reset()
 	if err := Write(&out, []Run{{Name: "b", JSON: []byte(minimal)}}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(out.String(), "http_req_blocked") {
+	if strings.Contains(out.String(), "http_req_blocked") || strings.Contains(out.String(), "Where TTFT went") {
 		t.Error("a result without HTTP phases drew their table")
 	}
 }
