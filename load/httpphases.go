@@ -71,6 +71,10 @@ type serverAcc struct {
 	// its own for; cached the prompt tokens its cache held, of the
 	// prompt tokens cachedOf of the completed requests that said.
 	timed, cached, cachedOf int64
+	// counted is the completed streamed requests whose output count is
+	// the server's; mismatched those of them where the client's own
+	// count (a token a message) differs from it.
+	counted, mismatched int64
 }
 
 func newServerAcc() *serverAcc {
@@ -95,6 +99,12 @@ func (x *serverAcc) record(r *probe.Result) {
 			x.split.add(i, d)
 		}
 	}
+	if r.OK() && !r.OutputEstimated && r.HasTTFT && !r.Unstreamed {
+		x.counted++
+		if r.OutputTokens != r.Messages {
+			x.mismatched++
+		}
+	}
 	if r.OK() && r.Server.HasCached && !r.InputEstimated {
 		x.cached += int64(min(r.Server.CachedTokens, r.InputTokens))
 		x.cachedOf += int64(r.InputTokens)
@@ -109,4 +119,5 @@ func (x *serverAcc) fill(p *Phase) {
 	x.http.dists(p.HTTP[:])
 	x.split.dists(p.TTFTSplit[:])
 	p.ServerTimed, p.CachedTokens, p.CachedOf = x.timed, x.cached, x.cachedOf
+	p.ServerCounted, p.CountMismatch = x.counted, x.mismatched
 }

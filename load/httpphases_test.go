@@ -62,6 +62,9 @@ func TestTTFTSplitAgainstSim(t *testing.T) {
 	if ttft := run.Latency[TTFT].Mean; absDur(sum-ttft) > 10*time.Microsecond {
 		t.Errorf("the parts' means sum to %v, TTFT's mean %v", sum, ttft)
 	}
+	if run.ServerCounted != 24 || run.CountMismatch != 0 {
+		t.Errorf("the server's output count for %d requests, the client's differing in %d: want 24 and 0 on the sim", run.ServerCounted, run.CountMismatch)
+	}
 	if run.CachedOf == 0 || run.CachedTokens == 0 || run.CachedTokens >= run.CachedOf {
 		t.Errorf("prefix cache: %d of %d prompt tokens", run.CachedTokens, run.CachedOf)
 	}
@@ -70,3 +73,17 @@ func TestTTFTSplitAgainstSim(t *testing.T) {
 }
 
 func absDur(d time.Duration) time.Duration { return max(d, -d) }
+
+// TestCountMismatch: a server that sends two tokens a message makes the
+// client's count (a token a message) differ from its own on every
+// request; a request with no count of the server's is not counted.
+func TestCountMismatch(t *testing.T) {
+	var acc serverAcc
+	acc.record(&probe.Result{HasTTFT: true, OutputTokens: 8, Messages: 4})
+	acc.record(&probe.Result{HasTTFT: true, OutputTokens: 4, Messages: 4})
+	acc.record(&probe.Result{HasTTFT: true, OutputTokens: 4, Messages: 4, OutputEstimated: true})
+	acc.record(&probe.Result{OutputTokens: 4, Messages: 1}) // not streamed
+	if acc.counted != 2 || acc.mismatched != 1 {
+		t.Fatalf("counted %d, mismatched %d; want 2 and 1", acc.counted, acc.mismatched)
+	}
+}

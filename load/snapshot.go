@@ -226,6 +226,11 @@ type Phase struct {
 	// held: CachedTokens/CachedOf is the cache's hit rate.
 	TTFTSplit                           [NumSplitParts]Dist
 	ServerTimed, CachedTokens, CachedOf int64
+	// ServerCounted is the completed streamed requests whose output
+	// count is the server's (its usage); CountMismatch those of them
+	// where the client's own count, a token a message, differs from it:
+	// the client's estimate, where it has to stand in, is off that often.
+	ServerCounted, CountMismatch int64
 	// ReasoningTokens is the part of OutTokens spent reasoning; Inputs
 	// the inputs embedded (the embeddings kinds' batches).
 	ReasoningTokens, Inputs int64

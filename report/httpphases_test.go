@@ -73,12 +73,14 @@ func TestTextServerSide(t *testing.T) {
 		r.Final.Run.TTFTSplit[i] = load.Dist{Count: 9, P50: time.Duration(i+1) * time.Millisecond, P99: 9 * time.Millisecond}
 	}
 	r.Final.Run.CachedTokens, r.Final.Run.CachedOf = 250, 1000
+	r.Final.Run.ServerCounted, r.Final.Run.CountMismatch = 200, 50
 	var buf bytes.Buffer
 	if err := r.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"where TTFT went (p50 / p99 of the 9 requests with the server's timings): connection 1ms / 9ms · server queue 2ms / 9ms · server prefill 3ms / 9ms · the rest 4ms / 9ms; the client's TTFT less the server's 5ms / 9ms",
-		"prefix cache: 250 of 1000 prompt tokens held (25.0 %)"} {
+		"prefix cache: 250 of 1000 prompt tokens held (25.0 %)",
+		"output tokens: the server's count for 200 streamed requests; the client's own (a token a message) differed from it in 50 (25.0 %)"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, buf.String())
 		}

@@ -116,6 +116,11 @@ type PhaseJSON struct {
 	// server's prefix cache (the completed requests whose server said).
 	CachedPromptTokens     int64 `json:"cached_prompt_tokens,omitempty"`
 	PromptTokensCacheKnown int64 `json:"prompt_tokens_cache_known,omitempty"`
+	// ServerCounted is the completed streamed requests whose output
+	// count is the server's; OutputCountMismatch those of them where the
+	// client's own count (a token a message) differs.
+	ServerCounted       int64 `json:"server_counted_outputs,omitempty"`
+	OutputCountMismatch int64 `json:"output_count_mismatch,omitempty"`
 }
 
 func phaseJSON(p load.Phase) PhaseJSON {
@@ -138,6 +143,7 @@ func phaseJSON(p load.Phase) PhaseJSON {
 		}
 	}
 	out.ServerTimed, out.CachedPromptTokens, out.PromptTokensCacheKnown = p.ServerTimed, p.CachedTokens, p.CachedOf
+	out.ServerCounted, out.OutputCountMismatch = p.ServerCounted, p.CountMismatch
 	return out
 }
 

@@ -157,6 +157,9 @@ type RequestLine struct {
 	Turn     int     `json:"turn,omitempty"`
 	SessionS float64 `json:"session_s,omitempty"`
 
+	// InputEstimated: the server gave no prompt count (input_tokens is 0,
+	// or the client's words); output_estimated says the same of the output.
+	InputEstimated bool `json:"input_estimated,omitempty"`
 	// TraceID is the trace id of the request's traceparent, sent as its
 	// x-request-id too: the key that finds it in the server's logs and
 	// traces (absent when the user's own headers took their place).
@@ -218,7 +221,7 @@ func (l *RequestsLog) Write(r load.Record) {
 		v := ms(tpot)
 		line.TPOT = &v
 	}
-	line.TraceID = r.Trace.ID()
+	line.TraceID, line.InputEstimated = r.Trace.ID(), r.InputEstimated
 	line.server(&r.Result)
 	r.ITLs(func(d time.Duration) { line.ITL = append(line.ITL, ms(d)) })
 	b, err := json.Marshal(line)

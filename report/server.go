@@ -23,6 +23,10 @@ func writeServerSide(b *strings.Builder, p load.Phase, asked bool) {
 	} else if asked && p.Completed > 0 && p.ServerTimed == 0 {
 		b.WriteString("  server timings: not offered by this server (--server-timings asked; no answer carried them)\n")
 	}
+	if n := p.ServerCounted; n > 0 {
+		fmt.Fprintf(b, "  output tokens: the server's count for %d streamed requests; the client's own (a token a message) differed from it in %d (%.1f %%)\n",
+			n, p.CountMismatch, 100*float64(p.CountMismatch)/float64(n))
+	}
 	if p.CachedOf > 0 {
 		fmt.Fprintf(b, "  prefix cache: %d of %d prompt tokens held (%.1f %%), by the server's count\n",
 			p.CachedTokens, p.CachedOf, 100*float64(p.CachedTokens)/float64(p.CachedOf))
