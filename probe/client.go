@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"mime"
 	"net"
@@ -82,6 +83,9 @@ type Config struct {
 	// backend that served it, from a response header or a field of its
 	// messages.
 	SplitBy SplitBy
+	// ServerTimings asks the server for its own timings of each request
+	// (see AskServerTimings; read into Result.Server).
+	ServerTimings bool
 	// DrainWait bounds the wait for what a server sends after its answer
 	// (default DefaultDrainWait); a test of a server that holds the
 	// stream open sets it short instead of waiting a second.
@@ -175,6 +179,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = 256
+	}
+	if cfg.ServerTimings {
+		cfg.Body.Extra = AskServerTimings(cfg.API, maps.Clone(cfg.Body.Extra))
 	}
 	proto, err := newProtocol(&cfg)
 	if err != nil {

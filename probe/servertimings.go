@@ -90,7 +90,7 @@ func (r *Result) SplitTTFT() (s TTFTSplit, ok bool) {
 // ride on its OpenAI answers; another API's server might refuse a field
 // it does not know). A value the user set stays.
 func AskServerTimings(kind Kind, extra map[string]any) map[string]any {
-	if kind != OpenAIChat && kind != OpenAICompletions {
+	if kind != OpenAIChat && kind != OpenAICompletions && kind != "" { // "": the default, openai-chat
 		return extra
 	}
 	if extra == nil {

@@ -22,7 +22,7 @@ func TestServerTimingsAgainstSim(t *testing.T) {
 	p, _ := sim.Preset("fast")
 	p.Slots = 2 // six at once: some wait in the sim's queue
 	ss := simtest.Start(t, p)
-	c, err := New(Config{URL: ss.ChatURL, Model: p.Model, Body: BodyOptions{Extra: AskServerTimings(OpenAIChat, nil)}})
+	c, err := New(Config{URL: ss.ChatURL, Model: p.Model, ServerTimings: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +83,20 @@ func TestServerTimingsAgainstSim(t *testing.T) {
 }
 
 func absDiff(a, b time.Duration) time.Duration { return max(a-b, b-a) }
+
+// TestAskServerTimings: the OpenAI kinds (the default's too) are asked,
+// a user's own value stays, another API is not asked.
+func TestAskServerTimings(t *testing.T) {
+	if e := AskServerTimings("", nil); e["include_metrics"] != true {
+		t.Errorf("the default API: %v", e)
+	}
+	if e := AskServerTimings(OpenAICompletions, map[string]any{"include_metrics": false}); e["include_metrics"] != false {
+		t.Errorf("the user's own value: %v", e)
+	}
+	if e := AskServerTimings(Anthropic, nil); e != nil {
+		t.Errorf("another API: %v", e)
+	}
+}
 
 // TestServerTimingsLlamaCpp: llama-server's recorded answers give their
 // prompt and generation times (its timings, sent unasked), streamed and

@@ -121,9 +121,7 @@ func (f *Flags) Config(kind probe.Kind, getenv func(string) string) (probe.Confi
 			return p, fmt.Errorf("--extra-body must be a JSON object: %w", err)
 		}
 	}
-	if f.serverTimings {
-		b.Extra = probe.AskServerTimings(kind, b.Extra)
-	}
+	p.ServerTimings = f.serverTimings // asked once the API is known (probe.New)
 	p.MaxConns = load.MaxConcurrency
 	return p, nil
 }
