@@ -75,6 +75,16 @@ type Config struct {
 	// learning, from the server's reported prompt tokens, how many words
 	// make the asked number of tokens.
 	NoCalibrate bool
+	// ByTokenizer asks for the prompts to be calibrated by the server's
+	// own tokenizer, through Tokenize, which counts a text's tokens (its
+	// /tokenize: probe's Client.Tokenize; the runner sets it): the
+	// calibration then learns from it before the first request, and the
+	// prompt's text is its asked length in the server's tokens, rather
+	// than its usage's count (a chat template's tokens included) after
+	// some requests. With no tokenizer (an error) the usage calibrates,
+	// and the run's summary says so (Snapshot.Calibration).
+	ByTokenizer bool
+	Tokenize    func(ctx context.Context, text string) (int, error)
 	// MaxContext is the server's context in tokens, prompt and output
 	// together (0: not known): the calibration keeps a prompt asked to
 	// fit inside it from going past it.

@@ -152,6 +152,10 @@ type Snapshot struct {
 	// those dropped unsent since the start, the warm-up's too, never
 	// reset.
 	ScheduledEver, DroppedEver int64
+
+	// Calibration says how the prompts were calibrated when the server's
+	// tokenizer was tried (Config.Tokenize; empty: it was not).
+	Calibration string
 }
 
 // Limits are the limits that end a run (zero: none).

@@ -107,6 +107,9 @@ type aggregator struct {
 	ahead   [aheadSeconds]int64
 	gaps    []time.Duration // fold's scratch
 	medians []time.Duration // look's scratch
+	// calNote says how the prompts were calibrated, when the tokenizer
+	// was tried (Snapshot.Calibration).
+	calNote string
 	// run accumulates everything since the start or the last reset;
 	// maxInflight is the most requests seen in flight over it.
 	run         *phaseAcc
@@ -616,7 +619,7 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	}
 	a.rebuildSealed()
 
-	s := Snapshot{Elapsed: now, Window: a.window, InFlight: inflight, MaxInFlight: a.maxInflight, Since: a.resetAt}
+	s := Snapshot{Elapsed: now, Window: a.window, InFlight: inflight, MaxInFlight: a.maxInflight, Since: a.resetAt, Calibration: a.calNote}
 	s.Phases = a.summarisePhases(now, current)
 	// The rates are over the measured time alone: the window's over its
 	// part of it, the run's over all of it (see measuredSpans).

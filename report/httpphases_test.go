@@ -74,16 +74,20 @@ func TestTextServerSide(t *testing.T) {
 	}
 	r.Final.Run.CachedTokens, r.Final.Run.CachedOf = 250, 1000
 	r.Final.Run.ServerCounted, r.Final.Run.CountMismatch = 200, 50
+	r.Final.Calibration = "prompts calibrated from the server's usage (/tokenize: \x1b[2J)"
 	var buf bytes.Buffer
 	if err := r.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"where TTFT went (p50 / p99 of the 9 requests with the server's timings): connection 1ms / 9ms · server queue 2ms / 9ms · server prefill 3ms / 9ms · the rest 4ms / 9ms; the client's TTFT less the server's 5ms / 9ms",
-		"prefix cache: 250 of 1000 prompt tokens held (25.0 %)",
+		"prefix cache: 250 of 1000 prompt tokens held (25.0 %)", "prompts calibrated from the server's usage (/tokenize: ",
 		"output tokens: the server's count for 200 streamed requests; the client's own (a token a message) differed from it in 50 (25.0 %)"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, buf.String())
 		}
+	}
+	if strings.Contains(buf.String(), "\x1b") {
+		t.Error("the server's text reached the summary raw")
 	}
 	r = testReport()
 	r.Manifest.Settings = map[string]string{"server-timings": "true"}

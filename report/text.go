@@ -23,6 +23,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if !m.Stream {
 		b.WriteString("not streamed: TTFT, TPOT and ITL are not observable\n")
 	}
+	if c := r.Final.Calibration; c != "" { // the server's words may be in it
+		b.WriteString(sanitize.Text(c) + "\n")
+	}
 	if r.Capacity != nil { // the answer first: a matrix's phases run to hundreds of lines
 		writeCapacity(&b, r.Capacity)
 	}

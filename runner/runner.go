@@ -237,6 +237,9 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 		do = cfg.WrapDo(do)
 	}
 	lc.Do, lc.Target = do, r.target
+	if lc.ByTokenizer {
+		lc.Tokenize = r.client.Tokenize
+	}
 	if lc.MaxContext == 0 {
 		lc.MaxContext = r.context
 	}
