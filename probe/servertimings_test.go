@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/sim"
-	"github.com/infertop/infertop/sim/simtest"
 )
 
 // TestServerTimingsAgainstSim: asked for, the sim's per-request metrics
@@ -21,12 +20,7 @@ import (
 func TestServerTimingsAgainstSim(t *testing.T) {
 	p, _ := sim.Preset("fast")
 	p.Slots = 2 // six at once: some wait in the sim's queue
-	ss := simtest.Start(t, p)
-	c, err := New(Config{URL: ss.ChatURL, Model: p.Model, ServerTimings: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ss, c := simClient(t, p, Config{ServerTimings: true})
 	const n = 12
 	results := make([]Result, n)
 	var wg sync.WaitGroup
@@ -74,9 +68,7 @@ func TestServerTimingsAgainstSim(t *testing.T) {
 	t.Logf("the client-server TTFT gap: p50 %v, max %v", gaps[n/2], gaps[n-1])
 
 	// Not asked for: no metrics.
-	ss2 := simtest.Start(t, p)
-	c2, _ := New(Config{URL: ss2.ChatURL, Model: p.Model})
-	defer c2.Close()
+	_, c2 := simClient(t, p, Config{})
 	if res := c2.Do(context.Background(), Request{Prompt: "x", MaxTokens: 2}); !res.OK() || res.Server.Any() {
 		t.Fatalf("unasked: %v, server timings %+v", res.Class, res.Server)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/infertop/infertop/sim"
-	"github.com/infertop/infertop/sim/simtest"
 )
 
 // TestTokenize: the sim's /tokenize counts as the sim does; a server
@@ -17,12 +16,7 @@ import (
 // ids with their pieces) are counted by their lists.
 func TestTokenize(t *testing.T) {
 	p, _ := sim.Preset("fast")
-	ss := simtest.Start(t, p)
-	c, err := New(Config{URL: ss.ChatURL, Model: p.Model})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := simClient(t, p, Config{})
 	text := "the river and the extraordinarily long sea"
 	if n, err := c.Tokenize(context.Background(), text); err != nil || n != sim.CountTokens(text) {
 		t.Fatalf("sim: %d tokens, %v; want %d", n, err, sim.CountTokens(text))

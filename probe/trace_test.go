@@ -36,12 +36,7 @@ func TestTraceContextFormat(t *testing.T) {
 // the result's, one not given is drawn, and the sim logs the trace id.
 func TestTraceHeaders(t *testing.T) {
 	p, _ := sim.Preset("fast")
-	ss := simtest.Start(t, p)
-	c, err := New(Config{URL: ss.ChatURL, Model: p.Model})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ss, c := simClient(t, p, Config{})
 	given := NewTraceContext(1, 2, 3)
 	res := c.Do(context.Background(), Request{Prompt: "a b c", MaxTokens: 4, Trace: given})
 	if !res.OK() || res.Trace != given {
@@ -93,4 +88,18 @@ func sseServer(t *testing.T, see func(*http.Request)) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/v1/chat/completions"
+}
+
+// simClient starts a sim of p and a client of it, cfg's URL and model
+// set; both end with the test.
+func simClient(t *testing.T, p sim.Params, cfg Config) (*simtest.Server, *Client) {
+	t.Helper()
+	ss := simtest.Start(t, p)
+	cfg.URL, cfg.Model = ss.ChatURL, p.Model
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return ss, c
 }
