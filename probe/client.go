@@ -825,7 +825,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 			u = mergeUsage(u, info.usage)
 		}
 		if !info.output && mayCarryTimings(data) {
-			readServerTimings(data, &res.Server)
+			readServerTimings(&st.timings, data, &res.Server)
 		}
 		finished = finished || info.finished
 		if info.output {
@@ -910,7 +910,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result, ans
 	}
 	res.Inputs = info.vectors
 	if mayCarryTimings(data) {
-		readServerTimings(data, &res.Server)
+		readServerTimings(&st.timings, data, &res.Server)
 	}
 	return info.usage
 }

@@ -2,8 +2,10 @@ package probe
 
 import (
 	"bytes"
-	"encoding/json"
+	"math"
 	"time"
+
+	"github.com/valyala/fastjson"
 )
 
 // ServerTimings is what a server said of its own handling of one
@@ -111,61 +113,51 @@ func mayCarryTimings(data []byte) bool {
 		bytes.Contains(data, []byte(`"cached_tokens"`))
 }
 
-// timingsMsg is the part of a message that holds server timings.
-type timingsMsg struct {
-	Metrics *struct {
-		Queue      *float64 `json:"queue_time_ms"`
-		TTFT       *float64 `json:"time_to_first_token_ms"`
-		Generation *float64 `json:"generation_time_ms"`
-		MeanITL    *float64 `json:"mean_itl_ms"`
-	} `json:"metrics"`
-	Timings *struct {
-		Prompt    *float64 `json:"prompt_ms"`
-		Predicted *float64 `json:"predicted_ms"`
-		CacheN    *float64 `json:"cache_n"`
-	} `json:"timings"`
-	Usage *struct {
-		Details *struct {
-			Cached *float64 `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
-}
-
 // maxServerTime bounds a time a server reports: past it (or negative, or
 // no number) the figure is not believed, and left unknown.
 const maxServerTime = time.Hour
 
-// readServerTimings adds what data says of the server's timings to st.
-// A message that is no JSON object, or a figure out of bounds, adds
-// nothing: a server's timings never fail a request.
-func readServerTimings(data []byte, st *ServerTimings) {
-	var m timingsMsg
-	if json.Unmarshal(data, &m) != nil {
+// readServerTimings adds what data says of the server's timings to st,
+// parsed with p (a reading state's, reused; a message past keepBytes
+// gets a parser of its own, so that the pooled one keeps no large
+// buffer). A message that is no JSON object, or a figure out of bounds,
+// adds nothing: a server's timings never fail a request.
+func readServerTimings(p *fastjson.Parser, data []byte, st *ServerTimings) {
+	if p == nil || len(data) > keepBytes {
+		p = new(fastjson.Parser)
+	}
+	v, err := p.ParseBytes(data)
+	if err != nil || v.Type() != fastjson.TypeObject {
 		return
 	}
-	ms := func(v *float64, d *time.Duration, has *bool) {
-		if v == nil || !(*v >= 0) || *v > float64(maxServerTime/time.Millisecond) {
+	ms := func(x *fastjson.Value, d *time.Duration, has *bool) {
+		if x == nil || x.Type() != fastjson.TypeNumber {
 			return
 		}
-		*d, *has = time.Duration(*v*float64(time.Millisecond)), true
+		f := x.GetFloat64()
+		if !(f >= 0) || f > float64(maxServerTime/time.Millisecond) {
+			return
+		}
+		*d, *has = time.Duration(f*float64(time.Millisecond)), true
 	}
-	count := func(v *float64) {
-		if v != nil && *v >= 0 && *v <= 1<<30 && *v == float64(int(*v)) {
-			st.CachedTokens, st.HasCached = int(*v), true
+	count := func(x *fastjson.Value) {
+		if x == nil || x.Type() != fastjson.TypeNumber {
+			return
+		}
+		if f := x.GetFloat64(); f >= 0 && f <= 1<<30 && f == math.Trunc(f) {
+			st.CachedTokens, st.HasCached = int(f), true
 		}
 	}
-	if x := m.Metrics; x != nil {
-		ms(x.Queue, &st.Queue, &st.HasQueue)
-		ms(x.TTFT, &st.TTFT, &st.HasTTFT)
-		ms(x.Generation, &st.Generation, &st.HasGeneration)
-		ms(x.MeanITL, &st.MeanITL, &st.HasMeanITL)
+	if m := v.Get("metrics"); m != nil && m.Type() == fastjson.TypeObject {
+		ms(m.Get("queue_time_ms"), &st.Queue, &st.HasQueue)
+		ms(m.Get("time_to_first_token_ms"), &st.TTFT, &st.HasTTFT)
+		ms(m.Get("generation_time_ms"), &st.Generation, &st.HasGeneration)
+		ms(m.Get("mean_itl_ms"), &st.MeanITL, &st.HasMeanITL)
 	}
-	if x := m.Timings; x != nil {
-		ms(x.Prompt, &st.Prefill, &st.HasPrefill)
-		ms(x.Predicted, &st.Generation, &st.HasGeneration)
-		count(x.CacheN)
+	if t := v.Get("timings"); t != nil && t.Type() == fastjson.TypeObject {
+		ms(t.Get("prompt_ms"), &st.Prefill, &st.HasPrefill)
+		ms(t.Get("predicted_ms"), &st.Generation, &st.HasGeneration)
+		count(t.Get("cache_n"))
 	}
-	if m.Usage != nil && m.Usage.Details != nil {
-		count(m.Usage.Details.Cached)
-	}
+	count(v.Get("usage", "prompt_tokens_details", "cached_tokens"))
 }

@@ -107,11 +107,11 @@ func TestServerTimingsLlamaCpp(t *testing.T) {
 		}
 		var st ServerTimings
 		if tc.file == "chat-nostream.body" {
-			readServerTimings(body, &st)
+			readServerTimings(nil, body, &st)
 		} else {
 			for _, ev := range splitEvents(body) {
 				if mayCarryTimings(ev) {
-					readServerTimings(ev, &st)
+					readServerTimings(nil, ev, &st)
 				}
 			}
 		}
@@ -126,13 +126,14 @@ func TestServerTimingsLlamaCpp(t *testing.T) {
 }
 
 // TestServerTimingsUntrusted: figures no server could mean are left
-// unknown, and a message that does not decode adds nothing.
+// unknown, the others of their message kept, and a message that does not
+// decode adds nothing.
 func TestServerTimingsUntrusted(t *testing.T) {
 	var st ServerTimings
-	readServerTimings([]byte(`{"metrics":{"queue_time_ms":-5,"time_to_first_token_ms":1e300,"mean_itl_ms":2},"usage":{"prompt_tokens_details":{"cached_tokens":1.5}}}`), &st)
-	readServerTimings([]byte(`{"timings":`), &st)
-	readServerTimings([]byte(`{"metrics":{"generation_time_ms":"x","queue_time_ms":1}}`), &st)
-	if st.HasQueue || st.HasTTFT || st.HasGeneration || st.HasCached || !st.HasMeanITL || st.MeanITL != 2*time.Millisecond {
+	readServerTimings(nil, []byte(`{"metrics":{"queue_time_ms":-5,"time_to_first_token_ms":1e300,"mean_itl_ms":2},"usage":{"prompt_tokens_details":{"cached_tokens":1.5}}}`), &st)
+	readServerTimings(nil, []byte(`{"timings":`), &st)
+	readServerTimings(nil, []byte(`{"metrics":{"generation_time_ms":"x","queue_time_ms":1}}`), &st)
+	if st.Queue != time.Millisecond || st.HasTTFT || st.HasGeneration || st.HasCached || !st.HasMeanITL || st.MeanITL != 2*time.Millisecond {
 		t.Fatalf("%+v", st)
 	}
 	if _, ok := (&Result{HasTTFT: true, Server: st}).SplitTTFT(); ok {
