@@ -101,6 +101,10 @@ func (b *Board) Cut(l *load.Config, requestsGiven bool) error {
 		l.PrefixSeed = &whole
 	}
 	l.Seed = share.Seed(l.Seed)
+	if l.TraceSeed != nil { // each agent's trace ids its own too
+		ts := share.Seed(*l.TraceSeed)
+		l.TraceSeed = &ts
+	}
 	b.seed = l.Seed
 	return nil
 }

@@ -95,6 +95,32 @@ type Exporter struct {
 	// sessions and trace are a sessions run's and a replay's series.
 	sessions *sessionSeries
 	trace    *traceSeries
+
+	// http is the HTTP phases by k6's names (infertop_http_req_blocked_seconds,
+	// ...), of every request that got an answer.
+	http [probe.NumHTTPPhases]prometheus.Histogram
+	// split is the client's TTFT split by where it went (label part),
+	// of every request whose server gave its timings; cached and
+	// cachedOf the prompt tokens its prefix cache held, of those of the
+	// completed requests whose server said.
+	split            *prometheus.HistogramVec
+	cached, cachedOf prometheus.Counter
+}
+
+// splitParts label infertop_ttft_split_seconds, in probe.TTFTSplit's
+// order.
+var splitParts = [...]string{"connection", "queue", "prefill", "rest", "gap"}
+
+// httpPhaseSeries are the HTTP phases' series, in probe.HTTPPhase's
+// order (k6's names, infertop_ before and _seconds after), and what each
+// holds, for its help text.
+var httpPhaseSeries = [probe.NumHTTPPhases]struct{ name, help string }{
+	{"infertop_http_req_blocked_seconds", "start to a connection in hand: the pool's wait, and a new connection's DNS, connect and TLS"},
+	{"infertop_http_req_connecting_seconds", "the TCP connect, 0 on a reused connection"},
+	{"infertop_http_req_tls_handshaking_seconds", "the TLS handshake, 0 on a reused connection"},
+	{"infertop_http_req_sending_seconds", "the connection in hand to the request written"},
+	{"infertop_http_req_waiting_seconds", "the request written to the answer's first byte"},
+	{"infertop_http_req_receiving_seconds", "the answer's first byte to its end"},
 }
 
 // New builds an exporter for the given objectives.
@@ -129,6 +155,18 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 	x.e2e = hist("infertop_e2e_seconds", "Time to the last output-bearing message.", e2eBuckets())
 	x.ttfb = hist("infertop_ttfb_seconds", "Time to the response headers.", ttftBuckets())
 	x.ttfo = hist("infertop_ttfo_seconds", "Time to the answer's first token, after any reasoning (TTFT is the first of either), per completed request.", ttftBuckets())
+	for i, ph := range httpPhaseSeries {
+		x.http[i] = hist(ph.name, "The HTTP phase k6 calls "+probe.HTTPPhase(i).String()+": "+ph.help+"; of every request that got an answer, failed ones too.", ttftBuckets())
+		reg.MustRegister(x.http[i])
+	}
+	x.split = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "infertop_ttft_split_seconds",
+		Help:    "The client's TTFT split by where it went (part: connection, queue, prefill, rest; gap, the client's TTFT less the server's), of every request whose server gave its own timings (--server-timings).",
+		Buckets: ttftBuckets(), NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 160, NativeHistogramMinResetDuration: time.Hour}, []string{"part"})
+	x.cached = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_cached_prompt_tokens_total",
+		Help: "Prompt tokens the server's prefix cache held, by its own count (cached_tokens, llama.cpp's cache_n), of infertop_prompt_tokens_cache_known_total."})
+	x.cachedOf = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_prompt_tokens_cache_known_total",
+		Help: "Prompt tokens of the completed requests whose server said how many its prefix cache held."})
+	reg.MustRegister(x.split, x.cached, x.cachedOf)
 	x.outTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_output_tokens_total",
 		Help: "Output tokens received, counted as they arrive (a token a message, corrected by the server's usage at the end of a request), those of requests that then failed included."})
 	x.inTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_input_tokens_total", Help: "Prompt tokens sent, as the server counted them."})
@@ -173,6 +211,20 @@ func (x *Exporter) Observe(r load.Record) {
 	}
 	if r.Turn > 0 {
 		x.sessions.observe(r)
+	}
+	if p, ok := r.HTTPPhases(); ok {
+		for i, d := range p {
+			x.http[i].Observe(d.Seconds())
+		}
+	}
+	if s, ok := r.SplitTTFT(); ok {
+		for i, d := range [...]time.Duration{s.Connection, s.Queue, s.Prefill, s.Rest, s.Gap} {
+			x.split.WithLabelValues(splitParts[i]).Observe(d.Seconds())
+		}
+	}
+	if r.OK() && r.Server.HasCached && !r.InputEstimated {
+		x.cached.Add(float64(min(r.Server.CachedTokens, r.InputTokens)))
+		x.cachedOf.Add(float64(r.InputTokens))
 	}
 	if !r.OK() {
 		return

@@ -43,6 +43,11 @@ type Config struct {
 	Window time.Duration
 	// Seed makes the prompts repeatable.
 	Seed uint64
+	// TraceSeed, if set, makes the requests' trace ids repeatable (the
+	// traceparent and x-request-id: see probe.TraceContext), drawn from it
+	// and the request's number; nil leaves them random, so that two runs
+	// with the default seed send no trace id twice to a tracing backend.
+	TraceSeed *uint64
 	// MaxRequests ends the run once this many requests have started (0: no
 	// limit); Duration once the run has lasted this long (0: no limit).
 	// Either way no new request starts; those in flight get Drain (0:
@@ -70,6 +75,16 @@ type Config struct {
 	// learning, from the server's reported prompt tokens, how many words
 	// make the asked number of tokens.
 	NoCalibrate bool
+	// ByTokenizer asks for the prompts to be calibrated by the server's
+	// own tokenizer, through Tokenize, which counts a text's tokens (its
+	// /tokenize: probe's Client.Tokenize; the runner sets it): the
+	// calibration then learns from it before the first request, and the
+	// prompt's text is its asked length in the server's tokens, rather
+	// than its usage's count (a chat template's tokens included) after
+	// some requests. With no tokenizer (an error) the usage calibrates,
+	// and the run's summary says so (Snapshot.Calibration).
+	ByTokenizer bool
+	Tokenize    func(ctx context.Context, text string) (int, error)
 	// MaxContext is the server's context in tokens, prompt and output
 	// together (0: not known): the calibration keeps a prompt asked to
 	// fit inside it from going past it.

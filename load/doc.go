@@ -23,6 +23,9 @@
 //	errtable.go   the failures by class, status and message (ErrorCount)
 //	prompt.go     the prompt generator
 //	calibrate.go  learning how many words make a token count
+//	tokenize.go   the calibration through the server's own tokenizer (/tokenize)
+//	httpphases.go where the time went: HTTP phases, the TTFT's split, the cache, whose counts
+//	traceid.go    the requests' trace ids, drawn from a seed
 //	lengths.go    spread prompt and output lengths (Length)
 //	dataset.go    prompts from a file (Dataset)
 //	mix.go        a mix of models by weight (Mix), dealt in seeded blocks

@@ -300,6 +300,9 @@ func (e *Engine) elapsedLocked() time.Duration {
 // in flight, waits for every worker, publishes a last snapshot and closes
 // the subscriptions. It may be called once.
 func (e *Engine) Run(ctx context.Context) error {
+	// Before the lock: the tokenizer's requests must not hold a key or a
+	// snapshot, and the run's clock starts after them.
+	calNote, tokenized := e.tokenizerNote(ctx)
 	e.mu.Lock()
 	if e.started {
 		e.mu.Unlock()
@@ -310,8 +313,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.started, e.runCtx, e.t0, e.cancelReqs = true, reqCtx, time.Now(), cancelReqs
 	agg := newAggregator(e.t0, e.window)
 	agg.goodput, agg.onResult, agg.onProgress = e.cfg.Goodput, e.cfg.OnResult, e.cfg.OnProgress
-	agg.flying = e.board.flying
-	if !e.cfg.NoCalibrate {
+	agg.flying, agg.calNote = e.board.flying, calNote
+	if !e.cfg.NoCalibrate && !tokenized { // the tokenizer's counts are of the text alone: usage's must not mix in
 		agg.cal = &e.cal
 	}
 	e.desk.open()

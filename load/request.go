@@ -63,6 +63,9 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 	if e.mix != nil {
 		req.Model = e.mix.pick(n - 1)
 	}
+	if e.cfg.TraceSeed != nil {
+		req.Trace = traceOf(*e.cfg.TraceSeed, n)
+	}
 	f := sl.take(e.t0)
 	f.phase, f.intended, f.prompt, f.words = ph, intended, promptLen, words
 	f.turn, f.session = 0, 0

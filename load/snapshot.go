@@ -155,6 +155,10 @@ type Snapshot struct {
 	// those dropped unsent since the start, the warm-up's too, never
 	// reset.
 	ScheduledEver, DroppedEver int64
+
+	// Calibration says how the prompts were calibrated when the server's
+	// tokenizer was tried (Config.Tokenize; empty: it was not).
+	Calibration string
 }
 
 // Limits are the limits that end a run (zero: none).
@@ -217,6 +221,23 @@ type Phase struct {
 	// its request then fails: it was measured); TPOT, E2E and the rest
 	// at the completion of each.
 	Latency [NumMetrics]Dist
+	// HTTP holds the phase's HTTP phases (probe.HTTPPhase: k6's
+	// http_req_blocked, ...), over every request that got an answer;
+	// zero where unknown (a merge of agents' results keeps none).
+	HTTP [probe.NumHTTPPhases]Dist
+	// TTFTSplit is the phase's client TTFT split by where it went
+	// (indexed by SplitConnection, ...), over the requests whose server
+	// gave its timings (ServerTimed counts those that gave any).
+	// CachedTokens of CachedOf, the prompt tokens of the completed
+	// requests whose server said how many its prefix cache held, were
+	// held: CachedTokens/CachedOf is the cache's hit rate.
+	TTFTSplit                           [NumSplitParts]Dist
+	ServerTimed, CachedTokens, CachedOf int64
+	// ServerCounted is the completed streamed requests whose output
+	// count is the server's (its usage); CountMismatch those of them
+	// where the client's own count, a token a message, differs from it:
+	// the client's estimate, where it has to stand in, is off that often.
+	ServerCounted, CountMismatch int64
 	// ReasoningTokens is the part of OutTokens spent reasoning; Inputs
 	// the inputs embedded (the embeddings kinds' batches).
 	ReasoningTokens, Inputs int64

@@ -79,6 +79,8 @@ type phaseAcc struct {
 	final   *Phase
 	// encoded keeps the histograms, encoded, once they are released.
 	encoded [NumMetrics][]byte
+	// server is where its requests' time went (nil once released).
+	server *serverAcc
 }
 
 // completionMetrics calls rec with every latency a successful result
@@ -119,6 +121,9 @@ type aggregator struct {
 	ahead   [aheadSeconds]int64
 	gaps    []time.Duration // fold's scratch
 	medians []time.Duration // look's scratch
+	// calNote says how the prompts were calibrated, when the tokenizer
+	// was tried (Snapshot.Calibration).
+	calNote string
 	// run accumulates everything since the start or the last reset;
 	// maxInflight is the most requests seen in flight over it.
 	run         *phaseAcc
@@ -195,7 +200,7 @@ func newAggregator(t0 time.Time, window time.Duration) *aggregator {
 
 // newRunAcc is the whole-run accumulator, a phase with id 0.
 func (a *aggregator) newRunAcc(start time.Duration) *phaseAcc {
-	p := &phaseAcc{info: &phaseInfo{start: start}}
+	p := &phaseAcc{info: &phaseInfo{start: start}, server: newServerAcc()}
 	for m := range NumMetrics {
 		p.hist[m] = newHist()
 	}
@@ -328,6 +333,7 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 			fn(ph)
 		}
 	}
+	both(func(p *phaseAcc) { p.server.record(r) })
 	if n := r.Retries(); n > 0 { // sent again (on a new connection, or by the transport): not a failure, but counted
 		both(func(p *phaseAcc) { p.retried += n })
 	}
@@ -546,7 +552,7 @@ func (a *aggregator) phase(info *phaseInfo) *phaseAcc {
 			break
 		}
 	}
-	p := &phaseAcc{info: info}
+	p := &phaseAcc{info: info, server: newServerAcc()}
 	for m := range NumMetrics {
 		p.hist[m] = a.getHist()
 	}
@@ -629,7 +635,7 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 	}
 	a.rebuildSealed()
 
-	s := Snapshot{Elapsed: now, Window: a.window, InFlight: inflight, MaxInFlight: a.maxInflight, Since: a.resetAt}
+	s := Snapshot{Elapsed: now, Window: a.window, InFlight: inflight, MaxInFlight: a.maxInflight, Since: a.resetAt, Calibration: a.calNote}
 	s.Phases = a.summarisePhases(now, current)
 	// The rates are over the measured time alone: the window's over its
 	// part of it, the run's over all of it (see measuredSpans).
@@ -750,6 +756,7 @@ func (a *aggregator) summarisePhases(now time.Duration, current *phaseInfo) []Ph
 				a.putHist(p.hist[m])
 				p.hist[m] = nil
 			}
+			p.server = nil
 		}
 		out = append(out, ph)
 	}
@@ -776,6 +783,7 @@ func (a *aggregator) summarisePhase(p *phaseAcc, now time.Duration, current bool
 			ph.Latency[m] = summarise(p.hist[m], p.mom[m])
 		}
 	}
+	p.server.fill(&ph)
 	// An ended phase lasts to its end or its last completion, whichever
 	// is later: the load was on until the end even when the last request
 	// came back before it (an open loop at a low rate).

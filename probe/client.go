@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"mime"
 	"net"
@@ -82,6 +83,9 @@ type Config struct {
 	// backend that served it, from a response header or a field of its
 	// messages.
 	SplitBy SplitBy
+	// ServerTimings asks the server for its own timings of each request
+	// (see AskServerTimings; read into Result.Server).
+	ServerTimings bool
 	// DrainWait bounds the wait for what a server sends after its answer
 	// (default DefaultDrainWait); a test of a server that holds the
 	// stream open sets it short instead of waiting a second.
@@ -105,6 +109,9 @@ type Request struct {
 	Answer *AnswerText
 	// out gathers the answer for the judge (BodyOptions.Output); Do's.
 	out *outputTaker
+	// Trace is the request's trace context, sent as its traceparent and
+	// x-request-id (zero: Do draws a random one).
+	Trace TraceContext
 }
 
 // Message is one turn of a conversation.
@@ -177,6 +184,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = 256
+	}
+	if cfg.ServerTimings {
+		cfg.Body.Extra = AskServerTimings(cfg.API, maps.Clone(cfg.Body.Extra))
 	}
 	proto, err := newProtocol(&cfg)
 	if err != nil {
@@ -324,6 +334,7 @@ func (c *Client) setHeaders(h http.Header) {
 type timing struct {
 	mu                                       sync.Mutex
 	dnsStart, connStart, tlsStart, firstByte time.Time
+	gotConn, wrote                           time.Time
 	dns, connect, tls                        time.Duration
 	reused                                   bool
 	written                                  int // attempts written (WroteRequest)
@@ -343,9 +354,9 @@ func (t *timing) trace() *httptrace.ClientTrace {
 		ConnectDone:          func(string, string, error) { t.set(func() { t.connect = time.Since(t.connStart) }) },
 		TLSHandshakeStart:    func() { t.set(func() { t.tlsStart = time.Now() }) },
 		TLSHandshakeDone:     func(tls.ConnectionState, error) { t.set(func() { t.tls = time.Since(t.tlsStart) }) },
-		GotConn:              func(i httptrace.GotConnInfo) { t.set(func() { t.reused = i.Reused }) },
+		GotConn:              func(i httptrace.GotConnInfo) { t.set(func() { t.reused, t.gotConn = i.Reused, time.Now() }) },
 		GotFirstResponseByte: func() { t.set(func() { t.firstByte = time.Now() }) },
-		WroteRequest:         func(httptrace.WroteRequestInfo) { t.set(func() { t.written++ }) },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { t.set(func() { t.written, t.wrote = t.written+1, time.Now() }) },
 	}
 }
 
@@ -377,6 +388,22 @@ func (t *timing) fill(res *Result) {
 	}
 	if !t.firstByte.IsZero() {
 		res.TTFB = t.firstByte.Sub(res.Start)
+	}
+	// The HTTP phases, in order and within TTFB: over HTTP/2 the
+	// transport may write a request again (and call WroteRequest) after
+	// the first byte of an answer to the other attempt, so each is held
+	// between its neighbours.
+	if !t.gotConn.IsZero() {
+		res.Blocked = max(t.gotConn.Sub(res.Start), 0)
+		if res.TTFB > 0 {
+			res.Blocked = min(res.Blocked, res.TTFB)
+		}
+		if !t.wrote.IsZero() {
+			res.Sending = max(t.wrote.Sub(t.gotConn), 0)
+			if res.TTFB > 0 {
+				res.Sending = min(res.Sending, res.TTFB-res.Blocked)
+			}
+		}
 	}
 }
 
@@ -473,8 +500,15 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
+	if req.Trace.IsZero() {
+		req.Trace = randomTrace()
+	}
+	header, sent := traceHeader(c.header, req.Trace)
+	if sent {
+		res.Trace = req.Trace
+	}
 	tr := new(timing)
-	hreq, err := c.newRequest(rctx, tr, body)
+	hreq, err := c.newRequest(rctx, tr, header, body)
 	if err != nil {
 		res.Class, res.Err = Malformed, c.redact(err.Error())
 		return res
@@ -495,7 +529,7 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 		// by a dial the transport started for it, and the fresh attempt's
 		// connection phases are the ones this request's answer paid for.
 		tr = new(timing)
-		if hreq, err = c.newRequest(rctx, tr, body); err == nil {
+		if hreq, err = c.newRequest(rctx, tr, header, body); err == nil {
 			res.Retried = true
 			resp, err = c.fresh.Do(hreq)
 		}
@@ -581,15 +615,17 @@ func sentHTML(ct string) bool {
 	return mt == "text/html"
 }
 
-// newRequest builds the POST of body, traced into tr, under rctx.
-func (c *Client) newRequest(rctx context.Context, tr *timing, body []byte) (*http.Request, error) {
+// newRequest builds the POST of body with header, traced into tr, under
+// rctx.
+func (c *Client) newRequest(rctx context.Context, tr *timing, header http.Header, body []byte) (*http.Request, error) {
 	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, tr.trace()), http.MethodPost, c.cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	// Built once (New), read only: neither http.Client nor the transport
-	// writes to a request's headers without copying them first.
-	hreq.Header = c.header
+	// Built once (New) but for the trace's two (traceHeader), read only:
+	// neither http.Client nor the transport writes to a request's headers
+	// without copying them first.
+	hreq.Header = header
 	hreq.GetBody = func() (io.ReadCloser, error) {
 		if tr.answered() {
 			// A redirect, which noRedirect then refuses: its answer is
@@ -810,6 +846,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, fr framing, res
 		if info.usage != nil {
 			u = mergeUsage(u, info.usage)
 		}
+		if !info.output && mayCarryTimings(data) {
+			readServerTimings(&st.timings, data, &res.Server)
+		}
 		finished = finished || info.finished
 		if info.output {
 			res.Messages++
@@ -895,6 +934,9 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, res *Result, ans
 		out.take(c.proto, data, true)
 	}
 	res.Inputs = info.vectors
+	if mayCarryTimings(data) {
+		readServerTimings(&st.timings, data, &res.Server)
+	}
 	return info.usage
 }
 

@@ -20,6 +20,10 @@ type streamState struct {
 	sse    SSEReader
 	nd     NDJSONReader
 	parser parser
+	// timings parses the messages that carry the server's timings
+	// (readServerTimings): apart from parser, whose values the message's
+	// other readings may still hold.
+	timings fastjson.Parser
 	// bigParse is set by a reader that handed the parser a message longer
 	// than keepBytes from a buffer of its own (readWhole's).
 	bigParse bool

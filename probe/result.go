@@ -83,9 +83,17 @@ type Result struct {
 	Err   string
 	// ID is the response id the server gave, if any.
 	ID string
+	// Trace is the trace context the request was sent with (its
+	// traceparent and x-request-id); zero when the user's own headers
+	// took their place.
+	Trace TraceContext
 	// Connection phases (zero on a reused connection) from httptrace.
 	DNS, Connect, TLS time.Duration
 	ConnReused        bool
+	// Blocked is the time to the connection in hand (GotConn), Sending
+	// from then to the request written (WroteRequest): with TTFB and E2E
+	// they make the HTTP phases (see HTTPPhases).
+	Blocked, Sending time.Duration
 	// RetryAfter is the wait a 429 or 503 asked for.
 	RetryAfter time.Duration
 	// Proto is the HTTP version used ("HTTP/1.1", "HTTP/2.0").
@@ -134,6 +142,10 @@ type Result struct {
 	// Inputs is how many inputs an embeddings request sent, each answered
 	// with its vector (0 for the generating kinds).
 	Inputs int
+	// Server is what the server said of its own handling of the
+	// request (its queue, TTFT, prefill, generation, cached tokens),
+	// where it said it.
+	Server ServerTimings
 	// Unstreamed is true when a streamed answer was asked for and the
 	// server sent a whole one (it ignored "stream"): no TTFT, TPOT or ITL
 	// could be seen.

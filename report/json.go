@@ -9,6 +9,7 @@ import (
 
 	"github.com/infertop/infertop/compare"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sanitize"
 )
 
@@ -104,6 +105,23 @@ type PhaseJSON struct {
 	InputThroughput      float64             `json:"input_throughput"`
 	TotalTokenThroughput float64             `json:"total_token_throughput"`
 	Latency              map[string]DistJSON `json:"latency"`
+	// HTTP is the HTTP phases by k6's name (http_req_blocked, ...),
+	// absent where none is known.
+	HTTP map[string]DistJSON `json:"http,omitempty"`
+	// TTFTSplit is the client's TTFT split by where it went
+	// (connection, queue, prefill, rest, gap), over the ServerTimed
+	// requests whose server gave its timings; absent with none.
+	TTFTSplit   map[string]DistJSON `json:"ttft_split,omitempty"`
+	ServerTimed int64               `json:"server_timed,omitempty"`
+	// CachedPromptTokens of PromptTokensCacheKnown were held by the
+	// server's prefix cache (the completed requests whose server said).
+	CachedPromptTokens     int64 `json:"cached_prompt_tokens,omitempty"`
+	PromptTokensCacheKnown int64 `json:"prompt_tokens_cache_known,omitempty"`
+	// ServerCounted is the completed streamed requests whose output
+	// count is the server's; OutputCountMismatch those of them where the
+	// client's own count (a token a message) differs.
+	ServerCounted       int64 `json:"server_counted_outputs,omitempty"`
+	OutputCountMismatch int64 `json:"output_count_mismatch,omitempty"`
 }
 
 func phaseJSON(p load.Phase) PhaseJSON {
@@ -120,6 +138,42 @@ func phaseJSON(p load.Phase) PhaseJSON {
 	}
 	if rate, ok := p.InvalidRate(); ok {
 		out.Output = &OutputJSON{Valid: p.Valid, Invalid: p.Invalid, InvalidRate: rate}
+	}
+	out.HTTP = httpPhasesJSON(p.HTTP)
+	if p.TTFTSplit[load.SplitGap].Count > 0 {
+		out.TTFTSplit = make(map[string]DistJSON, load.NumSplitParts)
+		for i, k := range SplitKeys() {
+			out.TTFTSplit[k] = dist(p.TTFTSplit[i])
+		}
+	}
+	out.ServerTimed, out.CachedPromptTokens, out.PromptTokensCacheKnown = p.ServerTimed, p.CachedTokens, p.CachedOf
+	out.ServerCounted, out.OutputCountMismatch = p.ServerCounted, p.CountMismatch
+	return out
+}
+
+// SplitKeys are the keys of PhaseJSON.TTFTSplit, in load's order
+// (load.SplitConnection, ...).
+func SplitKeys() []string { return []string{"connection", "queue", "prefill", "rest", "gap"} }
+
+// HTTPPhaseKeys are the keys of PhaseJSON.HTTP, k6's names, in the
+// order a request goes through its phases.
+func HTTPPhaseKeys() []string {
+	out := make([]string, probe.NumHTTPPhases)
+	for i := range out {
+		out[i] = probe.HTTPPhase(i).String()
+	}
+	return out
+}
+
+// httpPhasesJSON is the HTTP phases by their k6 names; nil when no
+// request of the phase got an answer, or none was measured (a merge).
+func httpPhasesJSON(h [probe.NumHTTPPhases]load.Dist) map[string]DistJSON {
+	if h[probe.Blocked].Count == 0 {
+		return nil
+	}
+	out := make(map[string]DistJSON, len(h))
+	for i, d := range h {
+		out[probe.HTTPPhase(i).String()] = dist(d)
 	}
 	return out
 }

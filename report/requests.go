@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sanitize"
 )
 
@@ -163,6 +164,33 @@ type RequestLine struct {
 	// says it called a tool. Empty where nothing was judged.
 	Output   string `json:"output,omitempty"`
 	ToolCall bool   `json:"tool_call,omitempty"`
+
+	// InputEstimated: the server gave no prompt count (input_tokens is 0,
+	// or the client's words); output_estimated says the same of the output.
+	InputEstimated bool `json:"input_estimated,omitempty"`
+	// TraceID is the trace id of the request's traceparent, sent as its
+	// x-request-id too: the key that finds it in the server's logs and
+	// traces (absent when the user's own headers took their place).
+	TraceID string `json:"trace_id,omitempty"`
+	// The HTTP phases k6 names http_req_blocked, _sending, _waiting and
+	// _receiving (probe.HTTPPhase; connecting and TLS are connect_ms and
+	// tls_ms): absent when no answer came.
+	Blocked   *float64 `json:"blocked_ms,omitempty"`
+	Sending   *float64 `json:"sending_ms,omitempty"`
+	Waiting   *float64 `json:"waiting_ms,omitempty"`
+	Receiving *float64 `json:"receiving_ms,omitempty"`
+	// The server's own timings of the request (probe.ServerTimings),
+	// where it gave them: its queue, its TTFT, its prefill (its TTFT less
+	// its queue, or its own prompt time), its generation and mean ITL,
+	// the prompt tokens its cache held; TTFTGap is the client's TTFT less
+	// the server's (the network, HTTP and streaming).
+	ServerQueue      *float64 `json:"server_queue_ms,omitempty"`
+	ServerTTFT       *float64 `json:"server_ttft_ms,omitempty"`
+	ServerPrefill    *float64 `json:"server_prefill_ms,omitempty"`
+	ServerGeneration *float64 `json:"server_generation_ms,omitempty"`
+	ServerMeanITL    *float64 `json:"server_mean_itl_ms,omitempty"`
+	CachedTokens     *int     `json:"cached_tokens,omitempty"`
+	TTFTGap          *float64 `json:"ttft_gap_ms,omitempty"`
 }
 
 // Write logs one request; it reaches the file within FlushEvery. Once
@@ -193,10 +221,16 @@ func (l *RequestsLog) Write(r load.Record) {
 		v := ms(r.TTFT)
 		line.TTFT = &v
 	}
+	if p, ok := r.HTTPPhases(); ok {
+		v := [4]float64{ms(p[probe.Blocked]), ms(p[probe.Sending]), ms(p[probe.Waiting]), ms(p[probe.Receiving])}
+		line.Blocked, line.Sending, line.Waiting, line.Receiving = &v[0], &v[1], &v[2], &v[3]
+	}
 	if tpot, ok := r.TPOT(); ok {
 		v := ms(tpot)
 		line.TPOT = &v
 	}
+	line.TraceID, line.InputEstimated = r.Trace.ID(), r.InputEstimated
+	line.server(&r.Result)
 	r.ITLs(func(d time.Duration) { line.ITL = append(line.ITL, ms(d)) })
 	b, err := json.Marshal(line)
 	b = sanitize.JSON(b) // the server's text (an error, an id): safe to cat
@@ -219,6 +253,33 @@ func (l *RequestsLog) Write(r load.Record) {
 		case l.wake <- struct{}{}:
 		default: // the writer is woken already
 		}
+	}
+}
+
+// server sets the line's server timings from r's, those it has.
+func (line *RequestLine) server(r *probe.Result) {
+	sv := &r.Server
+	if !sv.Any() {
+		return
+	}
+	opt := func(d time.Duration, has bool) *float64 {
+		if !has {
+			return nil
+		}
+		v := ms(d)
+		return &v
+	}
+	line.ServerQueue = opt(sv.Queue, sv.HasQueue)
+	line.ServerTTFT = opt(sv.TTFT, sv.HasTTFT)
+	line.ServerPrefill = opt(sv.ServerPrefill())
+	line.ServerGeneration = opt(sv.Generation, sv.HasGeneration)
+	line.ServerMeanITL = opt(sv.MeanITL, sv.HasMeanITL)
+	if sv.HasCached {
+		n := sv.CachedTokens
+		line.CachedTokens = &n
+	}
+	if s, ok := r.SplitTTFT(); ok {
+		line.TTFTGap = opt(s.Gap, true)
 	}
 }
 

@@ -77,8 +77,8 @@ func TestRequestsLog(t *testing.T) {
 	tick := make(chan time.Time)
 	stopped := false
 	l := newRequestsLog(s, bigBounds(), tick, func() { stopped = true })
-	ok := probe.Result{Status: 200, HasTTFT: true, TTFT: 20 * time.Millisecond,
-		E2E: 45 * time.Millisecond, OutputTokens: 3, Messages: 3}
+	ok := probe.Result{Status: 200, HasTTFT: true, TTFT: 20 * time.Millisecond, TTFB: 10 * time.Millisecond, Blocked: time.Millisecond, Sending: time.Millisecond,
+		E2E: 45 * time.Millisecond, OutputTokens: 3, Messages: 3, Trace: probe.NewTraceContext(0xab, 0xcd, 1)}
 	l.Write(load.Record{Result: ok, Live: replayed(ok.TTFT, 30*time.Millisecond, 45*time.Millisecond), Phase: 1, Knobs: load.Knobs{Concurrency: 2}, Good: true})
 	tickTwice(tick) // the first tick: the writer waits on the second while the line is written
 	if got := strings.Count(s.String(), "\n"); got != 1 {
@@ -103,6 +103,12 @@ func TestRequestsLog(t *testing.T) {
 	json.Unmarshal([]byte(lines[1]), &second)
 	if first["ttft_ms"] != 20.0 || first["tpot_ms"] != 12.5 || len(first["itl_ms"].([]any)) != 2 || first["good"] != true {
 		t.Errorf("first %v", first)
+	}
+	if first["blocked_ms"] != 1.0 || first["waiting_ms"] != 8.0 || first["receiving_ms"] != 35.0 || second["waiting_ms"] != nil {
+		t.Errorf("HTTP phases: %v %v %v, a request without an answer's %v", first["blocked_ms"], first["waiting_ms"], first["receiving_ms"], second["waiting_ms"])
+	}
+	if first["trace_id"] != "00000000000000ab00000000000000cd" || second["trace_id"] != nil {
+		t.Errorf("trace ids: %v, %v (none sent)", first["trace_id"], second["trace_id"])
 	}
 	if first["turn"] != nil || second["turn"] != 3.0 || second["session_s"] != 1.5 {
 		t.Errorf("turns: a plain request's %v, a session's %v (session %v)", first["turn"], second["turn"], second["session_s"])

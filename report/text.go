@@ -23,6 +23,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if !m.Stream {
 		b.WriteString("not streamed: TTFT, TPOT and ITL are not observable\n")
 	}
+	if c := r.Final.Calibration; c != "" { // the server's words may be in it
+		b.WriteString(sanitize.Text(c) + "\n")
+	}
 	if r.Capacity != nil { // the answer first: a matrix's phases run to hundreds of lines
 		writeCapacity(&b, r.Capacity)
 	}
@@ -60,6 +63,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "\nWhole run%s · %s\n", since, r.Final.Run.Duration.Round(time.Millisecond))
 	writeCounts(&b, r.Final)
 	writeFigures(&b, r.Final.Run)
+	writeServerSide(&b, r.Final.Run, m.Settings["server-timings"] == "true")
 	if r.Energy != nil {
 		writeEnergy(&b, r.Energy.Source, r.Energy.Run)
 	}

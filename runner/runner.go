@@ -244,6 +244,9 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 		// shrink the text to nothing. The prompt knob is the text's.
 		lc.NoCalibrate = true
 	}
+	if lc.ByTokenizer {
+		lc.Tokenize = r.client.Tokenize
+	}
 	if lc.MaxContext == 0 {
 		lc.MaxContext = r.context
 	}

@@ -55,6 +55,7 @@ func New(p Params) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/embeddings", s.handleGenerate(kindEmbed))
 	s.mux.HandleFunc("POST /api/embed", s.handleGenerate(kindOllamaEmbed))
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
+	s.mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("GET /dcgm", s.handleDCGM)
@@ -237,6 +238,9 @@ type genRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	// IncludeMetrics asks for the per-request metrics (vLLM's), sent
+	// before the end of a stream (withMetrics).
+	IncludeMetrics bool `json:"include_metrics"`
 }
 
 // handleModels lists the model, then its adapters as vLLM lists LoRA
@@ -271,6 +275,7 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		arrived := arrival(r, time.Now())
 		id := s.nextID.Add(1)
+		traceID, requestID := traceOf(w, r)
 		// Routed first, so that every answer of the pod, its refusals
 		// too, says which build gave it, as a real pod's would.
 		canary := s.toCanary(id, arrived)
@@ -377,10 +382,11 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 		}
 		q := &seq{prompt: prompt, maxTokens: maxTokens, prefillLeft: prompt - cached, arrived: arrived, wake: make(chan struct{}, 1), embed: kind.embeds(), pace: 1 / slowdown}
 		q.queued.Store(-1)
-		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary, Inputs: inputs, Model: served}
+		rec := Record{ID: id, API: kind.String(), Arrived: arrived, PromptTokens: prompt, CachedTokens: cached, Stream: req.Stream, Canary: canary, Inputs: inputs, Model: served,
+			TraceID: traceID, RequestID: requestID}
 		pod.submit(q)
 		g := &generation{s: s, kind: kind, id: id, q: q, rec: &rec, fault: fault, fp: fp, model: served, st: st,
-			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, base64: kind == kindEmbed && req.EncodingFormat == "base64"}
+			usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, metrics: req.IncludeMetrics, base64: kind == kindEmbed && req.EncodingFormat == "base64"}
 		if kind.reasons() && st == nil {
 			g.reasoning = s.p.Reasoning.of(maxTokens)
 		}
@@ -550,6 +556,7 @@ type generation struct {
 	q        *seq
 	rec      *Record
 	usage    bool
+	metrics  bool        // per-request metrics asked for (include_metrics)
 	fault    int         // index in faultNames, -1 for none
 	fp       string      // system_fingerprint ("" for none)
 	model    string      // the model or adapter served, as the answers name it
@@ -696,6 +703,9 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 		// flush (on a busy machine, milliseconds later), and a record
 		// must never end after its client saw the tokens.
 		now := time.Now()
+		if done && g.metrics { // the record's times as this write stamps them
+			buf = g.withMetrics(buf, enc, now, n)
+		}
 		if _, err := out.Write(buf); err != nil {
 			g.abandon()
 			return
@@ -785,6 +795,10 @@ type Record struct {
 	ReasoningTokens int
 	// Inputs is the batch of an embeddings request (1 for the others).
 	Inputs int
+	// TraceID is the trace id of the request's W3C traceparent (empty:
+	// none, or not a valid one); RequestID its x-request-id, which the
+	// answer echoes (see traceOf).
+	TraceID, RequestID string
 }
 
 // TTFO is the server-side time to the first token of the answer.

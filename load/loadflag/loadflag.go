@@ -67,8 +67,9 @@ func (f *Flags) addLengths(fs *pflag.FlagSet) {
 	fs.StringVar(&f.datasetPath, "dataset", "", "prompts from a JSONL file ({\"prompt\"} or {\"messages\"} a line) or a ShareGPT JSON file, shuffled by --seed")
 	fs.IntVar(&l.PrefixTokens, "prefix-tokens", 0, "start every prompt with the same text of about N tokens (prefix-cache experiments)")
 	fs.IntVar(&l.PrefixGroups, "prefix-groups", 0, "with --prefix-tokens: G distinct prefixes, each shared by every G-th request (G system prompts)")
+	fs.BoolVar(&l.ByTokenizer, "calibrate-by-tokenizer", false, "calibrate the prompts by the server's /tokenize (vLLM, SGLang, llama.cpp) before the first request: their text is --prompt-tokens of its tokens; without one, by its usage as usual")
 	fs.BoolVar(&l.NoCalibrate, "no-calibrate", false, "send the asked number of words instead of learning the server's tokens per word from its usage")
-	fs.Uint64Var(&l.Seed, "seed", 1, "seed for prompt synthesis")
+	fs.Uint64Var(&l.Seed, "seed", 1, "seed for prompt synthesis and, when given, the requests' trace ids (traceparent, x-request-id; else random)")
 }
 
 // addLimits: when the run is over.
@@ -94,6 +95,10 @@ func (f *Flags) Config() (load.Config, error) {
 		return l, errors.New("give --drain or --no-drain, not both")
 	case f.fs.Changed("burstiness") && l.Arrivals.Kind != "gamma":
 		return l, fmt.Errorf("--burstiness shapes gamma arrivals only: add --arrivals gamma (now %s)", l.Arrivals.Kind)
+	}
+	if f.fs.Changed("seed") {
+		seed := l.Seed
+		l.TraceSeed = &seed
 	}
 	if f.fs.Changed("drain") && l.Drain == 0 {
 		l.NoDrain = true // no drain is what a zero drain says; the engine's zero is its default

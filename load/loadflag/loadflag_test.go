@@ -70,3 +70,16 @@ func TestHeadlessWindow(t *testing.T) {
 		t.Errorf("--window 45s: %v", err)
 	}
 }
+
+// TestSeedSeedsTraces: --seed given makes the trace ids repeatable; the
+// default seed leaves them random.
+func TestSeedSeedsTraces(t *testing.T) {
+	c, err := parsed(t).Config()
+	if err != nil || c.TraceSeed != nil {
+		t.Fatalf("no --seed: trace seed %v, %v", c.TraceSeed, err)
+	}
+	c, err = parsed(t, "--seed", "1").Config()
+	if err != nil || c.TraceSeed == nil || *c.TraceSeed != 1 {
+		t.Fatalf("--seed 1: trace seed %v, %v", c.TraceSeed, err)
+	}
+}

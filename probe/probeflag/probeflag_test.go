@@ -30,3 +30,20 @@ func TestSecretsStayOut(t *testing.T) {
 		t.Errorf("stored header %q", v)
 	}
 }
+
+// TestServerTimingsAsked: --server-timings reaches the client's
+// configuration, which asks once the API is known (probe.New); without
+// it nothing is asked.
+func TestServerTimingsAsked(t *testing.T) {
+	for _, args := range [][]string{{"--server-timings"}, nil} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		f := Add(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		c, err := f.Config("", func(string) string { return "" })
+		if err != nil || c.ServerTimings != (args != nil) || c.Body.Extra != nil {
+			t.Errorf("%v: server timings %v, extra %v, %v", args, c.ServerTimings, c.Body.Extra, err)
+		}
+	}
+}

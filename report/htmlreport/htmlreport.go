@@ -158,6 +158,31 @@ func (r pageRun) Res() *report.InfertopJSON { return &r.res.Infertop }
 func (r pageRun) Reasoning() bool { return r.res.Infertop.Run.ReasoningTokens > 0 }
 
 // Rows are the summary table's rows: every phase, then the run.
+// httpRow is one HTTP phase of the run, by k6's name.
+type httpRow struct {
+	Name string
+	D    report.DistJSON
+}
+
+// HTTPPhases is the run's HTTP phases in the order a request goes
+// through them (none in a result that has none: a merge, an old file).
+func (r pageRun) HTTPPhases() []httpRow { return rows(r.res.Infertop.Run.HTTP, report.HTTPPhaseKeys()) }
+
+// TTFTSplit is the run's TTFT split by where it went (none without the
+// server's timings).
+func (r pageRun) TTFTSplit() []httpRow { return rows(r.res.Infertop.Run.TTFTSplit, report.SplitKeys()) }
+
+// rows is m's distributions in the order of keys, those it has.
+func rows(m map[string]report.DistJSON, keys []string) []httpRow {
+	var out []httpRow
+	for _, k := range keys {
+		if d, ok := m[k]; ok {
+			out = append(out, httpRow{k, d})
+		}
+	}
+	return out
+}
+
 func (r pageRun) Rows() []report.PhaseJSON {
 	return append(append([]report.PhaseJSON(nil), r.res.Infertop.Phases...), r.res.Infertop.Run)
 }

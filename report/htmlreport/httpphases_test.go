@@ -1,0 +1,50 @@
+package htmlreport
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/infertop/infertop/report"
+)
+
+// TestHTTPPhasesTable: a result with the run's HTTP phases shows them in
+// a request's order; one without shows no table.
+func TestHTTPPhasesTable(t *testing.T) {
+	var res struct {
+		Infertop report.InfertopJSON `json:"infertop"`
+	}
+	if err := json.Unmarshal([]byte(minimal), &res); err != nil {
+		t.Fatal(err)
+	}
+	res.Infertop.Run.HTTP = map[string]report.DistJSON{}
+	for i, k := range report.HTTPPhaseKeys() {
+		res.Infertop.Run.HTTP[k] = report.DistJSON{Count: 7, P50: float64(i + 1), P99: 40}
+	}
+	res.Infertop.Run.TTFTSplit = map[string]report.DistJSON{"connection": {Count: 7}, "queue": {Count: 7}, "prefill": {Count: 7}, "rest": {Count: 7}, "gap": {Count: 7}}
+	doc, _ := json.Marshal(res)
+	var out bytes.Buffer
+	if err := Write(&out, []Run{{Name: "a", JSON: doc}}); err != nil {
+		t.Fatal(err)
+	}
+	page := out.String()
+	at := -1
+	for _, k := range report.HTTPPhaseKeys() {
+		i := strings.Index(page, `<td class="text">`+k+`</td>`)
+		if i < at {
+			t.Fatalf("%s missing or out of order", k)
+		}
+		at = i
+	}
+	if !strings.Contains(page, "Where the time went: HTTP phases") || !strings.Contains(page, "Where TTFT went, by the server") || !strings.Contains(page, `<td class="text">prefill</td>`) {
+		t.Error("no heading, or no TTFT split")
+	}
+	out.Reset()
+	if err := Write(&out, []Run{{Name: "b", JSON: []byte(minimal)}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "http_req_blocked") || strings.Contains(out.String(), "Where TTFT went") {
+		t.Error("a result without HTTP phases drew their table")
+	}
+}

@@ -1,0 +1,34 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/infertop/infertop/load"
+)
+
+// writeServerSide says where the run's TTFT went, by the server's own
+// timings, and how much of its prompts the server's prefix cache held;
+// one line that the server offered no timings when --server-timings
+// asked for them (asked is the flag's setting) and no answer had any.
+func writeServerSide(b *strings.Builder, p load.Phase, asked bool) {
+	sp := p.TTFTSplit
+	if n := sp[load.SplitGap].Count; n > 0 {
+		pair := func(d load.Dist) string {
+			return fmt.Sprintf("%s / %s", d.P50.Round(10*time.Microsecond), d.P99.Round(10*time.Microsecond))
+		}
+		fmt.Fprintf(b, "  where TTFT went (p50 / p99 of the %d requests with the server's timings): connection %s · server queue %s · server prefill %s · the rest %s; the client's TTFT less the server's %s\n",
+			n, pair(sp[load.SplitConnection]), pair(sp[load.SplitQueue]), pair(sp[load.SplitPrefill]), pair(sp[load.SplitRest]), pair(sp[load.SplitGap]))
+	} else if asked && p.Completed > 0 && p.ServerTimed == 0 {
+		b.WriteString("  server timings: not offered by this server (--server-timings asked; no answer carried them)\n")
+	}
+	if n := p.ServerCounted; n > 0 {
+		fmt.Fprintf(b, "  output tokens: the server's count for %d streamed requests; the client's own (a token a message) differed from it in %d (%.1f %%)\n",
+			n, p.CountMismatch, 100*float64(p.CountMismatch)/float64(n))
+	}
+	if p.CachedOf > 0 {
+		fmt.Fprintf(b, "  prefix cache: %d of %d prompt tokens held (%.1f %%), by the server's count\n",
+			p.CachedTokens, p.CachedOf, 100*float64(p.CachedTokens)/float64(p.CachedOf))
+	}
+}
