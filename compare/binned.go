@@ -218,8 +218,21 @@ func (b *Binned) tallies(st Stat) [2]tally {
 			}
 		}
 		t.first, t.last = secs.first, secs.last
-		if !st.ErrorRate {
-			t.c = vc.counts()
+		// The design effect over the same seconds (see dependence.go).
+		each := func(yield func(int32, float64, int64)) {
+			for _, c := range src(&b.sides[i]) {
+				if c.sec >= from {
+					yield(c.sec, c.v, c.n)
+				}
+			}
+		}
+		if st.ErrorRate {
+			t.deff = designEffect(each, 0.5)
+			continue
+		}
+		t.c = vc.counts()
+		if x, _, ok := t.c.Quantile(st.Q); ok {
+			t.c.DesignEffect = designEffect(each, x)
 		}
 	}
 	return out

@@ -72,7 +72,7 @@ func judgeAnytime(st Stat, t [2]tally, alpha float64, minSeconds int) Result {
 		if r.NBaseline < st.minSamples() || r.NCanary < st.minSamples() || r.Seconds < minSeconds {
 			return r
 		}
-		iv, ok = RateInterval(t[0].failed, t[0].total, t[1].failed, t[1].total, alpha)
+		iv, ok = rateInterval([2]rateSide{t[0].rates(), t[1].rates()}, alpha)
 	} else {
 		var jb, jc int
 		r.Baseline, jb, _ = t[0].c.Quantile(st.Q)
