@@ -65,7 +65,7 @@ test-endurance:
 # the two sims' timing (one of two identical sims was 10-16 % slower at
 # TTFT p50 under it). -v for the figures (the count, the time to verdict).
 test-compare:
-	INFERTOP_COMPARE=1 go test -count=1 -v -timeout 10m -run 'TestPairFalsePositives|TestPairDefaultSim' ./session
+	INFERTOP_COMPARE=1 go test -count=1 -v -timeout 10m -run 'TestPairFalsePositives|TestPairAnytimeFalsePositives|TestPairDefaultSim' ./session
 
 # The guides' commands: every ```sh sim block of README.md and
 # docs/guide run as written, in bash, against the embedded sim (or the
