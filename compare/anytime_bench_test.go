@@ -55,3 +55,17 @@ func filledSamples(n int) *Samples {
 	}
 	return s
 }
+
+// BenchmarkDesignEffect: one side's design effect over a full ring (a
+// look makes one for each statistic and side).
+func BenchmarkDesignEffect(b *testing.B) {
+	r := newRing(DefaultSamples)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := range DefaultSamples {
+		r.add(sample{int32(i / perSecond), rng.ExpFloat64()})
+	}
+	b.ResetTimer()
+	for range b.N {
+		ringDeff(r, 1)
+	}
+}

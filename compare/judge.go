@@ -40,7 +40,7 @@ const (
 	// Method is the bootstrap's, the default.
 	Method = "paired block bootstrap over the seconds both sides ran (percentile intervals, Bonferroni over the statistics)"
 	// AnytimeMethod is the confidence sequences' (Options.Anytime).
-	AnytimeMethod = "anytime-valid confidence sequences, valid at every look (quantiles: Howard & Ramdas 2022, beta-binomial mixtures from counts per value; error rate: Robbins' mixture martingale), Bonferroni over the statistics"
+	AnytimeMethod = "anytime-valid confidence sequences, valid at every look (quantiles: Howard & Ramdas 2022, beta-binomial mixtures from counts per value; error rate: Robbins' mixture martingale), each side read at its design effect over blocks of seconds, Bonferroni over the statistics"
 )
 
 // judgeAnytime judges one statistic from both sides' tallies with a
