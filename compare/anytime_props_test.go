@@ -351,7 +351,7 @@ func aaRun(seed uint64, kind streamKind, stats []Stat, alpha float64, independen
 // the bootstrap read every second on the same streams (slow: a
 // bootstrap a look). The figures are logged; the bounds asserted are
 // loose guards against a regression of the method (measured 2026-12-03,
-// with the design effect: TPOT p50 29 s, TTFT p99 265 s lognormal, the
+// with the design effect: TPOT p50 34 s, TTFT p99 272 s lognormal, the
 // bootstrap's 20 s and 47 s; the heavy tail's p99 moves by a fifth of
 // its probability only, and takes far longer: past 600 s). TTFT p99's
 // goal of 60 s is out of reach of any sequence at this level: at the

@@ -25,14 +25,20 @@ func TestDesignEffect(t *testing.T) {
 		}
 		return r
 	}
-	// Over 40 blocks the estimate's spread is about a quarter (0.23): the
-	// mean of forty has one of 0.04 (measured: 1.004 over 400).
-	var sum float64
+	// Independent: the estimate over 5 s blocks is about one (1.004 on
+	// average over 400 rings), the reading an upper bound a little above.
+	var sum, sumBlocks float64
 	for range 40 {
-		sum += ringDeff(fill(0), 1)
+		r := fill(0)
+		sum += ringDeff(r, 1)
+		d, _ := dispersion(r5(r))
+		sumBlocks += d
 	}
-	if d := sum / 40; d < 0.88 || d > 1.12 {
-		t.Errorf("independent requests: design effect %.2f on average, want about 1", d)
+	if d := sumBlocks / 40; d < 0.88 || d > 1.12 {
+		t.Errorf("independent requests: design effect %.2f over 5 s blocks on average, want about 1", d)
+	}
+	if d := sum / 40; d < 1 || d > 1.3 {
+		t.Errorf("independent requests: read at %.2f on average, want a little above 1", d)
 	}
 	cor := fill(0.3)
 	if d := ringDeff(cor, 1); d < 3 {
@@ -88,4 +94,20 @@ func TestSamplesAnytimeOff(t *testing.T) {
 			t.Errorf("SetAnytime(%v): counted per value %v, TTFT p50 %v", on, counted, r.Verdict)
 		}
 	}
+}
+
+// r5 is a ring's samples counted over blocks of 5 s.
+func r5(r *ring) []block {
+	var out []block
+	for _, s := range r.items() {
+		i := int(s.sec / 5)
+		for len(out) <= i {
+			out = append(out, block{})
+		}
+		out[i].n++
+		if s.v <= 1 {
+			out[i].k++
+		}
+	}
+	return out
 }
