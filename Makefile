@@ -60,8 +60,10 @@ test-endurance:
 
 # The comparison's properties against real sims in a stage of their own
 # (.ci/run runs it after test-endurance): 100 runs of two identical sims,
-# twenty pairs at a time, called worse in at most 7; a canary 20 % slower
-# than the default sim called so within 60 s. Without -race: it distorts
+# twenty pairs at a time, called worse in at most 7 by the bootstrap; ten
+# identical pairs read every second for 80 s by the confidence sequences,
+# never called (80 s more); a canary 20 % slower than the default sim
+# called so within 60 s. Without -race: it distorts
 # the two sims' timing (one of two identical sims was 10-16 % slower at
 # TTFT p50 under it). -v for the figures (the count, the time to verdict).
 test-compare:
