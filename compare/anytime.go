@@ -43,6 +43,11 @@ type Counts struct {
 	// previous bucket's upper bound, 0 for the first). Nil: each value is
 	// exact (or within the histogram's precision, 0.1 %).
 	Lower []float64
+	// DesignEffect, when above one, says the requests are not
+	// independent: their counts vary D times as much as independent
+	// requests' would (see dependence.go), and the sequences read the
+	// side as Total()/D requests. 0 or 1: independent.
+	DesignEffect float64
 }
 
 // Total is the requests counted.
@@ -110,6 +115,7 @@ const optSamples = 1000
 type betaMix struct {
 	a, b, p float64
 	n       int64
+	w       float64 // the weight log M is read at (see weight)
 	c0      float64 // -lbeta(a, b)
 	lpq     float64 // log(p/(1-p))
 }
@@ -127,7 +133,7 @@ func newQuantileMix(p float64, n int64, alpha float64) betaMix {
 }
 
 func newBetaMix(a, b, p float64, n int64) betaMix {
-	return betaMix{a: a, b: b, p: p, n: n, c0: -lbeta(a, b), lpq: math.Log(p / (1 - p))}
+	return betaMix{a: a, b: b, p: p, n: n, w: 1, c0: -lbeta(a, b), lpq: math.Log(p / (1 - p))}
 }
 
 func lbeta(a, b float64) float64 {
@@ -137,16 +143,16 @@ func lbeta(a, b float64) float64 {
 	return la + lb - lab
 }
 
-// logM is log M(K).
+// logM is log M(K), times the weight.
 func (m betaMix) logM(k int64) float64 {
 	kf, nf := float64(k), float64(m.n)
-	return lbeta(m.a+kf, m.b+nf-kf) + m.c0 - kf*math.Log(m.p) - (nf-kf)*math.Log1p(-m.p)
+	return m.w * (lbeta(m.a+kf, m.b+nf-kf) + m.c0 - kf*math.Log(m.p) - (nf-kf)*math.Log1p(-m.p))
 }
 
 // step is log M(K+1) - log M(K): the ratio of beta functions is
 // (a+K)/(b+n-K-1), so a walk along K costs a logarithm a step.
 func (m betaMix) step(k int64) float64 {
-	return math.Log((m.a+float64(k))/(m.b+float64(m.n-k)-1)) - m.lpq
+	return m.w * (math.Log((m.a+float64(k))/(m.b+float64(m.n-k)-1)) - m.lpq)
 }
 
 // qArm is one side of a quantile's comparison: its counts, cumulated,
@@ -177,6 +183,7 @@ func newQArm(c Counts, p, alpha float64) *qArm {
 		a.cum[i] = s
 	}
 	a.mix = newQuantileMix(p, s, alpha)
+	a.mix.w = weight(c.DesignEffect)
 	// The least of a convex sequence: walk downhill from np.
 	k := min(max(int64(p*float64(s)), 0), s)
 	g := a.mix.logM(k)
@@ -534,12 +541,26 @@ func bisect(out, in, tol float64, ok func(float64) bool) float64 {
 // is convex in θ, so the least over θ is convex in d and the interval an
 // interval (each end found by bisection to 1e-6).
 func RateInterval(failedB, totalB, failedC, totalC int64, alpha float64) (Interval, bool) {
-	if totalB <= 0 || totalC <= 0 {
+	return rateInterval([2]rateSide{{failedB, totalB, 1}, {failedC, totalC, 1}}, alpha)
+}
+
+// rateSide is one side's failed and all requests, and the weight its
+// evidence is read at (see weight: 1 for independent requests).
+type rateSide struct {
+	failed, total int64
+	w             float64
+}
+
+func (r rateSide) rate() float64 { return float64(r.failed) / float64(r.total) }
+
+// rateInterval is RateInterval over weighted sides.
+func rateInterval(s [2]rateSide, alpha float64) (Interval, bool) {
+	if s[0].total <= 0 || s[1].total <= 0 {
 		return Interval{}, false
 	}
-	t := rateT(failedB, totalB, failedC, totalC)
+	t := rateT(s)
 	limit := math.Log(1 / alpha)
-	d := float64(failedC)/float64(totalC) - float64(failedB)/float64(totalB)
+	d := s[1].rate() - s[0].rate()
 	iv := Interval{Delta: d, Lo: -1, Hi: 1}
 	in := func(x float64) bool { return t(x) < limit }
 	if !in(d) { // cannot happen: at the rates seen both are least
@@ -554,25 +575,24 @@ func RateInterval(failedB, totalB, failedC, totalC int64, alpha float64) (Interv
 	return iv, true
 }
 
-// rateExcludes reports whether RateInterval's interval lies wholly above
+// rateExcludes reports whether rateInterval's interval lies wholly above
 // d (how below) or wholly below it (how above): one test where the
 // interval bisects.
-func rateExcludes(failedB, totalB, failedC, totalC int64, alpha, d float64, how int) bool {
-	if totalB <= 0 || totalC <= 0 {
+func rateExcludes(s [2]rateSide, alpha, d float64, how int) bool {
+	if s[0].total <= 0 || s[1].total <= 0 {
 		return false
 	}
-	hat := float64(failedC)/float64(totalC) - float64(failedB)/float64(totalB)
+	hat := s[1].rate() - s[0].rate()
 	if (how == below && hat <= d) || (how == above && hat >= d) {
 		return false
 	}
-	return rateT(failedB, totalB, failedC, totalC)(d) >= math.Log(1/alpha)
+	return rateT(s)(d) >= math.Log(1/alpha)
 }
 
 // rateT is T(d) of RateInterval: the least over θ of both sides' log M
-// with the canary's rate θ+d.
-func rateT(failedB, totalB, failedC, totalC int64) func(float64) float64 {
-	mb, mc := newBetaMix(0.5, 0.5, 0, totalB), newBetaMix(0.5, 0.5, 0, totalC)
-	hb, hc := rateLogM(mb, failedB), rateLogM(mc, failedC)
+// (each at its weight) with the canary's rate θ+d.
+func rateT(s [2]rateSide) func(float64) float64 {
+	hb, hc := rateLogM(s[0]), rateLogM(s[1])
 	// By golden section: a convex function of θ over the rates both
 	// sides can have.
 	return func(d float64) float64 {
@@ -599,9 +619,11 @@ func rateT(failedB, totalB, failedC, totalC int64) func(float64) float64 {
 	}
 }
 
-// rateLogM is log M(θ) of a side with f failures of m.n, as a function
-// of θ (+Inf where θ cannot be: 0 with a failure, 1 with a success).
-func rateLogM(m betaMix, f int64) func(float64) float64 {
+// rateLogM is log M(θ) of a side, Robbins' Beta(½, ½) mixture at the
+// side's weight, as a function of θ (+Inf where θ cannot be: 0 with a
+// failure, 1 with a success).
+func rateLogM(s rateSide) func(float64) float64 {
+	m, f := newBetaMix(0.5, 0.5, 0, s.total), s.failed
 	kf, nf := float64(f), float64(m.n)
 	c := lbeta(m.a+kf, m.b+nf-kf) + m.c0
 	return func(th float64) float64 {
@@ -618,6 +640,6 @@ func rateLogM(m betaMix, f int64) func(float64) float64 {
 		if f < m.n {
 			l -= (nf - kf) * math.Log1p(-th)
 		}
-		return l
+		return s.w * l
 	}
 }

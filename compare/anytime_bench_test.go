@@ -44,7 +44,7 @@ func filledSamples(n int) *Samples {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for i := range n {
 		for sd, sl := range []side{{ttft: 1, tpot: 1, errP: 0.01}, {ttft: 1.1, tpot: 1.1, errP: 0.01}} {
-			ttft, _, e2e, failed := sl.request(rng)
+			ttft, _, e2e, failed := sl.request(rng, 1)
 			res := probe.Result{HasTTFT: true, TTFT: ms(ttft), E2E: ms(e2e), OutputTokens: 128}
 			if failed {
 				res.Class = probe.HTTP5xx
@@ -54,4 +54,18 @@ func filledSamples(n int) *Samples {
 		}
 	}
 	return s
+}
+
+// BenchmarkDesignEffect: one side's design effect over a full ring (a
+// look makes one for each statistic and side).
+func BenchmarkDesignEffect(b *testing.B) {
+	r := newRing(DefaultSamples)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := range DefaultSamples {
+		r.add(sample{int32(i / perSecond), rng.ExpFloat64()})
+	}
+	b.ResetTimer()
+	for range b.N {
+		ringDeff(r, 1)
+	}
 }

@@ -31,14 +31,25 @@ const (
 	// multiplied by a Pareto(1.5) factor (a long prefill, a preemption):
 	// a tail whose variance is infinite.
 	heavyTail
+	// correlated: the lognormal body, every request of a second (of a
+	// side) multiplied by one factor drawn for that second, e^(0.1·Z):
+	// a batch's shared fate, which the requests' independence the
+	// mixtures assume is not.
+	correlated
 )
 
 func (k streamKind) String() string {
-	if k == heavyTail {
+	switch k {
+	case heavyTail:
 		return "heavy-tailed"
+	case correlated:
+		return "correlated within a second"
 	}
 	return "lognormal"
 }
+
+// streamKinds are every kind of stream the properties draw.
+var streamKinds = []streamKind{logNormal, heavyTail, correlated}
 
 // side draws one side's requests: TTFT (median 200 ms), TPOT (median
 // 20 ms), E2E (TTFT and 127 TPOTs), 1 % failed; ttft and tpot scale the
@@ -49,42 +60,74 @@ type side struct {
 	errP       float64
 }
 
-// request is one request's figures in milliseconds.
-func (s side) request(rng *rand.Rand) (ttft, tpot, e2e float64, failed bool) {
-	ttft = 200 * s.ttft * math.Exp(0.4*rng.NormFloat64())
+// request is one request's figures in milliseconds, its latencies
+// multiplied by shared (the second's factor: 1 but for correlated).
+func (s side) request(rng *rand.Rand, shared float64) (ttft, tpot, e2e float64, failed bool) {
+	ttft = 200 * s.ttft * shared * math.Exp(0.4*rng.NormFloat64())
 	if s.kind == heavyTail && rng.Float64() < 0.05 {
 		ttft *= math.Pow(1-rng.Float64(), -1/1.5)
 	}
-	tpot = 20 * s.tpot * math.Exp(0.15*rng.NormFloat64())
+	tpot = 20 * s.tpot * shared * math.Exp(0.15*rng.NormFloat64())
 	return ttft, tpot, ttft + 127*tpot, rng.Float64() < s.errP
 }
 
-// sideTally is one side's every request so far.
-type sideTally struct {
-	ttft, tpot, e2e valueCounts
-	failed, total   int64
+// second is the factor every request of a second shares.
+func (s side) second(rng *rand.Rand) float64 {
+	if s.kind != correlated {
+		return 1
+	}
+	return math.Exp(0.1 * rng.NormFloat64())
 }
 
+// sideTally is one side's every request so far, and its newest
+// DefaultSamples a metric by second, for the design effect (as Samples
+// keeps them).
+type sideTally struct {
+	ttft, tpot, e2e    valueCounts
+	failed, total      int64
+	sec                int32
+	rTTFT, rTPOT, rE2E *ring
+	rErr               *ring
+}
+
+func newSideTally() *sideTally {
+	return &sideTally{rTTFT: newRing(DefaultSamples), rTPOT: newRing(DefaultSamples), rE2E: newRing(DefaultSamples), rErr: newRing(DefaultSamples)}
+}
+
+// add draws the side's n requests of its next second.
 func (t *sideTally) add(s side, rng *rand.Rand, n int) {
+	t.sec++
+	shared := s.second(rng)
 	for range n {
-		ttft, tpot, e2e, failed := s.request(rng)
+		ttft, tpot, e2e, failed := s.request(rng, shared)
 		t.total++
+		fail := 0.0
 		if failed {
 			t.failed++
+			fail = 1
+		}
+		t.rErr.add(sample{t.sec, fail})
+		if failed {
 			continue
 		}
 		t.ttft.add(ttft, 1)
 		t.tpot.add(tpot, 1)
 		t.e2e.add(e2e, 1)
+		t.rTTFT.add(sample{t.sec, ttft})
+		t.rTPOT.add(sample{t.sec, tpot})
+		t.rE2E.add(sample{t.sec, e2e})
 	}
 }
 
 // look is both sides' counts at one look, each metric's made once (in
-// buffers a run reuses: see next).
+// buffers a run reuses: see next). With independent, the sides are read
+// as independent requests (the design effect left out: the sequences as
+// they were before dependence.go).
 type look struct {
-	t      [2]*sideTally
-	counts map[load.Metric][2]Counts
-	made   map[load.Metric]bool
+	t           [2]*sideTally
+	counts      map[load.Metric][2]Counts
+	made        map[load.Metric]bool
+	independent bool
 }
 
 func newLook(t [2]*sideTally) *look {
@@ -116,6 +159,39 @@ func (l *look) of(m load.Metric) [2]Counts {
 	return c
 }
 
+// deffs sets both sides' design effects of a quantile q of c (metric m)
+// from their rings, unless the look is independent.
+func (l *look) deffs(c *[2]Counts, m load.Metric, q float64) {
+	for i, t := range l.t {
+		c[i].DesignEffect = 0
+		if l.independent {
+			continue
+		}
+		r := t.rTTFT
+		switch m {
+		case load.TPOT:
+			r = t.rTPOT
+		case load.E2E:
+			r = t.rE2E
+		}
+		if x, _, ok := c[i].Quantile(q); ok {
+			c[i].DesignEffect = ringDeff(r, x)
+		}
+	}
+}
+
+// rates are both sides' error rates as the sequences read them.
+func (l *look) rates() [2]rateSide {
+	var out [2]rateSide
+	for i, t := range l.t {
+		out[i] = rateSide{failed: t.failed, total: t.total, w: 1}
+		if !l.independent {
+			out[i].w = weight(ringDeff(t.rErr, 0.5))
+		}
+	}
+	return out
+}
+
 // called reports whether a look at both sides calls st different by more
 // than min (worse: the interval above +min; better: below -min) at the
 // per-statistic level alpha, or (gate) breaches a margin: above it.
@@ -125,22 +201,23 @@ func (l *look) called(st Stat, alpha, min float64, gate bool) bool {
 		if t[0].total < int64(st.minSamples()) || t[1].total < int64(st.minSamples()) {
 			return false
 		}
-		return rateExcludes(t[0].failed, t[0].total, t[1].failed, t[1].total, alpha, min, below) ||
-			(!gate && rateExcludes(t[0].failed, t[0].total, t[1].failed, t[1].total, alpha, -min, above))
+		r := l.rates()
+		return rateExcludes(r, alpha, min, below) || (!gate && rateExcludes(r, alpha, -min, above))
 	}
 	c := l.of(st.Metric)
 	if c[0].Total() < int64(st.minSamples()) || c[1].Total() < int64(st.minSamples()) {
 		return false
 	}
+	l.deffs(&c, st.Metric, st.Q)
 	worse, better := quantileCalls(c[0], c[1], st.Q, alpha, min, -min)
 	return worse || (!gate && better)
 }
 
-// aaRuns is how many seeded runs the false-alarm property makes: 30 by
-// default (make test-accuracy and go test ./compare: about ten seconds
-// on two cores; the sequences are not the default verdict), 100 with
-// INFERTOP_AA_RUNS=100 (half a minute to a minute: none called in 2026),
-// the 1,000 with INFERTOP_AA_RUNS=1000 (five minutes or more).
+// aaRuns is how many seeded runs of each kind of stream the false-alarm
+// property makes: 30 by default (make test-accuracy and go test
+// ./compare without -race), 100 with INFERTOP_AA_RUNS=100, the issue's
+// 1,000 with INFERTOP_AA_RUNS=1000 (hours of CPU: each run reads 1,800
+// looks of five statistics, the correlated stream twice).
 func aaRuns(t *testing.T) int {
 	if v := os.Getenv("INFERTOP_AA_RUNS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -156,9 +233,12 @@ func aaRuns(t *testing.T) int {
 // stream (two sides of one distribution, 20 requests a second each, 30
 // minutes read every second, from the first second MinSeconds allows):
 // at most 1 % of runs ever call a difference at any look, for each
-// default statistic and for the five together, both with the least
-// difference that matters (DefaultMinEffect) and with none (the bare
-// sequences). Measured 2026: see the log.
+// default statistic and for the five together, with no least difference
+// (the bare sequences: a call with DefaultMinEffect is a call without it
+// too, so none bounds both). On the stream correlated within a second the
+// sequences read as independent requests (without the design effect) are
+// run beside, and must fail there: the stream is one the correction is
+// needed for. Measured 2026: see the log.
 func TestAnytimeFalsePositives(t *testing.T) {
 	if raceDetector {
 		t.Skip("pure arithmetic: make test-accuracy runs it without -race")
@@ -166,74 +246,98 @@ func TestAnytimeFalsePositives(t *testing.T) {
 	runs := aaRuns(t)
 	stats := DefaultStats()
 	alpha := (1 - DefaultConfidence) / float64(len(stats))
-	for _, kind := range []streamKind{logNormal, heavyTail} {
-		// With none: a call with the least difference that matters is a
-		// call without it too, so none bounds both.
-		for _, min := range []float64{0} {
-			calls := make([]int, len(stats)+1) // per statistic, then the family
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			seeds := make(chan int)
-			for range 2 {
-				wg.Go(func() {
-					for seed := range seeds {
-						ever := aaRun(uint64(seed), kind, stats, alpha, min)
-						mu.Lock()
+	for _, kind := range streamKinds {
+		// calls[r][i]: the runs reading r (0: with the design effect, 1:
+		// as independent) ever called statistic i, the family last.
+		var calls [2][]int
+		calls[0], calls[1] = make([]int, len(stats)+1), make([]int, len(stats)+1)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		seeds := make(chan int)
+		for range 2 {
+			wg.Go(func() {
+				for seed := range seeds {
+					ever := aaRun(uint64(seed), kind, stats, alpha, kind == correlated)
+					mu.Lock()
+					for r, e := range ever {
 						any := false
-						for i, e := range ever {
-							if e {
-								calls[i]++
+						for i, called := range e {
+							if called {
+								calls[r][i]++
 								any = true
 							}
 						}
 						if any {
-							calls[len(stats)]++
+							calls[r][len(stats)]++
 						}
-						mu.Unlock()
 					}
-				})
-			}
-			for seed := range runs {
-				seeds <- seed
-			}
-			close(seeds)
-			wg.Wait()
-			line := fmt.Sprintf("%s, min effect %.0f%%: of %d runs, ever called:", kind, min*100, runs)
-			for i, st := range stats {
-				line += fmt.Sprintf(" %s %d,", st.Name, calls[i])
-			}
-			t.Logf("%s family %d", line, calls[len(stats)])
-			for i, n := range calls {
-				if n*100 > runs {
-					name := "the family"
-					if i < len(stats) {
-						name = stats[i].Name
-					}
-					t.Errorf("%s, min effect %v: %s called in %d of %d runs, more than 1 %%", kind, min, name, n, runs)
+					mu.Unlock()
 				}
+			})
+		}
+		for seed := range runs {
+			seeds <- seed
+		}
+		close(seeds)
+		wg.Wait()
+		for r, reading := range []string{"with the design effect", "read as independent"} {
+			if r == 1 && kind != correlated {
+				continue
 			}
+			line := fmt.Sprintf("%s, %s: of %d runs, ever called:", kind, reading, runs)
+			for i, st := range stats {
+				line += fmt.Sprintf(" %s %d,", st.Name, calls[r][i])
+			}
+			t.Logf("%s family %d", line, calls[r][len(stats)])
+		}
+		for i, n := range calls[0] {
+			if n*100 > runs {
+				t.Errorf("%s: %s called in %d of %d runs, more than 1 %%", kind, statName(stats, i), n, runs)
+			}
+		}
+		if kind == correlated && calls[1][len(stats)]*100 <= runs {
+			t.Errorf("%s: read as independent requests, the family was called in %d of %d runs: the stream no longer tests the correction", kind, calls[1][len(stats)], runs)
 		}
 	}
 }
 
-// aaRun is one A/A run: whether each statistic was ever called.
-func aaRun(seed uint64, kind streamKind, stats []Stat, alpha, min float64) []bool {
+// statName is statistic i of stats, or the family past them.
+func statName(stats []Stat, i int) string {
+	if i < len(stats) {
+		return stats[i].Name
+	}
+	return "the family"
+}
+
+// aaRun is one A/A run: whether each statistic was ever called, read
+// with the design effect, and (with independent) read as independent
+// requests.
+func aaRun(seed uint64, kind streamKind, stats []Stat, alpha float64, independent bool) [][]bool {
 	rng := rand.New(rand.NewPCG(seed, 0xaa))
 	same := side{kind: kind, ttft: 1, tpot: 1, errP: 0.01}
 	var t [2]*sideTally
-	t[0], t[1] = &sideTally{}, &sideTally{}
-	ever := make([]bool, len(stats))
-	l := newLook(t)
+	t[0], t[1] = newSideTally(), newSideTally()
+	looks := []*look{newLook(t)}
+	if independent {
+		looks = append(looks, newLook(t))
+		looks[1].independent = true
+	}
+	ever := make([][]bool, len(looks))
+	for i := range ever {
+		ever[i] = make([]bool, len(stats))
+	}
 	for sec := 1; sec <= 30*60; sec++ {
 		t[0].add(same, rng, perSecond)
 		t[1].add(same, rng, perSecond)
 		if sec < MinSeconds {
 			continue
 		}
-		l = l.next()
-		for i, st := range stats {
-			if !ever[i] && l.called(st, alpha, min, false) {
-				ever[i] = true
+		for r, l := range looks {
+			l = l.next()
+			for i, st := range stats {
+				if !ever[r][i] && l.called(st, alpha, 0, false) {
+					ever[r][i] = true
+				}
 			}
 		}
 	}
@@ -246,9 +350,15 @@ func aaRun(seed uint64, kind streamKind, stats []Stat, alpha, min float64) []boo
 // second a side, on both kinds of stream; with INFERTOP_POWER=1 beside
 // the bootstrap read every second on the same streams (slow: a
 // bootstrap a look). The figures are logged; the bounds asserted are
-// loose guards against a regression of the method (measured: TPOT p50
-// 26-28 s, TTFT p99 about 250 s lognormal; the heavy tail's p99 moves
-// by a fifth of its probability only, and takes far longer).
+// loose guards against a regression of the method (measured 2026-12-03,
+// with the design effect: TPOT p50 34 s, TTFT p99 272 s lognormal, the
+// bootstrap's 20 s and 47 s; the heavy tail's p99 moves by a fifth of
+// its probability only, and takes far longer: past 600 s). TTFT p99's
+// goal of 60 s is out of reach of any sequence at this level: at the
+// point that binds, the two sides' evidence grows by about 0.045 nats a
+// second (the binomial divergences of 20 requests, 0.993 against 0.99
+// below and 0.983 against 0.99 above, with the 5 % least effect), and a
+// call needs log(1/α) = 4.6 nats and the mixture's cost, 100 s or more.
 func TestAnytimePower(t *testing.T) {
 	if raceDetector {
 		t.Skip("pure arithmetic: make test-accuracy runs it without -race")
@@ -304,7 +414,7 @@ func TestAnytimeMarginFalsePositives(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0x5))
 			base, slow := side{kind: kind, ttft: 1, tpot: 1, errP: 0.01}, side{kind: kind, ttft: 1.05, tpot: 1.05, errP: 0.01}
 			var tt [2]*sideTally
-			tt[0], tt[1] = &sideTally{}, &sideTally{}
+			tt[0], tt[1] = newSideTally(), newSideTally()
 			for sec := 1; sec <= 30*60; sec++ {
 				tt[0].add(base, rng, perSecond)
 				tt[1].add(slow, rng, perSecond)
@@ -334,7 +444,7 @@ func timeToCall(seed uint64, kind streamKind, slow side, st Stat, alpha float64,
 	rng := rand.New(rand.NewPCG(seed, 0x90))
 	base := side{kind: kind, ttft: 1, tpot: 1, errP: 0.01}
 	var t [2]*sideTally
-	t[0], t[1] = &sideTally{}, &sideTally{}
+	t[0], t[1] = newSideTally(), newSideTally()
 	for sec := 1; sec <= limit; sec++ {
 		t[0].add(base, rng, perSecond)
 		t[1].add(slow, rng, perSecond)
@@ -354,8 +464,9 @@ func bootstrapTimeToCall(seed uint64, kind streamKind, slow side, st Stat, limit
 	s := NewSamples(DefaultStats(), 0, t0)
 	for sec := 1; sec <= limit; sec++ {
 		for i, sd := range []side{base, slow} {
+			shared := sd.second(rng)
 			for j := range perSecond {
-				ttft, tpot, e2e, failed := sd.request(rng)
+				ttft, tpot, e2e, failed := sd.request(rng, shared)
 				res := probe.Result{HasTTFT: true, TTFT: ms(ttft), E2E: ms(e2e), OutputTokens: 128}
 				_ = tpot // the record's TPOT is (E2E-TTFT)/127, which is tpot
 				if failed {

@@ -35,6 +35,7 @@ type Binned struct {
 	perSec  int
 	anytime bool
 	sides   [2]binnedSide
+	cum     *Cumulative // see SetCumulative
 }
 
 type binnedSide struct {
@@ -186,20 +187,50 @@ func (b *Binned) Compare(o Options) Comparison {
 }
 
 // tallies are both sides' counts of st over the seconds from the later
-// of the sides' first on.
+// of the sides' first on (with SetCumulative, its counts).
 func (b *Binned) tallies(st Stat) [2]tally {
-	src := func(sd *binnedSide) []binnedCount {
-		if st.ErrorRate {
-			return sd.outs
-		}
-		return sd.raw[st.Metric]
+	out := b.ownTallies(st)
+	if b.cum != nil {
+		return b.cumTallies(st, out)
 	}
+	return out
+}
+
+// src is side sd's seconds of st.
+func (st Stat) src(sd *binnedSide) []binnedCount {
+	if st.ErrorRate {
+		return sd.outs
+	}
+	return sd.raw[st.Metric]
+}
+
+// from is the later of the sides' first seconds of st.
+func (b *Binned) from(st Stat) int32 {
 	var from int32 = math.MinInt32
 	for i := range b.sides {
-		if s := src(&b.sides[i]); len(s) > 0 {
+		if s := st.src(&b.sides[i]); len(s) > 0 {
 			from = max(from, slices.MinFunc(s, func(x, y binnedCount) int { return cmp.Compare(x.sec, y.sec) }).sec)
 		}
 	}
+	return from
+}
+
+// deffAt is side i's design effect of st at x over its seconds from the
+// later first on (see dependence.go).
+func (b *Binned) deffAt(st Stat, i int, x float64) float64 {
+	from := b.from(st)
+	return designEffect(func(yield func(int32, float64, int64)) {
+		for _, c := range st.src(&b.sides[i]) {
+			if c.sec >= from {
+				yield(c.sec, c.v, c.n)
+			}
+		}
+	}, x)
+}
+
+// ownTallies are tallies over b's own seconds.
+func (b *Binned) ownTallies(st Stat) [2]tally {
+	src, from := st.src, b.from(st)
 	var out [2]tally
 	for i := range b.sides {
 		t, secs, vc := &out[i], newSpan(), valueCounts{}
@@ -218,8 +249,14 @@ func (b *Binned) tallies(st Stat) [2]tally {
 			}
 		}
 		t.first, t.last = secs.first, secs.last
-		if !st.ErrorRate {
-			t.c = vc.counts()
+		// The design effect over the same seconds (see dependence.go).
+		if st.ErrorRate {
+			t.deff = b.deffAt(st, i, 0.5)
+			continue
+		}
+		t.c = vc.counts()
+		if x, _, ok := t.c.Quantile(st.Q); ok {
+			t.c.DesignEffect = b.deffAt(st, i, x)
 		}
 	}
 	return out

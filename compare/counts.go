@@ -95,12 +95,14 @@ func (vc *valueCounts) clear() { *vc = valueCounts{} }
 
 // tally is what the anytime statistics read of one side for one
 // statistic: a latency's counts per value, or the error rate's failed
-// and total requests; and the seconds of the comparison it had requests
-// in, first to last (first > last: none).
+// and total requests; the seconds of the comparison it had requests
+// in, first to last (first > last: none); and the design effect of its
+// requests (see dependence.go; 0 or 1: independent).
 type tally struct {
 	c             Counts
 	failed, total int64
 	first, last   int32
+	deff          float64
 }
 
 // span tracks the first and last second a side had requests in.
@@ -116,3 +118,8 @@ func (s *span) see(sec int32) {
 
 // newSpan is a span with no second yet.
 func newSpan() span { return span{first: 1, last: 0} }
+
+// rates is the tally's error rate as the sequences read it.
+func (t tally) rates() rateSide {
+	return rateSide{failed: t.failed, total: t.total, w: weight(t.deff)}
+}

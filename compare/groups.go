@@ -52,6 +52,9 @@ type Groups struct {
 	// then, the stretch both served (a new pod ready at minute 10 is not
 	// compared with the old pods' first ten minutes).
 	marks []*sideSamples
+	// noCounts: no sequences judge the groups (SetAnytime(false)), so
+	// no group counts its requests per value.
+	noCounts bool
 	// ungrouped and ungroupedFailed count the requests without a group.
 	ungrouped, ungroupedFailed int
 }
@@ -78,12 +81,24 @@ func NewGroupsWithBaseline(stats []Stat, n, limit int, t0 time.Time, baseline st
 	}
 	limit = max(limit, 2) // a baseline and one to compare with
 	g := &Groups{stats: stats, n: n, limit: limit, t0: t0,
-		sides: []sideSamples{newSideSamples(stats, n)}, seen: []int{0}, marks: []*sideSamples{nil}}
+		sides: []sideSamples{newSideSamples(stats, n, true)}, seen: []int{0}, marks: []*sideSamples{nil}}
 	if baseline != "" {
 		g.named = true
 		g.indexLocked(baseline) // slot 0, before any request
 	}
 	return g
+}
+
+// SetAnytime says whether the groups are judged with the confidence
+// sequences, as Samples.SetAnytime: on by default; call it before the
+// first Observe.
+func (g *Groups) SetAnytime(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.noCounts = !on
+	for i := range g.sides {
+		g.sides[i].counting(g.stats, on)
+	}
 }
 
 // SetKnobs says the knobs are now k: a new setting starts the comparison
@@ -126,7 +141,7 @@ func (g *Groups) indexLocked(name string) int {
 		g.names = append(g.names, name)
 		i := len(g.names) - 1
 		// Named groups take the slots before OtherGroup's, which stays last.
-		g.sides = append(g.sides[:i], newSideSamples(g.stats, g.n), g.sides[i])
+		g.sides = append(g.sides[:i], newSideSamples(g.stats, g.n, !g.noCounts), g.sides[i])
 		g.seen = append(g.seen[:i], 0, g.seen[i])
 		g.marks = append(g.marks[:i], nil, g.marks[i])
 		return i

@@ -40,7 +40,7 @@ const (
 	// Method is the bootstrap's, the default.
 	Method = "paired block bootstrap over the seconds both sides ran (percentile intervals, Bonferroni over the statistics)"
 	// AnytimeMethod is the confidence sequences' (Options.Anytime).
-	AnytimeMethod = "anytime-valid confidence sequences, valid at every look (quantiles: Howard & Ramdas 2022, beta-binomial mixtures from counts per value; error rate: Robbins' mixture martingale), Bonferroni over the statistics"
+	AnytimeMethod = "anytime-valid confidence sequences, valid at every look (quantiles: Howard & Ramdas 2022, beta-binomial mixtures from counts per value; error rate: Robbins' mixture martingale), each side read at its design effect over blocks of seconds, Bonferroni over the statistics"
 )
 
 // judgeAnytime judges one statistic from both sides' tallies with a
@@ -72,7 +72,7 @@ func judgeAnytime(st Stat, t [2]tally, alpha float64, minSeconds int) Result {
 		if r.NBaseline < st.minSamples() || r.NCanary < st.minSamples() || r.Seconds < minSeconds {
 			return r
 		}
-		iv, ok = RateInterval(t[0].failed, t[0].total, t[1].failed, t[1].total, alpha)
+		iv, ok = rateInterval([2]rateSide{t[0].rates(), t[1].rates()}, alpha)
 	} else {
 		var jb, jc int
 		r.Baseline, jb, _ = t[0].c.Quantile(st.Q)

@@ -65,13 +65,7 @@ func (c Comparison) WriteTable(w io.Writer, baseline, canary string) error {
 			cols[i], _, _ = strings.Cut(c.side(i), " (")
 		}
 	}
-	if c.Anytime {
-		fmt.Fprintf(&b, "  %.3g%% confidence sequences (%.3g%% over all %d), valid at every look, over every request of the setting\n",
-			c.Confidence*100, c.Family*100, len(c.Results))
-	} else {
-		fmt.Fprintf(&b, "  %.3g%% intervals (%.3g%% over all %d), %d resamples of the seconds both ran\n",
-			c.Confidence*100, c.Family*100, len(c.Results), c.Resamples)
-	}
+	fmt.Fprintf(&b, "  %s\n", IntervalsText(c.Anytime, c.Confidence, c.Family, len(c.Results), c.Resamples))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  statistic\t%s\t%s\tdelta\tinterval\trequests\tverdict\n", cols[0], cols[1])
 	// The verdict's word alone (worse, better): the columns name the
@@ -168,4 +162,15 @@ func (c Comparison) undecided() int {
 		}
 	}
 	return n
+}
+
+// IntervalsText says what a comparison's intervals are, under its
+// heading: the confidence sequences' (anytime) or the bootstrap's, at
+// confidence each and family over all stats.
+func IntervalsText(anytime bool, confidence, family float64, stats, resamples int) string {
+	if anytime {
+		return fmt.Sprintf("%.3g%% confidence sequences (%.3g%% over all %d), valid at every look, over every request of the setting",
+			confidence*100, family*100, stats)
+	}
+	return fmt.Sprintf("%.3g%% intervals (%.3g%% over all %d), %d resamples of the seconds both ran", confidence*100, family*100, stats, resamples)
 }

@@ -134,21 +134,38 @@ func NewSamples(stats []Stat, n int, t0 time.Time) *Samples {
 	}
 	s := &Samples{stats: stats, t0: t0}
 	for i := range s.sides {
-		s.sides[i] = newSideSamples(stats, n)
+		s.sides[i] = newSideSamples(stats, n, true)
 	}
 	return s
 }
 
-// newSideSamples are the rings of one side (or group) for stats, n each.
-func newSideSamples(stats []Stat, n int) sideSamples {
+// newSideSamples are the rings of one side (or group) for stats, n each,
+// and the counts per value beside them when counts.
+func newSideSamples(stats []Stat, n int, counts bool) sideSamples {
 	side := sideSamples{errs: newRing(n), secs: newSpan()}
 	for _, st := range stats {
 		if !st.ErrorRate && side.lat[st.Metric] == nil {
 			side.lat[st.Metric] = newRing(n)
-			side.cnt[st.Metric] = &valueCounts{}
+			if counts {
+				side.cnt[st.Metric] = &valueCounts{}
+			}
 		}
 	}
 	return side
+}
+
+// counting starts (on) or stops counting every request per value, for
+// stats; a counter already there keeps its counts.
+func (sd *sideSamples) counting(stats []Stat, on bool) {
+	for _, st := range stats {
+		switch m := st.Metric; {
+		case st.ErrorRate:
+		case !on:
+			sd.cnt[m] = nil
+		case sd.cnt[m] == nil:
+			sd.cnt[m] = &valueCounts{}
+		}
+	}
 }
 
 // samePhase is load's notion of one setting: the pause is not a change.
@@ -184,6 +201,19 @@ func (sd *sideSamples) clear() {
 		}
 	}
 	sd.failed, sd.total, sd.secs = 0, 0, newSpan()
+}
+
+// SetAnytime says whether the comparison is judged with the confidence
+// sequences (Options.Anytime), which read every request of the setting
+// counted per value: on by default; off, Observe keeps only the
+// bootstrap's rings, and a Compare with Options.Anytime has no counts to
+// judge (NotEnough). Call it before the first Observe.
+func (s *Samples) SetAnytime(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.sides {
+		s.sides[i].counting(s.stats, on)
+	}
 }
 
 // SetKnobs says the knobs are now k (the controller moved both sides): a
@@ -239,7 +269,9 @@ func (sd *sideSamples) record(rec load.Record, sec int32) {
 	add := func(m load.Metric, d time.Duration) {
 		if r := sd.lat[m]; r != nil {
 			r.add(sample{sec, float64(d) / 1e6})
-			sd.cnt[m].add(float64(d)/1e6, 1)
+			if c := sd.cnt[m]; c != nil { // nil: no sequences judge (SetAnytime)
+				c.add(float64(d)/1e6, 1)
+			}
 		}
 	}
 	// Latency from the intended send time: the open loop's queue counts,
@@ -292,7 +324,11 @@ func (sd *sideSamples) tally(st Stat, mark *sideSamples) tally {
 			t.first = max(t.first, mark.secs.last)
 		}
 	}
+	// The design effect from the newest requests (the ring's: the
+	// bootstrap's), at the statistic's own point: the error rate's
+	// failures, a quantile's value over the setting.
 	if st.ErrorRate {
+		t.deff = ringDeff(sd.errs, 0.5)
 		return t
 	}
 	if c := sd.cnt[st.Metric]; c != nil {
@@ -301,6 +337,9 @@ func (sd *sideSamples) tally(st Stat, mark *sideSamples) tally {
 			m = mark.cnt[st.Metric]
 		}
 		t.c = c.minus(m).counts()
+		if x, _, ok := t.c.Quantile(st.Q); ok {
+			t.c.DesignEffect = ringDeff(sd.lat[st.Metric], x)
+		}
 	}
 	return t
 }

@@ -19,8 +19,10 @@ import (
 // canaries' polled under agent.CanaryPrefix), compared over both merges'
 // sealed seconds (compare.Binned: each second's histograms added bucket
 // for bucket over the agents, the newest compare.DefaultSamples values a
-// side and metric), with the paired block bootstrap that a comparison
-// from one machine runs over its requests. The comparison counts the
+// side and metric), with the confidence sequences or the paired block
+// bootstrap that a comparison from one machine runs over its requests
+// (the sequences count every second of the setting, those the merges'
+// window of minutes has let go too: compare.Cumulative). The comparison counts the
 // seconds of the current knob setting: from a poll after the newest
 // phase this follower named (a knob turned, a reset) or saw an agent
 // begin (a walk's stage), before any from the start (the agents' warm-up
@@ -36,6 +38,21 @@ type Pair struct {
 	mu      sync.Mutex
 	phase   int
 	phaseAt time.Time
+
+	// cum is every second of the setting the confidence sequences have
+	// read (behind cmu): the merges hold a window of minutes, and a
+	// sequence is about the whole phase.
+	cmu sync.Mutex
+	cum cumState
+}
+
+// cumState is a Pair's seconds counted for the confidence sequences:
+// those of the setting that began at since, up to the common second
+// upTo (on the baselines' clock).
+type cumState struct {
+	c     *compare.Cumulative
+	since time.Time
+	upTo  int64
 }
 
 // NewPair compares base's agents (their baselines) with canary's (the
@@ -58,7 +75,15 @@ func (p *Pair) Compare(o compare.Options) compare.Comparison {
 	if minSecs <= 0 {
 		minSecs = compare.MinSeconds
 	}
-	return binned(p.stats, p.base.f.Latest(), p.canary.f.Latest(), since, 2*minSecs, o.Anytime).Compare(o)
+	if !o.Anytime {
+		return binned(p.stats, p.base.f.Latest(), p.canary.f.Latest(), since, 2*minSecs, nil).Compare(o)
+	}
+	p.cmu.Lock()
+	defer p.cmu.Unlock()
+	if p.cum.c == nil || !p.cum.since.Equal(since) { // a new setting: start over
+		p.cum = cumState{c: compare.NewCumulative(), since: since, upTo: math.MinInt64}
+	}
+	return binned(p.stats, p.base.f.Latest(), p.canary.f.Latest(), since, 2*minSecs, &p.cum).Compare(o)
 }
 
 // since is when the current knob setting began on this machine's clock
@@ -104,13 +129,17 @@ func (p *Pair) phaseSeen(v View) time.Time {
 // from the first second that starts at since or later (zero: every one)
 // to the newest second both merges have (each side's frontier), newest
 // first up to the limit of compare.Binned, a full side spanning span
-// seconds at the least (every second with anytime: the confidence
-// sequences count them all). The canaries' seconds are
-// put on the baselines' clock (their common starts are one agent's two
-// engines', started together).
-func binned(stats []compare.Stat, vb, vc View, since time.Time, span int, anytime bool) *compare.Binned {
+// seconds at the least. The canaries' seconds are put on the baselines'
+// clock (their common starts are one agent's two engines', started
+// together). With cum (the confidence sequences) every second of the
+// views is added, and those past cum.upTo are counted in cum too, which
+// the sequences read: the seconds the views have let go stay counted.
+func binned(stats []compare.Stat, vb, vc View, since time.Time, span int, cum *cumState) *compare.Binned {
 	out := compare.NewBinned(stats, 0, span)
-	out.SetAnytime(anytime)
+	out.SetAnytime(cum != nil)
+	if cum != nil {
+		out.SetCumulative(cum.c)
+	}
 	psB, originB := placeAt(vb)
 	psC, originC := placeAt(vc)
 	if len(psB) == 0 || len(psC) == 0 {
@@ -152,6 +181,10 @@ func binned(stats []compare.Stat, vb, vc View, since time.Time, span int, anytim
 				ok, failed = ok+s.Completed, failed+s.Failed
 			}
 			out.Outcomes(sd, int32(c), ok, failed)
+			newer := cum != nil && c > cum.upTo
+			if newer {
+				cum.c.Outcomes(sd, int32(c), ok, failed)
+			}
 			for _, m := range metrics {
 				var ms []float64
 				var counts []int64
@@ -162,8 +195,14 @@ func binned(stats []compare.Stat, vb, vc View, since time.Time, span int, anytim
 					}
 				}
 				out.Latency(sd, m, int32(c), ms, counts)
+				if newer {
+					cum.c.Latency(sd, m, int32(c), ms, counts)
+				}
 			}
 		}
+	}
+	if cum != nil {
+		cum.upTo = max(cum.upTo, last)
 	}
 	return out
 }

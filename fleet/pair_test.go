@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,7 +50,7 @@ func TestBinnedSeconds(t *testing.T) {
 		worse bool
 	}{{1, false}, {2, true}} {
 		vc := sideView(rng, 2, 40, 10, 20*tt.slow, t0)
-		c := binned(stats, vb, vc, time.Time{}, 40, false).Compare(o)
+		c := binned(stats, vb, vc, time.Time{}, 40, nil).Compare(o)
 		r := c.Results[0]
 		if (r.Verdict == compare.Worse) != tt.worse || r.NBaseline != 800 || r.NCanary != 800 || r.Seconds != 40 {
 			t.Errorf("slow %g: %+v", tt.slow, r)
@@ -58,16 +60,16 @@ func TestBinnedSeconds(t *testing.T) {
 	// the 40 seconds asked for, not the newest 4,096 requests' 10, and
 	// is judged.
 	fast, slowC := sideView(rng, 4, 40, 100, 20, t0), sideView(rng, 4, 40, 100, 40, t0)
-	if r := binned(stats, fast, slowC, time.Time{}, 40, false).Compare(o).Results[0]; r.Verdict != compare.Worse || r.Seconds != 40 {
+	if r := binned(stats, fast, slowC, time.Time{}, 40, nil).Compare(o).Results[0]; r.Verdict != compare.Worse || r.Seconds != 40 {
 		t.Errorf("at a fleet's rate: %+v", r)
 	}
 	// With the confidence sequences every second counts, none thinned.
-	if r := binned(stats, fast, slowC, time.Time{}, 40, true).Compare(compare.Options{Anytime: true}).Results[0]; r.Verdict != compare.Worse || r.NBaseline != 4*40*100 {
+	if r := binned(stats, fast, slowC, time.Time{}, 40, &cumState{c: compare.NewCumulative(), upTo: math.MinInt64}).Compare(compare.Options{Anytime: true}).Results[0]; r.Verdict != compare.Worse || r.NBaseline != 4*40*100 {
 		t.Errorf("anytime, at a fleet's rate: %+v", r)
 	}
 	// From since: the seconds that start at it or later.
 	vc := sideView(rng, 2, 40, 10, 20, t0)
-	r := binned(stats, vb, vc, t0.Add(9500*time.Millisecond), 40, false).Compare(o).Results[0]
+	r := binned(stats, vb, vc, t0.Add(9500*time.Millisecond), 40, nil).Compare(o).Results[0]
 	if r.NBaseline != 600 || r.NCanary != 600 {
 		t.Errorf("from 9.5 s: %d and %d samples, want 600 each", r.NBaseline, r.NCanary)
 	}
@@ -76,13 +78,13 @@ func TestBinnedSeconds(t *testing.T) {
 	// the older frontier (one canary agent is a second behind).
 	late := sideView(rng, 2, 30, 10, 20, t0.Add(time.Second))
 	late.Agents[1].Seconds = late.Agents[1].Seconds[:len(late.Agents[1].Seconds)-1]
-	r = binned(stats, vb, late, time.Time{}, 40, false).Compare(o).Results[0]
+	r = binned(stats, vb, late, time.Time{}, 40, nil).Compare(o).Results[0]
 	// To common second 29 (the canary agent behind sent its 28th, the
 	// baselines' 29th), from 1 (the canaries' first): 29 seconds of 20.
 	if r.NBaseline != 29*20 || r.NCanary != 29*20 || r.Seconds != 29 {
 		t.Errorf("a later canary: %d and %d samples over %d s", r.NBaseline, r.NCanary, r.Seconds)
 	}
-	if got := binned(stats, vb, View{Started: t0}, time.Time{}, 40, false).Compare(o).Results[0]; got.NBaseline != 0 || got.Verdict != compare.NotEnough {
+	if got := binned(stats, vb, View{Started: t0}, time.Time{}, 40, nil).Compare(o).Results[0]; got.NBaseline != 0 || got.Verdict != compare.NotEnough {
 		t.Errorf("no canary seconds: %+v", got)
 	}
 }
@@ -152,5 +154,37 @@ func TestPairControlMirrors(t *testing.T) {
 	}
 	if p.canary.window() != time.Minute || p.canary.f.out.c.Seq != 0 || p.base.f.out.c.Seq == 0 {
 		t.Errorf("the canaries' window %v; controls sent: canaries %d, baselines %d", p.canary.window(), p.canary.f.out.c.Seq, p.base.f.out.c.Seq)
+	}
+}
+
+// TestBinnedCumulative: the confidence sequences count every second of
+// the setting across looks, the seconds the merges' windows have let go
+// included, each once.
+func TestBinnedCumulative(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	stats := []compare.Stat{mustStat(t, "ttft_p50")}
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	full := [2]View{sideView(rng, 2, 60, 10, 20, t0), sideView(rng, 2, 60, 10, 20, t0)}
+	window := func(v View, from, to int) View {
+		w := v
+		w.Agents = slices.Clone(v.Agents)
+		for i := range w.Agents {
+			w.Agents[i].Seconds = v.Agents[i].Seconds[from:to]
+		}
+		return w
+	}
+	cum := &cumState{c: compare.NewCumulative(), upTo: math.MinInt64}
+	look := func(from, to int) compare.Result {
+		b := binned(stats, window(full[0], from, to), window(full[1], from, to), time.Time{}, 40, cum)
+		return b.Compare(compare.Options{Anytime: true}).Results[0]
+	}
+	for _, tt := range []struct{ from, to, want int }{
+		{0, 40, 2 * 40 * 10},
+		{20, 60, 2 * 60 * 10}, // the window slid past seconds 0-19: still counted
+		{20, 60, 2 * 60 * 10}, // a look again adds nothing
+	} {
+		if r := look(tt.from, tt.to); r.NBaseline != tt.want || r.NCanary != tt.want || r.Seconds != tt.to {
+			t.Errorf("seconds %d-%d: %d/%d requests over %d s, want %d a side", tt.from, tt.to-1, r.NBaseline, r.NCanary, r.Seconds, tt.want)
+		}
 	}
 }

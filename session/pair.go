@@ -99,6 +99,8 @@ func startPair(ctx context.Context, cfg PairConfig) (*Pair, error) {
 func startRunners(ctx context.Context, cfg PairConfig) (_ *runners, err error) {
 	stats := compare.Stats(cfg.Options.Regressions)
 	p := &runners{cfg: cfg, stopX: func() {}, samples: compare.NewSamples(stats, cfg.Samples, time.Now()), onReset: func() {}}
+	// Every request counted per value only for the sequences (hot path).
+	p.samples.SetAnytime(cfg.Options.Anytime)
 	defer func() {
 		if err != nil {
 			p.stop()

@@ -229,3 +229,58 @@ func TestPairDefaultSim(t *testing.T) {
 		}
 	}
 }
+
+// TestPairAnytimeFalsePositives: issue 41's bound on real sims. Ten
+// identical pairs at once (runIdentical's sims and load), judged with
+// the confidence sequences (compare.Options.Anytime, the design effect
+// from each side's seconds) and read every second for a minute past the
+// first verdict (MinSeconds): none may ever call a difference, worse or
+// better, at any look. The bootstrap is read beside on the same pairs,
+// every second, and its calls logged: what the sequences are for.
+func TestPairAnytimeFalsePositives(t *testing.T) {
+	compareStage(t)
+	const pairs = 10
+	watch := time.Duration(compare.MinSeconds)*time.Second + time.Minute
+	var ps []*Pair
+	for i := range pairs {
+		seed := uint64(i)
+		ps = append(ps, startPairEvery(t, quick(t, 2*seed+1), quick(t, 2*seed+2), identicalLoad(seed), compare.Options{Anytime: true}, time.Second))
+	}
+	var seq, boot [pairs]string // each pair's first call, and when
+	start := time.Now()
+	for time.Since(start) < watch {
+		time.Sleep(time.Second)
+		at := time.Since(start).Round(time.Second)
+		for i, p := range ps {
+			if c, ok := p.Comparison(); ok && seq[i] == "" && differs(c) {
+				seq[i] = fmt.Sprintf("at %v: %s", at, c.Line())
+			}
+			if c := p.src.Compare(compare.Options{Seed: uint64(at)}); boot[i] == "" && differs(c) {
+				boot[i] = fmt.Sprintf("at %v: %s", at, c.Line())
+			}
+		}
+	}
+	called := func(firsts [pairs]string, method string) int {
+		n := 0
+		for i, f := range firsts {
+			if f != "" {
+				n++
+				t.Logf("pair %d, %s: %s", i, method, f)
+			}
+		}
+		return n
+	}
+	nSeq, nBoot := called(seq, "sequences"), called(boot, "bootstrap")
+	t.Logf("%d identical pairs read every second for %v: ever called different: sequences %d, bootstrap %d", pairs, watch, nSeq, nBoot)
+	for _, p := range ps {
+		if c := p.Compare(0); slices.ContainsFunc(c.Results, func(r compare.Result) bool { return r.Verdict == compare.NotEnough }) {
+			t.Errorf("a statistic not judged at the end: %s", c.Line())
+		}
+	}
+	if nSeq > 0 {
+		t.Errorf("the sequences called %d of %d identical pairs different at some look (want none)", nSeq, pairs)
+	}
+}
+
+// differs says a comparison calls a difference either way.
+func differs(c compare.Comparison) bool { return compare.Comparison.Worse(c) || better(c) }

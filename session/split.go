@@ -64,6 +64,7 @@ func startSplit(ctx context.Context, cfg SplitConfig) (*Split, error) {
 		return nil, errNoSplit
 	}
 	s := &Split{cfg: cfg, groups: compare.NewGroupsWithBaseline(compare.Stats(cfg.Options.Regressions), cfg.Samples, cfg.Groups, time.Now(), cfg.BaselineGroup)}
+	s.groups.SetAnytime(cfg.Options.Anytime) // counts per value only for the sequences
 	s.settings.knobs = s.groups.Knobs
 	next := cfg.Run.Load.OnResult
 	cfg.Run.Load.OnResult = func(rec load.Record) {

@@ -162,8 +162,7 @@ type gateRow struct {
 // comparison formats c; who is the newer side as sentences name it.
 func comparison(c compare.ComparisonJSON, heading string, cols [2]string, who string) comparisonView {
 	v := comparisonView{Heading: heading, Cols: cols, Regressed: c.Regressed, Verdict: sanitize.Text(c.Verdict),
-		Intervals: fmt.Sprintf("%.3g%% intervals (%.3g%% over all %d), %d resamples of the seconds both ran",
-			c.Confidence*100, c.FamilyConfidence*100, len(c.Metrics), c.Resamples)}
+		Intervals: compare.IntervalsText(strings.HasPrefix(c.Method, compare.AnytimeMethod), c.Confidence, c.FamilyConfidence, len(c.Metrics), c.Resamples)}
 	for _, m := range c.Metrics {
 		label := sanitize.Text(m.Name)
 		if st, err := compare.ParseStat(m.Name); err == nil {

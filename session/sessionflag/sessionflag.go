@@ -35,9 +35,12 @@ type Flags struct {
 	verdict verdict
 }
 
-// The verdicts --verdict takes: the paired block bootstrap over whole
-// seconds (the default), or the confidence sequences
-// (compare.Options.Anytime).
+// The verdicts --verdict takes: the confidence sequences
+// (compare.Options.Anytime: the default, valid at every look, which a
+// person watching and a --fail-fast gate need), or the paired block
+// bootstrap over whole seconds (one look's interval: quicker on a tail,
+// but read every second it calls identical endpoints different in about
+// 1 run of 10).
 const (
 	bootstrap = "bootstrap"
 	anytime   = "anytime"
@@ -52,7 +55,7 @@ type verdict struct {
 
 func (v *verdict) String() string {
 	if v.name == "" {
-		return bootstrap
+		return anytime
 	}
 	return v.name
 }
@@ -79,7 +82,7 @@ func Add(fs *pflag.FlagSet, headless bool) *Flags {
 	if headless {
 		fs.StringArrayVar(&f.regressions, "regression", nil, "with --compare or --split-by: the canary's (each newer group's) allowed worsening, repeatable, e.g. 'ttft_p99<+10%', 'error_rate<+0.5pp'; exit 1 when it is worse with confidence")
 	}
-	fs.Var(&f.verdict, "verdict", "with --compare or --split-by: how the verdict is judged, bootstrap (whole seconds resampled) or anytime (confidence sequences: valid at every look, assume independent requests, slower on tails)")
+	fs.Var(&f.verdict, "verdict", "with --compare or --split-by: how the verdict is judged, anytime (confidence sequences: valid at every look, however often it is read; slower on a tail) or bootstrap (whole seconds resampled: valid for one look at the end)")
 	fs.IntVar(&f.minSeconds, "compare-min-seconds", 0, "seconds of requests a statistic needs before it is judged (default 20)")
 	_ = fs.MarkHidden("compare-min-seconds")
 	// The judging of a comparison is a follower's, of the agents' merges.
@@ -130,7 +133,7 @@ func (f *Flags) Options() (compare.Options, error) {
 	if f.minSeconds < 0 {
 		return compare.Options{}, errors.New("--compare-min-seconds must not be negative")
 	}
-	return compare.Options{Regressions: regs, MinSeconds: f.minSeconds, Anytime: f.verdict.name == anytime}, nil
+	return compare.Options{Regressions: regs, MinSeconds: f.minSeconds, Anytime: f.verdict.String() == anytime}, nil
 }
 
 // split checks the split's flags and builds its configuration over cfg,

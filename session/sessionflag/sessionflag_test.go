@@ -9,8 +9,8 @@ import (
 	"github.com/infertop/infertop/runner"
 )
 
-// TestVerdict: --verdict picks the comparison's method, the bootstrap by
-// default; a bad value is refused as the flag is parsed, and a verdict
+// TestVerdict: --verdict picks the comparison's method, the confidence
+// sequences by default; a bad value is refused as the flag is parsed, and a verdict
 // with nothing to compare is refused by Spec.
 func TestVerdict(t *testing.T) {
 	parse := func(args ...string) (*Flags, error) {
@@ -22,7 +22,7 @@ func TestVerdict(t *testing.T) {
 		args    []string
 		anytime bool
 	}{
-		{nil, false},
+		{nil, true},
 		{[]string{"--verdict", "bootstrap"}, false},
 		{[]string{"--verdict", "anytime"}, true},
 	} {
