@@ -83,6 +83,18 @@ type fleetState struct {
 	// history is each group's figures at every read, the last
 	// maxHistory of them, for --html's charts.
 	history map[string][]Point
+	// perRead is each group's increments at each read over the window,
+	// read by read: the verdict's design effect (requests of one read
+	// share their servers' batches, and are not independent draws).
+	perRead map[string][]groupRead
+}
+
+// groupRead is one read's increments of a group, summed over its
+// servers.
+type groupRead struct {
+	read int32
+	at   time.Time
+	d    engines.Reading
 }
 
 // Point is a group's figures at one read: the seconds into the watch,
@@ -165,6 +177,41 @@ func (f *fleetState) observe(now time.Time, obs []Observation, err error) {
 	}
 	for _, s := range f.servers {
 		s.trim(now.Add(-f.cfg.Window))
+	}
+	f.keepRead(now)
+}
+
+// keepRead adds this read's increments of each group (its servers' tick
+// taken at now) to perRead, and drops those past the window.
+func (f *fleetState) keepRead(now time.Time) {
+	if f.perRead == nil {
+		f.perRead = map[string][]groupRead{}
+	}
+	sums := map[string]*engines.Reading{}
+	for _, s := range f.servers {
+		if n := len(s.ticks); n > 0 && s.ticks[n-1].at.Equal(now) {
+			sum := sums[s.t.Group]
+			if sum == nil {
+				sum = &engines.Reading{}
+				sums[s.t.Group] = sum
+			}
+			add(sum, s.ticks[n-1].d)
+		}
+	}
+	for g, sum := range sums {
+		f.perRead[g] = append(f.perRead[g], groupRead{read: int32(f.reads), at: now, d: *sum})
+	}
+	from := now.Add(-f.cfg.Window)
+	for g, rs := range f.perRead {
+		i := 0
+		for i < len(rs) && rs[i].at.Before(from) {
+			i++
+		}
+		if i == len(rs) {
+			delete(f.perRead, g)
+			continue
+		}
+		f.perRead[g] = append(rs[:0], rs[i:]...)
 	}
 }
 

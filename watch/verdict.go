@@ -68,6 +68,10 @@ type Judged struct {
 	Hi       *float64  `json:"hi"`
 	NBase    int64     `json:"n_baseline"`
 	NCanary  int64     `json:"n_canary"`
+	// DesignEffect is each group's, the baseline's then the canary's:
+	// how many requests count as one independent draw (1: independent),
+	// from the reads over the window.
+	DesignEffect [2]float64 `json:"design_effect,omitempty"`
 	// Needs is the fewest requests a group needs before the statistic
 	// is judged (two beyond a tail percentile); Judged says both have.
 	Needs  int64 `json:"needs"`
@@ -89,7 +93,7 @@ type Objectived struct {
 }
 
 // MethodName names the statistics of the verdict.
-const MethodName = "anytime-valid confidence sequences over the servers' histogram buckets (quantiles: Howard & Ramdas 2022; error rate: Robbins' mixture martingale), Bonferroni over the regressions"
+const MethodName = "anytime-valid confidence sequences over the servers' histogram buckets (quantiles: Howard & Ramdas 2022; error rate: Robbins' mixture martingale), each group's evidence read at its design effect over the reads, Bonferroni over the regressions"
 
 // histOf is the server histogram that gives a statistic's metric.
 func histOf(st compare.Stat) (func(engines.Reading) *engines.Histogram, bool) {
@@ -193,7 +197,7 @@ func (f *fleetState) judge(base, canary string, groups map[string]*Group) Verdic
 	decided, beyond := true, false
 	for _, r := range regs {
 		i := slices.IndexFunc(f.cfg.Regressions, func(x compare.Regression) bool { return x.Expr == r.Expr })
-		j := judgeOne(r, *tb, *tc, alpha)
+		j := judgeOne(r, *tb, *tc, [2][]groupRead{f.perRead[base], f.perRead[canary]}, alpha)
 		if f.decided == nil {
 			f.decided = make([]float64, len(f.cfg.Regressions))
 		}
@@ -221,8 +225,10 @@ func (f *fleetState) judge(base, canary string, groups map[string]*Group) Verdic
 	return v
 }
 
-// judgeOne judges one regression from both groups' totals.
-func judgeOne(r compare.Regression, b, c engines.Reading, alpha float64) (j Judged) {
+// judgeOne judges one regression from both groups' totals, each
+// group's evidence read at its design effect from its reads over the
+// window (reads: the baseline's, the canary's).
+func judgeOne(r compare.Regression, b, c engines.Reading, reads [2][]groupRead, alpha float64) (j Judged) {
 	j = Judged{Expr: r.Expr, margin: compare.Undecided}
 	defer func() { j.Verdict = j.margin.String() }()
 	var iv compare.Interval
@@ -236,7 +242,9 @@ func judgeOne(r compare.Regression, b, c engines.Reading, alpha float64) (j Judg
 		j.Judged = true
 		j.Rate = []float64{float64(fb) / float64(nb), float64(fc) / float64(nc)}
 		j.Delta = j.Rate[1] - j.Rate[0]
-		iv, ok = compare.RateInterval(fb, nb, fc, nc, alpha)
+		db, dc := rateDeff(reads[0]), rateDeff(reads[1])
+		j.DesignEffect = [2]float64{max(db, 1), max(dc, 1)}
+		iv, ok = compare.RateIntervalDependent(fb, nb, db, fc, nc, dc, alpha)
 	} else {
 		get, _ := histOf(r.Stat)
 		hb, hc := get(b), get(c)
@@ -255,6 +263,13 @@ func judgeOne(r compare.Regression, b, c engines.Reading, alpha float64) (j Judg
 		if !resolvable(j.Baseline, j.Canary, r.Tolerance) {
 			j.margin = compare.NotResolvable
 		}
+		if x, _, ok := cb.Quantile(r.Stat.Q); ok {
+			cb.DesignEffect = quantileDeff(reads[0], get, x)
+		}
+		if x, _, ok := cc.Quantile(r.Stat.Q); ok {
+			cc.DesignEffect = quantileDeff(reads[1], get, x)
+		}
+		j.DesignEffect = [2]float64{max(cb.DesignEffect, 1), max(cc.DesignEffect, 1)}
 		iv, ok = compare.QuantileInterval(cb, cc, r.Stat.Q, alpha)
 	}
 	if !ok {
@@ -296,6 +311,42 @@ func resolvable(b, c Bound, tolerance float64) bool {
 		bestHi = *c.Hi/b.Lo - 1
 	}
 	return bestLo > tolerance || bestHi <= tolerance
+}
+
+// quantileDeff is the design effect of a group's count at or below x
+// over its reads: each read a second of compare's, each bucket's own
+// increment that many values at its upper bound.
+func quantileDeff(reads []groupRead, get func(engines.Reading) *engines.Histogram, x float64) float64 {
+	return compare.DesignEffect(func(yield func(sec int32, v float64, n int64)) {
+		for _, r := range reads {
+			h := get(r.d)
+			if h == nil {
+				continue
+			}
+			below := 0.0
+			for i, cum := range h.Counts {
+				if n := int64(math.Round(cum - below)); n > 0 {
+					yield(r.read, h.Bounds[i], n)
+				}
+				below = max(below, cum)
+			}
+		}
+	}, x)
+}
+
+// rateDeff is the design effect of a group's failures over its reads.
+func rateDeff(reads []groupRead) float64 {
+	return compare.DesignEffect(func(yield func(sec int32, v float64, n int64)) {
+		for _, r := range reads {
+			n, k := int64(total(r.d)), int64(failed(r.d))
+			if n-k > 0 {
+				yield(r.read, 0, n-k)
+			}
+			if k > 0 {
+				yield(r.read, 1, k)
+			}
+		}
+	}, 0.5)
 }
 
 // minRequests is the fewest requests a group needs before a statistic
