@@ -19,7 +19,6 @@ package watch
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -197,17 +196,3 @@ func (w *Watch) Latest() (Snapshot, bool) { return w.hub.Latest() }
 
 // Source is what the watch reads, named in a line without secrets.
 func (w *Watch) Source() string { return w.cfg.Source.String() }
-
-// groupNames are the groups seen, sorted.
-func groupNames(servers map[string]*server) []string {
-	seen := map[string]bool{}
-	for _, s := range servers {
-		seen[s.t.Group] = true
-	}
-	out := make([]string, 0, len(seen))
-	for g := range seen {
-		out = append(out, g)
-	}
-	sort.Strings(out)
-	return out
-}
