@@ -291,13 +291,34 @@ func TestAnytimeFalsePositives(t *testing.T) {
 			t.Logf("%s family %d", line, calls[r][len(stats)])
 		}
 		for i, n := range calls[0] {
-			if n*100 > runs {
-				t.Errorf("%s: %s called in %d of %d runs, more than 1 %%", kind, statName(stats, i), n, runs)
+			if n > allowed(runs) {
+				t.Errorf("%s: %s called in %d of %d runs, more than 1 %% allows (%d)", kind, statName(stats, i), n, runs, allowed(runs))
 			}
 		}
 		if kind == correlated && calls[1][len(stats)]*100 <= runs {
 			t.Errorf("%s: read as independent requests, the family was called in %d of %d runs: the stream no longer tests the correction", kind, calls[1][len(stats)], runs)
 		}
+	}
+}
+
+// allowed is the most runs of n that may call: 1 % of them from the
+// issue's 1,000 runs on; fewer runs (the stages' 30) are held to the
+// count a true rate of 1 % passes 99 % of the time, so that chance alone
+// fails them once in a hundred (measured: the correlated stream's family
+// is called in 9 of 1,000 runs, so "none of 30" would fail a quarter of
+// the stages).
+func allowed(n int) int {
+	if n >= 1000 {
+		return n / 100
+	}
+	// The binomial's tail: the least k with P(X > k) < 1 % for X ~ B(n, 0.01).
+	p, cum := math.Pow(0.99, float64(n)), 0.0
+	for k := 0; ; k++ {
+		cum += p
+		if 1-cum < 0.01 {
+			return k
+		}
+		p *= float64(n-k) / float64(k+1) * 0.01 / 0.99
 	}
 }
 
@@ -499,4 +520,13 @@ func median(xs []int) int {
 func quartiles(xs []int) string {
 	s := slices.Sorted(slices.Values(xs))
 	return fmt.Sprintf("q1 %d s, median %d s, q3 %d s", s[len(s)/4], s[len(s)/2], s[3*len(s)/4])
+}
+
+// TestAllowed: the false-alarm property's bound on its runs' calls.
+func TestAllowed(t *testing.T) {
+	for n, want := range map[int]int{30: 2, 100: 4, 1000: 10} {
+		if got := allowed(n); got != want {
+			t.Errorf("allowed(%d) = %d, want %d", n, got, want)
+		}
+	}
 }

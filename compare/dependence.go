@@ -121,7 +121,8 @@ type block struct{ n, k int64 }
 // varies as a χ² of m−1 degrees, and read as it comes it is too low in
 // half the runs, which a sequence read every second turns into false
 // calls (a stream whose seconds share a factor: 7 of 100 runs called,
-// against 46 read as independent); the bound is its 80 % upper
+// against 46 read as independent; with the bound 9 of 1,000, against
+// 434); the bound is its 80 % upper
 // confidence limit (Wilson–Hilferty's χ² quantile), 9 % above the
 // estimate over 200 blocks, 38 % over 20. Over blocks of the cube root
 // of the seconds (blockSeconds), where a state lasting seconds shows,
