@@ -115,14 +115,21 @@ const (
 	DefaultMinErrorEffect = 0.001
 )
 
-// Stats are the statistics a comparison with regs judges: the defaults
-// and every statistic a regression names, each once.
-func Stats(regs []Regression) []Stat {
+// Stats are the statistics a comparison with regs judges: the defaults,
+// then extra (the invalid rate where the load judges answers), then
+// every statistic a regression names, each once.
+func Stats(regs []Regression, extra ...Stat) []Stat {
 	out := DefaultStats()
-	for _, r := range regs {
-		if !slices.ContainsFunc(out, func(s Stat) bool { return s.Name == r.Stat.Name }) {
-			out = append(out, r.Stat)
+	add := func(st Stat) {
+		if !slices.ContainsFunc(out, func(s Stat) bool { return s.Name == st.Name }) {
+			out = append(out, st)
 		}
+	}
+	for _, st := range extra {
+		add(st)
+	}
+	for _, r := range regs {
+		add(r.Stat)
 	}
 	return out
 }
@@ -574,7 +581,7 @@ func (c Comparison) Line() string {
 		if r.Verdict != NotEnough {
 			judged++
 		}
-		if r.Stat.ErrorRate {
+		if r.Stat.ErrorRate && !r.Stat.Invalid { // every request, not the judged ones
 			n, secs = [2]int{r.NBaseline, r.NCanary}, r.Seconds
 		}
 		switch {
