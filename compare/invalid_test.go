@@ -161,3 +161,25 @@ func TestBinnedInvalidRateUnjudged(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkObserve: one request counted (the engine's aggregator's
+// call), without and with the invalid rate judged: its ring and counts
+// are kept only when a statistic reads them.
+func BenchmarkObserve(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		stats []Stat
+	}{{"defaults", DefaultStats()}, {"invalid", Stats(nil, InvalidRate())}} {
+		b.Run(tc.name, func(b *testing.B) {
+			t0 := time.Unix(0, 0)
+			s := NewSamples(tc.stats, 0, t0)
+			res := probe.Result{HasTTFT: true, TTFT: 50 * time.Millisecond, E2E: 500 * time.Millisecond, OutputTokens: 128}
+			res.Output.Judged, res.Output.Valid = true, true
+			rec := load.Record{Result: res, Phase: 1, Knobs: load.Knobs{Concurrency: 8}}
+			b.ReportAllocs()
+			for i := range b.N {
+				s.Observe(Side(i&1), rec, t0.Add(time.Duration(i)*time.Millisecond))
+			}
+		})
+	}
+}
