@@ -237,7 +237,10 @@ func TestRunCompareInvalid(t *testing.T) {
 		!strings.Contains(errb.String(), "--regression invalid_rate<+1pp: no answer is judged; pass --response-format or --tools") {
 		t.Errorf("nothing judged: exit %d\n%s", code, errb.String())
 	}
+	// Steps of 5 ms: about 350 requests a second a side, enough to judge
+	// in seconds, without a flat-out load that starves the parallel tests.
 	p, _ := sim.Preset("fast")
+	p.StepBase = 5 * time.Millisecond
 	broken := p
 	broken.Invalid = 0.05
 	b, c := simtest.Start(t, p), simtest.Start(t, broken)

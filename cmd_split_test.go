@@ -308,7 +308,9 @@ func TestRunSplitSimCanaryInvalid(t *testing.T) {
 	var out, errb bytes.Buffer
 	jsonPath := filepath.Join(t.TempDir(), "run.json")
 	start := time.Now()
-	code := run([]string{"run", "--sim-preset", "fast", "--sim-canary", "0.5:0.8:0:1s:0.05", "--split-by", "field:system_fingerprint",
+	// Steps of 5 ms (4 ms the canary's): judged in seconds, without a
+	// flat-out load that starves the parallel tests.
+	code := run([]string{"run", "--sim-preset", "fast", "--sim-step-base", "5ms", "--sim-canary", "0.5:0.8:0:1s:0.05", "--split-by", "field:system_fingerprint",
 		"--tools", "builtin", "--duration", "60s", "-c", "16", "--prompt-tokens", "8", "--output-tokens", "8",
 		"--regression", "invalid_rate<+1pp", "--fail-fast", "--compare-min-seconds", "3", "--json", jsonPath}, &out, &errb)
 	took := time.Since(start)
