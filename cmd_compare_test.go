@@ -255,7 +255,7 @@ func TestRunCompareInvalid(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out.String(), errb.String())
 	}
-	for _, want := range []string{"invalid_rate<+1pp: breached", "invalid rate"} {
+	for _, want := range []string{"invalid_rate<+1pp: breached", "invalid rate", "canary breaking more answers: invalid rate +"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in\n%s", want, out.String())
 		}

@@ -317,7 +317,7 @@ func TestRunSplitSimCanaryInvalid(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out.String(), errb.String())
 	}
-	for _, w := range []string{"baseline: group 1 (fp_sim_stable)", "invalid_rate<+1pp: breached", "invalid rate"} {
+	for _, w := range []string{"baseline: group 1 (fp_sim_stable)", "invalid_rate<+1pp: breached", "group 2 (fp_sim_canary) breaking more answers: invalid rate +"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("no %q in\n%s", w, out.String())
 		}

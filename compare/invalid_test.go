@@ -113,7 +113,7 @@ func TestSamplesInvalidRate(t *testing.T) {
 		if b := c.Breaches(); len(b) != 1 || b[0].Expr != "invalid_rate<+1pp" {
 			t.Fatalf("anytime %v: breaches %+v", anytime, b)
 		}
-		if !strings.Contains(c.Line(), "invalid rate +") {
+		if !strings.HasPrefix(c.Line(), "canary breaking more answers: invalid rate +") {
 			t.Fatalf("anytime %v: line %q", anytime, c.Line())
 		}
 		var sb strings.Builder
