@@ -224,3 +224,57 @@ func readPairJSON(t *testing.T, path string) *compare.PairJSON {
 	}
 	return c.Pair
 }
+
+// TestRunCompareInvalid: a canary whose sim breaks 5 % of its tool calls,
+// as fast as a clean baseline, is called worse on the invalid rate and
+// breaches invalid_rate<+1pp (exit 1, the breach named); the table and
+// the JSON carry the statistic. The gate without answers judged is a
+// usage error.
+func TestRunCompareInvalid(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	if code := run([]string{"run", "--compare", "http://127.0.0.1:1/v1", "--regression", "invalid_rate<+1pp"}, &out, &errb); code != 2 ||
+		!strings.Contains(errb.String(), "--regression invalid_rate<+1pp: no answer is judged; pass --response-format or --tools") {
+		t.Errorf("nothing judged: exit %d\n%s", code, errb.String())
+	}
+	// Steps of 5 ms: about 350 requests a second a side, enough to judge
+	// in seconds, without a flat-out load that starves the parallel tests.
+	p, _ := sim.Preset("fast")
+	p.StepBase = 5 * time.Millisecond
+	broken := p
+	broken.Invalid = 0.05
+	b, c := simtest.Start(t, p), simtest.Start(t, broken)
+	out.Reset()
+	errb.Reset()
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	start := time.Now()
+	code := run([]string{"run", "--url", b.URL, "--compare", c.URL, "--tools", "builtin", "--duration", "60s", "-c", "16",
+		"--prompt-tokens", "8", "--output-tokens", "8", "--server-metrics", "off", "--regression", "invalid_rate<+1pp",
+		"--fail-fast", "--compare-min-seconds", "3", "--json", jsonPath}, &out, &errb)
+	took := time.Since(start)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"invalid_rate<+1pp: breached", "invalid rate", "canary breaking more answers: invalid rate +"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(errb.String(), "the canary regressed (--fail-fast)") || took > 45*time.Second {
+		t.Errorf("--fail-fast: ended after %v:\n%s", took.Round(time.Millisecond), errb.String())
+	}
+	pj := readPairJSON(t, jsonPath)
+	found := false
+	for _, m := range pj.Metrics {
+		if m.Name == "invalid_rate" {
+			found = true
+			if m.Unit != "fraction" || m.Canary == nil || *m.Canary < 0.01 || m.Baseline == nil || *m.Baseline != 0 || !strings.HasSuffix(m.Verdict, "worse") {
+				t.Errorf("invalid_rate: %+v", m)
+			}
+		}
+	}
+	if !found || !pj.Regressed {
+		t.Errorf("infertop.compare: regressed %v, metrics %+v", pj.Regressed, pj.Metrics)
+	}
+	t.Logf("breached after %v", took.Round(time.Millisecond))
+}

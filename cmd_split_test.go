@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -296,4 +297,45 @@ func readSplitJSON(t *testing.T, path string) *compare.SplitJSON {
 		t.Fatalf("%s: no split's infertop.compare with a baseline group: %+v", path, c)
 	}
 	return c.Split
+}
+
+// TestRunSplitSimCanaryInvalid: the rollout: a canary build
+// faster than the stable one that breaks 5 % of its tool calls
+// (--sim-canary's INVALID) fails invalid_rate<+1pp, ended live by
+// --fail-fast, the breach named.
+func TestRunSplitSimCanaryInvalid(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	jsonPath := filepath.Join(t.TempDir(), "run.json")
+	start := time.Now()
+	// Steps of 5 ms (4 ms the canary's): judged in seconds, without a
+	// flat-out load that starves the parallel tests.
+	code := run([]string{"run", "--sim-preset", "fast", "--sim-step-base", "5ms", "--sim-canary", "0.5:0.8:0:1s:0.05", "--split-by", "field:system_fingerprint",
+		"--tools", "builtin", "--duration", "60s", "-c", "16", "--prompt-tokens", "8", "--output-tokens", "8",
+		"--regression", "invalid_rate<+1pp", "--fail-fast", "--compare-min-seconds", "3", "--json", jsonPath}, &out, &errb)
+	took := time.Since(start)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out.String(), errb.String())
+	}
+	for _, w := range []string{"baseline: group 1 (fp_sim_stable)", "invalid_rate<+1pp: breached", "group 2 (fp_sim_canary) breaking more answers: invalid rate +"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("no %q in\n%s", w, out.String())
+		}
+	}
+	if took > 45*time.Second {
+		t.Errorf("ended after %v", took.Round(time.Millisecond))
+	}
+	t.Logf("breached after %v", took.Round(time.Millisecond))
+	// Only the canary's answers broke: the stable build's are all valid.
+	j := readSplitJSON(t, jsonPath)
+	if len(j.Groups) != 1 {
+		t.Fatalf("groups %+v", j.Groups)
+	}
+	i := slices.IndexFunc(j.Groups[0].Metrics, func(m compare.ResultJSON) bool { return m.Name == "invalid_rate" })
+	if i < 0 {
+		t.Fatalf("no invalid_rate in %+v", j.Groups[0].Metrics)
+	}
+	if m := j.Groups[0].Metrics[i]; m.Baseline == nil || *m.Baseline != 0 || m.Canary == nil || *m.Canary < 0.01 || !j.Regressed {
+		t.Errorf("invalid_rate %+v, regressed %v", m, j.Regressed)
+	}
 }

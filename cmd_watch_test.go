@@ -79,6 +79,7 @@ func TestWatchExitCodes(t *testing.T) {
 		{"watch", "--every", "1ms"},
 		{"watch", "--target", "a=nothing"},
 		{"watch", "--regression", "ttfb_p99<+10%", "--headless"},
+		{"watch", "--regression", "invalid_rate<+1pp", "--headless"}, // a server's metrics judge no answers
 		{"watch", "--target", "a=http://user:hunter2@127.0.0.1:1/metrics", "--headless", "--duration", "300ms", "--every", "100ms"},
 	} {
 		errb.Reset()

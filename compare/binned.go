@@ -176,9 +176,12 @@ func (b *Binned) Compare(o Options) Comparison {
 		var out [2][]sample
 		for i := range b.sides {
 			sd := &b.sides[i]
-			src := sd.errs
-			if !st.ErrorRate {
+			var src []sample // none for the invalid rate: agents' bins carry no answers' verdicts
+			switch {
+			case !st.ErrorRate:
 				src = sd.lat[st.Metric]
+			case !st.Invalid:
+				src = sd.errs
 			}
 			out[i] = append([]sample(nil), src...) // judge sorts and trims its copy
 		}
@@ -196,8 +199,12 @@ func (b *Binned) tallies(st Stat) [2]tally {
 	return out
 }
 
-// src is side sd's seconds of st.
+// src is side sd's seconds of st: none of the invalid rate (an agent's
+// seconds count no judged answers), which stays unjudged.
 func (st Stat) src(sd *binnedSide) []binnedCount {
+	if st.Invalid {
+		return nil
+	}
 	if st.ErrorRate {
 		return sd.outs
 	}

@@ -115,14 +115,21 @@ const (
 	DefaultMinErrorEffect = 0.001
 )
 
-// Stats are the statistics a comparison with regs judges: the defaults
-// and every statistic a regression names, each once.
-func Stats(regs []Regression) []Stat {
+// Stats are the statistics a comparison with regs judges: the defaults,
+// then extra (the invalid rate where the load judges answers), then
+// every statistic a regression names, each once.
+func Stats(regs []Regression, extra ...Stat) []Stat {
 	out := DefaultStats()
-	for _, r := range regs {
-		if !slices.ContainsFunc(out, func(s Stat) bool { return s.Name == r.Stat.Name }) {
-			out = append(out, r.Stat)
+	add := func(st Stat) {
+		if !slices.ContainsFunc(out, func(s Stat) bool { return s.Name == st.Name }) {
+			out = append(out, st)
 		}
+	}
+	for _, st := range extra {
+		add(st)
+	}
+	for _, r := range regs {
+		add(r.Stat)
 	}
 	return out
 }
@@ -574,7 +581,7 @@ func (c Comparison) Line() string {
 		if r.Verdict != NotEnough {
 			judged++
 		}
-		if r.Stat.ErrorRate {
+		if r.Stat.ErrorRate && !r.Stat.Invalid { // every request, not the judged ones
 			n, secs = [2]int{r.NBaseline, r.NCanary}, r.Seconds
 		}
 		switch {
@@ -593,17 +600,26 @@ func (c Comparison) Line() string {
 	if minSecs <= 0 {
 		minSecs = MinSeconds
 	}
+	// Rates that are all the invalid rate's are answers broken, not
+	// requests failed.
+	more, less := "failing more", "failing less"
+	if len(errsUp) > 0 && !slices.ContainsFunc(errsUp, func(r Result) bool { return !r.Stat.Invalid }) {
+		more = "breaking more answers"
+	}
+	if len(errsDown) > 0 && !slices.ContainsFunc(errsDown, func(r Result) bool { return !r.Stat.Invalid }) {
+		less = "breaking fewer answers"
+	}
 	switch {
 	case len(slower) > 0 && len(errsUp) > 0:
-		return who + " slower and failing more: " + say(append(slower, errsUp...))
+		return who + " slower and " + more + ": " + say(append(slower, errsUp...))
 	case len(slower) > 0:
 		return who + " slower: " + say(slower)
 	case len(errsUp) > 0:
-		return who + " failing more: " + say(errsUp)
+		return who + " " + more + ": " + say(errsUp)
 	case len(faster) > 0:
 		return who + " faster: " + say(append(faster, errsDown...))
 	case len(errsDown) > 0:
-		return who + " failing less: " + say(errsDown)
+		return who + " " + less + ": " + say(errsDown)
 	}
 	prefix := "" // a Pair's line needs no subject: there is one canary
 	if c.Sides != ([2]string{}) {

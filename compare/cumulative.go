@@ -63,6 +63,9 @@ func (b *Binned) cumTallies(st Stat, own [2]tally) [2]tally {
 	var out [2]tally
 	for i := range out {
 		sd, t := &b.cum.sides[i], &out[i]
+		if st.Invalid {
+			continue // no judged answers (see src)
+		}
 		t.failed, t.total, t.first, t.last = sd.failed, sd.total, sd.secs.first, sd.secs.last
 		if st.ErrorRate {
 			t.deff = own[i].deff

@@ -288,12 +288,16 @@ type groupsCopy struct {
 type slotCopy struct {
 	lat     [load.NumMetrics][]sample
 	errs    []sample
+	inv     []sample
 	tallies [][2]tally
 }
 
 // of is the samples statistic st reads.
 func (s *slotCopy) of(st Stat) []sample {
-	if st.ErrorRate {
+	switch {
+	case st.Invalid:
+		return s.inv
+	case st.ErrorRate:
 		return s.errs
 	}
 	return s.lat[st.Metric]
@@ -330,6 +334,7 @@ func (g *Groups) copyLocked(buf []sample, anytime bool) groupsCopy {
 	for i := range g.sides {
 		sd := &g.sides[i]
 		c.slots[i].errs = take(sd.errs)
+		c.slots[i].inv = take(sd.inv)
 		for m, r := range sd.lat {
 			c.slots[i].lat[m] = take(r)
 		}
@@ -349,6 +354,9 @@ func (g *Groups) heldLocked() int {
 	for i := range g.sides {
 		sd := &g.sides[i]
 		n += len(sd.errs.items())
+		if sd.inv != nil {
+			n += len(sd.inv.items())
+		}
 		for _, r := range sd.lat {
 			if r != nil {
 				n += len(r.items())

@@ -62,18 +62,22 @@ func (r *ring) items() []sample {
 
 func (r *ring) clear() { r.next, r.full = 0, false }
 
-// sideSamples are one side's rings: one per latency metric compared and
-// one of outcomes for the error rate.
+// sideSamples are one side's rings: one per latency metric compared, one
+// of outcomes for the error rate, and one of the judged answers' for the
+// invalid rate (nil unless a statistic reads it).
 type sideSamples struct {
 	lat      [load.NumMetrics]*ring
 	errs     *ring
+	inv      *ring
 	maxPhase int // the newest phase a record came from
 	// Every request of the setting, for the confidence sequences: each
 	// latency's counts per value (beside its ring), the failed and all
-	// requests, and the seconds they came in.
-	cnt           [load.NumMetrics]*valueCounts
-	failed, total int64
-	secs          span
+	// requests, the invalid and all judged answers, and the seconds they
+	// came in.
+	cnt             [load.NumMetrics]*valueCounts
+	failed, total   int64
+	invalid, judged int64
+	secs            span
 }
 
 // Samples collects both sides' requests for a comparison: the newest N
@@ -144,6 +148,9 @@ func NewSamples(stats []Stat, n int, t0 time.Time) *Samples {
 func newSideSamples(stats []Stat, n int, counts bool) sideSamples {
 	side := sideSamples{errs: newRing(n), secs: newSpan()}
 	for _, st := range stats {
+		if st.Invalid && side.inv == nil {
+			side.inv = newRing(n)
+		}
 		if !st.ErrorRate && side.lat[st.Metric] == nil {
 			side.lat[st.Metric] = newRing(n)
 			if counts {
@@ -190,6 +197,9 @@ func (s *Samples) clearLocked() {
 // clear forgets the side's samples.
 func (sd *sideSamples) clear() {
 	sd.errs.clear()
+	if sd.inv != nil {
+		sd.inv.clear()
+	}
 	for _, r := range sd.lat {
 		if r != nil {
 			r.clear()
@@ -200,7 +210,7 @@ func (sd *sideSamples) clear() {
 			c.clear()
 		}
 	}
-	sd.failed, sd.total, sd.secs = 0, 0, newSpan()
+	sd.failed, sd.total, sd.invalid, sd.judged, sd.secs = 0, 0, 0, 0, newSpan()
 }
 
 // SetAnytime says whether the comparison is judged with the confidence
@@ -266,6 +276,17 @@ func (sd *sideSamples) record(rec load.Record, sec int32) {
 	sd.total++
 	sd.failed += int64(fail)
 	sd.secs.see(sec)
+	// The completed requests' judged answers, as the load counts them
+	// (Snapshot.InvalidRate): a failed request is the error rate's.
+	if sd.inv != nil && rec.OK() && rec.Output.Judged {
+		bad := 0.0
+		if !rec.Output.Valid {
+			bad = 1
+		}
+		sd.inv.add(sample{sec, bad})
+		sd.judged++
+		sd.invalid += int64(bad)
+	}
 	add := func(m load.Metric, d time.Duration) {
 		if r := sd.lat[m]; r != nil {
 			r.add(sample{sec, float64(d) / 1e6})
@@ -318,8 +339,15 @@ func (s *Samples) tallies(st Stat) [2]tally {
 // side taken earlier; nil: since the setting began).
 func (sd *sideSamples) tally(st Stat, mark *sideSamples) tally {
 	t := tally{failed: sd.failed, total: sd.total, first: sd.secs.first, last: sd.secs.last}
+	if st.Invalid {
+		t.failed, t.total = sd.invalid, sd.judged
+	}
 	if mark != nil {
-		t.failed, t.total = t.failed-mark.failed, t.total-mark.total
+		if st.Invalid {
+			t.failed, t.total = t.failed-mark.invalid, t.total-mark.judged
+		} else {
+			t.failed, t.total = t.failed-mark.failed, t.total-mark.total
+		}
 		if mark.secs.first <= mark.secs.last {
 			t.first = max(t.first, mark.secs.last)
 		}
@@ -328,7 +356,7 @@ func (sd *sideSamples) tally(st Stat, mark *sideSamples) tally {
 	// bootstrap's), at the statistic's own point: the error rate's
 	// failures, a quantile's value over the setting.
 	if st.ErrorRate {
-		t.deff = ringDeff(sd.errs, 0.5)
+		t.deff = ringDeff(sd.outcomes(st), 0.5)
 		return t
 	}
 	if c := sd.cnt[st.Metric]; c != nil {
@@ -346,7 +374,7 @@ func (sd *sideSamples) tally(st Stat, mark *sideSamples) tally {
 
 // mark is a copy of what tally reads of the side now, to count from.
 func (sd *sideSamples) mark() *sideSamples {
-	m := &sideSamples{failed: sd.failed, total: sd.total, secs: sd.secs}
+	m := &sideSamples{failed: sd.failed, total: sd.total, invalid: sd.invalid, judged: sd.judged, secs: sd.secs}
 	for i, c := range sd.cnt {
 		if c != nil {
 			m.cnt[i] = c.clone()
@@ -355,9 +383,18 @@ func (sd *sideSamples) mark() *sideSamples {
 	return m
 }
 
+// outcomes is the ring of a rate's 0/1 outcomes: the failures, or the
+// judged answers' (nil when not kept).
+func (sd *sideSamples) outcomes(st Stat) *ring {
+	if st.Invalid {
+		return sd.inv
+	}
+	return sd.errs
+}
+
 // items copies the side's samples of stat (nil for none).
 func (sd *sideSamples) items(st Stat) []sample {
-	r := sd.errs
+	r := sd.outcomes(st)
 	if !st.ErrorRate {
 		r = sd.lat[st.Metric]
 	}

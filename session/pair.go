@@ -97,7 +97,7 @@ func startPair(ctx context.Context, cfg PairConfig) (*Pair, error) {
 
 // startRunners starts both runners at once (startPair).
 func startRunners(ctx context.Context, cfg PairConfig) (_ *runners, err error) {
-	stats := compare.Stats(cfg.Options.Regressions)
+	stats := statsOf(cfg.Options.Regressions, cfg.Baseline)
 	p := &runners{cfg: cfg, stopX: func() {}, samples: compare.NewSamples(stats, cfg.Samples, time.Now()), onReset: func() {}}
 	// Every request counted per value only for the sequences (hot path).
 	p.samples.SetAnytime(cfg.Options.Anytime)
@@ -590,4 +590,14 @@ func (pw prefixWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// statsOf are the statistics a comparison of cfg's load judges: the
+// defaults and regs', and the invalid rate where the load judges answers
+// (--response-format, --tools), so nothing changes for one that does not.
+func statsOf(regs []compare.Regression, cfg runner.Config) []compare.Stat {
+	if cfg.Probe.Body.Output.IsZero() {
+		return compare.Stats(regs)
+	}
+	return compare.Stats(regs, compare.InvalidRate())
 }

@@ -63,7 +63,7 @@ func startSplit(ctx context.Context, cfg SplitConfig) (*Split, error) {
 	if cfg.Run.Probe.SplitBy.IsZero() {
 		return nil, errNoSplit
 	}
-	s := &Split{cfg: cfg, groups: compare.NewGroupsWithBaseline(compare.Stats(cfg.Options.Regressions), cfg.Samples, cfg.Groups, time.Now(), cfg.BaselineGroup)}
+	s := &Split{cfg: cfg, groups: compare.NewGroupsWithBaseline(statsOf(cfg.Options.Regressions, cfg.Run), cfg.Samples, cfg.Groups, time.Now(), cfg.BaselineGroup)}
 	s.groups.SetAnytime(cfg.Options.Anytime) // counts per value only for the sequences
 	s.settings.knobs = s.groups.Knobs
 	next := cfg.Run.Load.OnResult

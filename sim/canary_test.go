@@ -25,6 +25,7 @@ func TestParseCanary(t *testing.T) {
 		{" 1 : 1 : 1 : 1m30s ", Canary{Fraction: 1, Slowdown: 1, ErrorRate: 1, Delay: 90 * time.Second}},
 		{"0.5:0.8", Canary{Fraction: 0.5, Slowdown: 0.8}},
 		{"0.5:100", Canary{Fraction: 0.5, Slowdown: 100}},
+		{"0.5:0.8:0:0s:0.05", Canary{Fraction: 0.5, Slowdown: 0.8, Invalid: 0.05}},
 	}
 	for _, tt := range good {
 		c, err := ParseCanary(tt.in)
@@ -43,7 +44,9 @@ func TestParseCanary(t *testing.T) {
 		{"-0.1:1.5", "fraction"},
 		{"NaN:1.5", "not a number"},
 		{"0.25", "want FRACTION:SLOWDOWN"},
-		{"0.25:1.5:0:1s:9", "want FRACTION:SLOWDOWN"},
+		{"0.25:1.5:0:1s:0:9", "want FRACTION:SLOWDOWN"},
+		{"0.25:1.5:0:1s:9", "invalid share must be within 0..1"},
+		{"0.25:1.5:0:1s:x", `the invalid share "x" is not a number`},
 		{"a:1.5", `the fraction "a" is not a number`},
 		{"0.25:fast", `the slowdown "fast" is not a number`},
 		{"0.25:0", "slowdown must be above 0"},

@@ -154,6 +154,10 @@ type Canary struct {
 	// requests (all go to the stable pod before), as a rollout that shifts
 	// traffic some time into a run.
 	Delay time.Duration
+	// Invalid is the share of the canary's structured answers and tool
+	// calls sent broken, in [0,1], on top of Params.Invalid (which both
+	// builds break): a build that answers fast and breaks its tools.
+	Invalid float64
 }
 
 // MaxSlowdown bounds Canary.Slowdown: a build a hundred times slower is
@@ -170,12 +174,18 @@ func (c Canary) String() string {
 		return ""
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	return f(c.Fraction) + ":" + f(c.Slowdown) + ":" + f(c.ErrorRate) + ":" + c.Delay.String()
+	s := f(c.Fraction) + ":" + f(c.Slowdown) + ":" + f(c.ErrorRate) + ":" + c.Delay.String()
+	if c.Invalid > 0 {
+		s += ":" + f(c.Invalid)
+	}
+	return s
 }
 
-// ParseCanary reads FRACTION:SLOWDOWN[:ERROR_RATE[:DELAY]], e.g. 0.25:1.5
-// (a quarter of the requests 1.5 times slower), 0.25:1.5:0.02 (and 2 % of
-// the canary's answers a 500) or 0.25:1.5:0:30s (from 30 s on). "" is no
+// ParseCanary reads FRACTION:SLOWDOWN[:ERROR_RATE[:DELAY[:INVALID]]], e.g.
+// 0.25:1.5 (a quarter of the requests 1.5 times slower), 0.25:1.5:0.02
+// (and 2 % of the canary's answers a 500), 0.25:1.5:0:30s (from 30 s on)
+// or 0.5:0.8:0:0s:0.05 (faster, 5 % of its structured answers and tool
+// calls broken). "" is no
 // canary. Like ParseFaults, its errors speak of a canary spec, not of a
 // flag.
 func ParseCanary(s string) (Canary, error) {
@@ -184,8 +194,8 @@ func ParseCanary(s string) (Canary, error) {
 		return Canary{}, nil
 	}
 	parts := strings.Split(s, ":")
-	if len(parts) < 2 || len(parts) > 4 {
-		return Canary{}, fmt.Errorf("bad canary %q: want FRACTION:SLOWDOWN[:ERROR_RATE[:DELAY]], e.g. 0.25:1.5", s)
+	if len(parts) < 2 || len(parts) > 5 {
+		return Canary{}, fmt.Errorf("bad canary %q: want FRACTION:SLOWDOWN[:ERROR_RATE[:DELAY[:INVALID]]], e.g. 0.25:1.5", s)
 	}
 	num := func(what, v string) (float64, error) {
 		r, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
@@ -211,6 +221,11 @@ func ParseCanary(s string) (Canary, error) {
 		v := strings.TrimSpace(parts[3])
 		if c.Delay, err = time.ParseDuration(v); err != nil {
 			return Canary{}, fmt.Errorf("bad canary %q: the delay %q is not a duration such as 30s", s, v)
+		}
+	}
+	if len(parts) > 4 {
+		if c.Invalid, err = num("invalid share", parts[4]); err != nil {
+			return Canary{}, err
 		}
 	}
 	if err := c.check(); err != nil {
@@ -240,6 +255,8 @@ func (c Canary) check() error {
 		return fmt.Errorf("the error rate must be within 0..1, got %g", c.ErrorRate)
 	case c.Delay < 0:
 		return fmt.Errorf("the delay must not be negative, got %v", c.Delay)
+	case !(c.Invalid >= 0 && c.Invalid <= 1):
+		return fmt.Errorf("the invalid share must be within 0..1, got %g", c.Invalid)
 	}
 	return nil
 }

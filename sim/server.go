@@ -368,7 +368,8 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			return
 		}
 
-		st, err := askedStructure(kind, &req, s.p.Seed^id, s.draw(id, saltInvalid) < s.p.Invalid)
+		broken := s.draw(id, saltInvalid) < s.p.Invalid || canary && s.draw(id, saltCanaryInvalid) < s.p.Canary.Invalid
+		st, err := askedStructure(kind, &req, s.p.Seed^id, broken)
 		if err == nil && req.Text != nil && len(req.Text.Format) > 0 {
 			err = errStructuredAPI
 		}
@@ -517,6 +518,9 @@ const (
 	saltRoute       = 0x5bd1e9955bd1e995
 	saltCanaryError = 0xc2b2ae3d27d4eb4f
 	saltInvalid     = 0x85ebca6b0fc2b2ae
+	// The canary's own broken answers, apart from the draw both builds
+	// share.
+	saltCanaryInvalid = 0x27d4eb2f165667c5
 )
 
 // draw is a repeatable uniform draw in [0,1) for request id and a salt.

@@ -147,7 +147,8 @@ func New(cfg Config) (*Watch, error) {
 	}
 	cfg.defaults()
 	for _, r := range cfg.Regressions {
-		if _, ok := histOf(r.Stat); !ok && !r.Stat.ErrorRate {
+		// The invalid rate reads judged answers: an engine's metrics have none.
+		if _, ok := histOf(r.Stat); !ok && !r.Stat.ErrorRate || r.Stat.Invalid {
 			return nil, fmt.Errorf("watch: --regression %q: %w", r.Expr, ErrStatistic)
 		}
 	}

@@ -123,7 +123,11 @@ func Judge(b, n *Result, o Options) (*Judgement, error) {
 		return nil, fmt.Errorf("%s and %s %w: %s (--force compares them anyway)", b.Name, n.Name, ErrNotComparable, strings.Join(diffs, "; "))
 	}
 	j.Forced, j.PhasesNote = diffs, note
-	stats := compare.Stats(o.Regressions)
+	var extra []compare.Stat
+	if b.Run.Output != nil || n.Run.Output != nil { // answers judged: as the live comparison, the invalid rate too
+		extra = append(extra, compare.InvalidRate())
+	}
+	stats := compare.Stats(o.Regressions, extra...)
 	alpha := (1 - o.Confidence) / float64(len(stats)*len(scopes))
 	j.Confidence = 1 - alpha
 	for _, sc := range scopes {
@@ -309,8 +313,8 @@ func judgeStat(st compare.Stat, sc scope, open bool, alpha float64) (Row, error)
 	var iv compare.Interval
 	var ok bool
 	if st.ErrorRate {
-		fb, tb := failures(sc.base)
-		fn, tn := failures(sc.new)
+		fb, tb := outcomes(st, sc.base)
+		fn, tn := outcomes(st, sc.new)
 		r.NBase, r.NNew = tb, tn
 		if tb == 0 || tn == 0 {
 			return r, nil
@@ -383,6 +387,19 @@ func fewest(st compare.Stat) int64 {
 		return 30
 	}
 	return int64(max(30, int(2/min(st.Q, 1-st.Q)+0.5)))
+}
+
+// outcomes are a rate's bad and all outcomes in a phase: its failures,
+// or for the invalid rate its invalid and all judged answers (none when
+// nothing was judged: the rate stays unjudged).
+func outcomes(st compare.Stat, p report.PhaseJSON) (bad, total int64) {
+	if !st.Invalid {
+		return failures(p)
+	}
+	if p.Output == nil {
+		return 0, 0
+	}
+	return p.Output.Invalid, p.Output.Valid + p.Output.Invalid
 }
 
 // failures are a phase's failed requests and all its requests, as an

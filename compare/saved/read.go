@@ -219,13 +219,16 @@ func keep(hs map[string]string, kept *int) (map[string]string, error) {
 }
 
 // checkPhase holds the counts a comparison reads to their bounds: the
-// error rate's, and the latencies' counts (which say whether the loop
+// error rate's, the invalid rate's, and the latencies' counts (which say whether the loop
 // was open).
 func checkPhase(p report.PhaseJSON) error {
 	counts := []int64{p.Sent, p.Completed, p.Failed, p.Incomplete, p.Dropped, int64(p.Knobs.Concurrency),
 		int64(p.Knobs.PromptTokens), int64(p.Knobs.OutputTokens)}
 	for _, d := range p.Latency {
 		counts = append(counts, d.Count)
+	}
+	if o := p.Output; o != nil { // the invalid rate's
+		counts = append(counts, o.Valid, o.Invalid)
 	}
 	for _, n := range counts {
 		if n < 0 || n > maxCount {
@@ -238,6 +241,9 @@ func checkPhase(p report.PhaseJSON) error {
 	if p.Sent < p.Completed+p.Failed+p.Incomplete {
 		return fmt.Errorf("sent %d is less than completed %d + failed %d + incomplete %d: %w", p.Sent, p.Completed, p.Failed,
 			p.Incomplete, ErrUnusable)
+	}
+	if o := p.Output; o != nil && o.Valid+o.Invalid > p.Completed {
+		return fmt.Errorf("%d answers judged of %d completed: %w", o.Valid+o.Invalid, p.Completed, ErrUnusable)
 	}
 	return nil
 }

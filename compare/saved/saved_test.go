@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +26,10 @@ type ph struct {
 	failed int64
 	warmup bool
 	open   bool // queue times, and TTFT* and E2E* (the open loop's)
+	// judged: every completed request's answer judged, invalid of them
+	// invalid.
+	judged  bool
+	invalid int64
 }
 
 var closed8 = report.KnobsJSON{Mode: "closed", Concurrency: 8, PromptTokens: 256, OutputTokens: 128}
@@ -51,6 +56,13 @@ func synth(t *testing.T, m report.Manifest, seed uint64, phases ...ph) []byte {
 	for i, p := range phases {
 		pj := report.PhaseJSON{ID: i + 1, Warmup: p.warmup, Knobs: p.knobs, Sent: int64(p.n), Completed: int64(p.n) - p.failed,
 			Failed: p.failed, Latency: map[string]report.DistJSON{}}
+		if p.judged {
+			pj.Output = &report.OutputJSON{Valid: pj.Completed - p.invalid, Invalid: p.invalid}
+			if run.Output == nil {
+				run.Output = &report.OutputJSON{}
+			}
+			run.Output.Valid, run.Output.Invalid = run.Output.Valid+pj.Output.Valid, run.Output.Invalid+p.invalid
+		}
 		hs := map[string]string{}
 		metrics := []load.Metric{load.TTFT, load.TPOT, load.ITL, load.E2E, load.TTFB}
 		if p.open {
@@ -353,5 +365,41 @@ func TestMarkdown(t *testing.T) {
 	}
 	if strings.Contains(got, "(<img") {
 		t.Errorf("markdown holds raw HTML:\n%s", got)
+	}
+}
+
+// TestJudgeInvalidRate: the invalid rate is judged from the judged
+// answers' counts (not the failures), a default statistic only where
+// answers were judged; 5 % invalid against none breaches
+// invalid_rate<+1pp, and a hostile count is refused.
+func TestJudgeInvalidRate(t *testing.T) {
+	t.Parallel()
+	b := decode(t, "b", synth(t, report.Manifest{}, 1, ph{knobs: closed8, n: 2000, slow: 1, failed: 100, judged: true}))
+	n := decode(t, "n", synth(t, report.Manifest{}, 2, ph{knobs: closed8, n: 2000, slow: 1, failed: 100, judged: true, invalid: 95}))
+	j, err := Judge(b, n, Options{Regressions: regs(t, "invalid_rate<+1pp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := j.Scopes[0].Rows
+	i := slices.IndexFunc(rows, func(r Row) bool { return r.Stat.Invalid })
+	if i < 0 || rows[i].NBase != 1900 || rows[i].New != 0.05 || rows[i].Verdict != compare.Worse {
+		t.Fatalf("rows %+v", rows)
+	}
+	if fs := j.Failures(); len(fs) != 1 || !strings.Contains(fs[0], "invalid_rate<+1pp") {
+		t.Fatalf("failures %q", fs)
+	}
+	// Nothing judged: no invalid rate among the defaults.
+	plain := decode(t, "p", synth(t, report.Manifest{}, 3, ph{knobs: closed8, n: 300, slow: 1}))
+	j, err = Judge(plain, plain, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(j.Scopes[0].Rows, func(r Row) bool { return r.Stat.Invalid }) {
+		t.Errorf("an invalid rate without answers judged: %+v", j.Scopes[0].Rows)
+	}
+	// More answers judged than completed: unusable.
+	raw := synth(t, report.Manifest{}, 4, ph{knobs: closed8, n: 300, slow: 1, failed: 10, judged: true, invalid: -5})
+	if _, err := Decode("x", raw); !errors.Is(err, ErrUnusable) {
+		t.Errorf("a hostile count: %v", err)
 	}
 }

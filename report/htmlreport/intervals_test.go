@@ -21,3 +21,15 @@ func TestComparisonIntervals(t *testing.T) {
 		}
 	}
 }
+
+// TestComparisonInvalidRate: the invalid rate's row is labelled as the
+// table's, in percent and percentage points.
+func TestComparisonInvalidRate(t *testing.T) {
+	b, c, d := 0.0, 0.05, 0.05
+	m := compare.ResultJSON{Name: "invalid_rate", Unit: "fraction", DeltaUnit: "rate", Baseline: &b, Canary: &c, Delta: &d,
+		Interval: []float64{0.03, 0.08}, NBaseline: 1900, NCanary: 1900, Verdict: "canary worse"}
+	v := comparison(compare.ComparisonJSON{Metrics: []compare.ResultJSON{m}}, "h", [2]string{"a", "b"}, "canary")
+	if r := v.Rows[0]; r.Stat != "invalid rate" || r.Canary != "5.00%" || r.Delta != "+5.00pp" {
+		t.Fatalf("row %+v", r)
+	}
+}

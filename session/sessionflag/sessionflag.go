@@ -80,7 +80,7 @@ func Add(fs *pflag.FlagSet, headless bool) *Flags {
 	fs.StringVar(&f.splitBy, "split-by", "", "group every request by the backend that answered, header:NAME or field:system_fingerprint (or field:model), and compare the group seen first with each newer one (a rolling update's old and new pods behind one --url)")
 	fs.StringVar(&f.baselineGroup, "baseline-group", "", "with --split-by: the group of this value is the baseline whenever it appears, instead of the first seen (the old version's, in a rollout where the new one may answer first)")
 	if headless {
-		fs.StringArrayVar(&f.regressions, "regression", nil, "with --compare or --split-by: the canary's (each newer group's) allowed worsening, repeatable, e.g. 'ttft_p99<+10%', 'error_rate<+0.5pp'; exit 1 when it is worse with confidence")
+		fs.StringArrayVar(&f.regressions, "regression", nil, "with --compare or --split-by: the canary's (each newer group's) allowed worsening, repeatable, e.g. 'ttft_p99<+10%', 'error_rate<+0.5pp', 'invalid_rate<+1pp' (with --response-format or --tools); exit 1 when it is worse with confidence")
 	}
 	fs.Var(&f.verdict, "verdict", "with --compare or --split-by: how the verdict is judged, anytime (confidence sequences: valid at every look, however often it is read; slower on a tail) or bootstrap (whole seconds resampled: valid for one look at the end)")
 	fs.IntVar(&f.minSeconds, "compare-min-seconds", 0, "seconds of requests a statistic needs before it is judged (default 20)")
@@ -156,6 +156,9 @@ func (f *Flags) split(cfg runner.Config) (session.SplitConfig, error) {
 	if len(base) > probe.MaxGroupBytes {
 		return session.SplitConfig{}, fmt.Errorf("--baseline-group: at most %d bytes, the longest group value a split keeps", probe.MaxGroupBytes)
 	}
+	if err := judged(o, cfg); err != nil {
+		return session.SplitConfig{}, err
+	}
 	cfg.Probe.SplitBy = by
 	return session.SplitConfig{Run: cfg, Options: o, BaselineGroup: base}, nil
 }
@@ -173,8 +176,22 @@ func (f *Flags) pair(cfg runner.Config) (session.PairConfig, error) {
 	if err != nil {
 		return session.PairConfig{}, err
 	}
+	if err := judged(o, cfg); err != nil {
+		return session.PairConfig{}, err
+	}
 	if cfg.Settings != nil { // the manifest stores the canary's URL without credentials
 		cfg.Settings["compare"] = probe.RedactURL(f.url)
 	}
 	return session.PairConfig{Baseline: cfg, CanaryURL: f.url, CanaryModel: f.model, Options: o}, nil
+}
+
+// judged refuses a regression on the invalid rate where no answer is
+// judged: it could never be judged, and the gate would fail at the end.
+func judged(o compare.Options, cfg runner.Config) error {
+	for _, r := range o.Regressions {
+		if r.Stat.Invalid && cfg.Probe.Body.Output.IsZero() {
+			return fmt.Errorf("--regression %s: %w; pass --response-format or --tools", r.Expr, runner.ErrNotJudged)
+		}
+	}
+	return nil
 }

@@ -51,7 +51,7 @@ func Add(fs *pflag.FlagSet, prefix string) *Flags {
 	fs.StringVar(&f.faults, prefix+"faults", "", "injected faults, each a fraction of requests: 500, 429, reset, stall, stall-mid, malformed, huge-line, trickle, and pause=DURATION for stalls, e.g. reset=0.01,stall=0.02,pause=3s")
 	fs.Float64Var(&f.p.Faults.HTTP500, prefix+"error-rate", 0, "fraction of requests answered with HTTP 500")
 	fs.Float64Var(&f.p.Faults.HTTP429, prefix+"rate-limit-rate", 0, "fraction of requests answered with HTTP 429 and Retry-After")
-	fs.StringVar(&f.canary, prefix+"canary", "", "serve a canary build: FRACTION:SLOWDOWN[:ERROR_RATE[:DELAY]], e.g. 0.25:1.5 (a quarter of requests 1.5× slower), marked by the X-Infertop-Backend header and system_fingerprint")
+	fs.StringVar(&f.canary, prefix+"canary", "", "serve a canary build: FRACTION:SLOWDOWN[:ERROR_RATE[:DELAY[:INVALID]]], e.g. 0.25:1.5 (a quarter of requests 1.5× slower), 0.5:0.8:0:0s:0.05 (faster, 5 % of its structured answers and tool calls broken), marked by the X-Infertop-Backend header and system_fingerprint")
 	fs.Uint64Var(&f.p.Seed, prefix+"seed", d.Seed, "seed for jitter, faults, the canary's share and text")
 	fs.IntVar(&f.p.GPUs, prefix+"gpus", d.GPUs, "simulated GPUs reported at /dcgm in DCGM's names")
 	fs.IntVar(&f.p.PrefixCacheBlocks, prefix+"prefix-cache", d.PrefixCacheBlocks, "prefix cache size in blocks of 16 tokens, an LRU; cached prompt tokens skip their prefill (0: off)")
