@@ -397,6 +397,10 @@ func (m *Model) judgedPanel(w, h int) string {
 // verdictWord is a statistic's verdict in a word or two.
 func verdictWord(r compare.Result) string {
 	switch {
+	case r.Verdict == compare.Worse && r.Stat.Invalid:
+		return "more invalid"
+	case r.Verdict == compare.Better && r.Stat.Invalid:
+		return "fewer invalid"
 	case r.Verdict == compare.Worse && r.Stat.ErrorRate:
 		return "more errors"
 	case r.Verdict == compare.Worse:
