@@ -24,6 +24,7 @@
 //	prompt.go     the prompt generator
 //	calibrate.go  learning how many words make a token count
 //	tokenize.go   the calibration through the server's own tokenizer (/tokenize)
+//	cachereset.go the server's prefix cache emptied before a phase (--reset-prefix-cache), the workers held till it begins
 //	httpphases.go where the time went: HTTP phases, the TTFT's split, the cache, whose counts
 //	traceid.go    the requests' trace ids, drawn from a seed
 //	lengths.go    spread prompt and output lengths (Length)

@@ -79,6 +79,13 @@ type Engine struct {
 	begunAll                 atomic.Int64  // requests started, for the warm-up
 	cal                      calibrator
 
+	// resets counts the prefix cache's resets before the phases; hold,
+	// when not nil, keeps closed-loop workers from starting a request
+	// until it is closed: from a reset to the phase it readies (see
+	// ResetCache). hold is guarded by mu.
+	resets cacheResets
+	hold   chan struct{}
+
 	// The requests in flight, one slot per closed-loop worker (by id) and
 	// per open-loop sender, each on the board the aggregator looks at on
 	// every tick: a few thousand loads at most, instead of a lock or a
@@ -182,6 +189,7 @@ func (e *Engine) update(f func(*Knobs), newPhase bool) Knobs {
 	if k == e.knobs && !newPhase {
 		return k
 	}
+	e.releaseLocked() // the phase a reset readied, or any other change: held no longer
 	// Once the run is ending nothing more is sent: a phase begun then
 	// would hold no request and end the last one's span where it began.
 	if (newPhase || !k.samePhase(e.knobs)) && !e.ending {
@@ -258,6 +266,7 @@ func (e *Engine) finishLocked(why string) {
 	}
 	e.ending, e.why, e.endingAt = true, why, e.elapsedLocked()
 	close(e.endingCh)
+	e.releaseLocked()
 	e.dropBacklogLocked() // never sent: not counted
 	close(e.changed)
 	e.changed = make(chan struct{})
@@ -375,6 +384,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		s.SentEver, s.IncompleteEver = e.sentAll.Load(), e.lostAll.Load()
 		s.ScheduledEver, s.DroppedEver = e.scheduledAll.Load(), e.droppedAll.Load()
 		s.Dropped, s.Run.Dropped = e.dropped.Load(), e.dropped.Load()
+		s.CacheResets = e.resets.figures()
 		// Every phase's incomplete requests are in the total, even a phase
 		// none of whose requests ever came back; the run's leave out the
 		// warm-up's.

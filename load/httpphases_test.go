@@ -43,13 +43,7 @@ func TestTTFTSplitAgainstSim(t *testing.T) {
 	r := startRig(t, p, Knobs{Concurrency: 4, PromptTokens: 128, OutputTokens: 4}, func(c *Config) {
 		c.MaxRequests = 24
 		c.PrefixTokens = 64
-		client, err := probe.New(probe.Config{URL: c.Target.URL + "/v1/chat/completions", Model: p.Model,
-			Body: probe.BodyOptions{Extra: probe.AskServerTimings(probe.OpenAIChat, nil)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(client.Close)
-		c.Do = client.Do
+		c.Do = timedClient(t, c, p).Do
 	})
 	s := waitFor(t, r.eng, 10*time.Second, "the end of the run", func(s Snapshot) bool { return s.Done && s.InFlight == 0 })
 	r.stop()
@@ -70,6 +64,19 @@ func TestTTFTSplitAgainstSim(t *testing.T) {
 	}
 	t.Logf("TTFT p50 %v: connection %v, queue %v, prefill %v, rest %v; gap %v; cache %d/%d",
 		run.Latency[TTFT].P50, sp[SplitConnection].P50, sp[SplitQueue].P50, sp[SplitPrefill].P50, sp[SplitRest].P50, sp[SplitGap].P50, run.CachedTokens, run.CachedOf)
+}
+
+// timedClient is a client of c's sim that asks for the server's timings
+// (and so its usage's cached tokens), closed by the test's cleanup.
+func timedClient(t *testing.T, c *Config, p sim.Params) *probe.Client {
+	t.Helper()
+	client, err := probe.New(probe.Config{URL: c.Target.URL + "/v1/chat/completions", Model: p.Model,
+		Body: probe.BodyOptions{Extra: probe.AskServerTimings(probe.OpenAIChat, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	return client
 }
 
 func absDur(d time.Duration) time.Duration { return max(d, -d) }

@@ -159,6 +159,9 @@ type Snapshot struct {
 	// Calibration says how the prompts were calibrated when the server's
 	// tokenizer was tried (Config.Tokenize; empty: it was not).
 	Calibration string
+	// CacheResets counts the server's prefix cache emptied before the
+	// phases (Config.ResetPrefixCache).
+	CacheResets CacheResets
 }
 
 // Limits are the limits that end a run (zero: none).

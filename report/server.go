@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // writeServerSide says where the run's TTFT went, by the server's own
@@ -31,4 +32,18 @@ func writeServerSide(b *strings.Builder, p load.Phase, asked bool) {
 		fmt.Fprintf(b, "  prefix cache: %d of %d prompt tokens held (%.1f %%), by the server's count\n",
 			p.CachedTokens, p.CachedOf, 100*float64(p.CachedTokens)/float64(p.CachedOf))
 	}
+}
+
+// writeCacheResets says how often the server's prefix cache was emptied
+// before a phase (--reset-prefix-cache), and the last refusal, in the
+// server's words (sanitised): nothing when none was asked.
+func writeCacheResets(b *strings.Builder, r load.CacheResets) {
+	if r.Done+r.Failed == 0 {
+		return
+	}
+	fmt.Fprintf(b, "  prefix cache reset before %d of the phases after the start (--reset-prefix-cache)", r.Done)
+	if r.Failed > 0 {
+		fmt.Fprintf(b, "; %d refused, the last: %s", r.Failed, sanitize.Text(r.Last))
+	}
+	b.WriteString("\n")
 }
