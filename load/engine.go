@@ -81,10 +81,13 @@ type Engine struct {
 
 	// resets counts the prefix cache's resets before the phases; hold,
 	// when not nil, keeps closed-loop workers from starting a request
-	// until it is closed: from a reset to the phase it readies (see
-	// ResetCache). hold is guarded by mu.
+	// until it is closed: from a reset's drain to the phase it readies
+	// (see ResetCache). hold is guarded by mu.
 	resets cacheResets
 	hold   chan struct{}
+	// settled is sent to (never blocking) when no request is unsettled:
+	// a reset's drain waits on it.
+	settled chan struct{}
 
 	// The requests in flight, one slot per closed-loop worker (by id) and
 	// per open-loop sender, each on the board the aggregator looks at on
@@ -148,7 +151,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, prompts: NewPromptGen(cfg.Seed, cfg.PrefixTokens).withPrefixSeed(cfg.PrefixSeed).withGroups(cfg.PrefixGroups), knobs: cfg.Knobs.clamp(), window: cfg.Window,
 		changed: make(chan struct{}), alive: map[int]bool{}, results: make(chan *flight, 4096),
-		nudge: make(chan struct{}, 1), endingCh: make(chan struct{}),
+		nudge: make(chan struct{}, 1), endingCh: make(chan struct{}), settled: make(chan struct{}, 1),
 	}
 	e.replay, e.sessions = newReplay(&e.cfg), newSessionStats(&e.cfg)
 	e.mix = newMixer(cfg.Mix, cfg.Seed)
@@ -422,7 +425,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		ph := f.phase
 		agg.add(f, time.Since(e.t0))
 		ph.outstanding.Add(-1)
-		if e.unsettled.Add(-1) == 0 && ending == nil {
+		if e.settleOne() == 0 && ending == nil {
 			snap() // the last request of an ending run: done now
 		}
 	}
@@ -482,7 +485,7 @@ loop:
 			ph := f.phase
 			agg.add(f, time.Since(e.t0))
 			ph.outstanding.Add(-1)
-			e.unsettled.Add(-1)
+			e.settleOne()
 		default:
 			drained = true
 		}
