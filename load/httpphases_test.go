@@ -56,6 +56,12 @@ func TestTTFTSplitAgainstSim(t *testing.T) {
 	if ttft := run.Latency[TTFT].Mean; absDur(sum-ttft) > 10*time.Microsecond {
 		t.Errorf("the parts' means sum to %v, TTFT's mean %v", sum, ttft)
 	}
+	// The run is shorter than the window: the window's split is the run's.
+	for i, d := range s.TTFTSplit {
+		if d.Count != 24 || d.P50 != sp[i].P50 || d.P99 != sp[i].P99 {
+			t.Errorf("the window's part %d: %d requests, p50 %v p99 %v; the run's %d, %v, %v", i, d.Count, d.P50, d.P99, sp[i].Count, sp[i].P50, sp[i].P99)
+		}
+	}
 	if run.ServerCounted != 24 || run.CountMismatch != 0 {
 		t.Errorf("the server's output count for %d requests, the client's differing in %d: want 24 and 0 on the sim", run.ServerCounted, run.CountMismatch)
 	}

@@ -90,6 +90,10 @@ type Snapshot struct {
 	Window, Covered time.Duration
 	// Latency holds the window's distribution of each metric.
 	Latency [NumMetrics]Dist
+	// TTFTSplit is the window's client TTFT split by where it went (as
+	// Phase.TTFTSplit, by SplitConnection...SplitGap), of the requests
+	// whose server gave its timings (--server-timings); Count 0: none.
+	TTFTSplit [NumSplitParts]Dist
 	// Rates over the window, per second. GoodPerSec counts requests that
 	// met every goodput limit. OutTokPerSec counts the tokens that arrived
 	// in the window (see Point.OutTokens), as they arrived, those of
