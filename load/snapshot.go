@@ -94,6 +94,9 @@ type Snapshot struct {
 	// Phase.TTFTSplit, by SplitConnection...SplitGap), of the requests
 	// whose server gave its timings (--server-timings); Count 0: none.
 	TTFTSplit [NumSplitParts]Dist
+	// Steady is the closed loop's steady-state window (SteadyState):
+	// whether the load has been steady yet, and its figures.
+	Steady SteadyState
 	// Rates over the window, per second. GoodPerSec counts requests that
 	// met every goodput limit. OutTokPerSec counts the tokens that arrived
 	// in the window (see Point.OutTokens), as they arrived, those of

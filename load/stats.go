@@ -151,6 +151,7 @@ type aggregator struct {
 	sealedFor   int64 // the current second the sealed window was built for; -1: stale
 	scratch     [NumMetrics]*hdr.Histogram
 	split       splitWindow // the window's TTFT split
+	steady      *steadyAcc  // the steady-state window
 	phases      []*phaseAcc
 	pool        []*hdr.Histogram
 	totalOK     int64
@@ -196,7 +197,7 @@ func (h *heldWindow) apply(s *Snapshot) {
 }
 
 func newAggregator(t0 time.Time, window time.Duration) *aggregator {
-	a := &aggregator{t0: t0, window: window, sealedFor: -1, split: newSplitWindow()}
+	a := &aggregator{t0: t0, window: window, sealedFor: -1, split: newSplitWindow(), steady: newSteadyAcc()}
 	for m := range NumMetrics {
 		a.curHist[m], a.sealed[m], a.scratch[m] = newHist(), newHist(), newHist()
 	}
@@ -386,6 +387,7 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 		c.good++
 	}
 	c.completed++
+	a.steady.complete()
 	c.addJudged(r)
 	c.inTok += int64(in)
 	c.estimated = c.estimated || r.OutputEstimated
@@ -404,6 +406,7 @@ func (a *aggregator) record(m Metric, d time.Duration, ph *phaseAcc, inRun bool)
 		}
 		_ = a.curHist[m].RecordValue(v) // v is clamped into range
 		a.cur.mom[m].add(v)
+		a.steady.record(m, v)
 		_ = a.run.hist[m].RecordValue(v)
 		a.run.mom[m].add(v)
 	}
@@ -466,6 +469,7 @@ func (a *aggregator) fold(f *flight) {
 	}
 	if inRun {
 		a.run.delivered += tokens
+		a.steady.deliver(tokens)
 	}
 	a.gaps = gaps
 	if a.onProgress != nil && (len(gaps) > 0 || tokens > 0) {
@@ -507,6 +511,7 @@ func (a *aggregator) correctTokens(f *flight, ph *phaseAcc, inRun bool) {
 	if inRun {
 		a.run.delivered += d
 		a.cur.outTok += d
+		a.steady.deliver(d)
 	}
 	if a.onProgress != nil {
 		a.onProgress(Progress{Tokens: d, Warmup: f.phase.warmup})
@@ -587,6 +592,7 @@ func (a *aggregator) reset(now time.Duration, gen int) {
 		a.curHist[m].Reset()
 	}
 	a.split.reset()
+	a.steady.reset()
 	a.cur = secSlot{sec: a.cur.sec}
 	a.ahead = [aheadSeconds]int64{}
 	for _, p := range a.phases {
@@ -667,6 +673,10 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 		s.Latency[m] = summarise(a.scratch[m], mom)
 	}
 	a.split.dists(&a.cur, &s.TTFTSplit)
+	if !a.stopped { // the drain is no new setting: the window stays as it was
+		a.steady.tick(now, inflight, steadyTarget(current, a.gen))
+	}
+	s.Steady = a.steady.figures()
 	var out, in, good int64
 	addCounts := func(c *secSlot) {
 		s.Completed += c.completed

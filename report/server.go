@@ -47,3 +47,23 @@ func writeCacheResets(b *strings.Builder, r load.CacheResets) {
 	}
 	b.WriteString("\n")
 }
+
+// writeSteady says the closed loop's steady-state window beside the whole
+// run's figures: its span, rates and TTFT and E2E percentiles, or that
+// the load was never steady; nothing where none was sought.
+func writeSteady(b *strings.Builder, s load.SteadyState) {
+	if s.Target == 0 {
+		return
+	}
+	at := fmt.Sprintf("%.0f %% of %d in flight", 100*load.SteadyShare, s.Target)
+	if !s.Reached {
+		fmt.Fprintf(b, "  steady state: never reached (%s)\n", at)
+		return
+	}
+	pair := func(d load.Dist) string {
+		return fmt.Sprintf("%s / %s", d.P50.Round(10*time.Microsecond), d.P99.Round(10*time.Microsecond))
+	}
+	fmt.Fprintf(b, "  steady state (%s) from %s to %s: %d requests, %.2f req/s, %.1f output tok/s; TTFT p50 / p99 %s · E2E %s\n",
+		at, s.Start.Round(time.Millisecond), s.End.Round(time.Millisecond), s.Completed, s.ReqPerSec, s.OutTokPerSec,
+		pair(s.Latency[load.TTFT]), pair(s.Latency[load.E2E]))
+}
