@@ -102,6 +102,14 @@ type Engine interface {
 	Ending() <-chan struct{}
 }
 
+// CacheResetter is an engine that empties the server's prefix cache
+// where it was asked to (load's --reset-prefix-cache; nothing
+// otherwise): each step calls it before its warm-up, so that each
+// starts cold.
+type CacheResetter interface {
+	ResetCache(ctx context.Context) error
+}
+
 // Shared is an engine whose load is split between machines (the agents,
 // each running a share of the whole): it takes a step only once it knows
 // the whole load, and no step below one request in flight (or the open

@@ -107,6 +107,11 @@ func (st *stepper) run(ctx context.Context, n int, l, good, bad float64) (Step, 
 		}
 		drained = id
 	}
+	if r, ok := st.eng.(CacheResetter); ok {
+		// The step starts cold: a refusal is counted by the engine, and
+		// the step goes on warm rather than not at all.
+		_ = r.ResetCache(ctx)
+	}
 	knobs, warm := st.eng.NewPhase(func(k *load.Knobs) { s.set(k, l) })
 	step := Step{N: n, Load: l, Knobs: knobs, DrainPhase: drained, WarmupPhase: warm}
 

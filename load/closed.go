@@ -61,6 +61,7 @@ func (e *Engine) spawnLocked() {
 func (e *Engine) next(id int) (Knobs, *phaseInfo, <-chan struct{}, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.waitHoldLocked()
 	if id >= e.knobs.Concurrency || e.stopping || e.ending || e.knobs.Mode != ClosedLoop {
 		delete(e.alive, id)
 		return Knobs{}, nil, nil, false

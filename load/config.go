@@ -85,6 +85,13 @@ type Config struct {
 	// and the run's summary says so (Snapshot.Calibration).
 	ByTokenizer bool
 	Tokenize    func(ctx context.Context, text string) (int, error)
+	// ResetPrefixCache asks for the server's prefix cache to be emptied
+	// before every stage of a walk and every step of a capacity search
+	// (Engine.ResetCache), through ResetCache (probe's
+	// Client.ResetPrefixCache; the runner sets it, and empties it once
+	// before the run, refusing a server with no such endpoint).
+	ResetPrefixCache bool
+	ResetCache       func(ctx context.Context) error
 	// MaxContext is the server's context in tokens, prompt and output
 	// together (0: not known): the calibration keeps a prompt asked to
 	// fit inside it from going past it.

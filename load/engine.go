@@ -79,6 +79,16 @@ type Engine struct {
 	begunAll                 atomic.Int64  // requests started, for the warm-up
 	cal                      calibrator
 
+	// resets counts the prefix cache's resets before the phases; hold,
+	// when not nil, keeps closed-loop workers from starting a request
+	// until it is closed: from a reset's drain to the phase it readies
+	// (see ResetCache). hold is guarded by mu.
+	resets cacheResets
+	hold   chan struct{}
+	// settled is sent to (never blocking) when no request is unsettled:
+	// a reset's drain waits on it.
+	settled chan struct{}
+
 	// The requests in flight, one slot per closed-loop worker (by id) and
 	// per open-loop sender, each on the board the aggregator looks at on
 	// every tick: a few thousand loads at most, instead of a lock or a
@@ -141,7 +151,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, prompts: NewPromptGen(cfg.Seed, cfg.PrefixTokens).withPrefixSeed(cfg.PrefixSeed).withGroups(cfg.PrefixGroups), knobs: cfg.Knobs.clamp(), window: cfg.Window,
 		changed: make(chan struct{}), alive: map[int]bool{}, results: make(chan *flight, 4096),
-		nudge: make(chan struct{}, 1), endingCh: make(chan struct{}),
+		nudge: make(chan struct{}, 1), endingCh: make(chan struct{}), settled: make(chan struct{}, 1),
 	}
 	e.replay, e.sessions = newReplay(&e.cfg), newSessionStats(&e.cfg)
 	e.mix = newMixer(cfg.Mix, cfg.Seed)
@@ -182,6 +192,7 @@ func (e *Engine) update(f func(*Knobs), newPhase bool) Knobs {
 	if k == e.knobs && !newPhase {
 		return k
 	}
+	e.releaseLocked() // the phase a reset readied, or any other change: held no longer
 	// Once the run is ending nothing more is sent: a phase begun then
 	// would hold no request and end the last one's span where it began.
 	if (newPhase || !k.samePhase(e.knobs)) && !e.ending {
@@ -258,6 +269,7 @@ func (e *Engine) finishLocked(why string) {
 	}
 	e.ending, e.why, e.endingAt = true, why, e.elapsedLocked()
 	close(e.endingCh)
+	e.releaseLocked()
 	e.dropBacklogLocked() // never sent: not counted
 	close(e.changed)
 	e.changed = make(chan struct{})
@@ -375,6 +387,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		s.SentEver, s.IncompleteEver = e.sentAll.Load(), e.lostAll.Load()
 		s.ScheduledEver, s.DroppedEver = e.scheduledAll.Load(), e.droppedAll.Load()
 		s.Dropped, s.Run.Dropped = e.dropped.Load(), e.dropped.Load()
+		s.CacheResets = e.resets.figures()
 		// Every phase's incomplete requests are in the total, even a phase
 		// none of whose requests ever came back; the run's leave out the
 		// warm-up's.
@@ -412,7 +425,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		ph := f.phase
 		agg.add(f, time.Since(e.t0))
 		ph.outstanding.Add(-1)
-		if e.unsettled.Add(-1) == 0 && ending == nil {
+		if e.settleOne() == 0 && ending == nil {
 			snap() // the last request of an ending run: done now
 		}
 	}
@@ -472,7 +485,7 @@ loop:
 			ph := f.phase
 			agg.add(f, time.Since(e.t0))
 			ph.outstanding.Add(-1)
-			e.unsettled.Add(-1)
+			e.settleOne()
 		default:
 			drained = true
 		}

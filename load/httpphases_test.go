@@ -43,13 +43,7 @@ func TestTTFTSplitAgainstSim(t *testing.T) {
 	r := startRig(t, p, Knobs{Concurrency: 4, PromptTokens: 128, OutputTokens: 4}, func(c *Config) {
 		c.MaxRequests = 24
 		c.PrefixTokens = 64
-		client, err := probe.New(probe.Config{URL: c.Target.URL + "/v1/chat/completions", Model: p.Model,
-			Body: probe.BodyOptions{Extra: probe.AskServerTimings(probe.OpenAIChat, nil)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(client.Close)
-		c.Do = client.Do
+		c.Do = timedClient(t, c, p).Do
 	})
 	s := waitFor(t, r.eng, 10*time.Second, "the end of the run", func(s Snapshot) bool { return s.Done && s.InFlight == 0 })
 	r.stop()
@@ -62,6 +56,12 @@ func TestTTFTSplitAgainstSim(t *testing.T) {
 	if ttft := run.Latency[TTFT].Mean; absDur(sum-ttft) > 10*time.Microsecond {
 		t.Errorf("the parts' means sum to %v, TTFT's mean %v", sum, ttft)
 	}
+	// The run is shorter than the window: the window's split is the run's.
+	for i, d := range s.TTFTSplit {
+		if d.Count != 24 || d.P50 != sp[i].P50 || d.P99 != sp[i].P99 {
+			t.Errorf("the window's part %d: %d requests, p50 %v p99 %v; the run's %d, %v, %v", i, d.Count, d.P50, d.P99, sp[i].Count, sp[i].P50, sp[i].P99)
+		}
+	}
 	if run.ServerCounted != 24 || run.CountMismatch != 0 {
 		t.Errorf("the server's output count for %d requests, the client's differing in %d: want 24 and 0 on the sim", run.ServerCounted, run.CountMismatch)
 	}
@@ -70,6 +70,19 @@ func TestTTFTSplitAgainstSim(t *testing.T) {
 	}
 	t.Logf("TTFT p50 %v: connection %v, queue %v, prefill %v, rest %v; gap %v; cache %d/%d",
 		run.Latency[TTFT].P50, sp[SplitConnection].P50, sp[SplitQueue].P50, sp[SplitPrefill].P50, sp[SplitRest].P50, sp[SplitGap].P50, run.CachedTokens, run.CachedOf)
+}
+
+// timedClient is a client of c's sim that asks for the server's timings
+// (and so its usage's cached tokens), closed by the test's cleanup.
+func timedClient(t *testing.T, c *Config, p sim.Params) *probe.Client {
+	t.Helper()
+	client, err := probe.New(probe.Config{URL: c.Target.URL + "/v1/chat/completions", Model: p.Model,
+		Body: probe.BodyOptions{Extra: probe.AskServerTimings(probe.OpenAIChat, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	return client
 }
 
 func absDur(d time.Duration) time.Duration { return max(d, -d) }

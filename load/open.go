@@ -240,7 +240,7 @@ func (e *Engine) dropLocked(a arrival) {
 	e.droppedAll.Add(1)
 	a.phase.waiting.Add(-1)
 	a.phase.outstanding.Add(-1)
-	e.unsettled.Add(-1)
+	e.settleOne()
 }
 
 // MaxBacklog bounds the open loop's arrivals waiting for a free slot

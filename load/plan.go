@@ -130,7 +130,13 @@ func (st Stage) Apply(k *Knobs) {
 func (e *Engine) Walk(ctx context.Context, stages []Stage) error {
 	for i, st := range stages {
 		// The first stage is the opening phase when the engine started with
-		// its knobs (Stage.Apply on Config.Knobs); every later one is new.
+		// its knobs (Stage.Apply on Config.Knobs); every later one is new,
+		// and starts with the server's prefix cache emptied where asked
+		// (the first one's was before the run). A refusal is counted in
+		// the snapshots; the walk goes on.
+		if i > 0 {
+			_ = e.ResetCache(ctx)
+		}
 		e.update(st.Apply, i > 0)
 		t := time.NewTimer(st.Duration)
 		select {

@@ -205,6 +205,6 @@ func (e *Engine) dropUnfinished(ph *phaseInfo) {
 	}
 	e.lostAll.Add(1)
 	ph.outstanding.Add(-1)
-	e.unsettled.Add(-1)
+	e.settleOne()
 	e.poke()
 }

@@ -90,6 +90,13 @@ type Snapshot struct {
 	Window, Covered time.Duration
 	// Latency holds the window's distribution of each metric.
 	Latency [NumMetrics]Dist
+	// TTFTSplit is the window's client TTFT split by where it went (as
+	// Phase.TTFTSplit, by SplitConnection...SplitGap), of the requests
+	// whose server gave its timings (--server-timings); Count 0: none.
+	TTFTSplit [NumSplitParts]Dist
+	// Steady is the closed loop's steady-state window (SteadyState):
+	// whether the load has been steady yet, and its figures.
+	Steady SteadyState
 	// Rates over the window, per second. GoodPerSec counts requests that
 	// met every goodput limit. OutTokPerSec counts the tokens that arrived
 	// in the window (see Point.OutTokens), as they arrived, those of
@@ -159,6 +166,9 @@ type Snapshot struct {
 	// Calibration says how the prompts were calibrated when the server's
 	// tokenizer was tried (Config.Tokenize; empty: it was not).
 	Calibration string
+	// CacheResets counts the server's prefix cache emptied before the
+	// phases (Config.ResetPrefixCache).
+	CacheResets CacheResets
 }
 
 // Limits are the limits that end a run (zero: none).

@@ -65,6 +65,9 @@ type secSlot struct {
 	estimated bool
 	inflight  int
 	point     Point
+	// split and splitMom are the second's TTFT split (splitWindow).
+	split    [NumSplitParts]sparse
+	splitMom [NumSplitParts]moments
 }
 
 // phaseAcc accumulates one phase. Its histograms are released once the
@@ -147,6 +150,8 @@ type aggregator struct {
 	sealedMom   [NumMetrics]moments
 	sealedFor   int64 // the current second the sealed window was built for; -1: stale
 	scratch     [NumMetrics]*hdr.Histogram
+	split       splitWindow // the window's TTFT split
+	steady      *steadyAcc  // the steady-state window
 	phases      []*phaseAcc
 	pool        []*hdr.Histogram
 	totalOK     int64
@@ -171,6 +176,7 @@ type heldWindow struct {
 	window                                         time.Duration
 	covered                                        time.Duration
 	latency                                        [NumMetrics]Dist
+	split                                          [NumSplitParts]Dist
 	completed, failed                              int64
 	byClass                                        [probe.NumClasses]int64
 	estimated                                      bool
@@ -179,18 +185,19 @@ type heldWindow struct {
 
 // hold keeps s's window figures (see aggregator.held).
 func (h *heldWindow) hold(s *Snapshot, window time.Duration) {
-	*h = heldWindow{window: window, covered: s.Covered, latency: s.Latency, completed: s.Completed, failed: s.Failed, byClass: s.ByClass,
+	*h = heldWindow{window: window, covered: s.Covered, latency: s.Latency, split: s.TTFTSplit, completed: s.Completed, failed: s.Failed, byClass: s.ByClass,
 		estimated: s.OutputEstimated, req: s.ReqPerSec, outTok: s.OutTokPerSec, inTok: s.InTokPerSec, errPerSec: s.ErrPerSec, good: s.GoodPerSec, errorRate: s.ErrorRate}
 }
 
 // apply puts the held window figures in s.
 func (h *heldWindow) apply(s *Snapshot) {
 	s.Covered, s.Latency, s.Completed, s.Failed, s.ByClass, s.OutputEstimated = h.covered, h.latency, h.completed, h.failed, h.byClass, h.estimated
+	s.TTFTSplit = h.split
 	s.ReqPerSec, s.OutTokPerSec, s.InTokPerSec, s.ErrPerSec, s.GoodPerSec, s.ErrorRate = h.req, h.outTok, h.inTok, h.errPerSec, h.good, h.errorRate
 }
 
 func newAggregator(t0 time.Time, window time.Duration) *aggregator {
-	a := &aggregator{t0: t0, window: window, sealedFor: -1}
+	a := &aggregator{t0: t0, window: window, sealedFor: -1, split: newSplitWindow(), steady: newSteadyAcc()}
 	for m := range NumMetrics {
 		a.curHist[m], a.sealed[m], a.scratch[m] = newHist(), newHist(), newHist()
 	}
@@ -257,6 +264,7 @@ func (a *aggregator) seal() {
 		c.hist[m] = sparsify(a.curHist[m])
 		a.curHist[m].Reset()
 	}
+	a.split.seal(c)
 	a.ring[c.sec%ringSeconds] = *c
 	a.cur = secSlot{sec: c.sec + 1}
 	a.cur.outTok = a.ahead[0]
@@ -334,6 +342,9 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 		}
 	}
 	both(func(p *phaseAcc) { p.server.record(r) })
+	if run != nil { // the window takes what the run does
+		a.split.add(&a.cur, r)
+	}
 	if n := r.Retries(); n > 0 { // sent again (on a new connection, or by the transport): not a failure, but counted
 		both(func(p *phaseAcc) { p.retried += n })
 	}
@@ -376,6 +387,7 @@ func (a *aggregator) add(f *flight, now time.Duration) {
 		c.good++
 	}
 	c.completed++
+	a.steady.complete()
 	c.addJudged(r)
 	c.inTok += int64(in)
 	c.estimated = c.estimated || r.OutputEstimated
@@ -394,6 +406,7 @@ func (a *aggregator) record(m Metric, d time.Duration, ph *phaseAcc, inRun bool)
 		}
 		_ = a.curHist[m].RecordValue(v) // v is clamped into range
 		a.cur.mom[m].add(v)
+		a.steady.record(m, v)
 		_ = a.run.hist[m].RecordValue(v)
 		a.run.mom[m].add(v)
 	}
@@ -456,6 +469,7 @@ func (a *aggregator) fold(f *flight) {
 	}
 	if inRun {
 		a.run.delivered += tokens
+		a.steady.deliver(tokens)
 	}
 	a.gaps = gaps
 	if a.onProgress != nil && (len(gaps) > 0 || tokens > 0) {
@@ -497,6 +511,7 @@ func (a *aggregator) correctTokens(f *flight, ph *phaseAcc, inRun bool) {
 	if inRun {
 		a.run.delivered += d
 		a.cur.outTok += d
+		a.steady.deliver(d)
 	}
 	if a.onProgress != nil {
 		a.onProgress(Progress{Tokens: d, Warmup: f.phase.warmup})
@@ -576,6 +591,8 @@ func (a *aggregator) reset(now time.Duration, gen int) {
 	for m := range NumMetrics {
 		a.curHist[m].Reset()
 	}
+	a.split.reset()
+	a.steady.reset()
 	a.cur = secSlot{sec: a.cur.sec}
 	a.ahead = [aheadSeconds]int64{}
 	for _, p := range a.phases {
@@ -611,6 +628,7 @@ func (a *aggregator) rebuildSealed() {
 		a.sealed[m].Reset()
 		a.sealedMom[m] = moments{}
 	}
+	a.split.clearSealed()
 	for i := range a.ring {
 		s := &a.ring[i]
 		if !a.inWindow(s) {
@@ -620,6 +638,7 @@ func (a *aggregator) rebuildSealed() {
 			s.hist[m].addTo(a.sealed[m])
 			a.sealedMom[m].merge(s.mom[m])
 		}
+		a.split.addSealed(s)
 	}
 	a.sealedFor = a.cur.sec
 }
@@ -653,6 +672,11 @@ func (a *aggregator) snapshot(now time.Duration, current *phaseInfo, inflight in
 		mom.merge(a.cur.mom[m])
 		s.Latency[m] = summarise(a.scratch[m], mom)
 	}
+	a.split.dists(&a.cur, &s.TTFTSplit)
+	if !a.stopped { // the drain is no new setting: the window stays as it was
+		a.steady.tick(now, inflight, steadyTarget(current, a.gen))
+	}
+	s.Steady = a.steady.figures()
 	var out, in, good int64
 	addCounts := func(c *secSlot) {
 		s.Completed += c.completed

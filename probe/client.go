@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -162,6 +163,9 @@ type Client struct {
 	// carries: the API key and the value of every configured header (a
 	// 401 body may echo an x-api-key back), longest first.
 	secrets []string
+	// resetPath is the index+1 in cacheResetPaths of the server's
+	// prefix cache reset endpoint, once one answered (0: not yet).
+	resetPath atomic.Int32
 }
 
 // New returns a client for cfg. It refuses a configuration Validate

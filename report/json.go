@@ -243,12 +243,58 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		inf.Energy = ej
 	}
 	r.addHistory(&inf)
+	inf.SteadyState = steadyJSON(r.Final.Steady)
 	inf.Sessions, inf.Trace = sessionsJSON(r.Final.Sessions), traceJSON(r.Final.Trace)
 	if r.Capacity != nil {
 		inf.Capacity = capacityJSON(r.Capacity)
 	}
 	top["infertop"] = inf
 	return encodeTop(w, top)
+}
+
+// SteadyJSON is infertop.steady_state: whether the requests in flight
+// reached share of the target concurrency, and when they did, the
+// window's figures (SteadyWindowJSON, inline).
+type SteadyJSON struct {
+	TargetConcurrency int     `json:"target_concurrency"`
+	Share             float64 `json:"share"`
+	Reached           bool    `json:"reached"`
+	*SteadyWindowJSON
+}
+
+// SteadyWindowJSON is the steady-state window's figures: its run times,
+// the requests completed inside it and the output tokens that arrived
+// in it, the rates over it, and the latencies with vLLM's keys.
+type SteadyWindowJSON struct {
+	StartS            float64             `json:"start_s"`
+	EndS              float64             `json:"end_s"`
+	DurationS         float64             `json:"duration_s"`
+	Completed         int64               `json:"completed"`
+	DeliveredTokens   int64               `json:"delivered_output_tokens"`
+	RequestThroughput float64             `json:"request_throughput"`
+	OutputThroughput  float64             `json:"output_throughput"`
+	Latency           map[string]DistJSON `json:"latency"`
+}
+
+// steadyJSON is s in the JSON; nil when no steady state was sought.
+func steadyJSON(s load.SteadyState) *SteadyJSON {
+	if s.Target == 0 {
+		return nil
+	}
+	out := &SteadyJSON{TargetConcurrency: s.Target, Share: load.SteadyShare, Reached: s.Reached}
+	if !s.Reached {
+		return out
+	}
+	w := &SteadyWindowJSON{StartS: s.Start.Seconds(), EndS: s.End.Seconds(), DurationS: (s.End - s.Start).Seconds(),
+		Completed: s.Completed, DeliveredTokens: s.OutTokens, RequestThroughput: s.ReqPerSec, OutputThroughput: s.OutTokPerSec,
+		Latency: map[string]DistJSON{}}
+	for _, m := range vllmMetric {
+		if m.m != load.TTFB {
+			w.Latency[m.key] = dist(s.Latency[m.m])
+		}
+	}
+	out.SteadyWindowJSON = w
+	return out
 }
 
 // encodeTop writes a result's top-level object.
@@ -377,6 +423,9 @@ type InfertopJSON struct {
 	// comparison's (--compare, --split-by).
 	Capacity *CapacityJSON `json:"capacity,omitempty"`
 	Compare  *Compare      `json:"compare,omitempty"`
+	// SteadyState is the closed loop's steady-state window beside the
+	// whole run's figures (absent: none sought, the open loop).
+	SteadyState *SteadyJSON `json:"steady_state,omitempty"`
 	// Sessions is a sessions run's per-turn table (--sessions), Trace a
 	// replay's account (--trace).
 	Sessions *SessionsJSON `json:"sessions,omitempty"`

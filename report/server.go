@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/sanitize"
 )
 
 // writeServerSide says where the run's TTFT went, by the server's own
@@ -31,4 +32,38 @@ func writeServerSide(b *strings.Builder, p load.Phase, asked bool) {
 		fmt.Fprintf(b, "  prefix cache: %d of %d prompt tokens held (%.1f %%), by the server's count\n",
 			p.CachedTokens, p.CachedOf, 100*float64(p.CachedTokens)/float64(p.CachedOf))
 	}
+}
+
+// writeCacheResets says how often the server's prefix cache was emptied
+// before a phase (--reset-prefix-cache), and the last refusal, in the
+// server's words (sanitised): nothing when none was asked.
+func writeCacheResets(b *strings.Builder, r load.CacheResets) {
+	if r.Done+r.Failed == 0 {
+		return
+	}
+	fmt.Fprintf(b, "  prefix cache reset before %d of the phases after the start (--reset-prefix-cache)", r.Done)
+	if r.Failed > 0 {
+		fmt.Fprintf(b, "; %d refused, the last: %s", r.Failed, sanitize.Text(r.Last))
+	}
+	b.WriteString("\n")
+}
+
+// writeSteady says the closed loop's steady-state window beside the whole
+// run's figures: its span, rates and TTFT and E2E percentiles, or that
+// the load was never steady; nothing where none was sought.
+func writeSteady(b *strings.Builder, s load.SteadyState) {
+	if s.Target == 0 {
+		return
+	}
+	at := fmt.Sprintf("%.0f %% of %d in flight", 100*load.SteadyShare, s.Target)
+	if !s.Reached {
+		fmt.Fprintf(b, "  steady state: never reached (%s)\n", at)
+		return
+	}
+	pair := func(d load.Dist) string {
+		return fmt.Sprintf("%s / %s", d.P50.Round(10*time.Microsecond), d.P99.Round(10*time.Microsecond))
+	}
+	fmt.Fprintf(b, "  steady state (%s) from %s to %s: %d requests, %.2f req/s, %.1f output tok/s; TTFT p50 / p99 %s · E2E %s\n",
+		at, s.Start.Round(time.Millisecond), s.End.Round(time.Millisecond), s.Completed, s.ReqPerSec, s.OutTokPerSec,
+		pair(s.Latency[load.TTFT]), pair(s.Latency[load.E2E]))
 }

@@ -64,6 +64,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	writeCounts(&b, r.Final)
 	writeFigures(&b, r.Final.Run)
 	writeServerSide(&b, r.Final.Run, m.Settings["server-timings"] == "true")
+	writeCacheResets(&b, r.Final.CacheResets)
+	writeSteady(&b, r.Final.Steady)
 	if r.Energy != nil {
 		writeEnergy(&b, r.Energy.Source, r.Energy.Run)
 	}

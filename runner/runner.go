@@ -247,6 +247,15 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	if lc.ByTokenizer {
 		lc.Tokenize = r.client.Tokenize
 	}
+	if lc.ResetPrefixCache {
+		// Once now, before the first request: the run starts cold, and a
+		// server with no such endpoint is refused here, in one line,
+		// rather than by a failed request later.
+		if err := r.client.ResetPrefixCache(ctx); err != nil {
+			return nil, fmt.Errorf("--reset-prefix-cache: %w", err)
+		}
+		lc.ResetCache = r.client.ResetPrefixCache
+	}
 	if lc.MaxContext == 0 {
 		lc.MaxContext = r.context
 	}

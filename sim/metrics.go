@@ -123,7 +123,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	counter := func(name, help, extra string, v int64) {
 		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n%s{%s%s} %d\n", name, help, name, name, l, extra, v)
 	}
-	var running, waiting, kvUsed, prompt, gen, steps, queries, hits int64
+	var running, waiting, kvUsed, prompt, gen, steps, queries, hits, resets int64
 	pods := s.pods()
 	for _, sc := range pods {
 		running += sc.nRunning.Load()
@@ -135,6 +135,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 		if sc.prefix != nil {
 			queries += sc.prefix.queries.Load()
 			hits += sc.prefix.hits.Load()
+			resets = sc.prefix.resets.Load() // every pod's emptied together: once
 		}
 	}
 	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(running))
@@ -152,6 +153,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", `source="sim"`, queries)
 	counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", `source="sim"`, hits)
 	counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local prefix cache hits).", `source="sim"`, hits)
+	counter("infertop_sim_prefix_cache_resets_total", "Times the prefix cache was emptied (POST /reset_prefix_cache).", `source="sim"`, resets)
 	counter("infertop_sim_requests_failed_total", "Requests answered with an injected error.", `source="sim"`, s.metrics.failed.Load())
 	counter("infertop_sim_requests_cancelled_total", "Requests the client abandoned.", `source="sim"`, s.metrics.cancelled.Load())
 	counter("infertop_sim_steps_total", "Engine steps run.", `source="sim"`, steps)

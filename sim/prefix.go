@@ -3,6 +3,7 @@ package sim
 import (
 	"container/list"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,8 +27,19 @@ type prefixCache struct {
 	lru *list.List // of uint64 hashes, the most recent at the front
 	at  map[uint64]*list.Element
 
-	// vLLM's counters: prompt tokens looked up, and those found.
-	queries, hits atomic.Int64
+	// vLLM's counters: prompt tokens looked up, and those found; and the
+	// times the cache was emptied (reset).
+	queries, hits, resets atomic.Int64
+}
+
+// reset empties the cache, as vLLM's /reset_prefix_cache does: every
+// prompt after it misses until its blocks are entered again.
+func (c *prefixCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Init()
+	clear(c.at)
+	c.resets.Add(1)
 }
 
 // newPrefixCache is a cache of size blocks of block tokens (block 0:
@@ -127,4 +139,18 @@ func cacheText(kind apiKind, req *genRequest) string {
 		return text
 	}
 	return ""
+}
+
+// handleResetPrefixCache serves POST /reset_prefix_cache as vLLM does:
+// every pod's prefix cache emptied, answered 200 with no body. A sim with
+// no prefix cache has no such endpoint (404), as a server without one.
+func (s *Server) handleResetPrefixCache(w http.ResponseWriter, r *http.Request) {
+	if s.sched.prefix == nil {
+		http.NotFound(w, r)
+		return
+	}
+	for _, sc := range s.pods() {
+		sc.prefix.reset()
+	}
+	w.WriteHeader(http.StatusOK)
 }

@@ -83,6 +83,10 @@ func (m *Model) header(w int) string {
 		{item("output", lengthLabel(s.OutputLength, k.OutputTokens)), 1},
 		{item("window", window(s.Window)), 2},
 	}
+	if st := s.Steady; st.Target > 0 && !st.Reached && !s.Done {
+		// The figures so far are the ramp's: fewer in flight than asked.
+		parts = append(parts, part{t.Warn.Render("not steady yet"), 1})
+	}
 	if s.Dataset > 0 {
 		parts[1].text = item("prompts", fmt.Sprintf("dataset of %d", s.Dataset))
 	}

@@ -4,16 +4,19 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/sanitize"
 	"github.com/infertop/infertop/telemetry"
 )
 
 // serverPanel is the server's and the GPUs' side, two lines under a title,
-// or nothing when neither is read (an unknown server shows nothing rather
-// than wrong figures).
+// and where the window's TTFT went by the server's own timings; or
+// nothing when none is known (an unknown server shows nothing rather than
+// wrong figures).
 func (m *Model) serverPanel(w int) string {
 	v := m.fig.Server
-	if v.Server == nil && v.GPU == nil {
+	split := m.splitLine(w)
+	if v.Server == nil && v.GPU == nil && split == nil {
 		return ""
 	}
 	t := m.theme
@@ -28,7 +31,11 @@ func (m *Model) serverPanel(w int) string {
 	// client's exact figures beside them, all a bucket says is a range, so
 	// a wide one is shown as its bound (≤ 5s) and only a narrow one as a
 	// point (≈); the title says why.
-	lines = append(lines, m.title("Server", "its own metrics; latencies as their histogram buckets", w))
+	note := "its own metrics; latencies as their histogram buckets"
+	if v.Server == nil && v.GPU == nil {
+		note = "its own timings of each request" // the split alone
+	}
+	lines = append(lines, m.title("Server", note, w))
 	if s := v.Server; s != nil {
 		var parts []string
 		switch {
@@ -62,6 +69,7 @@ func (m *Model) serverPanel(w int) string {
 		}
 		lines = append(lines, flowLine(parts, sep, w)...)
 	}
+	lines = append(lines, split...)
 	if g := v.GPU; g != nil {
 		var parts []string
 		if g.Count == 0 {
@@ -86,6 +94,29 @@ func (m *Model) serverPanel(w int) string {
 		}
 	}
 	return block(lines, w, len(lines))
+}
+
+// splitLine is where the window's TTFT went, by the server's own timings
+// of its requests (--server-timings): each part's p50 and p99 (the
+// connection, the server's queue and prefill, the rest, and the client's
+// TTFT less the server's), over as many lines of w cells as it needs;
+// nil when no request in the window was timed by its server.
+func (m *Model) splitLine(w int) []string {
+	sp := &m.snap.TTFTSplit
+	n := sp[load.SplitGap].Count
+	if n == 0 {
+		return nil
+	}
+	t := m.theme
+	items := []string{t.Text.Render("where TTFT went") + t.Muted.Render(" p50 / p99 of "+count(n, 7)+" timed")}
+	for _, p := range []struct {
+		label string
+		part  int
+	}{{"connection", load.SplitConnection}, {"queue", load.SplitQueue}, {"prefill", load.SplitPrefill}, {"rest", load.SplitRest}, {"gap", load.SplitGap}} {
+		d := sp[p.part]
+		items = append(items, t.Muted.Render(p.label+" ")+t.P50.Render(Duration(d.P50))+t.Muted.Render(" / ")+t.P99.Render(Duration(d.P99)))
+	}
+	return flowLine(items, t.Muted.Render(" · "), w)
 }
 
 // flowLine lays a line's items out over as many lines of w cells as they

@@ -202,6 +202,8 @@ func TestGolden(t *testing.T) {
 		{"fast-80x24", [2]int{80, 24}, fastSnapshot(), "", nil},               // rates past 1000/s in every column
 		{"server-120x40", [2]int{120, 40}, fixedSnapshot(), "", serverView()}, // the server's lines wrapped, item by item
 		{"server-80x24", [2]int{80, 24}, fixedSnapshot(), "", serverView()},
+		{"split-120x40", [2]int{120, 40}, splitSnapshot(), "", serverView()}, // where TTFT went, under the server's line
+		{"split-only-160x48", [2]int{160, 48}, splitSnapshot(), "", nil},     // its line alone: no server metrics read
 	} {
 		size := c.size
 		t.Run(c.name, func(t *testing.T) {

@@ -68,6 +68,7 @@ func (f *Flags) addLengths(fs *pflag.FlagSet) {
 	fs.IntVar(&l.PrefixTokens, "prefix-tokens", 0, "start every prompt with the same text of about N tokens (prefix-cache experiments)")
 	fs.IntVar(&l.PrefixGroups, "prefix-groups", 0, "with --prefix-tokens: G distinct prefixes, each shared by every G-th request (G system prompts)")
 	fs.BoolVar(&l.ByTokenizer, "calibrate-by-tokenizer", false, "calibrate the prompts by the server's /tokenize (vLLM, SGLang, llama.cpp) before the first request: their text is --prompt-tokens of its tokens; without one, by its usage as usual")
+	fs.BoolVar(&l.ResetPrefixCache, "reset-prefix-cache", false, "empty the server's prefix cache before the run, each --stages stage and each capacity step, so that each starts cold (vLLM's /reset_prefix_cache, served in its dev mode; SGLang's /flush_cache); refused at the start where the server has neither")
 	fs.BoolVar(&l.NoCalibrate, "no-calibrate", false, "send the asked number of words instead of learning the server's tokens per word from its usage")
 	fs.Uint64Var(&l.Seed, "seed", 1, "seed for prompt synthesis and, when given, the requests' trace ids (traceparent, x-request-id; else random)")
 }

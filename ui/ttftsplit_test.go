@@ -1,0 +1,51 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/infertop/infertop/load"
+)
+
+// splitSnapshot is fixedSnapshot with the window's TTFT split, as
+// --server-timings gives it.
+func splitSnapshot() load.Snapshot {
+	s := fixedSnapshot()
+	us := time.Microsecond
+	d := func(p50, p99 time.Duration) load.Dist { return load.Dist{Count: 388, P50: p50, P99: p99} }
+	s.TTFTSplit[load.SplitConnection] = d(40*us, 2100*us)
+	s.TTFTSplit[load.SplitQueue] = d(180*time.Millisecond, 1210*time.Millisecond)
+	s.TTFTSplit[load.SplitPrefill] = d(211*time.Millisecond, 402*time.Millisecond)
+	s.TTFTSplit[load.SplitRest] = d(900*us, 3100*us)
+	s.TTFTSplit[load.SplitGap] = d(950*us, 4800*us)
+	return s
+}
+
+// TestWhereTTFTWent: the window's split is a line of the server panel,
+// each part's p50 and p99, wrapped item by item within the width; there
+// is none when no request in the window was timed by its server, and
+// then no panel without server metrics.
+func TestWhereTTFTWent(t *testing.T) {
+	for _, w := range []int{60, 80, 120, 160, 240} {
+		m := press[tea.Msg](newTestModel(t, nil), SnapshotMsg(splitSnapshot()))
+		panel := m.serverPanel(w)
+		for _, want := range []string{"where TTFT went p50 / p99 of 388 timed", "connection 40µs / 2.10ms", "queue 180ms / 1.21s", "prefill 211ms / 402ms", "rest 900µs / 3.10ms", "gap 950µs / 4.80ms"} {
+			if !strings.Contains(strings.ReplaceAll(panel, "\n", " "), want) {
+				t.Errorf("%d cells: no %q in\n%s", w, want, panel)
+			}
+		}
+		for _, l := range strings.Split(panel, "\n") {
+			if lipgloss.Width(l) > w {
+				t.Errorf("%d cells: a line of %d: %q", w, lipgloss.Width(l), l)
+			}
+		}
+	}
+	m := press[tea.Msg](newTestModel(t, nil), SnapshotMsg(fixedSnapshot()))
+	if p := m.serverPanel(120); p != "" {
+		t.Errorf("no split and no server metrics, a panel:\n%s", p)
+	}
+}
