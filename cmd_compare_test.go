@@ -127,7 +127,7 @@ func TestRunCompareAnytime(t *testing.T) {
 	errb.Reset()
 	code := run([]string{"run", "--url", b.URL, "--compare", c.URL, "--duration", "60s", "-c", "8", "--prompt-tokens", "16",
 		"--output-tokens", "4", "--server-metrics", "off", "--regression", "tpot_p50<+10%", "--verdict", "anytime",
-		"--fail-fast", "--compare-min-seconds", "3"}, &out, &errb)
+		"--fail-fast", "--compare-min-seconds", "10"}, &out, &errb)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out.String(), errb.String())
 	}
