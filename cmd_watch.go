@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/mattn/go-isatty"
 
@@ -65,11 +62,12 @@ func (a *app) runWatch(args []string) error {
 		term = t
 	}
 	if wf.Serve != "" {
-		stopServe, err := a.serveVerdict(ctx, w, wf.Serve)
+		ln, err := net.Listen("tcp", wf.Serve)
 		if err != nil {
-			return err
+			return usagef("--serve: %v", err)
 		}
-		defer stopServe()
+		defer w.Serve(ln)()
+		a.logf("watch: serving /verdict on http://%s/verdict", ln.Addr())
 	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	if wf.Duration > 0 {
@@ -88,85 +86,26 @@ func (a *app) runWatch(args []string) error {
 			return fmt.Errorf("watch: dashboard: %w", err)
 		}
 	} else {
-		a.followWatch(w, wf, stopRun)
+		w.Follow(wf.ProgressEvery, wf.FailFast, a.logf, stopRun)
 	}
 	stopRun()
 	<-done
 	return a.concludeWatch(w, wf)
 }
 
-// followWatch prints a progress line every --progress-every until the
-// watch ends, and ends it at the first regressed verdict with
-// --fail-fast.
-func (a *app) followWatch(w *watch.Watch, wf *watchflag.Flags, stop func()) {
-	snaps, unsubscribe := w.Subscribe()
-	defer unsubscribe()
-	var last time.Time
-	for s := range snaps {
-		if wf.ProgressEvery > 0 && s.At.Sub(last) >= wf.ProgressEvery {
-			last = s.At
-			a.logf("watch: %s", watch.Progress(s))
-		}
-		if wf.FailFast && s.Verdict.State == watch.Regressed {
-			a.logf("watch: --fail-fast: %s", s.Verdict.Line)
-			stop()
-		}
-	}
-}
-
-// concludeWatch writes the last snapshot (stdout, --json) and says the
-// exit code: 1 regressed, 2 unusable, 0 otherwise.
+// concludeWatch writes the last snapshot (stdout, --json, --html) and
+// says the exit code: 1 regressed, 2 unusable, 0 otherwise.
 func (a *app) concludeWatch(w *watch.Watch, wf *watchflag.Flags) error {
-	s, ok := w.Latest()
-	if !ok {
-		return exitError{2, errors.New("watch: the fleet was never read")}
-	}
-	if err := watch.Text(a.stdout, s); err != nil {
-		return err
-	}
-	if wf.JSON != "" {
-		b, err := watch.JSON(s)
-		if err == nil {
-			err = os.WriteFile(wf.JSON, b, 0o644)
-		}
-		if err != nil {
-			return fmt.Errorf("watch: --json: %w", err)
-		}
-	}
-	if wf.HTML != "" {
-		var b bytes.Buffer
-		err := watch.HTML(&b, s, w.History())
-		if err == nil {
-			err = os.WriteFile(wf.HTML, b.Bytes(), 0o644)
-		}
-		if err != nil {
-			return fmt.Errorf("watch: --html: %w", err)
-		}
-	}
-	switch s.Verdict.State {
-	case watch.Regressed:
+	s, err := w.Conclude(a.stdout, wf.JSON, wf.HTML)
+	switch {
+	case errors.Is(err, watch.ErrNeverRead):
+		return exitError{2, fmt.Errorf("watch: %w", err)}
+	case err != nil:
+		return fmt.Errorf("watch: %w", err)
+	case s.Verdict.State == watch.Regressed:
 		return exitError{1, fmt.Errorf("watch: %s", s.Verdict.Line)}
-	case watch.Unusable:
+	case s.Verdict.State == watch.Unusable:
 		return exitError{2, fmt.Errorf("watch: %s", s.Verdict.Line)}
 	}
 	return nil
-}
-
-// serveVerdict serves the watch's /verdict on addr until the returned
-// function is called.
-func (a *app) serveVerdict(ctx context.Context, w *watch.Watch, addr string) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, usagef("--serve: %v", err)
-	}
-	srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() { defer close(done); defer crash.Recover(); _ = srv.Serve(ln) }()
-	a.logf("watch: serving /verdict on http://%s/verdict", ln.Addr())
-	return func() {
-		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		<-done
-	}, nil
 }
