@@ -17,8 +17,9 @@ import (
 
 // sessionsRun runs sessions of 5 turns on the sim (prefill at 4000
 // tokens a second, so a turn's TTFT is mostly its prefill) with its
-// prefix cache of cache blocks, until 4 sessions have run every turn.
-func sessionsRun(t *testing.T, cache int) SessionFigures {
+// prefix cache of cache blocks, until 4 sessions have run every turn. It
+// returns the figures and the sim's own record of every request.
+func sessionsRun(t *testing.T, cache int) (SessionFigures, []sim.Record) {
 	t.Helper()
 	p, _ := sim.Preset("default")
 	p.Jitter, p.PrefillRate, p.PrefixCacheBlocks = 0, 4000, cache
@@ -27,21 +28,26 @@ func sessionsRun(t *testing.T, cache int) SessionFigures {
 	})
 	s := waitFor(t, r.eng, 2*time.Minute, "four sessions", func(s Snapshot) bool { return s.Sessions.Completed >= 4 })
 	r.stop()
-	return s.Sessions
+	return s.Sessions, r.sim.Records()
 }
 
 // TestSessionsPrefixCache: with the sim's prefix cache on, a session's
 // later turns reuse its earlier ones (their prompt is the context so
 // far), so their TTFT stays near the first's while their prompts grow
-// five-fold; with it off their TTFT grows with the prompt. The two runs,
-// each against a sim of its own, run side by side: about 4 s each, the
-// longest of the package's tests run one after the other.
+// five-fold; with it off their TTFT grows with the prompt. What the sim
+// prefilled is judged from its own records, not from time: on a busy
+// machine a turn's TTFT moves by tens of milliseconds, and CI once read
+// turn 5 at 1.6x turn 1 with the cache doing its work. Time is held only
+// where the margin is wide (the uncached turn 5 is about 5x the cached).
+// The two runs, each against a sim of its own, run side by side: about
+// 4 s each, the longest of the package's tests run one after the other.
 func TestSessionsPrefixCache(t *testing.T) {
 	t.Parallel()
 	var on, off SessionFigures
+	var onRec, offRec []sim.Record
 	t.Run("runs", func(t *testing.T) { // returns once both have
-		t.Run("cache on", func(t *testing.T) { t.Parallel(); on = sessionsRun(t, 1<<14) })
-		t.Run("cache off", func(t *testing.T) { t.Parallel(); off = sessionsRun(t, 0) })
+		t.Run("cache on", func(t *testing.T) { t.Parallel(); on, onRec = sessionsRun(t, 1<<14) })
+		t.Run("cache off", func(t *testing.T) { t.Parallel(); off, offRec = sessionsRun(t, 0) })
 	})
 	if t.Failed() {
 		return
@@ -62,12 +68,43 @@ func TestSessionsPrefixCache(t *testing.T) {
 			t.Errorf("turn 5's prompt %.0f tokens, turn 1's %.0f: want the context grown by four turns", p5, p1)
 		}
 	}
+	// What each side prefilled: the cached side's long prompts (turns 3
+	// to 5, over 600 tokens) prefill about one turn's worth, no more
+	// than a first turn's and a half; the uncached side prefills all.
+	prefilled := func(recs []sim.Record) (first, long []int) {
+		for _, r := range recs {
+			if r.Status != 200 || r.Cancelled {
+				continue
+			}
+			switch {
+			case r.PromptTokens < 300:
+				first = append(first, r.PromptTokens-r.CachedTokens)
+			case r.PromptTokens > 600:
+				long = append(long, r.PromptTokens-r.CachedTokens)
+			}
+		}
+		return first, long
+	}
+	onFirst, onLong := prefilled(onRec)
+	if len(onFirst) == 0 || len(onLong) == 0 {
+		t.Fatalf("cache on: %d first turns, %d long ones in the sim's records", len(onFirst), len(onLong))
+	}
+	for _, n := range onLong {
+		if n > slices.Max(onFirst)*3/2 {
+			t.Errorf("cache on: a long turn prefilled %d tokens, a first turn at most %d: want the context cached", n, slices.Max(onFirst))
+		}
+	}
+	for _, r := range offRec {
+		if r.CachedTokens != 0 {
+			t.Errorf("cache off: %d tokens cached", r.CachedTokens)
+		}
+	}
 	first, last := func(f SessionFigures) time.Duration { return f.Turns[0].TTFT.Mean }, func(f SessionFigures) time.Duration { return f.Turns[4].TTFT.Mean }
 	if last(off) < 2*first(off) {
 		t.Errorf("cache off: turn 5's TTFT %v, turn 1's %v: want it grown with the prompt", last(off), first(off))
 	}
-	if last(on) > first(on)*3/2 || last(on) > last(off)/2 {
-		t.Errorf("cache on: turn 5's TTFT %v, turn 1's %v (off: %v): want it near the first's, far under the uncached", last(on), first(on), last(off))
+	if last(on) > last(off)/2 {
+		t.Errorf("cache on: turn 5's TTFT %v (off: %v): want it far under the uncached", last(on), last(off))
 	}
 }
 

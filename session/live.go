@@ -39,11 +39,15 @@ func (l *live[T]) start(every time.Duration, st *settings, judge func() T) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				// Kept before it is shown: a reader who acts on the
+				// line shown (a knob change) finds it kept under its
+				// setting, never lost to the restart it caused.
+				var v T
 				st.look(func() string {
-					v := judge()
-					l.newest.Store(&v)
+					v = judge()
 					return v.Line()
 				})
+				l.newest.Store(&v)
 			}
 		}
 	}()
