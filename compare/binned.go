@@ -186,7 +186,16 @@ func (b *Binned) Compare(o Options) Comparison {
 			out[i] = append([]sample(nil), src...) // judge sorts and trims its copy
 		}
 		return out
-	}, b.tallies)
+	}, b.tallies, b.narrowing())
+}
+
+// narrowing is the Cumulative's running intersection (held): it lives
+// as long as the setting's counts do. None without one.
+func (b *Binned) narrowing() narrowing {
+	if b.cum == nil {
+		return nil
+	}
+	return func(st Stat, lo, hi float64) (float64, float64) { return b.cum.held.narrow(st.Name, lo, hi) }
 }
 
 // tallies are both sides' counts of st over the seconds from the later

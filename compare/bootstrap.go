@@ -228,15 +228,27 @@ func (c Comparison) Breached() bool {
 // judgeAnytime) with Options.Anytime, else a paired block bootstrap
 // over the newest (see judge).
 func (s *Samples) Compare(o Options) Comparison {
-	return compareStats(s.stats, o, false, [2]string{}, s.snapshot, s.tallies)
+	s.mu.Lock()
+	epoch := s.epoch
+	s.mu.Unlock()
+	narrow := func(st Stat, lo, hi float64) (float64, float64) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.epoch != epoch { // started over while judged: not this setting's
+			return lo, hi
+		}
+		return s.held.narrow(st.Name, lo, hi)
+	}
+	return compareStats(s.stats, o, false, [2]string{}, s.snapshot, s.tallies, narrow)
 }
 
 // compareStats judges every statistic of stats: with the confidence
 // sequences over the tallies (o.Anytime, but never for a mean), else
 // with the bootstrap over the samples data gives; shared pairs
 // only the seconds both sides have samples in (see judge), sides name
-// them.
-func compareStats(stats []Stat, o Options, shared bool, sides [2]string, data func(Stat) [2][]sample, tallies func(Stat) [2]tally) Comparison {
+// them. The sequences' intervals are narrowed by the looks before
+// (narrow; nil: none).
+func compareStats(stats []Stat, o Options, shared bool, sides [2]string, data func(Stat) [2][]sample, tallies func(Stat) [2]tally, narrow narrowing) Comparison {
 	if o.Confidence <= 0 || o.Confidence >= 1 {
 		o.Confidence = DefaultConfidence
 	}
@@ -258,6 +270,10 @@ func compareStats(stats []Stat, o Options, shared bool, sides [2]string, data fu
 			r = judge(st, data(st), judging{o.Resamples, alpha, o.minSeconds(), shared}, rng)
 		} else {
 			r = judgeAnytime(st, tallies(st), alpha, o.minSeconds())
+			if r.Verdict != NotEnough && narrow != nil {
+				r.Lo, r.Hi = narrow(st, r.Lo, r.Hi)
+				r.Verdict = verdictOf(r.Lo, r.Hi)
+			}
 		}
 		min := effect(o.MinEffect, DefaultMinEffect)
 		if st.ErrorRate {

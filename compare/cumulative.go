@@ -12,6 +12,7 @@ import "github.com/infertop/infertop/load"
 // the values' spread, not the seconds' number. One goroutine's.
 type Cumulative struct {
 	sides [2]cumSide
+	held  held // the sequences' intervals over the looks so far
 }
 
 type cumSide struct {

@@ -36,6 +36,9 @@ type Groups struct {
 	t0       time.Time
 	setting  setting
 	epoch    int // clearLocked's calls (see Knobs)
+	// held narrows each group's sequences by its looks before, keyed
+	// by the group's name and the statistic's.
+	held     held
 	maxPhase int // the engine's newest phase recorded
 	// names are the named groups in the order seen (names[0] the
 	// baseline), sides their samples, seen their requests (every one,
@@ -123,6 +126,7 @@ func (g *Groups) Reset(at time.Time) {
 
 func (g *Groups) clearLocked() {
 	g.epoch++
+	g.held.reset()
 	for i := range g.sides {
 		g.sides[i].clear()
 		g.marks[i] = nil
@@ -267,7 +271,16 @@ func (g *Groups) Compare(o Options) Grouping {
 			return [2][]sample{slices.Clone(c.slots[0].of(st)), slices.Clone(c.slots[i].of(st))}
 		}
 		tallies := func(st Stat) [2]tally { return c.slots[i].tallies[slices.Index(g.stats, st)] }
-		cmp := compareStats(g.stats, o, true, [2]string{out.Baseline.Label(), grp.Label()}, data, tallies)
+		name := grp.Name
+		narrow := func(st Stat, lo, hi float64) (float64, float64) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if g.epoch != c.epoch { // started over while judged
+				return lo, hi
+			}
+			return g.held.narrow(name+"\x00"+st.Name, lo, hi)
+		}
+		cmp := compareStats(g.stats, o, true, [2]string{out.Baseline.Label(), grp.Label()}, data, tallies, narrow)
 		out.Newer = append(out.Newer, GroupComparison{Group: grp, Comparison: cmp})
 	}
 	return out
@@ -275,6 +288,7 @@ func (g *Groups) Compare(o Options) Grouping {
 
 // groupsCopy is what Compare reads of the groups at one moment.
 type groupsCopy struct {
+	epoch                      int
 	names                      []string
 	seen                       []int
 	named                      bool
@@ -321,7 +335,7 @@ func (g *Groups) copySamples(anytime bool) groupsCopy {
 // copyLocked is copySamples' copy, into buf (grown if short), with the
 // confidence sequences' tallies when anytime.
 func (g *Groups) copyLocked(buf []sample, anytime bool) groupsCopy {
-	c := groupsCopy{names: slices.Clone(g.names), seen: slices.Clone(g.seen), named: g.named,
+	c := groupsCopy{epoch: g.epoch, names: slices.Clone(g.names), seen: slices.Clone(g.seen), named: g.named,
 		ungrouped: g.ungrouped, ungroupedFailed: g.ungroupedFailed, slots: make([]slotCopy, len(g.sides))}
 	take := func(r *ring) []sample {
 		if r == nil {

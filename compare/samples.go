@@ -92,6 +92,7 @@ type Samples struct {
 	setting setting
 	sides   [2]sideSamples
 	epoch   int // clearLocked's calls (see Knobs)
+	held    held
 }
 
 // setting is the knob setting a comparison's samples belong to, and the
@@ -189,6 +190,7 @@ func samePhase(a, b load.Knobs) bool {
 // clearLocked forgets every sample.
 func (s *Samples) clearLocked() {
 	s.epoch++
+	s.held.reset()
 	for i := range s.sides {
 		s.sides[i].clear()
 	}
