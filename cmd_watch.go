@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 
@@ -11,6 +12,8 @@ import (
 
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/dashboard"
+	"github.com/infertop/infertop/sshserver"
+	"github.com/infertop/infertop/sshserver/sshflag"
 	"github.com/infertop/infertop/termguard"
 	"github.com/infertop/infertop/watch"
 	"github.com/infertop/infertop/watch/watchflag"
@@ -23,15 +26,21 @@ nothing to the model: per group (a revision), the requests, tokens,
 errors, queue, KV cache and the servers' TTFT, ITL and E2E percentiles
 as the bucket bounds they are, and the canary group judged against the
 baseline with anytime-valid statistics. With no target it starts an
-embedded fleet of sims (a baseline and a slower canary) to watch.`
+embedded fleet of sims (a baseline and a slower canary) to watch.
+With --ssh ADDR the dashboard is served over SSH too, to every key
+--authorized-keys lets in (or any, --allow-any-key); each session watches.`
 
 // runWatch is `infertop watch`: the dashboard of a fleet, or with
 // --headless its progress lines, summary and exit code.
 func (a *app) runWatch(args []string) error {
 	fs := newFlagSet("watch", watchSynopsis, a.stdout)
 	wf := watchflag.Add(fs)
+	sf := sshflag.AddWatch(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if err := sf.Check(); err != nil {
+		return usageError{err}
 	}
 	sigs, stopSigs := a.interrupts()
 	defer stopSigs()
@@ -76,6 +85,13 @@ func (a *app) runWatch(args []string) error {
 	done := make(chan struct{})
 	go func() { defer close(done); defer crash.Recover(); w.Run(runCtx) }()
 	defer func() { stopRun(); <-done }()
+	if sf.Listen != "" {
+		stopSSH, err := a.serveWatchSSH(runCtx, w, sf, term != nil)
+		if err != nil {
+			return err
+		}
+		defer stopSSH()
+	}
 	if term != nil {
 		guard := termguard.Install(term, a.stderr)
 		defer crash.Handle(nil)
@@ -91,6 +107,45 @@ func (a *app) runWatch(args []string) error {
 	stopRun()
 	<-done
 	return a.concludeWatch(w, wf)
+}
+
+// serveWatchSSH serves the watch's dashboard over SSH (--ssh) until ctx
+// ends or stop is called; stop waits for the server. Its connection lines
+// go to --log, else stderr, but never across this terminal's dashboard.
+func (a *app) serveWatchSSH(ctx context.Context, w *watch.Watch, sf *sshflag.Flags, onTerminal bool) (stop func(), err error) {
+	stderr := a.stderr
+	if onTerminal {
+		stderr = io.Discard
+	}
+	logw, closeLog, err := sf.Log(stderr)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	c := sf.Server
+	c.Log = logw
+	c.Model = dashboard.WatchSession(w)
+	srv, err := sshserver.New(c)
+	if err != nil {
+		closeLog()
+		return nil, usageError{sshflag.ServerError(err)}
+	}
+	ln, err := net.Listen("tcp", sf.Listen)
+	if err != nil {
+		closeLog()
+		return nil, usagef("--ssh: %v", err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	a.logf("watch: serving the dashboard over SSH on %s (ssh -t -p %s HOST)", ln.Addr(), port)
+	srvCtx, cancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { defer crash.Recover(); served <- srv.Serve(srvCtx, ln) }()
+	return func() {
+		cancel()
+		if err := <-served; err != nil {
+			a.logf("watch: the SSH server: %v", err)
+		}
+		closeLog()
+	}, nil
 }
 
 // concludeWatch writes the last snapshot (stdout, --json, --html) and

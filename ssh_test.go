@@ -105,11 +105,30 @@ type sshServer struct {
 // its serving line to match serving, whose first group is the address.
 func startSSH(t *testing.T, serving *regexp.Regexp, args ...string) *sshServer {
 	t.Helper()
+	dir := t.TempDir()
+	return startServing(t, serving, func(signer gossh.Signer) []string {
+		controllers := filepath.Join(dir, "controllers")
+		if err := os.WriteFile(controllers, gossh.MarshalAuthorizedKey(signer.PublicKey()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		own := []string{"ssh", "--listen", "127.0.0.1:0", "--allow-any-key", "--controllers", controllers, "--host-key", filepath.Join(dir, "host_ed25519"),
+			"--report-dir", dir}
+		if !slices.Contains(args, "--agents") { // else the load's flags are the agents'
+			own = append(own, "--tick", "100ms", "--server-metrics", "off")
+		}
+		return append(own, args...)
+	})
+}
+
+// startServing starts the test binary as infertop with the arguments
+// args gives for the test's key, and waits for its stderr to match
+// serving, whose first group is the address it serves SSH on.
+func startServing(t *testing.T, serving *regexp.Regexp, args func(gossh.Signer) []string) *sshServer {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -118,16 +137,7 @@ func startSSH(t *testing.T, serving *regexp.Regexp, args ...string) *sshServer {
 	if srv.signer, err = gossh.NewSignerFromKey(priv); err != nil {
 		t.Fatal(err)
 	}
-	controllers := filepath.Join(dir, "controllers")
-	if err := os.WriteFile(controllers, gossh.MarshalAuthorizedKey(srv.signer.PublicKey()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	own := []string{"ssh", "--listen", "127.0.0.1:0", "--allow-any-key", "--controllers", controllers, "--host-key", filepath.Join(dir, "host_ed25519"),
-		"--report-dir", dir}
-	if !slices.Contains(args, "--agents") { // else the load's flags are the agents'
-		own = append(own, "--tick", "100ms", "--server-metrics", "off")
-	}
-	srv.cmd = exec.Command(self, append(own, args...)...)
+	srv.cmd = exec.Command(self, args(srv.signer)...)
 	srv.cmd.Env = append(os.Environ(), "INFERTOP_TEST_MAIN=1")
 	srv.cmd.Stdout, srv.cmd.Stderr = &srv.stdout, &srv.stderr
 	if err := srv.cmd.Start(); err != nil {

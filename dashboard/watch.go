@@ -30,3 +30,13 @@ func WatchProgram(ctx context.Context, w *watch.Watch, term *os.File, d Options)
 	}
 	return tea.NewProgram(m, opts...), unsubscribe
 }
+
+// WatchSession builds the watch's dashboard for one SSH session
+// (sshserver.Config.Model): a subscription of its own, drawn with the
+// session's renderer.
+func WatchSession(w *watch.Watch) func(*lipgloss.Renderer) (tea.Model, func()) {
+	return func(rd *lipgloss.Renderer) (tea.Model, func()) {
+		snaps, unsubscribe := w.Subscribe()
+		return ui.NewWatch(snaps, rd), unsubscribe
+	}
+}

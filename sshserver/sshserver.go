@@ -20,6 +20,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/ssh"
 	"github.com/charmbracelet/wish"
 	bm "github.com/charmbracelet/wish/bubbletea"
@@ -91,6 +92,12 @@ type Config struct {
 	// Theme when the session asks for one, and drops Save for a watcher:
 	// saving is acting on the load, which only controllers do.
 	View ui.Options
+	// Model, if set, is every session's view instead of a load's
+	// dashboard (Watch, Controller, Canary and View are then unused):
+	// infertop watch's fleet, which has no knobs, so every session only
+	// watches. It builds one session's model, drawn with r, and what
+	// ends the model's subscriptions when the session does.
+	Model func(r *lipgloss.Renderer) (m tea.Model, unsubscribe func())
 }
 
 // Subscriber is a load's snapshots: *load.Engine, a runner, a session's
@@ -464,24 +471,12 @@ func (s *Server) theme(sess ssh.Session) string {
 // program builds one session's dashboard. Its subscriptions are the
 // session's: the goroutine below, the session's too, ends them with it.
 func (s *Server) program(sess ssh.Session) *tea.Program {
-	snaps, unsubscribe := s.cfg.Watch.Subscribe()
-	opts := s.cfg.View // a copy: the template stays as it is
-	opts.Renderer, opts.Theme, opts.Snapshots, opts.Canary = bm.MakeRenderer(sess), s.theme(sess), snaps, nil
-	if s.cfg.Canary != nil {
-		canary, unsubscribeCanary := s.cfg.Canary()
-		opts.Canary = canary
-		base := unsubscribe
-		unsubscribe = func() { base(); unsubscribeCanary() }
-	}
-	opts.ReadOnly = s.cfg.View.ReadOnly || !s.controller(sess.PublicKey())
-	if opts.ReadOnly {
-		opts.Save = nil
-	}
-	m, err := ui.New(s.cfg.Controller, opts)
-	if err != nil { // an unknown theme asked for: the default instead, and say so
-		opts.Theme = s.cfg.View.Theme
-		opts.Notice = fmt.Sprintf("%v; using %s (t cycles the themes)", sanitizeTheme(err), s.cfg.View.Theme)
-		m, _ = ui.New(s.cfg.Controller, opts)
+	var m tea.Model
+	var unsubscribe func()
+	if s.cfg.Model != nil {
+		m, unsubscribe = s.cfg.Model(bm.MakeRenderer(sess))
+	} else {
+		m, unsubscribe = s.dashboard(sess)
 	}
 	// No WithContext: the middleware quits the program when the session
 	// ends, which is a clean exit rather than a "killed" error on stderr.
@@ -504,6 +499,32 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 		}
 	}()
 	return p
+}
+
+// dashboard builds one session's view of the load: its own
+// subscriptions, renderer and theme, read-only unless its key is a
+// controller's.
+func (s *Server) dashboard(sess ssh.Session) (tea.Model, func()) {
+	snaps, unsubscribe := s.cfg.Watch.Subscribe()
+	opts := s.cfg.View // a copy: the template stays as it is
+	opts.Renderer, opts.Theme, opts.Snapshots, opts.Canary = bm.MakeRenderer(sess), s.theme(sess), snaps, nil
+	if s.cfg.Canary != nil {
+		canary, unsubscribeCanary := s.cfg.Canary()
+		opts.Canary = canary
+		base := unsubscribe
+		unsubscribe = func() { base(); unsubscribeCanary() }
+	}
+	opts.ReadOnly = s.cfg.View.ReadOnly || !s.controller(sess.PublicKey())
+	if opts.ReadOnly {
+		opts.Save = nil
+	}
+	m, err := ui.New(s.cfg.Controller, opts)
+	if err != nil { // an unknown theme asked for: the default instead, and say so
+		opts.Theme = s.cfg.View.Theme
+		opts.Notice = fmt.Sprintf("%v; using %s (t cycles the themes)", sanitizeTheme(err), s.cfg.View.Theme)
+		m, _ = ui.New(s.cfg.Controller, opts)
+	}
+	return m, unsubscribe
 }
 
 // stopGrace bounds the wait for the sessions to quit when Serve stops (a

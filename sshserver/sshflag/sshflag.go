@@ -33,27 +33,45 @@ type Flags struct {
 func Add(fs *pflag.FlagSet) *Flags {
 	defer flaghelp.Group(fs, "SSH server")()
 	sf := &Flags{}
+	own := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError) // to mark them the server's
+	own.SortFlags = fs.SortFlags
+	own.StringVar(&sf.Listen, "listen", "127.0.0.1:2222", "address to serve SSH on")
+	sf.server(own)
+	own.StringVar(&sf.Server.Controllers, "controllers", "", "public keys (authorized_keys format) that may turn the knobs")
+	own.BoolVar(&sf.Local, "local", false, "show the dashboard on this terminal too, as a controller")
+	own.StringVar(&sf.ReportDir, "report-dir", ".", "where a controller's s key writes the reports")
+	own.VisitAll(func(f *pflag.Flag) { flaghelp.Follower(own, f.Name) }) // the server's, no load's: taken beside --agents
+	fs.AddFlagSet(own)
+	return sf
+}
+
+// AddWatch binds the flags infertop watch serves its dashboard over SSH
+// with: --ssh, the address (none: not served), and the server's keys,
+// host key and limits. A fleet watched has no knobs: no --controllers,
+// and every session only watches.
+func AddWatch(fs *pflag.FlagSet) *Flags {
+	defer flaghelp.Group(fs, "SSH server")()
+	sf := &Flags{}
+	fs.StringVar(&sf.Listen, "ssh", "", "serve the dashboard over SSH on this address too (ssh -t -p PORT HOST)")
+	sf.server(fs)
+	return sf
+}
+
+// server binds the flags of the server itself: who may connect, its key,
+// its limits and its log.
+func (sf *Flags) server(fs *pflag.FlagSet) {
 	home, _ := os.UserHomeDir()
 	confDir, err := os.UserConfigDir()
 	if err != nil {
 		confDir = filepath.Join(home, ".config")
 	}
 	c := &sf.Server
-	own := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError) // to mark them the server's
-	own.SortFlags = fs.SortFlags
-	own.StringVar(&sf.Listen, "listen", "127.0.0.1:2222", "address to serve SSH on")
-	own.StringVar(&c.AuthorizedKeys, "authorized-keys", filepath.Join(home, ".ssh", "authorized_keys"), "public keys that may connect")
-	own.BoolVar(&c.AllowAnyKey, "allow-any-key", false, "let any public key connect (watchers unless in --controllers)")
-	own.StringVar(&c.Controllers, "controllers", "", "public keys (authorized_keys format) that may turn the knobs")
-	own.StringVar(&c.HostKeyPath, "host-key", filepath.Join(confDir, "infertop", "ssh_host_ed25519"), "the server's key, generated (ed25519) on first start and reused")
-	own.IntVar(&c.MaxSessions, "max-sessions", 16, "most sessions at once")
-	own.DurationVar(&c.IdleTimeout, "idle-timeout", 10*time.Minute, "end a connection that sends and receives nothing for this long (0: never)")
-	own.BoolVar(&sf.Local, "local", false, "show the dashboard on this terminal too, as a controller")
-	own.StringVar(&sf.LogPath, "log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
-	own.StringVar(&sf.ReportDir, "report-dir", ".", "where a controller's s key writes the reports")
-	own.VisitAll(func(f *pflag.Flag) { flaghelp.Follower(own, f.Name) }) // the server's, no load's: taken beside --agents
-	fs.AddFlagSet(own)
-	return sf
+	fs.StringVar(&c.AuthorizedKeys, "authorized-keys", filepath.Join(home, ".ssh", "authorized_keys"), "public keys that may connect")
+	fs.BoolVar(&c.AllowAnyKey, "allow-any-key", false, "let any public key connect (watchers unless in --controllers)")
+	fs.StringVar(&c.HostKeyPath, "host-key", filepath.Join(confDir, "infertop", "ssh_host_ed25519"), "the server's key, generated (ed25519) on first start and reused")
+	fs.IntVar(&c.MaxSessions, "max-sessions", 16, "most sessions at once")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 10*time.Minute, "end a connection that sends and receives nothing for this long (0: never)")
+	fs.StringVar(&sf.LogPath, "log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
 }
 
 // Check checks the server's limits.
