@@ -46,8 +46,14 @@ func TestResetCacheBetweenStages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := r.eng.Walk(context.Background(), stages); err != nil {
-				t.Fatal(err)
+			// Each stage as Walk begins it, held until it has requests
+			// (not for its duration: on a busy machine a stage of 250 ms
+			// once began none).
+			for i, st := range stages {
+				r.eng.beginStage(context.Background(), i, st)
+				waitFor(t, r.eng, 30*time.Second, fmt.Sprintf("stage %d's requests", i+1), func(s Snapshot) bool {
+					return len(s.Phases) == i+1 && s.Phases[i].Completed >= 3
+				})
 			}
 			r.eng.Finish(EndDuration)
 			s := waitFor(t, r.eng, 10*time.Second, "the end of the run", func(s Snapshot) bool { return s.Done && s.InFlight == 0 })

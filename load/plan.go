@@ -129,15 +129,7 @@ func (st Stage) Apply(k *Knobs) {
 // phase; it returns nil when the last is over, or ctx's error.
 func (e *Engine) Walk(ctx context.Context, stages []Stage) error {
 	for i, st := range stages {
-		// The first stage is the opening phase when the engine started with
-		// its knobs (Stage.Apply on Config.Knobs); every later one is new,
-		// and starts with the server's prefix cache emptied where asked
-		// (the first one's was before the run). A refusal is counted in
-		// the snapshots; the walk goes on.
-		if i > 0 {
-			_ = e.ResetCache(ctx)
-		}
-		e.update(st.Apply, i > 0)
+		e.beginStage(ctx, i, st)
 		t := time.NewTimer(st.Duration)
 		select {
 		case <-ctx.Done():
@@ -147,6 +139,18 @@ func (e *Engine) Walk(ctx context.Context, stages []Stage) error {
 		}
 	}
 	return nil
+}
+
+// beginStage starts stage i of a walk. The first stage is the opening
+// phase when the engine started with its knobs (Stage.Apply on
+// Config.Knobs); every later one is new, and starts with the server's
+// prefix cache emptied where asked (the first one's was before the run).
+// A refusal is counted in the snapshots; the walk goes on.
+func (e *Engine) beginStage(ctx context.Context, i int, st Stage) {
+	if i > 0 {
+		_ = e.ResetCache(ctx)
+	}
+	e.update(st.Apply, i > 0)
 }
 
 // isZero reports whether a stage's number v is zero.
