@@ -7,11 +7,17 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/mattn/go-isatty"
 
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/dashboard"
+	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/runner"
+	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/sshserver"
 	"github.com/infertop/infertop/sshserver/sshflag"
 	"github.com/infertop/infertop/termguard"
@@ -58,6 +64,11 @@ func (a *app) runWatch(args []string) error {
 		return usagef("watch: %v", err)
 	}
 	defer built.Close()
+	stopProbe, err := a.startWatchProbe(ctx, wf, &built.Config)
+	if err != nil {
+		return err
+	}
+	defer stopProbe()
 	w, err := watch.New(built.Config)
 	if err != nil {
 		return usageError{err}
@@ -106,7 +117,60 @@ func (a *app) runWatch(args []string) error {
 	}
 	stopRun()
 	<-done
+	stopProbe() // before the last word, which reads its final count
 	return a.concludeWatch(w, wf)
+}
+
+// startWatchProbe starts the end-to-end probe --probe-url asks for (a
+// followed load like any other: session.Start starts it), an open loop
+// at --probe-rate of short requests, and has the watch read its figures
+// at every look; stop ends it. Without --probe-url: nothing.
+func (a *app) startWatchProbe(ctx context.Context, wf *watchflag.Flags, cfg *watch.Config) (stop func(), err error) {
+	ps, ok, err := wf.Probe()
+	if err != nil || !ok {
+		return func() {}, usageErr(err)
+	}
+	rc := runner.Config{URL: ps.URL, API: ps.API,
+		Probe: probe.Config{Model: ps.Model, APIKey: a.env(ps.KeyEnv)},
+		Load: load.Config{Knobs: load.Knobs{Mode: load.OpenLoop, Rate: ps.Rate, PromptTokens: 64, OutputTokens: 16},
+			Window: probeWindow(cfg.Window)},
+		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff}}
+	s, err := a.start(ctx, session.Spec{Run: rc})
+	if err != nil {
+		return nil, fmt.Errorf("--probe-url: %w", err)
+	}
+	side, shown := s.Sides()[0], probe.RedactURL(ps.URL)
+	cfg.Probe = func() (watch.Probe, bool) {
+		snap := side.Latest()
+		p := watch.Probe{URL: shown, Rate: ps.Rate, Sent: snap.Run.Sent(), Completed: snap.Completed, Failed: snap.Failed}
+		if d := snap.Latency[load.TTFT]; d.Count > 0 {
+			p.TTFTP50, p.TTFTP99 = d.P50.Seconds(), d.P99.Seconds()
+		}
+		p.E2EP99 = snap.Latency[load.E2E].P99.Seconds()
+		return p, true
+	}
+	var once sync.Once
+	return func() { once.Do(func() { s.Stop() }) }, nil
+}
+
+// probeWindow is the engine's window the probe's figures are over: the
+// least of load.Windows holding the watch's window (the largest past it).
+func probeWindow(w time.Duration) time.Duration {
+	ws := load.Windows()
+	for _, x := range ws {
+		if x >= w {
+			return x
+		}
+	}
+	return ws[len(ws)-1]
+}
+
+// usageErr is err as a usage error (exit 2); nil stays nil.
+func usageErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
 }
 
 // serveWatchSSH serves the watch's dashboard over SSH (--ssh) until ctx

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/sim/simtest"
 	"github.com/infertop/infertop/watch"
 )
 
@@ -90,6 +92,63 @@ func TestWatchExitCodes(t *testing.T) {
 		}
 		if strings.Contains(errb.String()+out.String(), "hunter2") {
 			t.Errorf("%v: the URL's password reached the output: %s", args, errb.String()+out.String())
+		}
+	}
+}
+
+// TestWatchProbe: --probe-url sends a trickle of real requests through
+// an endpoint beside the watched fleet's metrics: the summary and the
+// JSON carry the client's figures, its requests counted once (the
+// probe's sent holds every request the sim answered), the URL's password
+// nowhere; a probe rate past a trickle, or a URL of no HTTP, is one line
+// and exit 2.
+func TestWatchProbe(t *testing.T) {
+	t.Parallel()
+	p, _ := sim.Preset("fast")
+	srv := simtest.Start(t, p)
+	u := strings.Replace(srv.URL, "http://", "http://probe:hunter2@", 1)
+	path := filepath.Join(t.TempDir(), "watch.json")
+	var out, errb bytes.Buffer
+	code := run([]string{"watch", "--headless", "--duration", "3s", "--every", "250ms", "--demo-slowdown", "1",
+		"--probe-url", u, "--probe-rate", "10", "--json", path}, &out, &errb)
+	if code == 2 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s watch.Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close() // every request answered or cut before its records are read
+	answered := int64(0)
+	for _, r := range srv.Sim.Records() {
+		if r.Status == 200 && !r.Cancelled {
+			answered++
+		}
+	}
+	pr := s.Probe
+	if pr == nil || pr.Completed == 0 || pr.TTFTP50 <= 0 || pr.TTFTP99 < pr.TTFTP50 || pr.Rate != 10 {
+		t.Fatalf("probe %+v", pr)
+	}
+	if pr.Sent < pr.Completed+pr.Failed || pr.Sent < answered || answered == 0 {
+		t.Errorf("probe sent %d, completed %d, failed %d; the sim answered %d", pr.Sent, pr.Completed, pr.Failed, answered)
+	}
+	if !strings.Contains(out.String(), "probe (client side, ") {
+		t.Errorf("no probe line in the summary:\n%s", out.String())
+	}
+	if all := string(b) + out.String() + errb.String(); strings.Contains(all, "hunter2") {
+		t.Errorf("the probe URL's password reached the output:\n%s", all)
+	}
+	for _, args := range [][]string{
+		{"watch", "--headless", "--probe-url", srv.URL, "--probe-rate", "100"},
+		{"watch", "--headless", "--probe-url", "ftp://probe:hunter2@127.0.0.1/v1"},
+	} {
+		errb.Reset()
+		if code := run(args, &out, &errb); code != 2 || strings.Count(errb.String(), "\n") != 1 || strings.Contains(errb.String(), "hunter2") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
 		}
 	}
 }

@@ -39,10 +39,19 @@ func (w *Watch) Follow(every time.Duration, failFast bool, logf func(string, ...
 // Conclude writes the last snapshot as text to out and, where a path is
 // given, as JSON and as an HTML page; it returns the snapshot, whose
 // verdict the caller turns into an exit code.
+//
+// Call it once the watch has run and any probe has stopped.
 func (w *Watch) Conclude(out io.Writer, jsonPath, htmlPath string) (Snapshot, error) {
 	s, ok := w.Latest()
 	if !ok {
 		return s, ErrNeverRead
+	}
+	// The probe's last word: it has stopped by now (its requests counted
+	// to the end), where the last look read it still running.
+	if w.cfg.Probe != nil {
+		if p, ok := w.cfg.Probe(); ok {
+			s.Probe = &p
+		}
 	}
 	if err := Text(out, s); err != nil {
 		return s, err

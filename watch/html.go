@@ -30,7 +30,8 @@ func HTML(w io.Writer, s Snapshot, history map[string][]Point) error {
 		Regressed    bool
 		Format       func(Bound) string
 		Delta, Range func(Judged) string
-	}{S: s, Elapsed: time.Duration(s.Elapsed * float64(time.Second)).Round(time.Second).String(),
+		Probe        string
+	}{S: s, Probe: ProbeLine(s.Probe), Elapsed: time.Duration(s.Elapsed * float64(time.Second)).Round(time.Second).String(),
 		Req:    chartSVG(names, history, func(p Point) float64 { return p.ReqPerSec }, "requests/s", ""),
 		TTFT:   chartSVG(names, history, func(p Point) float64 { return p.TTFTP99 * 1000 }, "TTFT p99 ≤ (ms)", ""),
 		Colors: palette[:], Names: names, Regressed: s.Verdict.State == Regressed,
@@ -98,6 +99,8 @@ th{background:#f4f4f4}.verdict{font-size:1.1em;font-weight:600;padding:.5em;bord
 <table><tr><th>group</th><th>role</th><th>up</th><th>req/s</th><th>out tok/s</th><th>errors</th><th>running</th><th>waiting</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>E2E p99</th><th>restarts</th></tr>
 {{range .S.Groups}}<tr><td>{{.Name}}</td><td>{{.Role}}</td><td>{{.Up}}/{{.Servers}}</td><td>{{printf "%.1f" .ReqPerSec}}</td><td>{{printf "%.0f" .OutTokPerSec}}</td><td>{{if .ErrorKnown}}{{printf "%.2f" (mul100 .ErrorRate)}} %{{else}}-{{end}}</td><td>{{printf "%.0f" .Running}}</td><td>{{printf "%.0f" .Waiting}}</td><td>{{call $.Format .TTFT.P50}}</td><td>{{call $.Format .TTFT.P99}}</td><td>{{call $.Format .ITL.P50}}</td><td>{{call $.Format .E2E.P99}}</td><td>{{.Restarts}}</td></tr>
 {{end}}</table>
+{{with .Probe}}<p class="probe">{{.}}</p>
+{{end}}
 <p class="key">{{range $i, $n := .Names}}<span style="color:{{index $.Colors $i}}">━ {{$n}}</span>{{end}}</p>
 {{.Req}}
 {{.TTFT}}

@@ -27,6 +27,8 @@ type Snapshot struct {
 	// Mismatched counts histogram increments left out of a group's
 	// totals: a server whose buckets differ from its group's.
 	Mismatched int `json:"mismatched_histograms,omitempty"`
+	// Probe is the end-to-end probe's view (Config.Probe), nil without.
+	Probe *Probe `json:"probe,omitempty"`
 }
 
 // Bound is where a quantile lies: the histogram bucket (Lo, Hi], in

@@ -74,6 +74,9 @@ func Text(w io.Writer, s Snapshot) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if line := ProbeLine(s.Probe); line != "" {
+		b.WriteString(line + "\n")
+	}
 	fmt.Fprintf(&b, "\nverdict: %s\n", sanitize.Text(s.Verdict.Line))
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, j := range s.Verdict.Regressions {
@@ -114,6 +117,9 @@ func Progress(s Snapshot) string {
 	var parts []string
 	for _, g := range s.Groups {
 		parts = append(parts, fmt.Sprintf("%s %d/%d up %.1f req/s TTFT p99 %s", sanitize.Short(sanitize.Text(g.Name), 24), g.Up, g.Servers, g.ReqPerSec, FormatBound(g.TTFT.P99)))
+	}
+	if p := s.Probe; p != nil && p.Completed > 0 {
+		parts = append(parts, fmt.Sprintf("probe TTFT p50 %s", time.Duration(p.TTFTP50*float64(time.Second)).Round(100*time.Microsecond)))
 	}
 	return fmt.Sprintf("%s · %s · %s", time.Duration(s.Elapsed*float64(time.Second)).Round(time.Second), strings.Join(parts, " · "), sanitize.Text(s.Verdict.Line))
 }

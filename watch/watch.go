@@ -79,6 +79,10 @@ type Config struct {
 	// GoneAfter is how long a server that left or stopped answering stays
 	// in the table (default 5 min).
 	GoneAfter time.Duration
+	// Probe, if set, is read at every look for the end-to-end probe's
+	// figures (a load of real requests through the fleet's Service,
+	// followed elsewhere); ok false: nothing to show yet.
+	Probe func() (p Probe, ok bool)
 }
 
 // DefaultRegressions are judged when none is given: the server's TTFT
@@ -176,6 +180,11 @@ func (w *Watch) Run(ctx context.Context) {
 		now := time.Now()
 		w.fleet.observe(now, obs, err)
 		snap := w.fleet.snapshot(now, now.Sub(start), w.cfg.Source.String())
+		if w.cfg.Probe != nil {
+			if p, ok := w.cfg.Probe(); ok {
+				snap.Probe = &p
+			}
+		}
 		w.mu.Lock()
 		w.fleet.remember(snap)
 		w.mu.Unlock()

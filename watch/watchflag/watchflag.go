@@ -52,6 +52,41 @@ type Flags struct {
 	FailFast      bool
 	Serve         string
 	ProgressEvery time.Duration
+	// The end-to-end probe's (ProbeSpec).
+	ProbeURL, ProbeModel, ProbeAPI, ProbeKeyEnv string
+	ProbeRate                                   float64
+}
+
+// ProbeSpec is the end-to-end probe --probe-url asks for: real requests
+// at Rate a second through URL (the fleet's Service), the model and API
+// given or found as a run finds them, the key from the environment
+// variable KeyEnv (never from a flag's value).
+type ProbeSpec struct {
+	URL, Model, KeyEnv string
+	API                probe.Kind
+	Rate               float64
+}
+
+// Probe is the probe the flags ask for; ok false when --probe-url is not
+// given. The probe's own limits are checked here.
+func (f *Flags) Probe() (p ProbeSpec, ok bool, err error) {
+	if f.ProbeURL == "" {
+		return p, false, nil
+	}
+	if f.ProbeRate < 0.01 || f.ProbeRate > 10 {
+		return p, false, fmt.Errorf("--probe-rate %g: want 0.01..10 requests a second (a trickle: the fleet's own traffic is what is watched)", f.ProbeRate)
+	}
+	u, err := url.Parse(f.ProbeURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return p, false, fmt.Errorf("--probe-url %q: want an http(s) URL of the fleet's endpoint", probe.RedactURL(f.ProbeURL))
+	}
+	p = ProbeSpec{URL: f.ProbeURL, Model: f.ProbeModel, KeyEnv: f.ProbeKeyEnv, Rate: f.ProbeRate}
+	if f.ProbeAPI != "" {
+		if p.API, err = probe.ParseKind(f.ProbeAPI); err != nil {
+			return p, false, fmt.Errorf("--probe-api: %w", err)
+		}
+	}
+	return p, true, nil
 }
 
 // Add binds the flags to fs.
@@ -88,6 +123,14 @@ func Add(fs *pflag.FlagSet) *Flags {
 		fs.Float64Var(&f.DemoSlowdown, "demo-slowdown", 1.3, "with no target: the embedded fleet's canary's slowdown (1: identical)")
 		fs.Uint64Var(&f.DemoSeed, "demo-seed", 1, "with no target: the embedded fleet's seed")
 		fs.StringVar(&f.DemoBuckets, "demo-buckets", "fine", "with no target: the embedded fleet's histogram bounds: fine (4 % apart) or vllm (vLLM's own, too coarse for a 10 % margin)")
+	}()
+	func() {
+		defer flaghelp.Group(fs, "The end-to-end probe: a trickle of real requests beside the servers' view")()
+		fs.StringVar(&f.ProbeURL, "probe-url", "", "send real requests through this endpoint (the fleet's Service, e.g. http://vllm.prod:8000/v1) and show the client's TTFT beside the servers'")
+		fs.Float64Var(&f.ProbeRate, "probe-rate", 0.2, "with --probe-url: the probe's requests a second (0.01..10)")
+		fs.StringVar(&f.ProbeModel, "probe-model", "", "with --probe-url: the model (default: the first the endpoint lists)")
+		fs.StringVar(&f.ProbeAPI, "probe-api", "", "with --probe-url: the API (default: detected, as infertop run does)")
+		fs.StringVar(&f.ProbeKeyEnv, "probe-api-key-env", "OPENAI_API_KEY", "with --probe-url: the environment variable holding its API key, sent as a bearer token")
 	}()
 	func() {
 		defer flaghelp.Group(fs, "Headless: reports and gates")()
