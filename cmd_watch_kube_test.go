@@ -80,14 +80,7 @@ func TestWatchKubernetes(t *testing.T) {
 		defer mu.Unlock()
 		t.Fatalf("exit %d: %s\nasked %v", code, errb.String(), asked)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s watch.Snapshot
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := readWatchJSON(t, path)
 	if len(s.Groups) != 2 || s.Groups[0].Name != "v1" || s.Groups[0].Servers != 3 || s.Groups[1].Name != "v2" || s.Groups[1].Role != "canary" {
 		t.Fatalf("groups %+v", s.Groups)
 	}

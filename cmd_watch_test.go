@@ -26,14 +26,7 @@ func TestWatchEmbedded(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s watch.Snapshot
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := readWatchJSON(t, path)
 	if len(s.Groups) != 2 || s.Groups[0].Role != "baseline" || s.Groups[1].Role != "canary" || len(s.Servers) != 4 {
 		t.Fatalf("groups %+v, %d servers", s.Groups, len(s.Servers))
 	}
@@ -114,14 +107,7 @@ func TestWatchProbe(t *testing.T) {
 	if code == 2 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s watch.Snapshot
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
+	s, b := readWatchJSON(t, path)
 	srv.Close() // every request answered or cut before its records are read
 	answered := int64(0)
 	for _, r := range srv.Sim.Records() {
@@ -151,4 +137,19 @@ func TestWatchProbe(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
 		}
 	}
+}
+
+// readWatchJSON reads a watch's --json with the writer's own type, and
+// returns its bytes too.
+func readWatchJSON(t *testing.T, path string) (watch.Snapshot, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s watch.Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s, b
 }
