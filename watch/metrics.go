@@ -15,6 +15,7 @@ type collector struct {
 	w                                           *Watch
 	req, out, in, errs, running, waiting, kv    *prometheus.Desc
 	ttftHi, ttftLo, servers, verdict, judgement *prometheus.Desc
+	probeTTFT, probeE2E, probeSent              *prometheus.Desc
 }
 
 func newCollector(w *Watch) *collector {
@@ -35,12 +36,15 @@ func newCollector(w *Watch) *collector {
 		servers:   d("servers", "The servers watched, by group and state.", "group", "state"),
 		verdict:   d("verdict", "1 for the verdict's state now: held, undecided, regressed or unusable.", "state"),
 		judgement: d("regression", "1 for each regression's margin verdict now.", "regression", "verdict"),
+		probeTTFT: d("probe_ttft_seconds", "The end-to-end probe's TTFT over the window, as the client saw it (--probe-url).", "quantile"),
+		probeE2E:  d("probe_e2e_seconds", "The end-to-end probe's E2E latency over the window (--probe-url).", "quantile"),
+		probeSent: d("probe_requests", "The end-to-end probe's requests: sent since it began, completed and failed over the window.", "outcome"),
 	}
 }
 
 // Describe sends every metric's description.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.req, c.out, c.in, c.errs, c.running, c.waiting, c.kv, c.ttftLo, c.ttftHi, c.servers, c.verdict, c.judgement} {
+	for _, d := range []*prometheus.Desc{c.req, c.out, c.in, c.errs, c.running, c.waiting, c.kv, c.ttftLo, c.ttftHi, c.servers, c.verdict, c.judgement, c.probeTTFT, c.probeE2E, c.probeSent} {
 		ch <- d
 	}
 }
@@ -71,6 +75,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if g.TTFT.P99.OK {
 			gauge(c.ttftLo, g.TTFT.P99.Lo, l...)
 			gauge(c.ttftHi, g.TTFT.P99.Upper(), l...)
+		}
+	}
+	if p := s.Probe; p != nil {
+		gauge(c.probeSent, float64(p.Sent), "sent")
+		gauge(c.probeSent, float64(p.Completed), "completed")
+		gauge(c.probeSent, float64(p.Failed), "failed")
+		if p.Completed > 0 {
+			gauge(c.probeTTFT, p.TTFTP50, "0.5")
+			gauge(c.probeTTFT, p.TTFTP99, "0.99")
+			gauge(c.probeE2E, p.E2EP99, "0.99")
 		}
 	}
 	states := map[[2]string]int{}
