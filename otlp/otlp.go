@@ -130,10 +130,10 @@ type Exporter struct {
 	once sync.Once
 }
 
-// sets are the attribute sets of a model's successful requests, built
-// once: a set is sorted and hashed, and a long answer records hundreds of
-// chunks.
-type sets struct{ call, in, out attribute.Set }
+// sets are the attribute sets of a model's successful requests, as the
+// options a record takes, built once: a set is sorted and hashed, an
+// option boxed, and a long answer records hundreds of chunks.
+type sets struct{ call, in, out []metric.RecordOption }
 
 // New starts pushing to cfg.URL what Observe is given about requests to t.
 // Nothing is sent before the first interval (or Shutdown).
@@ -232,18 +232,19 @@ func (x *Exporter) Observe(r load.Record) {
 	model := cmp.Or(r.Model, x.model)
 	if r.OK() {
 		s := x.setsOf(model)
-		x.duration.RecordSet(ctx, r.E2E.Seconds(), s.call)
+		x.duration.Inst().Record(ctx, r.E2E.Seconds(), s.call...)
 		in := r.InputTokens
 		if r.InputEstimated {
 			in = r.PromptTokens // the prompt's length as asked for, as the exporter counts it
 		}
-		x.tokens.RecordSet(ctx, int64(in), s.in)
+		x.tokens.Inst().Record(ctx, int64(in), s.in...)
 		if !x.embeds {
-			x.tokens.RecordSet(ctx, int64(r.OutputTokens), s.out)
+			x.tokens.Inst().Record(ctx, int64(r.OutputTokens), s.out...)
 		}
 		if r.HasTTFT { // streamed: the chunks' metrics are for streams only
-			x.ttfc.RecordSet(ctx, r.TTFT.Seconds(), s.call)
-			r.ITLs(func(d time.Duration) { x.tpoc.RecordSet(ctx, d.Seconds(), s.call) })
+			x.ttfc.Inst().Record(ctx, r.TTFT.Seconds(), s.call...)
+			tpoc := x.tpoc.Inst()
+			r.ITLs(func(d time.Duration) { tpoc.Record(ctx, d.Seconds(), s.call...) })
 		}
 	} else {
 		kv := append(x.common(model), semconv.ErrorTypeKey.String(errorType(r.Result)))
@@ -262,10 +263,10 @@ func (x *Exporter) setsOf(model string) *sets {
 		return s
 	}
 	kv := append(x.common(model), semconv.GenAIOperationNameKey.String(string(x.op)), semconv.GenAIProviderNameKey.String(string(x.provider)))
-	tok := func(t genaiconv.TokenTypeAttr) attribute.Set {
-		return attribute.NewSet(append(kv[:len(kv):len(kv)], semconv.GenAITokenTypeKey.String(string(t)))...)
+	tok := func(t genaiconv.TokenTypeAttr) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(kv[:len(kv):len(kv)], semconv.GenAITokenTypeKey.String(string(t)))...))}
 	}
-	s := &sets{call: attribute.NewSet(kv...), in: tok(genaiconv.TokenTypeInput), out: tok(genaiconv.TokenTypeOutput)}
+	s := &sets{call: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kv...))}, in: tok(genaiconv.TokenTypeInput), out: tok(genaiconv.TokenTypeOutput)}
 	x.sets[model] = s
 	return s
 }

@@ -291,3 +291,29 @@ func TestConventions(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkObserve is the cost on the engine's aggregator goroutine of a
+// streamed request of 128 chunks: its metrics, and its span (the pushes
+// run beside it, on the same CPUs).
+func BenchmarkObserve(b *testing.B) {
+	for _, spans := range []bool{false, true} {
+		b.Run(map[bool]string{false: "metrics", true: "spans"}[spans], func(b *testing.B) {
+			rcv := otlptest.Start(b, otlptest.Options{})
+			x, err := New(Config{URL: rcv.URL, Spans: spans, Interval: time.Hour}, target())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer x.Shutdown(b.Output())
+			r := record(0, probe.OK, 200)
+			gaps := make([]time.Duration, 127)
+			for i := range gaps {
+				gaps[i] = 20*time.Millisecond + time.Duration(i+1)*10*time.Millisecond
+			}
+			r.Live.Replay(r.Start, 20*time.Millisecond, gaps...)
+			b.ReportAllocs()
+			for b.Loop() {
+				x.Observe(r)
+			}
+		})
+	}
+}
