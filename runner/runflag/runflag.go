@@ -58,6 +58,9 @@ func (f *Flags) Config() (runner.Config, probe.Kind, error) {
 		return cfg, "", fmt.Errorf("--gpu takes local (nvidia-smi on this machine), got %q", f.gpu)
 	}
 	cfg.Telemetry.GPULocal = f.gpu == "local"
+	if cfg.OTLP.Spans && cfg.OTLP.URL == "" {
+		return cfg, "", errors.New("--otlp-spans needs --otlp URL, the collector's")
+	}
 	if f.api == "" {
 		kind, _, _ := probe.KindFromPath(cfg.URL) // a URL ending in /v1/messages
 		return cfg, kind, nil
