@@ -26,6 +26,7 @@ import (
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/exporter"
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/otlp"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/sanitize"
@@ -57,6 +58,7 @@ const (
 	SettingScrapeEvery = "scrape interval" // Telemetry.Every is too short
 	SettingGPUs        = "GPU metrics"     // the GPUs are to be read two ways at once
 	SettingInfoTimeout = "info timeout"    // InfoTimeout is negative
+	SettingOTLP        = "OTLP collector"  // the telemetry cannot be pushed there
 )
 
 // ErrNoModels is the error of a server that lists no models.
@@ -88,6 +90,9 @@ type Config struct {
 	MetricsAddr string
 	// RequestsLog writes one JSON line per request (empty: none).
 	RequestsLog string
+	// OTLP pushes every request's GenAI metrics (and spans) to an
+	// OpenTelemetry collector (its URL empty: none).
+	OTLP otlp.Config
 	// Version and Settings go into the reports' manifest.
 	Version  string
 	Settings map[string]string
@@ -150,6 +155,7 @@ type Runner struct {
 	x       *exporter.Exporter
 	xAddr   string
 	reqLog  *report.RequestsLog
+	otel    *otlp.Exporter
 	started time.Time
 
 	cancel   context.CancelFunc // ends the engine and the scraper
@@ -230,6 +236,13 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	if cfg.RequestsLog != "" {
 		if r.reqLog, err = report.OpenRequestsLog(cfg.RequestsLog); err != nil {
 			return nil, &SettingError{SettingRequestsLog, err}
+		}
+	}
+	if cfg.OTLP.URL != "" {
+		pc := r.client.Config()
+		t := otlp.Target{API: r.kind, Endpoint: pc.URL, Model: pc.Model, Stream: !pc.NoStream, Version: cfg.Version}
+		if r.otel, err = otlp.New(cfg.OTLP, t); err != nil {
+			return nil, &SettingError{SettingOTLP, err}
 		}
 	}
 	lc := cfg.loadConfig()
@@ -459,7 +472,8 @@ func (r *Runner) model(ctx context.Context, pc *probe.Config) error {
 	return nil
 }
 
-// chain puts the requests log and the exporter before next.
+// chain puts the requests log, the exporter and the OTLP push before
+// next.
 func (r *Runner) chain(next func(load.Record)) func(load.Record) {
 	var hs []func(load.Record)
 	if r.reqLog != nil {
@@ -467,6 +481,9 @@ func (r *Runner) chain(next func(load.Record)) func(load.Record) {
 	}
 	if r.x != nil {
 		hs = append(hs, r.x.Observe)
+	}
+	if r.otel != nil {
+		hs = append(hs, r.otel.Observe)
 	}
 	if next != nil {
 		hs = append(hs, next)
@@ -596,7 +613,8 @@ const StopWait = 3 * load.AbandonGrace
 
 // Stop ends the load at once (what is in flight is cancelled), waits for
 // every goroutine the runner started (StopWait at most), closes the
-// requests log and stops the exporter (unless Config.HoldMetrics: see
+// requests log, pushes the last OTLP figures (within their own bound) and
+// stops the exporter (unless Config.HoldMetrics: see
 // Release) and the embedded sim. It may be
 // called more than once; the first call's error (the requests log's) is
 // returned every time.
@@ -615,6 +633,9 @@ func (r *Runner) Stop() error {
 		}
 		if r.reqLog != nil {
 			r.stopErr = r.reqLog.Close()
+		}
+		if r.otel != nil { // the last push, bounded (otlp.Config.Shutdown)
+			r.otel.Shutdown(r.cfg.Notes)
 		}
 		if !r.cfg.HoldMetrics {
 			r.Release()

@@ -53,6 +53,9 @@ func (c Config) Validate() error {
 	case c.InfoTimeout < 0:
 		return &SettingError{SettingInfoTimeout, fmt.Errorf("%v is negative", c.InfoTimeout)}
 	}
+	if err := c.OTLP.Validate(); err != nil {
+		return &SettingError{SettingOTLP, err}
+	}
 	return c.measurable()
 }
 

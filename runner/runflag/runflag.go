@@ -1,7 +1,7 @@
 // Package runflag binds the runner's own settings (those of runner.Config
 // that are neither the load's nor the client's) to command-line flags
 // (pflag): the endpoint and its API, the telemetry read beside the load,
-// and where infertop's own metrics are served. runner itself knows
+// and where infertop's own metrics are served and pushed. runner itself knows
 // nothing of flags; FlagError names the flag behind a runner setting,
 // as loadflag, probeflag and simflag do for theirs.
 package runflag
@@ -38,13 +38,15 @@ func AddEndpoint(fs *pflag.FlagSet) *Flags {
 // AddTelemetry binds the telemetry's flags to fs: where the server's and
 // the GPUs' side is read, and where infertop's own metrics are served.
 func (f *Flags) AddTelemetry(fs *pflag.FlagSet) {
-	defer flaghelp.Group(fs, "Telemetry: the server's metrics, its GPUs, infertop's own exporter")()
+	defer flaghelp.Group(fs, "Telemetry: the server's metrics, its GPUs, infertop's own metrics served and pushed")()
 	t := &f.cfg.Telemetry
 	fs.StringVar(&t.ServerMetrics, "server-metrics", "", "the serving engine's Prometheus /metrics (default: try the server's root /metrics quietly; off: none)")
 	fs.StringVar(&t.GPUMetrics, "gpu-metrics", "", "a DCGM exporter's /metrics, for GPU power, energy, utilisation")
 	fs.StringVar(&f.gpu, "gpu", "", "local: read the GPUs of this machine with nvidia-smi")
 	fs.DurationVar(&t.Every, "scrape-every", telemetry.DefaultEvery, "how often the server's and the GPUs' metrics are read")
 	fs.StringVar(&f.cfg.MetricsAddr, "metrics-addr", "", "serve infertop's own Prometheus metrics here, e.g. 127.0.0.1:9464")
+	fs.StringVar(&f.cfg.OTLP.URL, "otlp", "", "push every request's OpenTelemetry GenAI client metrics to this collector (OTLP/HTTP base, e.g. http://127.0.0.1:4318)")
+	fs.BoolVar(&f.cfg.OTLP.Spans, "otlp-spans", false, "with --otlp: a client span per request as well, with the trace id of its traceparent")
 }
 
 // Config is the runner's configuration of these flags (its Load and
@@ -56,6 +58,9 @@ func (f *Flags) Config() (runner.Config, probe.Kind, error) {
 		return cfg, "", fmt.Errorf("--gpu takes local (nvidia-smi on this machine), got %q", f.gpu)
 	}
 	cfg.Telemetry.GPULocal = f.gpu == "local"
+	if cfg.OTLP.Spans && cfg.OTLP.URL == "" {
+		return cfg, "", errors.New("--otlp-spans needs --otlp URL, the collector's")
+	}
 	if f.api == "" {
 		kind, _, _ := probe.KindFromPath(cfg.URL) // a URL ending in /v1/messages
 		return cfg, kind, nil
@@ -72,7 +77,7 @@ func (f *Flags) Config() (runner.Config, probe.Kind, error) {
 // credentials.
 func Setting(fl *pflag.Flag) (string, bool) {
 	switch fl.Name {
-	case "url", "server-metrics", "gpu-metrics":
+	case "url", "server-metrics", "gpu-metrics", "otlp":
 		return probe.RedactURL(fl.Value.String()), true
 	}
 	return "", false
@@ -82,6 +87,7 @@ func Setting(fl *pflag.Flag) (string, bool) {
 // sets are absent, and their errors keep the runner's words.
 var flagOf = map[string]string{
 	runner.SettingMetricsAddr: "--metrics-addr",
+	runner.SettingOTLP:        "--otlp",
 	runner.SettingRequestsLog: "--requests-log",
 	runner.SettingScrapeEvery: "--scrape-every",
 	runner.SettingGPUs:        "--gpu local, --gpu-metrics",
