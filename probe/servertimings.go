@@ -10,7 +10,9 @@ import (
 
 // ServerTimings is what a server said of its own handling of one
 // request, where it says it: vLLM's per-request metrics object (asked
-// for with include_metrics, see AskServerTimings), llama.cpp's timings
+// for with include_metrics, see AskServerTimings; its speculative
+// decoding's counts with the server's --per-request-spec-decode-metrics),
+// llama.cpp's timings
 // (sent unasked on its last message), and the cached prompt tokens of
 // usage.prompt_tokens_details (vLLM, SGLang, TensorRT-LLM, OpenAI). Each
 // figure has its own Has: a server gives some and not others.
@@ -29,12 +31,18 @@ type ServerTimings struct {
 	// held (cached_tokens, or llama.cpp's cache_n).
 	CachedTokens int
 	HasCached    bool
+	// SpecAccepted of SpecDrafted are the draft tokens the target model
+	// accepted of those speculative decoding proposed for the request
+	// (vLLM's metrics.speculative_decoding, --per-request-spec-decode-
+	// metrics): summed over requests, their ratio is the acceptance rate.
+	SpecAccepted, SpecDrafted int
+	HasSpec                   bool
 }
 
 // Any reports whether the server gave any of its timings or its cached
 // tokens.
 func (s *ServerTimings) Any() bool {
-	return s.HasQueue || s.HasTTFT || s.HasPrefill || s.HasGeneration || s.HasMeanITL || s.HasCached
+	return s.HasQueue || s.HasTTFT || s.HasPrefill || s.HasGeneration || s.HasMeanITL || s.HasCached || s.HasSpec
 }
 
 // ServerPrefill is the server's prefill: its TTFT less its queue where it
@@ -140,12 +148,18 @@ func readServerTimings(p *fastjson.Parser, data []byte, st *ServerTimings) {
 		}
 		*d, *has = time.Duration(f*float64(time.Millisecond)), true
 	}
-	count := func(x *fastjson.Value) {
+	tokens := func(x *fastjson.Value) (int, bool) {
 		if x == nil || x.Type() != fastjson.TypeNumber {
-			return
+			return 0, false
 		}
 		if f := x.GetFloat64(); f >= 0 && f <= 1<<30 && f == math.Trunc(f) {
-			st.CachedTokens, st.HasCached = int(f), true
+			return int(f), true
+		}
+		return 0, false
+	}
+	count := func(x *fastjson.Value) {
+		if n, ok := tokens(x); ok {
+			st.CachedTokens, st.HasCached = n, true
 		}
 	}
 	if m := v.Get("metrics"); m != nil && m.Type() == fastjson.TypeObject {
@@ -153,6 +167,13 @@ func readServerTimings(p *fastjson.Parser, data []byte, st *ServerTimings) {
 		ms(m.Get("time_to_first_token_ms"), &st.TTFT, &st.HasTTFT)
 		ms(m.Get("generation_time_ms"), &st.Generation, &st.HasGeneration)
 		ms(m.Get("mean_itl_ms"), &st.MeanITL, &st.HasMeanITL)
+		if sd := m.Get("speculative_decoding"); sd != nil && sd.Type() == fastjson.TypeObject {
+			acc, okA := tokens(sd.Get("num_accepted_draft_tokens"))
+			drafted, okD := tokens(sd.Get("num_draft_tokens"))
+			if okA && okD && acc <= drafted { // more accepted than drafted: not believed
+				st.SpecAccepted, st.SpecDrafted, st.HasSpec = acc, drafted, true
+			}
+		}
 	}
 	if t := v.Get("timings"); t != nil && t.Type() == fastjson.TypeObject {
 		ms(t.Get("prompt_ms"), &st.Prefill, &st.HasPrefill)

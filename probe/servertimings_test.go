@@ -141,6 +141,36 @@ func TestServerTimingsUntrusted(t *testing.T) {
 	}
 }
 
+// TestServerTimingsSpecDecode: vLLM's per-request speculative decoding
+// counts (the documented shape of --per-request-spec-decode-metrics
+// summary, on a stream's usage chunk) are read; counts no server could
+// mean (more accepted than drafted, fractions, negatives) are not.
+func TestServerTimingsSpecDecode(t *testing.T) {
+	var st ServerTimings
+	chunk := `{"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":11742,"completion_tokens":35,"prompt_tokens_details":{"cached_tokens":0}},` +
+		`"metrics":{"speculative_decoding":{"mean_acceptance_length":1.2325581395348837,"draft_acceptance_rate":0.07751937984496124,"acceptance_histogram":[39,1,0,3],"num_spec_steps":43,"num_accepted_draft_tokens":10,"num_draft_tokens":129,"num_spec_tokens":3}}}`
+	if !mayCarryTimings([]byte(chunk)) {
+		t.Fatal("the metrics chunk is not looked at")
+	}
+	readServerTimings(nil, []byte(chunk), &st)
+	if !st.HasSpec || st.SpecAccepted != 10 || st.SpecDrafted != 129 || !st.HasCached || !st.Any() {
+		t.Fatalf("%+v", st)
+	}
+	for _, bad := range []string{
+		`{"metrics":{"speculative_decoding":{"num_accepted_draft_tokens":130,"num_draft_tokens":129}}}`,
+		`{"metrics":{"speculative_decoding":{"num_accepted_draft_tokens":1.5,"num_draft_tokens":129}}}`,
+		`{"metrics":{"speculative_decoding":{"num_accepted_draft_tokens":-1,"num_draft_tokens":129}}}`,
+		`{"metrics":{"speculative_decoding":{"num_draft_tokens":129}}}`,
+		`{"metrics":{"speculative_decoding":[10,129]}}`,
+	} {
+		var st ServerTimings
+		readServerTimings(nil, []byte(bad), &st)
+		if st.HasSpec {
+			t.Errorf("%s: read as %d of %d", bad, st.SpecAccepted, st.SpecDrafted)
+		}
+	}
+}
+
 // splitEvents returns the data of each SSE event of body.
 func splitEvents(body []byte) [][]byte {
 	r := NewSSEReader(bytes.NewReader(body))
