@@ -76,7 +76,10 @@ func trimComma(s string) string {
 
 type serverMetrics struct {
 	success, failed, cancelled atomic.Int64
-	ttft, e2e, tpot, queue     *histogram
+	// specAccepted and specDrafted are speculative decoding's counts
+	// (Params.SpecDecode), summed over the answers that reported them.
+	specAccepted, specDrafted atomic.Int64
+	ttft, e2e, tpot, queue    *histogram
 }
 
 func newServerMetrics(fine bool) *serverMetrics {
@@ -153,6 +156,10 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", `source="sim"`, queries)
 	counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", `source="sim"`, hits)
 	counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local prefix cache hits).", `source="sim"`, hits)
+	if s.p.SpecDecode.Draft > 0 {
+		counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", `source="sim"`, s.metrics.specDrafted.Load())
+		counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", `source="sim"`, s.metrics.specAccepted.Load())
+	}
 	counter("infertop_sim_prefix_cache_resets_total", "Times the prefix cache was emptied (POST /reset_prefix_cache).", `source="sim"`, resets)
 	counter("infertop_sim_requests_failed_total", "Requests answered with an injected error.", `source="sim"`, s.metrics.failed.Load())
 	counter("infertop_sim_requests_cancelled_total", "Requests the client abandoned.", `source="sim"`, s.metrics.cancelled.Load())

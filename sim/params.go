@@ -75,6 +75,9 @@ type Params struct {
 	// Invalid is the share of structured answers and tool calls (asked
 	// for on chat) sent broken, no JSON, in [0,1]; 0 by default.
 	Invalid float64
+	// SpecDecode reports speculative decoding's counts per request (with
+	// the per-request metrics) and in /metrics; off by default.
+	SpecDecode SpecDecode
 }
 
 // Reasoning is how many of an answer's tokens are reasoning, before the
@@ -431,13 +434,14 @@ const (
 	ParamChatOverhead   = "chat overhead" // ChatOverhead
 	ParamHTTP500        = "error rate"    // Faults.HTTP500
 	ParamHTTP429        = "rate-limit rate"
-	ParamFaults         = "faults"    // the other fault rates, their sum, the pause
-	ParamGPUs           = "GPUs"      // GPUs
-	ParamWatts          = "watts"     // IdleW, BusyW
-	ParamCanary         = "canary"    // Canary
-	ParamReasoning      = "reasoning" // Reasoning
-	ParamAdapters       = "adapters"  // Adapters
-	ParamInvalid        = "invalid"   // Invalid
+	ParamFaults         = "faults"      // the other fault rates, their sum, the pause
+	ParamGPUs           = "GPUs"        // GPUs
+	ParamWatts          = "watts"       // IdleW, BusyW
+	ParamCanary         = "canary"      // Canary
+	ParamReasoning      = "reasoning"   // Reasoning
+	ParamAdapters       = "adapters"    // Adapters
+	ParamInvalid        = "invalid"     // Invalid
+	ParamSpecDecode     = "spec decode" // SpecDecode
 	ParamPrefixCache    = "prefix cache"
 )
 
@@ -505,6 +509,9 @@ func (p Params) Validate() error {
 	}
 	if !(p.Invalid >= 0 && p.Invalid <= 1) {
 		return bad(ParamInvalid, "%v is not within 0..1", p.Invalid)
+	}
+	if err := p.SpecDecode.validate(); err != nil {
+		return &ParamError{ParamSpecDecode, err}
 	}
 	if err := p.checkAdapters(); err != nil {
 		return &ParamError{ParamAdapters, err}

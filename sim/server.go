@@ -784,8 +784,11 @@ type Record struct {
 	// CachedTokens is how many of the prompt's tokens the prefix cache
 	// held (their prefill skipped).
 	CachedTokens int
-	Status       int
-	Stream       bool
+	// SpecAccepted and SpecDrafted are speculative decoding's counts
+	// for the answer (Params.SpecDecode), as its metrics chunk said them.
+	SpecAccepted, SpecDrafted int
+	Status                    int
+	Stream                    bool
 	// Cancelled is true when the client left (or the server stopped) early.
 	Cancelled bool
 	// Canary is true when the canary build served it (Params.Canary).

@@ -40,6 +40,21 @@ func (g *generation) withMetrics(b []byte, enc *chunkEncoder, now time.Time, n i
 	b = appendMS(b, gen)
 	b = append(b, `,"mean_itl_ms":`...)
 	b = appendMS(b, gen/time.Duration(max(n-1, 1)))
+	if sd := g.s.p.SpecDecode; sd.Draft > 0 {
+		c := sd.counts(g.s.p.Seed, g.id, n)
+		g.rec.SpecAccepted, g.rec.SpecDrafted = c.accepted, c.drafted
+		g.s.metrics.specAccepted.Add(int64(c.accepted))
+		g.s.metrics.specDrafted.Add(int64(c.drafted))
+		b = append(b, `,"speculative_decoding":{"num_spec_steps":`...)
+		b = strconv.AppendInt(b, int64(c.steps), 10)
+		b = append(b, `,"num_accepted_draft_tokens":`...)
+		b = strconv.AppendInt(b, int64(c.accepted), 10)
+		b = append(b, `,"num_draft_tokens":`...)
+		b = strconv.AppendInt(b, int64(c.drafted), 10)
+		b = append(b, `,"num_spec_tokens":`...)
+		b = strconv.AppendInt(b, int64(sd.Draft), 10)
+		b = append(b, '}')
+	}
 	b = append(b, '}')
 	if g.usage {
 		b = append(b, `,"usage":`...)

@@ -22,6 +22,7 @@ type Flags struct {
 	canary string
 	reason string
 	adapt  string
+	spec   string // --spec-decode as given
 	p      sim.Params
 	fs     *pflag.FlagSet
 	prefix string
@@ -57,6 +58,7 @@ func Add(fs *pflag.FlagSet, prefix string) *Flags {
 	fs.IntVar(&f.p.PrefixCacheBlocks, prefix+"prefix-cache", d.PrefixCacheBlocks, "prefix cache size in blocks of 16 tokens, an LRU; cached prompt tokens skip their prefill (0: off)")
 	fs.StringVar(&f.reason, prefix+"reasoning-tokens", "", "think before answering: N reasoning tokens, or a fraction (0.5, 50%) of each answer's, streamed apart (reasoning_content, reasoning_text, thinking)")
 	fs.Float64Var(&f.p.Invalid, prefix+"invalid", 0, "fraction of structured answers and tool calls (response_format, tools on chat) sent broken: no JSON")
+	fs.StringVar(&f.spec, prefix+"spec-decode", "", "report speculative decoding: DRAFT:ACCEPT, e.g. 3:0.6 (draft tokens a step, each accepted with that chance), in the per-request metrics and /metrics; the counts only, the pace unchanged")
 	fs.StringVar(&f.adapt, prefix+"adapters", "", "serve LoRA adapters beside the model, each by its name with its own slowdown in the shared batch: NAME[:SLOWDOWN],..., e.g. sql-lora,chat-lora:1.5")
 	return f
 }
@@ -89,6 +91,13 @@ func (f *Flags) Params() (sim.Params, error) {
 			return p, fmt.Errorf("--%sreasoning-tokens: %w", prefix, err)
 		}
 		p.Reasoning = r
+	}
+	if f.spec != "" {
+		sd, err := sim.ParseSpecDecode(f.spec)
+		if err != nil {
+			return p, fmt.Errorf("--%sspec-decode: %w", prefix, err)
+		}
+		p.SpecDecode = sd
 	}
 	if f.adapt != "" {
 		a, err := sim.ParseAdapters(f.adapt)
@@ -132,6 +141,7 @@ var flagOf = map[string]string{
 	sim.ParamReasoning:   "reasoning-tokens",
 	sim.ParamAdapters:    "adapters",
 	sim.ParamInvalid:     "invalid",
+	sim.ParamSpecDecode:  "spec-decode",
 }
 
 // flagError says which flag a parameter out of range came from. The fault
