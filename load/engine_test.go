@@ -32,16 +32,8 @@ func startRig(t *testing.T, p sim.Params, k Knobs, opts ...func(*Config)) *rig {
 // the default).
 func startRigTimeout(t *testing.T, p sim.Params, k Knobs, timeout time.Duration, opts ...func(*Config)) *rig {
 	t.Helper()
-	return startRigClient(t, p, k, func(c *probe.Config) { c.Timeout = timeout }, opts...)
-}
-
-// startRigClient is startRig with the client's configuration set by pc.
-func startRigClient(t *testing.T, p sim.Params, k Knobs, pc func(*probe.Config), opts ...func(*Config)) *rig {
-	t.Helper()
 	srv := simtest.Start(t, p)
-	pcfg := probe.Config{URL: srv.ChatURL, Model: p.Model, MaxConns: 64}
-	pc(&pcfg)
-	client, err := probe.New(pcfg)
+	client, err := probe.New(probe.Config{URL: srv.ChatURL, Model: p.Model, MaxConns: 64, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}

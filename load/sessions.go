@@ -315,6 +315,9 @@ func (c *conversation) next(k Knobs) *TraceEntry {
 		c.start()
 		text = c.userText(k)
 	}
+	if c.turn == 1 && c.e.bust != nil { // once a session: its turns share their context still
+		text = c.e.bust.marker(sessionMarkers+c.id) + " " + text
+	}
 	c.msgs = append(c.msgs, probe.Message{Role: "user", Content: text})
 	c.grow(text)
 	c.answer.Max = c.maxBytes()

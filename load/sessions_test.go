@@ -24,8 +24,8 @@ func sessionsRun(t *testing.T, cache int) (SessionFigures, []sim.Record) {
 	t.Helper()
 	p, _ := sim.Preset("default")
 	p.Jitter, p.PrefillRate, p.PrefixCacheBlocks = 0, 4000, cache
-	r := startRigClient(t, p, Knobs{Concurrency: 2, PromptTokens: 200, OutputTokens: 20}, func(c *probe.Config) { c.ServerTimings = true }, func(c *Config) {
-		c.Sessions = Sessions{Turns: 5}
+	r := startRig(t, p, Knobs{Concurrency: 2, PromptTokens: 200, OutputTokens: 20}, func(c *Config) {
+		c.Sessions, c.Do = Sessions{Turns: 5}, timedClient(t, c, p).Do
 	})
 	s := waitFor(t, r.eng, 2*time.Minute, "four sessions", func(s Snapshot) bool { return s.Sessions.Completed >= 4 })
 	r.stop()
