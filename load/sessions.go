@@ -196,9 +196,9 @@ func (s *sessionStats) turnDone(gen int64, turn int, res *probe.Result, prompt i
 	}
 	t.ok++
 	t.promptTokensSum += float64(prompt)
-	if res.Server.HasCached && !res.InputEstimated { // as a phase's (serverAcc)
-		t.cached += int64(min(res.Server.CachedTokens, res.InputTokens))
-		t.cachedOf += int64(res.InputTokens)
+	if cached, of, ok := PromptCached(res); ok {
+		t.cached += cached
+		t.cachedOf += of
 	}
 	if res.HasTTFT {
 		record(t.ttft, &t.ttftM, res.TTFT)
