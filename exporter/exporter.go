@@ -1,8 +1,9 @@
 // Package exporter serves infertop's client-side view of the load in the
 // Prometheus exposition format (--metrics-addr), so a dashboard can follow
 // a rollout: request, TTFT, TPOT, ITL and E2E histograms, token and error
-// counters by class, in-flight and knob gauges, and the SLOs' state; a
-// sessions run's TTFT by turn and session time, a replay's lag.
+// counters by class, in-flight and knob gauges, and the SLOs' state; the
+// closed loop's steady-state window; a sessions run's TTFT and prefix
+// cache by turn and session time, a replay's lag.
 package exporter
 
 import (
@@ -92,9 +93,11 @@ type Exporter struct {
 	// the counter has not yet paid (see Progress), behind tokMu.
 	tokMu   sync.Mutex
 	tokOwed int64
-	// sessions and trace are a sessions run's and a replay's series.
+	// sessions and trace are a sessions run's and a replay's series;
+	// steady the closed loop's steady-state window.
 	sessions *sessionSeries
 	trace    *traceSeries
+	steady   *steadySeries
 
 	// http is the HTTP phases by k6's names (infertop_http_req_blocked_seconds,
 	// ...), of every request that got an answer.
@@ -191,8 +194,10 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 	x.groupTPOT = groupHist("infertop_group_tpot_seconds", "Time per output token after the first, by the group that answered (--split-by).", tokBuckets())
 	x.groupE2E = groupHist("infertop_group_e2e_seconds", "Time to the last output-bearing message, by the group that answered (--split-by).", e2eBuckets())
 	x.groupNames = map[string]string{}
-	x.sessions, x.trace = newSessionSeries(), newTraceSeries()
-	reg.MustRegister(x.sessions.ttft, x.sessions.session, x.trace, x.windowQ, x.window, x.flow, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.ttfo, x.outTok, x.inTok,
+	x.sessions, x.trace, x.steady = newSessionSeries(), newTraceSeries(), newSteadySeries()
+	reg.MustRegister(x.steady.collectors()...)
+	x.steady.set(load.SteadyState{})
+	reg.MustRegister(x.sessions.ttft, x.sessions.cached, x.sessions.cachedOf, x.sessions.session, x.trace, x.windowQ, x.window, x.flow, x.good, x.ttft, x.tpot, x.itl, x.e2e, x.ttfb, x.ttfo, x.outTok, x.inTok,
 		x.conc, x.prompt, x.output, x.paused, x.sloHeld, x.groupReq, x.groupTTFT, x.groupTPOT, x.groupE2E)
 	if process {
 		x.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -222,9 +227,9 @@ func (x *Exporter) Observe(r load.Record) {
 			x.split.WithLabelValues(splitParts[i]).Observe(d.Seconds())
 		}
 	}
-	if r.OK() && r.Server.HasCached && !r.InputEstimated {
-		x.cached.Add(float64(min(r.Server.CachedTokens, r.InputTokens)))
-		x.cachedOf.Add(float64(r.InputTokens))
+	if cached, of, ok := load.PromptCached(&r.Result); ok {
+		x.cached.Add(float64(cached))
+		x.cachedOf.Add(float64(of))
 	}
 	if !r.OK() {
 		return
@@ -337,6 +342,7 @@ func (x *Exporter) Update(s load.Snapshot, fig slo.Figures) {
 	x.flow.set(s.SentEver, s.IncompleteEver)
 	x.flow.setArrivals(s.ScheduledEver, s.DroppedEver, s.Backlog)
 	x.trace.set(s.Trace)
+	x.steady.set(s.Steady)
 	x.conc.Set(float64(s.Knobs.Concurrency))
 	x.prompt.Set(float64(s.Knobs.PromptTokens))
 	x.output.Set(float64(s.Knobs.OutputTokens))

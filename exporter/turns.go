@@ -10,13 +10,15 @@ import (
 	"github.com/infertop/infertop/load"
 )
 
-// sessionSeries are a sessions run's (--sessions): each turn's TTFT,
-// labelled turn="1".."K" (K the turns configured, at most load.MaxTurns,
-// so the label is bounded), and the time of whole sessions.
+// sessionSeries are a sessions run's (--sessions): each turn's TTFT and
+// the prompt tokens its server's prefix cache held, labelled
+// turn="1".."K" (K the turns configured, at most load.MaxTurns, so the
+// label is bounded), and the time of whole sessions.
 type sessionSeries struct {
-	ttft    *prometheus.HistogramVec
-	session prometheus.Histogram
-	labels  [load.MaxTurns + 1]string // turn's label, made once
+	ttft             *prometheus.HistogramVec
+	cached, cachedOf *prometheus.CounterVec
+	session          prometheus.Histogram
+	labels           [load.MaxTurns + 1]string // turn's label, made once
 }
 
 func newSessionSeries() *sessionSeries {
@@ -24,6 +26,10 @@ func newSessionSeries() *sessionSeries {
 		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "infertop_turn_ttft_seconds",
 			Help:    "Time to the first output-bearing message by a session's turn (--sessions), per completed request: turn 1 against turn 5 is what a prefix cache changes.",
 			Buckets: ttftBuckets(), NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 160, NativeHistogramMinResetDuration: time.Hour}, []string{"turn"}),
+		cached: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "infertop_turn_cached_prompt_tokens_total",
+			Help: "Prompt tokens the server's prefix cache held by a session's turn (--sessions), by its own count, of infertop_turn_prompt_tokens_cache_known_total: a warm cache's hit rate rises with the turn."}, []string{"turn"}),
+		cachedOf: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "infertop_turn_prompt_tokens_cache_known_total",
+			Help: "Prompt tokens of a session's turn's completed requests whose server said how many its prefix cache held."}, []string{"turn"}),
 		session: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "infertop_session_seconds",
 			Help:    "A whole session's time (--sessions): its first turn's start to its last answer, think times in it; its count is the sessions that ran every turn.",
 			Buckets: sessionBuckets(), NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 160, NativeHistogramMinResetDuration: time.Hour}),
@@ -48,6 +54,10 @@ func (s *sessionSeries) observe(r load.Record) {
 	}
 	if r.OK() && r.HasTTFT {
 		s.ttft.WithLabelValues(s.labels[r.Turn]).Observe(r.TTFT.Seconds())
+	}
+	if cached, of, ok := load.PromptCached(&r.Result); ok {
+		s.cached.WithLabelValues(s.labels[r.Turn]).Add(float64(cached))
+		s.cachedOf.WithLabelValues(s.labels[r.Turn]).Add(float64(of))
 	}
 	if r.Session > 0 {
 		s.session.Observe(r.Session.Seconds())

@@ -92,6 +92,11 @@ type Config struct {
 	// before the run, refusing a server with no such endpoint).
 	ResetPrefixCache bool
 	ResetCache       func(ctx context.Context) error
+	// CacheBust opens every request's prompt (its first message) with a
+	// marker of its own, a session's once for the session, so that no
+	// two share a prefix block in a server's prefix cache (see
+	// cacheBust). It does not go with a shared prefix (PrefixTokens).
+	CacheBust bool
 	// MaxContext is the server's context in tokens, prompt and output
 	// together (0: not known): the calibration keeps a prompt asked to
 	// fit inside it from going past it.

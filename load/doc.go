@@ -25,6 +25,7 @@
 //	calibrate.go  learning how many words make a token count
 //	tokenize.go   the calibration through the server's own tokenizer (/tokenize)
 //	cachereset.go the server's prefix cache emptied before a phase (--reset-prefix-cache), the workers held till it begins
+//	cachebust.go  a marker of its own opening every prompt, or every session (--cache-bust)
 //	httpphases.go where the time went: HTTP phases, the TTFT's split, the cache, whose counts
 //	windowsplit.go the rolling window's TTFT split, kept as the window's latencies are
 //	steady.go     the closed loop's steady-state window (in flight at 95 % of the concurrency)

@@ -113,6 +113,7 @@ type Engine struct {
 	replay      *replay       // the trace replayed, nil when none
 	replayEnded bool          // its last arrival dispatched (behind mu)
 	sessions    *sessionStats // multi-turn sessions' figures, nil when none
+	bust        *cacheBust    // the prompts' markers (Config.CacheBust), nil when none
 }
 
 // New returns an engine ready to Run. It refuses a configuration Validate
@@ -155,6 +156,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.replay, e.sessions = newReplay(&e.cfg), newSessionStats(&e.cfg)
 	e.mix = newMixer(cfg.Mix, cfg.Seed)
+	e.bust = newCacheBust(cfg.CacheBust, cfg.Seed)
 	e.phase = &phaseInfo{id: 1, knobs: e.knobs, warmup: cfg.Warmup.set()}
 	e.phaseSeq = 1
 	return e, nil

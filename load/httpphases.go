@@ -105,10 +105,21 @@ func (x *serverAcc) record(r *probe.Result) {
 			x.mismatched++
 		}
 	}
-	if r.OK() && r.Server.HasCached && !r.InputEstimated {
-		x.cached += int64(min(r.Server.CachedTokens, r.InputTokens))
-		x.cachedOf += int64(r.InputTokens)
+	if cached, of, ok := PromptCached(r); ok {
+		x.cached += cached
+		x.cachedOf += of
 	}
+}
+
+// PromptCached is what the server's prefix cache held of r's prompt, by
+// the server's own count: cached of its prompt tokens; false where r did
+// not complete, or its server did not say both (the hit rate is cached
+// over of, summed).
+func PromptCached(r *probe.Result) (cached, of int64, ok bool) {
+	if !r.OK() || !r.Server.HasCached || r.InputEstimated {
+		return 0, 0, false
+	}
+	return int64(min(r.Server.CachedTokens, r.InputTokens)), int64(r.InputTokens), true
 }
 
 // fill puts the account in p.

@@ -59,6 +59,9 @@ func (e *Engine) send(ctx context.Context, k Knobs, ph *phaseInfo, intended time
 		words = e.prompts.words(words) // what the calibration learns from
 		promptLen = max(promptLen, e.prompts.pwords+1)
 	}
+	if e.bust != nil && (item == nil || item.turn == nil) { // a session marks its first turn (conversation.next)
+		req = e.bust.mark(req, n)
+	}
 	req.MaxTokens = outputLen
 	if e.mix != nil {
 		req.Model = e.mix.pick(n - 1)

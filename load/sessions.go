@@ -93,6 +93,20 @@ type TurnFigures struct {
 	PromptTokens float64
 	// TTFT and E2E are its requests' (service times: the closed loop's).
 	TTFT, E2E Dist
+	// CachedTokens of CachedOf prompt tokens were held by the server's
+	// prefix cache, by its own count, over its completed requests whose
+	// server said (--server-timings): a warm cache's hit rate rises with
+	// the turn, as each turn's context is the last turn's and more.
+	CachedTokens, CachedOf int64
+}
+
+// HitRate is the turn's prefix-cache hit rate, its cached prompt tokens
+// over its prompt tokens; false where no server said.
+func (t TurnFigures) HitRate() (float64, bool) {
+	if t.CachedOf <= 0 {
+		return 0, false
+	}
+	return float64(t.CachedTokens) / float64(t.CachedOf), true
 }
 
 // SessionFigures are the sessions' figures: the per-turn table and the
@@ -133,6 +147,8 @@ type turnHist struct {
 	ttftM, e2eM     moments
 	ok, failed      int64
 	promptTokensSum float64
+	// cached of cachedOf prompt tokens the server's prefix cache held.
+	cached, cachedOf int64
 }
 
 func newSessionStats(c *Config) *sessionStats {
@@ -180,6 +196,10 @@ func (s *sessionStats) turnDone(gen int64, turn int, res *probe.Result, prompt i
 	}
 	t.ok++
 	t.promptTokensSum += float64(prompt)
+	if cached, of, ok := PromptCached(res); ok {
+		t.cached += cached
+		t.cachedOf += of
+	}
 	if res.HasTTFT {
 		record(t.ttft, &t.ttftM, res.TTFT)
 	}
@@ -214,7 +234,8 @@ func (s *sessionStats) figures(gen int64) SessionFigures {
 	f := SessionFigures{On: true, Completed: s.sessions.ok, Capped: s.capped, Conversations: s.convs, SessionTime: summarise(s.sessions.e2e, s.sessions.e2eM),
 		Think: s.cfg.Think, TurnsPerSess: s.cfg.Turns}
 	for i, t := range s.turns {
-		tf := TurnFigures{Turn: i + 1, Completed: t.ok, Failed: t.failed, TTFT: summarise(t.ttft, t.ttftM), E2E: summarise(t.e2e, t.e2eM)}
+		tf := TurnFigures{Turn: i + 1, Completed: t.ok, Failed: t.failed, TTFT: summarise(t.ttft, t.ttftM), E2E: summarise(t.e2e, t.e2eM),
+			CachedTokens: t.cached, CachedOf: t.cachedOf}
 		if t.ok > 0 {
 			tf.PromptTokens = t.promptTokensSum / float64(t.ok)
 		}
@@ -293,6 +314,9 @@ func (c *conversation) next(k Knobs) *TraceEntry {
 		c.s.cut(c.e.curGen.Load())
 		c.start()
 		text = c.userText(k)
+	}
+	if c.turn == 1 && c.e.bust != nil { // once a session: its turns share their context still
+		text = c.e.bust.marker(sessionMarkers+c.id) + " " + text
 	}
 	c.msgs = append(c.msgs, probe.Message{Role: "user", Content: text})
 	c.grow(text)

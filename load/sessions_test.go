@@ -17,14 +17,15 @@ import (
 
 // sessionsRun runs sessions of 5 turns on the sim (prefill at 4000
 // tokens a second, so a turn's TTFT is mostly its prefill) with its
-// prefix cache of cache blocks, until 4 sessions have run every turn. It
+// prefix cache of cache blocks, until 4 sessions have run every turn,
+// the server's timings asked (its cached prompt tokens among them). It
 // returns the figures and the sim's own record of every request.
 func sessionsRun(t *testing.T, cache int) (SessionFigures, []sim.Record) {
 	t.Helper()
 	p, _ := sim.Preset("default")
 	p.Jitter, p.PrefillRate, p.PrefixCacheBlocks = 0, 4000, cache
 	r := startRig(t, p, Knobs{Concurrency: 2, PromptTokens: 200, OutputTokens: 20}, func(c *Config) {
-		c.Sessions = Sessions{Turns: 5}
+		c.Sessions, c.Do = Sessions{Turns: 5}, timedClient(t, c, p).Do
 	})
 	s := waitFor(t, r.eng, 2*time.Minute, "four sessions", func(s Snapshot) bool { return s.Sessions.Completed >= 4 })
 	r.stop()
@@ -55,7 +56,7 @@ func TestSessionsPrefixCache(t *testing.T) {
 	table := func(f SessionFigures) string {
 		var b strings.Builder
 		for _, tf := range f.Turns {
-			fmt.Fprintf(&b, "turn %d: %d done, prompt %.0f tokens, TTFT p50 %v mean %v\n", tf.Turn, tf.Completed, tf.PromptTokens, tf.TTFT.P50, tf.TTFT.Mean)
+			fmt.Fprintf(&b, "turn %d: %d done, prompt %.0f tokens, %d of %d cached, TTFT p50 %v mean %v\n", tf.Turn, tf.Completed, tf.PromptTokens, tf.CachedTokens, tf.CachedOf, tf.TTFT.P50, tf.TTFT.Mean)
 		}
 		return b.String()
 	}
@@ -99,7 +100,29 @@ func TestSessionsPrefixCache(t *testing.T) {
 			t.Errorf("cache off: %d tokens cached", r.CachedTokens)
 		}
 	}
-	first, last := func(f SessionFigures) time.Duration { return f.Turns[0].TTFT.Mean }, func(f SessionFigures) time.Duration { return f.Turns[4].TTFT.Mean }
+	// The per-turn hit rate, from the server's counts of cached tokens:
+	// none on a session's first turn (its prompt is its own from the
+	// first word), then rising as each turn's context is the last's and
+	// more; none at all with the cache off.
+	rate := func(f SessionFigures, turn int) float64 {
+		t.Helper()
+		r, ok := f.Turns[turn-1].HitRate()
+		if !ok {
+			t.Fatalf("turn %d: no cached tokens counted (%+v)", turn, f.Turns[turn-1])
+		}
+		return r
+	}
+	if r1, r2, r5 := rate(on, 1), rate(on, 2), rate(on, 5); r1 != 0 || r2 <= r1 || r5 <= r2 {
+		t.Errorf("cache on: hit rate %.3f at turn 1, %.3f at turn 2, %.3f at turn 5: want 0, then rising", r1, r2, r5)
+	}
+	for turn := 1; turn <= 5; turn++ {
+		if r := rate(off, turn); r != 0 {
+			t.Errorf("cache off: hit rate %.3f at turn %d", r, turn)
+		}
+	}
+	// The medians: a mean took one stalled turn of four (-race on a busy
+	// machine) to 250 ms against the uncached 490.
+	first, last := func(f SessionFigures) time.Duration { return f.Turns[0].TTFT.P50 }, func(f SessionFigures) time.Duration { return f.Turns[4].TTFT.P50 }
 	if last(off) < 2*first(off) {
 		t.Errorf("cache off: turn 5's TTFT %v, turn 1's %v: want it grown with the prompt", last(off), first(off))
 	}

@@ -48,6 +48,7 @@ const (
 	SettingPrefixGroups = "prefix groups"       // PrefixGroups
 	SettingSessions     = "sessions"            // Sessions
 	SettingMix          = "model mix"           // Mix
+	SettingCacheBust    = "cache bust"          // CacheBust
 )
 
 // MinTick is the shortest snapshot interval: every tick merges the
@@ -103,6 +104,8 @@ func (c Config) Validate() error {
 		return &SettingError{SettingPrefixTokens, fmt.Errorf("%d is not within 0..%d", c.PrefixTokens, MaxPromptTokens)}
 	case c.PrefixGroups < 0 || c.PrefixGroups > MaxPrefixGroups:
 		return &SettingError{SettingPrefixGroups, fmt.Errorf("%d is not within 0..%d", c.PrefixGroups, MaxPrefixGroups)}
+	case c.CacheBust && c.PrefixTokens > 0:
+		return &SettingError{SettingCacheBust, errors.New("each prompt's own marker would open it before the shared prefix and unshare it: give a marker or a shared prefix, not both")}
 	case c.PrefixGroups > 1 && c.PrefixTokens == 0:
 		return &SettingError{SettingPrefixGroups, errors.New("groups of prefixes need a prefix length (--prefix-tokens)")}
 	case c.Warmup.Requests < 0:

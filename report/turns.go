@@ -24,13 +24,45 @@ func writeTurns(b *strings.Builder, f load.SessionFigures) {
 		fmt.Fprintf(b, " · session time p50 %s, p99 %s", fms(d.P50), fms(d.P99))
 	}
 	b.WriteString("\n")
+	cache := turnsCached(f.Turns)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "  turn\tdone\tfailed\tprompt tok\tTTFT p50\tTTFT p99\tTTFT mean\tE2E p50\tE2E p99\t\n")
+	fmt.Fprintf(tw, "  turn\tdone\tfailed\tprompt tok\t")
+	if cache {
+		fmt.Fprintf(tw, "cache hit\t")
+	}
+	fmt.Fprintf(tw, "TTFT p50\tTTFT p99\tTTFT mean\tE2E p50\tE2E p99\t\n")
 	for _, t := range f.Turns {
-		fmt.Fprintf(tw, "  %d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", t.Turn, t.Completed, t.Failed, t.PromptTokens,
-			fms(t.TTFT.P50), fms(t.TTFT.P99), fms(t.TTFT.Mean), fms(t.E2E.P50), fms(t.E2E.P99))
+		fmt.Fprintf(tw, "  %d\t%d\t%d\t%.0f\t", t.Turn, t.Completed, t.Failed, t.PromptTokens)
+		if cache {
+			fmt.Fprintf(tw, "%s\t", HitRateText(t))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", fms(t.TTFT.P50), fms(t.TTFT.P99), fms(t.TTFT.Mean), fms(t.E2E.P50), fms(t.E2E.P99))
 	}
 	tw.Flush()
+	if cache {
+		b.WriteString("  cache hit: the prompt tokens the server's prefix cache held, by its own count\n")
+	}
+}
+
+// turnsCached reports whether any turn's server said what its prefix
+// cache held: the tables show the hit rate's column only then.
+func turnsCached(ts []load.TurnFigures) bool {
+	for _, t := range ts {
+		if t.CachedOf > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// HitRateText is a turn's prefix-cache hit rate as the tables show it
+// ("46.7 %"), "–" where its server did not say.
+func HitRateText(t load.TurnFigures) string {
+	r, ok := t.HitRate()
+	if !ok {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f %%", 100*r)
 }
 
 // upTo is what a sessions heading says of a dataset's conversations:
@@ -62,6 +94,13 @@ type TurnJSON struct {
 	PromptTokens float64  `json:"mean_prompt_tokens"`
 	TTFT         DistJSON `json:"ttft"`
 	E2E          DistJSON `json:"e2el"`
+	// CachedPromptTokens of PromptTokensCacheKnown were held by the
+	// server's prefix cache (its completed requests whose server said,
+	// as a phase's); PrefixCacheHitRate is their ratio, absent where no
+	// server said.
+	CachedPromptTokens     int64    `json:"cached_prompt_tokens,omitempty"`
+	PromptTokensCacheKnown int64    `json:"prompt_tokens_cache_known,omitempty"`
+	PrefixCacheHitRate     *float64 `json:"prefix_cache_hit_rate,omitempty"`
 }
 
 func sessionsJSON(f load.SessionFigures) *SessionsJSON {
@@ -70,7 +109,12 @@ func sessionsJSON(f load.SessionFigures) *SessionsJSON {
 	}
 	s := &SessionsJSON{TurnsPerSession: f.TurnsPerSess, ThinkS: f.Think.Seconds(), Completed: f.Completed, Capped: f.Capped, Conversations: f.Conversations, SessionTime: dist(f.SessionTime), Turns: []TurnJSON{}}
 	for _, t := range f.Turns {
-		s.Turns = append(s.Turns, TurnJSON{Turn: t.Turn, Completed: t.Completed, Failed: t.Failed, PromptTokens: t.PromptTokens, TTFT: dist(t.TTFT), E2E: dist(t.E2E)})
+		tj := TurnJSON{Turn: t.Turn, Completed: t.Completed, Failed: t.Failed, PromptTokens: t.PromptTokens, TTFT: dist(t.TTFT), E2E: dist(t.E2E),
+			CachedPromptTokens: t.CachedTokens, PromptTokensCacheKnown: t.CachedOf}
+		if r, ok := t.HitRate(); ok {
+			tj.PrefixCacheHitRate = &r
+		}
+		s.Turns = append(s.Turns, tj)
 	}
 	return s
 }

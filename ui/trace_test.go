@@ -99,6 +99,20 @@ func TestTurnsTable(t *testing.T) {
 	if !strings.Contains(v, "Phases") {
 		t.Errorf("the phases' table gave way to the turns':\n%s", v)
 	}
+	if strings.Contains(v, "cache") {
+		t.Errorf("no server said what its cache held, and the table has the column:\n%s", v)
+	}
+	// The server's cached tokens: each turn's hit rate in a column.
+	for i, c := range [][2]int64{{0, 940}, {903, 1934}, {1871, 2908}} {
+		s.Sessions.Turns[i].CachedTokens, s.Sessions.Turns[i].CachedOf = c[0], c[1]
+	}
+	m = press[tea.Msg](m, SnapshotMsg(s))
+	v = m.View()
+	for _, want := range []string{"cache", "0.0%", "46.7%", "64.3%"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the turns' table lacks %q:\n%s", want, v)
+		}
+	}
 }
 
 // The server panel shows the prefix cache's hit rate beside the KV use.

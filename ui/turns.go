@@ -15,8 +15,9 @@ func (m *Model) turnsNeed() int {
 }
 
 // turnsPanel is the sessions' table: a row per turn (turn 1 against turn
-// 5 is what a prefix cache changes), not per phase; its title holds the
-// whole sessions' time.
+// 5 is what a prefix cache changes), not per phase, with each turn's
+// prefix-cache hit rate where its server said (--server-timings); its
+// title holds the whole sessions' time.
 func (m *Model) turnsPanel(w, h int) string {
 	t, f := m.theme, m.snap.Sessions
 	extra := fmt.Sprintf("%d sessions of %d turns done", f.Completed, f.TurnsPerSess)
@@ -30,10 +31,18 @@ func (m *Model) turnsPanel(w, h int) string {
 		extra += fmt.Sprintf(", %d cut at the cap", f.Capped)
 	}
 	lines := []string{m.title("Turns", extra, w)}
-	cols := []struct {
+	type col struct {
 		name  string
 		width int
-	}{{"turn", 5}, {"reqs", 7}, {"prompt", 8}, {"ttft p50", 10}, {"ttft p99", 10}, {"e2e p50", 10}, {"e2e p99", 10}, {"err", 6}}
+	}
+	cols := []col{{"turn", 5}, {"reqs", 7}, {"prompt", 8}, {"ttft p50", 10}, {"ttft p99", 10}, {"e2e p50", 10}, {"e2e p99", 10}, {"err", 6}}
+	cached := false // a server said what its prefix cache held: the hit rate's column
+	for _, tf := range f.Turns {
+		cached = cached || tf.CachedOf > 0
+	}
+	if cached {
+		cols = append(cols[:3], append([]col{{"cache", 8}}, cols[3:]...)...)
+	}
 	head := ""
 	for _, c := range cols {
 		head += padLeft(c.name, c.width)
@@ -46,6 +55,13 @@ func (m *Model) turnsPanel(w, h int) string {
 		}
 		cells := []string{fmt.Sprint(tf.Turn), count(tf.Completed, 6), count(int64(tf.PromptTokens), 7),
 			Duration(tf.TTFT.P50), Duration(tf.TTFT.P99), Duration(tf.E2E.P50), Duration(tf.E2E.P99), errs}
+		if cached {
+			hit := "–"
+			if r, ok := tf.HitRate(); ok {
+				hit = pct(r)
+			}
+			cells = append(cells[:3], append([]string{hit}, cells[3:]...)...)
+		}
 		row := ""
 		for i, c := range cols {
 			row += padLeft(cells[i], c.width)

@@ -69,6 +69,7 @@ func (f *Flags) addLengths(fs *pflag.FlagSet) {
 	fs.IntVar(&l.PrefixGroups, "prefix-groups", 0, "with --prefix-tokens: G distinct prefixes, each shared by every G-th request (G system prompts)")
 	fs.BoolVar(&l.ByTokenizer, "calibrate-by-tokenizer", false, "calibrate the prompts by the server's /tokenize (vLLM, SGLang, llama.cpp) before the first request: their text is --prompt-tokens of its tokens; without one, by its usage as usual")
 	fs.BoolVar(&l.ResetPrefixCache, "reset-prefix-cache", false, "empty the server's prefix cache before the run, each --stages stage and each capacity step, so that each starts cold (vLLM's /reset_prefix_cache, served in its dev mode; SGLang's /flush_cache); refused at the start where the server has neither")
+	fs.BoolVar(&l.CacheBust, "cache-bust", false, "open every prompt with a short random marker of its own (a session's once, its turns sharing their context), so that no two requests share a prefix block in the server's prefix cache, this run's or an earlier one's; not with --prefix-tokens")
 	fs.BoolVar(&l.NoCalibrate, "no-calibrate", false, "send the asked number of words instead of learning the server's tokens per word from its usage")
 	fs.Uint64Var(&l.Seed, "seed", 1, "seed for prompt synthesis and, when given, the requests' trace ids (traceparent, x-request-id; else random)")
 }
@@ -173,6 +174,7 @@ var flagOf = map[string]string{
 	load.SettingPrefixTokens: "--prefix-tokens", load.SettingWarmup: "--warmup", load.SettingArrivals: "--arrivals",
 	load.SettingBurstiness: "--burstiness", load.SettingMaxInFlight: "--max-in-flight", load.SettingDataset: "--dataset",
 	load.SettingTrace: "--trace", load.SettingPrefixGroups: "--prefix-groups", load.SettingSessions: "--sessions", load.SettingMix: "--model",
+	load.SettingCacheBust: "--cache-bust",
 }
 
 // FlagError is FlagError for these flags: a walk is named by the flag

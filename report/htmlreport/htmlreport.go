@@ -1,6 +1,7 @@
 // Package htmlreport draws a run's JSON result (report.WriteJSON's) as one
 // self-contained HTML file to share: the manifest (with the command line
-// that reproduces the run), the summary per phase, latency, throughput,
+// that reproduces the run), the summary per phase (and a closed loop's
+// steady-state window beside the whole run's figures), latency, throughput,
 // errors and in flight over time with the phases marked, each phase's
 // latency distribution as HdrHistogram's percentile plot, the server's
 // own view and the GPUs' power when they were read, and what the kind of

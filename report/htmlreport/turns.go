@@ -2,6 +2,7 @@ package htmlreport
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/sanitize"
@@ -21,12 +22,16 @@ type turnsView struct {
 	Rows     []turnRow
 	Note     string // rows left out of a crafted file
 	Sessions int64
+	// Cached: some turn's server said what its prefix cache held, and
+	// the table has the hit rate's column.
+	Cached bool
 }
 
 type turnRow struct {
 	Turn                                   int
 	Done, Failed                           int64
 	Prompt                                 string
+	Cache                                  string // the prefix cache's hit rate, "–" where its server did not say
 	TTFT50, TTFT99, TTFTMean, E2E50, E2E99 string
 }
 
@@ -60,8 +65,12 @@ func turns(name string, s *report.SessionsJSON) turnsView {
 			v.Note = fmt.Sprintf("the first %d turns of %d shown", maxTurnRows, len(s.Turns))
 			break
 		}
-		v.Rows = append(v.Rows, turnRow{Turn: t.Turn, Done: t.Completed, Failed: t.Failed, Prompt: fmtNum(t.PromptTokens),
-			TTFT50: fmtMS(t.TTFT.P50), TTFT99: fmtMS(t.TTFT.P99), TTFTMean: fmtMS(t.TTFT.Mean), E2E50: fmtMS(t.E2E.P50), E2E99: fmtMS(t.E2E.P99)})
+		row := turnRow{Turn: t.Turn, Done: t.Completed, Failed: t.Failed, Prompt: fmtNum(t.PromptTokens), Cache: "–",
+			TTFT50: fmtMS(t.TTFT.P50), TTFT99: fmtMS(t.TTFT.P99), TTFTMean: fmtMS(t.TTFT.Mean), E2E50: fmtMS(t.E2E.P50), E2E99: fmtMS(t.E2E.P99)}
+		if r := t.PrefixCacheHitRate; r != nil && !math.IsNaN(*r) {
+			row.Cache, v.Cached = fmt.Sprintf("%.1f %%", 100*min(max(*r, 0), 1)), true
+		}
+		v.Rows = append(v.Rows, row)
 	}
 	return v
 }

@@ -82,3 +82,39 @@ func TestTurnsAndTrace(t *testing.T) {
 		t.Error("a run without sessions or a trace drew their sections")
 	}
 }
+
+// TestTurnsCacheHitRate: where a turn's server said what its prefix
+// cache held, the sessions table has the hit rate's column, "–" on a
+// turn whose server did not say; none said, no column.
+func TestTurnsCacheHitRate(t *testing.T) {
+	var res report.File
+	if err := json.Unmarshal(withSessions(t, 3), &res); err != nil {
+		t.Fatal(err)
+	}
+	rate := func(v float64) *float64 { return &v }
+	ts := res.Infertop.Sessions.Turns
+	ts[0].CachedPromptTokens, ts[0].PromptTokensCacheKnown, ts[0].PrefixCacheHitRate = 0, 940, rate(0)
+	ts[1].CachedPromptTokens, ts[1].PromptTokensCacheKnown, ts[1].PrefixCacheHitRate = 903, 1934, rate(903.0/1934)
+	doc, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Write(&out, []Run{{Name: "a", JSON: doc}}); err != nil {
+		t.Fatal(err)
+	}
+	page := html.UnescapeString(out.String())
+	for _, want := range []string{"<th>prefix cache hit</th>", "<td>250</td><td class=\"cache\">0.0 %</td><td>80.0 ms</td>",
+		`<td class="cache">46.7 %</td>`, `<td>750</td><td class="cache">–</td>`, "by its own count"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	out.Reset()
+	if err := Write(&out, []Run{{Name: "a", JSON: withSessions(t, 3)}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "prefix cache hit") {
+		t.Error("no server said, and the table has the cache's column")
+	}
+}
