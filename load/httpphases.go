@@ -75,6 +75,10 @@ type serverAcc struct {
 	// the server's; mismatched those of them where the client's own
 	// count (a token a message) differs from it.
 	counted, mismatched int64
+	// specAccepted of specDrafted are the draft tokens accepted of those
+	// speculative decoding proposed, over the completed requests whose
+	// server said both.
+	specAccepted, specDrafted int64
 }
 
 func newServerAcc() *serverAcc {
@@ -109,6 +113,10 @@ func (x *serverAcc) record(r *probe.Result) {
 		x.cached += cached
 		x.cachedOf += of
 	}
+	if r.OK() && r.Server.HasSpec {
+		x.specAccepted += int64(r.Server.SpecAccepted)
+		x.specDrafted += int64(r.Server.SpecDrafted)
+	}
 }
 
 // PromptCached is what the server's prefix cache held of r's prompt, by
@@ -131,4 +139,5 @@ func (x *serverAcc) fill(p *Phase) {
 	x.split.dists(p.TTFTSplit[:])
 	p.ServerTimed, p.CachedTokens, p.CachedOf = x.timed, x.cached, x.cachedOf
 	p.ServerCounted, p.CountMismatch = x.counted, x.mismatched
+	p.SpecAccepted, p.SpecDrafted = x.specAccepted, x.specDrafted
 }

@@ -72,6 +72,37 @@ func TestTTFTSplitAgainstSim(t *testing.T) {
 		run.Latency[TTFT].P50, sp[SplitConnection].P50, sp[SplitQueue].P50, sp[SplitPrefill].P50, sp[SplitRest].P50, sp[SplitGap].P50, run.CachedTokens, run.CachedOf)
 }
 
+// TestSpecDecodeAgainstSim: with the server's speculative decoding
+// reported per request (the sim's SpecDecode), the run's accepted and
+// drafted tokens are the sums of what the sim's records say it sent,
+// exactly; without the per-request metrics asked, none.
+func TestSpecDecodeAgainstSim(t *testing.T) {
+	t.Parallel()
+	p, _ := sim.Preset("fast")
+	p.SpecDecode = sim.SpecDecode{Draft: 3, Accept: 0.6}
+	r := startRig(t, p, Knobs{Concurrency: 4, PromptTokens: 16, OutputTokens: 24}, func(c *Config) {
+		c.MaxRequests = 30
+		c.Do = timedClient(t, c, p).Do
+	})
+	s := waitFor(t, r.eng, 10*time.Second, "the end of the run", func(s Snapshot) bool { return s.Done && s.InFlight == 0 })
+	r.stop()
+	var acc, drafted int64
+	for _, rec := range r.sim.Records() {
+		acc, drafted = acc+int64(rec.SpecAccepted), drafted+int64(rec.SpecDrafted)
+	}
+	run := s.Run
+	if run.Completed != 30 || drafted == 0 || run.SpecAccepted != acc || run.SpecDrafted != drafted || s.Phases[0].SpecDrafted != drafted {
+		t.Fatalf("run: %d of %d accepted over %d requests; the sim sent %d of %d", run.SpecAccepted, run.SpecDrafted, run.Completed, acc, drafted)
+	}
+	t.Logf("acceptance %.3f (%d of %d)", float64(acc)/float64(drafted), acc, drafted)
+	plain := startRig(t, p, Knobs{Concurrency: 2, PromptTokens: 16, OutputTokens: 8}, func(c *Config) { c.MaxRequests = 6 })
+	s = waitFor(t, plain.eng, 10*time.Second, "the end of the run", func(s Snapshot) bool { return s.Done && s.InFlight == 0 })
+	plain.stop()
+	if s.Run.SpecDrafted != 0 {
+		t.Errorf("not asked: %d drafted", s.Run.SpecDrafted)
+	}
+}
+
 // timedClient is a client of c's sim that asks for the server's timings
 // (and so its usage's cached tokens), closed by the test's cleanup.
 func timedClient(t *testing.T, c *Config, p sim.Params) *probe.Client {

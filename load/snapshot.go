@@ -248,6 +248,12 @@ type Phase struct {
 	// where the client's own count, a token a message, differs from it:
 	// the client's estimate, where it has to stand in, is off that often.
 	ServerCounted, CountMismatch int64
+	// SpecAccepted of SpecDrafted are the draft tokens the server's
+	// speculative decoding accepted of those it proposed, by its own
+	// count, over the completed requests whose server said (vLLM's
+	// per-request speculative_decoding): their ratio is the acceptance
+	// rate, exactly, however the requests' lengths differ.
+	SpecAccepted, SpecDrafted int64
 	// ReasoningTokens is the part of OutTokens spent reasoning; Inputs
 	// the inputs embedded (the embeddings kinds' batches).
 	ReasoningTokens, Inputs int64

@@ -74,6 +74,7 @@ func TestTextServerSide(t *testing.T) {
 	}
 	r.Final.Run.CachedTokens, r.Final.Run.CachedOf = 250, 1000
 	r.Final.Run.ServerCounted, r.Final.Run.CountMismatch = 200, 50
+	r.Final.Run.SpecAccepted, r.Final.Run.SpecDrafted = 10, 129
 	r.Final.Calibration = "prompts calibrated from the server's usage (/tokenize: \x1b[2J)"
 	var buf bytes.Buffer
 	if err := r.WriteText(&buf); err != nil {
@@ -81,6 +82,7 @@ func TestTextServerSide(t *testing.T) {
 	}
 	for _, want := range []string{"where TTFT went (p50 / p99 of the 9 requests with the server's timings): connection 1ms / 9ms · server queue 2ms / 9ms · server prefill 3ms / 9ms · the rest 4ms / 9ms; the client's TTFT less the server's 5ms / 9ms",
 		"prefix cache: 250 of 1000 prompt tokens held (25.0 %)", "prompts calibrated from the server's usage (/tokenize: ",
+		"speculative decoding: 10 of 129 draft tokens accepted (7.8 %), by the server's count",
 		"output tokens: the server's count for 200 streamed requests; the client's own (a token a message) differed from it in 50 (25.0 %)"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, buf.String())
@@ -100,6 +102,7 @@ func TestTextServerSide(t *testing.T) {
 	r.Final.Run.TTFTSplit[load.SplitGap].Count = 3
 	r.Final.Run.TTFTSplit[load.SplitPrefill] = load.Dist{Count: 3, P50: 3 * time.Millisecond}
 	r.Final.Run.ServerTimed, r.Final.Run.CachedTokens, r.Final.Run.CachedOf = 3, 250, 1000
+	r.Final.Run.SpecAccepted, r.Final.Run.SpecDrafted = 10, 129
 	if err := r.WriteJSON(&doc); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +113,8 @@ func TestTextServerSide(t *testing.T) {
 		} `json:"infertop"`
 	}
 	json.Unmarshal(doc.Bytes(), &got)
-	if run := got.Infertop.Run; run.TTFTSplit["prefill"].P50 != 3 || run.TTFTSplit["gap"].Count != 3 || run.ServerTimed != 3 || run.CachedPromptTokens != 250 {
+	if run := got.Infertop.Run; run.TTFTSplit["prefill"].P50 != 3 || run.TTFTSplit["gap"].Count != 3 || run.ServerTimed != 3 || run.CachedPromptTokens != 250 ||
+		run.SpecAcceptedTokens != 10 || run.SpecDraftTokens != 129 {
 		t.Errorf("JSON's run: split %v, timed %d, cached %d", run.TTFTSplit, run.ServerTimed, run.CachedPromptTokens)
 	}
 }

@@ -117,6 +117,11 @@ type PhaseJSON struct {
 	// server's prefix cache (the completed requests whose server said).
 	CachedPromptTokens     int64 `json:"cached_prompt_tokens,omitempty"`
 	PromptTokensCacheKnown int64 `json:"prompt_tokens_cache_known,omitempty"`
+	// SpecAcceptedTokens of SpecDraftTokens are the draft tokens the
+	// server's speculative decoding accepted of those it proposed, by
+	// its own per-request count (vLLM's speculative_decoding).
+	SpecAcceptedTokens int64 `json:"spec_decode_accepted_tokens,omitempty"`
+	SpecDraftTokens    int64 `json:"spec_decode_draft_tokens,omitempty"`
 	// ServerCounted is the completed streamed requests whose output
 	// count is the server's; OutputCountMismatch those of them where the
 	// client's own count (a token a message) differs.
@@ -148,6 +153,7 @@ func phaseJSON(p load.Phase) PhaseJSON {
 	}
 	out.ServerTimed, out.CachedPromptTokens, out.PromptTokensCacheKnown = p.ServerTimed, p.CachedTokens, p.CachedOf
 	out.ServerCounted, out.OutputCountMismatch = p.ServerCounted, p.CountMismatch
+	out.SpecAcceptedTokens, out.SpecDraftTokens = p.SpecAccepted, p.SpecDrafted
 	return out
 }
 

@@ -32,6 +32,10 @@ func writeServerSide(b *strings.Builder, p load.Phase, asked bool) {
 		fmt.Fprintf(b, "  prefix cache: %d of %d prompt tokens held (%.1f %%), by the server's count\n",
 			p.CachedTokens, p.CachedOf, 100*float64(p.CachedTokens)/float64(p.CachedOf))
 	}
+	if p.SpecDrafted > 0 {
+		fmt.Fprintf(b, "  speculative decoding: %d of %d draft tokens accepted (%.1f %%), by the server's count\n",
+			p.SpecAccepted, p.SpecDrafted, 100*float64(p.SpecAccepted)/float64(p.SpecDrafted))
+	}
 }
 
 // writeCacheResets says how often the server's prefix cache was emptied
