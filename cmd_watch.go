@@ -45,7 +45,7 @@ func (a *app) runWatch(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := sf.Check(); err != nil {
+	if err := sf.CheckWatch(); err != nil {
 		return usageError{err}
 	}
 	sigs, stopSigs := a.interrupts()
@@ -131,7 +131,7 @@ func (a *app) startWatchProbe(ctx context.Context, wf *watchflag.Flags, cfg *wat
 		return func() {}, usageErr(err)
 	}
 	rc := runner.Config{URL: ps.URL, API: ps.API,
-		Probe: probe.Config{Model: ps.Model, APIKey: a.env(ps.KeyEnv)},
+		Probe: probe.Config{Model: ps.Model, APIKey: a.env(ps.KeyEnv), Timeout: probeTimeout},
 		Load: load.Config{Knobs: load.Knobs{Mode: load.OpenLoop, Rate: ps.Rate, PromptTokens: 64, OutputTokens: 16},
 			Window: probeWindow(cfg.Window)},
 		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff}}
@@ -142,7 +142,9 @@ func (a *app) startWatchProbe(ctx context.Context, wf *watchflag.Flags, cfg *wat
 	side, shown := s.Sides()[0], probe.RedactURL(ps.URL)
 	cfg.Probe = func() (watch.Probe, bool) {
 		snap := side.Latest()
-		p := watch.Probe{URL: shown, Rate: ps.Rate, Sent: snap.Run.Sent(), Completed: snap.Completed, Failed: snap.Failed}
+		run := snap.Run
+		p := watch.Probe{URL: shown, Rate: ps.Rate, Sent: run.Sent(), Completed: run.Completed, Failed: run.Failed,
+			Incomplete: run.Incomplete + run.Pending, WindowCompleted: snap.Completed}
 		if d := snap.Latency[load.TTFT]; d.Count > 0 {
 			p.TTFTP50, p.TTFTP99 = d.P50.Seconds(), d.P99.Seconds()
 		}
@@ -152,6 +154,11 @@ func (a *app) startWatchProbe(ctx context.Context, wf *watchflag.Flags, cfg *wat
 	var once sync.Once
 	return func() { once.Do(func() { s.Stop() }) }, nil
 }
+
+// probeTimeout bounds one probe request: a Service that hangs shows as
+// requests in flight, then failed, within it (the run's default, five
+// minutes, would read as a quiet probe).
+const probeTimeout = 30 * time.Second
 
 // probeWindow is the engine's window the probe's figures are over: the
 // least of load.Windows holding the watch's window (the largest past it).

@@ -119,7 +119,12 @@ func Program(ctx context.Context, s session.Session, term *os.File, d Options) (
 	}
 	// Panics are crash's, not bubbletea's: bubbletea would print a panic in
 	// a command's goroutine into the alternate screen, where it is lost.
-	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics(), tea.WithFPS(ui.FPS)}
+	// No signal handler of bubbletea's: the command's own ends ctx (and so
+	// the program), where bubbletea's, racing it, could block on sending
+	// its message to a program already shutting down (SIGINT hung it in
+	// 2 of 4 tries). Ctrl+C typed is a key in the raw terminal, the q key.
+	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics(), tea.WithFPS(ui.FPS),
+		tea.WithoutSignalHandler()}
 	if d.Input != nil {
 		opts = append(opts, tea.WithInput(d.Input))
 	}

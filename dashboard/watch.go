@@ -24,7 +24,9 @@ func WatchProgram(ctx context.Context, w *watch.Watch, term *os.File, d Options)
 	if d.Wrap != nil {
 		m = d.Wrap(m)
 	}
-	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics(), tea.WithFPS(ui.FPS)}
+	// The command's signal handler ends ctx (see Program).
+	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithOutput(term), tea.WithContext(ctx), tea.WithoutCatchPanics(), tea.WithFPS(ui.FPS),
+		tea.WithoutSignalHandler()}
 	if d.Input != nil {
 		opts = append(opts, tea.WithInput(d.Input))
 	}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -47,9 +48,11 @@ type Config struct {
 	// URL is the collector's OTLP/HTTP base, such as
 	// http://127.0.0.1:4318: metrics go to its /v1/metrics, spans to its
 	// /v1/traces (empty: nothing is pushed). Credentials in it are sent
-	// as HTTP basic authentication; other headers come from the SDK's own
-	// OTEL_EXPORTER_OTLP_HEADERS.
+	// as HTTP basic authentication; other headers come from
+	// OTEL_EXPORTER_OTLP_HEADERS, read through Getenv.
 	URL string
+	// Getenv reads the environment (nil: os.Getenv).
+	Getenv func(string) string
 	// Spans pushes a span per request as well.
 	Spans bool
 	// Interval is the time between metric pushes (0: DefaultInterval).
@@ -82,8 +85,16 @@ func (c Config) Validate() error {
 	case c.URL == "":
 		return nil
 	}
-	_, err := parseURL(c.URL)
+	_, err := parseURL(c.URL, c.getenv())
 	return err
+}
+
+// getenv is Getenv, or os.Getenv.
+func (c Config) getenv() func(string) string {
+	if c.Getenv != nil {
+		return c.Getenv
+	}
+	return os.Getenv
 }
 
 // Target is what the requests go to, as the semantic conventions name it.
@@ -119,8 +130,8 @@ type Exporter struct {
 	host     string
 	port     int
 
-	shown    string // the URL as the notes show it
-	secret   string // the URL's password, kept out of the notes
+	shown    string   // the URL as the notes show it
+	secrets  []string // the URL's password and the headers' values, kept out of the notes
 	shutdown time.Duration
 	metrics  *failures
 	spans    *failures
@@ -141,13 +152,13 @@ func New(cfg Config, t Target) (*Exporter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	ep, err := parseURL(cfg.URL)
+	ep, err := parseURL(cfg.URL, cfg.getenv())
 	if err != nil {
 		return nil, err
 	}
 	x := &Exporter{
 		op: operation(t.API, ""), provider: provider(t.API), embeds: t.API.Embeds(), stream: t.Stream, model: t.Model,
-		shown: ep.shown, secret: ep.secret, shutdown: cmp.Or(cfg.Shutdown, DefaultShutdown),
+		shown: ep.shown, secrets: ep.secrets, shutdown: cmp.Or(cfg.Shutdown, DefaultShutdown),
 		metrics: &failures{what: "metric"}, spans: &failures{what: "span"}, sets: map[string]*sets{},
 	}
 	if host, port, path, ok := server(t.Endpoint); ok {
@@ -326,14 +337,14 @@ func (x *Exporter) stop(notes io.Writer) {
 		wg.Go(func() { defer crash.Recover(); sErr = x.tp.Shutdown(ctx) })
 	}
 	wg.Wait()
-	x.metrics.report(notes, x.shown, x.secret)
-	x.spans.report(notes, x.shown, x.secret)
+	x.metrics.report(notes, x.shown, x.secrets)
+	x.spans.report(notes, x.shown, x.secrets)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		fmt.Fprintf(notes, "infertop: --otlp: the last push to %s did not end within %v; the run's last figures there are lost\n", x.shown, x.shutdown)
 		return
 	}
 	if err := errors.Join(mErr, sErr); err != nil {
-		fmt.Fprintf(notes, "infertop: --otlp: stopping the pushes to %s: %s\n", x.shown, clean(err, x.secret))
+		fmt.Fprintf(notes, "infertop: --otlp: stopping the pushes to %s: %s\n", x.shown, clean(err, x.secrets))
 	}
 }
 

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"encoding/base64"
+	"errors"
 	"net"
 	"slices"
 	"strings"
@@ -148,9 +149,22 @@ func TestMetricsAndSpans(t *testing.T) {
 // basic authentication and never shown; what the exporters cannot send
 // is refused in one line.
 func TestURL(t *testing.T) {
-	ep, err := parseURL("https://me:s3cr3t-pw@collector.example:4318/otel/")
+	env := map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "X-Tok=hdr%2Csecret99, bad-pair ,X-Team=infra"}
+	ep, err := parseURL("https://me:s3cr3t-pw@collector.example:4318/otel/", func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The environment's headers join the URL's user, and are secrets too.
+	if ep.headers["X-Tok"] != "hdr,secret99" || ep.headers["X-Team"] != "infra" || len(ep.headers) != 3 {
+		t.Errorf("headers with the environment's: %v", ep.headers)
+	}
+	echo := errors.New(strings.Repeat("A", 290) + " the collector said: X-Tok=hdr,secret99 and s3cr3t-pw")
+	if c := clean(echo, ep.secrets); strings.Contains(c, "secret99") || strings.Contains(c, "s3cr3t") || strings.Contains(c, "hdr,") {
+		t.Errorf("a note quoting the secrets: %q", c)
+	}
+	straddle := errors.New(strings.Repeat("A", 294) + " s3cr3t-pw")
+	if c := clean(straddle, ep.secrets); strings.Contains(c, "s3cr") {
+		t.Errorf("a secret across the cut left its start: %q", c)
 	}
 	if ep.metrics != "https://collector.example:4318/otel/v1/metrics" || ep.traces != "https://collector.example:4318/otel/v1/traces" {
 		t.Errorf("metrics %s, traces %s", ep.metrics, ep.traces)
@@ -158,7 +172,7 @@ func TestURL(t *testing.T) {
 	if ep.headers["Authorization"] != "Basic "+base64.StdEncoding.EncodeToString([]byte("me:s3cr3t-pw")) || strings.Contains(ep.shown, "s3cr3t") {
 		t.Errorf("headers %v, shown %s", ep.headers, ep.shown)
 	}
-	if ep, _ := parseURL("http://127.0.0.1:4318/v1/traces"); ep.metrics != "http://127.0.0.1:4318/v1/metrics" {
+	if ep, _ := parseURL("http://127.0.0.1:4318/v1/traces", func(string) string { return "" }); ep.metrics != "http://127.0.0.1:4318/v1/metrics" {
 		t.Errorf("a signal's URL as the base: %s", ep.metrics)
 	}
 	for _, c := range []Config{

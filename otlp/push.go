@@ -24,15 +24,16 @@ import (
 // keep only its host and path.
 type endpoint struct {
 	metrics, traces string            // the signals' URLs, without credentials
-	headers         map[string]string // basic authentication from the URL's user (nil: none)
+	headers         map[string]string // OTEL_EXPORTER_OTLP_HEADERS' and the URL user's basic authentication (nil: none)
 	shown           string            // the URL as a note shows it
-	secret          string            // its password
+	secrets         []string          // its password and the headers' values, kept out of the notes
 }
 
 // parseURL reads a collector's base URL (a full signal URL, ending in
-// /v1/metrics or /v1/traces, is taken for its base). Its errors never
-// show the URL's credentials.
-func parseURL(raw string) (endpoint, error) {
+// /v1/metrics or /v1/traces, is taken for its base), with the headers
+// the environment gives (getenv: OTEL_EXPORTER_OTLP_HEADERS, see
+// envHeaders). Its errors never show the URL's credentials.
+func parseURL(raw string, getenv func(string) string) (endpoint, error) {
 	shown := probe.RedactURL(raw)
 	u, err := url.Parse(raw)
 	switch {
@@ -44,10 +45,20 @@ func parseURL(raw string) (endpoint, error) {
 		return endpoint{}, fmt.Errorf("%q: the exporters send no query; pass a token in OTEL_EXPORTER_OTLP_HEADERS", shown)
 	}
 	ep := endpoint{shown: shown}
+	// The SDK reads OTEL_EXPORTER_OTLP_HEADERS only when given no headers
+	// of its own: read here and merged, the URL's user joins them rather
+	// than silently replacing them.
+	ep.headers = envHeaders(getenv("OTEL_EXPORTER_OTLP_HEADERS"))
+	for _, v := range ep.headers {
+		ep.secrets = append(ep.secrets, v)
+	}
 	if u.User != nil {
 		pw, _ := u.User.Password()
-		ep.secret = pw
-		ep.headers = map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pw))}
+		ep.secrets = append(ep.secrets, pw)
+		if ep.headers == nil {
+			ep.headers = map[string]string{}
+		}
+		ep.headers["Authorization"] = "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pw))
 		u.User = nil
 	}
 	base := strings.TrimSuffix(u.Path, "/")
@@ -57,6 +68,29 @@ func parseURL(raw string) (endpoint, error) {
 	u.Path = base + "/v1/traces"
 	ep.traces = u.String()
 	return ep, nil
+}
+
+// envHeaders reads headers as OTEL_EXPORTER_OTLP_HEADERS gives them:
+// key=value pairs separated by commas, each value percent-encoded (the
+// OpenTelemetry exporter specification). A pair that does not read is
+// left out; nil for none.
+func envHeaders(v string) map[string]string {
+	var out map[string]string
+	for pair := range strings.SplitSeq(v, ",") {
+		k, val, ok := strings.Cut(pair, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			continue
+		}
+		if dec, err := url.PathUnescape(strings.TrimSpace(val)); err == nil {
+			val = dec
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = strings.TrimSpace(val)
+	}
+	return out
 }
 
 // failures counts one kind's pushes and keeps the first error, to be said
@@ -83,18 +117,20 @@ func (f *failures) note(err error) {
 }
 
 // report writes one line when a push failed.
-func (f *failures) report(w io.Writer, shown, secret string) {
+func (f *failures) report(w io.Writer, shown string, secrets []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.lost > 0 {
-		fmt.Fprintf(w, "infertop: --otlp: %d of %d %s pushes to %s failed; the first: %s\n", f.lost, f.pushes, f.what, shown, clean(f.first, secret))
+		fmt.Fprintf(w, "infertop: --otlp: %d of %d %s pushes to %s failed; the first: %s\n", f.lost, f.pushes, f.what, shown, clean(f.first, secrets))
 	}
 }
 
 // clean is an exporter's error as a line of a note: it can quote the
-// collector's answer, which is untrusted text, and the URL.
-func clean(err error, secret string) string {
-	return probe.Redact(sanitize.Short(err.Error(), 300), 300, secret)
+// collector's answer, which is untrusted text, and the URL. The secrets
+// go first, then the cut: cut first, a secret across the cut would leave
+// its first part.
+func clean(err error, secrets []string) string {
+	return sanitize.Short(probe.Redact(err.Error(), 0, secrets...), 300)
 }
 
 // metricExporter passes the pushes on and counts their failures. It
@@ -105,6 +141,7 @@ type metricExporter struct {
 	f *failures
 }
 
+// Export pushes rm and counts the push; it never fails the SDK's reader.
 func (e metricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
 	e.f.note(e.Exporter.Export(ctx, rm))
 	return nil
@@ -116,6 +153,7 @@ type spanExporter struct {
 	f *failures
 }
 
+// ExportSpans pushes spans and counts the push, as Export does.
 func (e spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	e.f.note(e.SpanExporter.ExportSpans(ctx, spans))
 	return nil
@@ -130,6 +168,7 @@ type idsKey struct{}
 // user's own headers took its place) gets random ids.
 type ids struct{}
 
+// NewIDs is a root span's ids: the request's trace context's.
 func (ids) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	if t, ok := ctx.Value(idsKey{}).(probe.TraceContext); ok && !t.IsZero() {
 		return trace.TraceID(t.TraceID), trace.SpanID(t.SpanID)

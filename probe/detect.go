@@ -109,24 +109,31 @@ func Detect(ctx context.Context, cfg Config, raw string) (Kind, string, error) {
 		return "", "", err
 	}
 	defer c.Close()
-	root := *u
-	root.Path, root.RawQuery = "", ""
-	base := strings.TrimRight(u.String(), "/")
-	if !strings.HasSuffix(u.Path, "/v1") {
-		base = strings.TrimRight(root.String(), "/") + "/v1"
+	// Each document's URL is the endpoint's host with the document's path,
+	// and the endpoint's query kept (a gateway's ?api-version= is needed
+	// there too): appended to the whole URL, a path would land after the
+	// query, and a token in it would be quoted in the error.
+	base := "/v1"
+	if p := strings.TrimRight(u.Path, "/"); strings.HasSuffix(p, "/v1") {
+		base = p
+	}
+	at := func(path string) string {
+		v := *u
+		v.Path, v.RawPath = path, ""
+		return v.String()
 	}
 	probes := []struct {
-		url, key string
-		kind     Kind
-		why      string
+		path, key string
+		kind      Kind
+		why       string
 	}{
 		{base + "/models", "data", OpenAIChat, "GET /v1/models answered with a model list; chat completions assumed, as it cannot tell: --api openai-responses, anthropic or openai-embeddings for the others"},
-		{strings.TrimRight(root.String(), "/") + "/api/tags", "models", Ollama, "GET /api/tags answered (Ollama)"},
-		{strings.TrimRight(root.String(), "/") + "/info", "model_id", TGI, "GET /info answered with a model_id (TGI)"},
+		{"/api/tags", "models", Ollama, "GET /api/tags answered (Ollama)"},
+		{"/info", "model_id", TGI, "GET /info answered with a model_id (TGI)"},
 	}
 	var tried []string
 	for _, p := range probes {
-		status, body, err := c.get(ctx, p.url)
+		status, body, err := c.get(ctx, at(p.path))
 		if err != nil {
 			return "", "", fmt.Errorf("detect the API: %w", err)
 		}
@@ -134,7 +141,7 @@ func Detect(ctx context.Context, cfg Config, raw string) (Kind, string, error) {
 		if status == http.StatusOK && json.Unmarshal(body, &m) == nil && m[p.key] != nil {
 			return p.kind, p.why, nil
 		}
-		tried = append(tried, fmt.Sprintf("%s: %d", strings.TrimPrefix(p.url, strings.TrimRight(root.String(), "/")), status))
+		tried = append(tried, fmt.Sprintf("%s: %d", p.path, status))
 	}
 	return "", "", fmt.Errorf("%w: %s answered %s", ErrUndetected, RedactURL(raw), strings.Join(tried, ", "))
 }

@@ -188,6 +188,26 @@ func TestDetectAndModels(t *testing.T) {
 	if _, _, err := Detect(context.Background(), Config{}, srv.URL); !errors.Is(err, ErrUndetected) || !strings.Contains(err.Error(), "/v1/models: 404") {
 		t.Errorf("undetectable server: %v", err)
 	}
+	// A query stays a query: the documents' paths go before it (a
+	// gateway's ?api-version= reaches /v1/models), and a token in it is
+	// never quoted in the error.
+	if _, _, err := Detect(context.Background(), Config{}, srv.URL+"/v1?token=QSECRET99"); !errors.Is(err, ErrUndetected) || strings.Contains(err.Error(), "QSECRET99") ||
+		!strings.Contains(err.Error(), "/v1/models: 404") {
+		t.Errorf("a URL with a query: %v", err)
+	}
+	var query string
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/openai/v1/models" {
+			query = r.URL.RawQuery
+			fmt.Fprint(w, `{"data":[{"id":"m"}]}`)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer gw.Close()
+	if k, _, err := Detect(context.Background(), Config{}, gw.URL+"/openai/v1?api-version=2025-01-01"); err != nil || k != OpenAIChat || query != "api-version=2025-01-01" {
+		t.Errorf("a gateway's base with its query: %s %v, the query it got %q", k, err, query)
+	}
 	// The path decides without asking.
 	if k, _, err := Detect(context.Background(), Config{}, "http://127.0.0.1:1/api/chat"); err != nil || k != Ollama {
 		t.Errorf("path detection: %s %v", k, err)

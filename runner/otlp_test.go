@@ -150,9 +150,11 @@ func TestOTLPBrokenCollector(t *testing.T) {
 			var notes syncBuffer
 			cfg.Notes = &notes
 			got, took := runSeen(t, cfg)
-			// 300 ms asked; a second more for a busy machine (the SDK's
-			// defaults held a hung collector's push for a minute).
-			if took > 1300*time.Millisecond {
+			// 300 ms asked, and the note says it was given up at that;
+			// the bound here only tells it from the SDK's defaults, which
+			// held a hung collector's push for a minute (a busy machine
+			// may take seconds more, never that).
+			if took > 30*time.Second {
 				t.Errorf("Stop took %v", took)
 			}
 			if got.ok != 20 || got.failed != 0 {

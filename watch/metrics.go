@@ -15,7 +15,7 @@ type collector struct {
 	w                                           *Watch
 	req, out, in, errs, running, waiting, kv    *prometheus.Desc
 	ttftHi, ttftLo, servers, verdict, judgement *prometheus.Desc
-	probeTTFT, probeE2E, probeSent              *prometheus.Desc
+	probeTTFT, probeE2E, probeDone, probeFlight *prometheus.Desc
 }
 
 func newCollector(w *Watch) *collector {
@@ -24,27 +24,28 @@ func newCollector(w *Watch) *collector {
 		return prometheus.NewDesc("infertop_watch_"+name, help, labels, nil)
 	}
 	return &collector{w: w,
-		req:       d("group_requests_per_second", "A group's requests ended per second over the window, from its servers' counters.", g...),
-		out:       d("group_output_tokens_per_second", "A group's generated tokens per second over the window.", g...),
-		in:        d("group_input_tokens_per_second", "A group's prompt tokens per second over the window.", g...),
-		errs:      d("group_error_ratio", "A group's failed over ended requests over the window.", g...),
-		running:   d("group_running", "Requests in a group's batches now.", g...),
-		waiting:   d("group_waiting", "Requests in a group's queues now.", g...),
-		kv:        d("group_kv_usage_ratio", "The fullest KV cache of a group's servers, 0..1.", g...),
-		ttftLo:    d("group_ttft_p99_lower_seconds", "The lower bound of the bucket a group's TTFT p99 lies in, over the window.", g...),
-		ttftHi:    d("group_ttft_p99_upper_seconds", "The upper bound of the bucket a group's TTFT p99 lies in (+Inf past the last bound).", g...),
-		servers:   d("servers", "The servers watched, by group and state.", "group", "state"),
-		verdict:   d("verdict", "1 for the verdict's state now: held, undecided, regressed or unusable.", "state"),
-		judgement: d("regression", "1 for each regression's margin verdict now.", "regression", "verdict"),
-		probeTTFT: d("probe_ttft_seconds", "The end-to-end probe's TTFT over the window, as the client saw it (--probe-url).", "quantile"),
-		probeE2E:  d("probe_e2e_seconds", "The end-to-end probe's E2E latency over the window (--probe-url).", "quantile"),
-		probeSent: d("probe_requests", "The end-to-end probe's requests: sent since it began, completed and failed over the window.", "outcome"),
+		req:         d("group_requests_per_second", "A group's requests ended per second over the window, from its servers' counters.", g...),
+		out:         d("group_output_tokens_per_second", "A group's generated tokens per second over the window.", g...),
+		in:          d("group_input_tokens_per_second", "A group's prompt tokens per second over the window.", g...),
+		errs:        d("group_error_ratio", "A group's failed over ended requests over the window.", g...),
+		running:     d("group_running", "Requests in a group's batches now.", g...),
+		waiting:     d("group_waiting", "Requests in a group's queues now.", g...),
+		kv:          d("group_kv_usage_ratio", "The fullest KV cache of a group's servers, 0..1.", g...),
+		ttftLo:      d("group_ttft_p99_lower_seconds", "The lower bound of the bucket a group's TTFT p99 lies in, over the window.", g...),
+		ttftHi:      d("group_ttft_p99_upper_seconds", "The upper bound of the bucket a group's TTFT p99 lies in (+Inf past the last bound).", g...),
+		servers:     d("servers", "The servers watched, by group and state.", "group", "state"),
+		verdict:     d("verdict", "1 for the verdict's state now: held, undecided, regressed or unusable.", "state"),
+		judgement:   d("regression", "1 for each regression's margin verdict now.", "regression", "verdict"),
+		probeTTFT:   d("probe_ttft_seconds", "The end-to-end probe's TTFT over the window, as the client saw it (--probe-url).", "quantile"),
+		probeE2E:    d("probe_e2e_seconds", "The end-to-end probe's E2E latency over the window (--probe-url).", "quantile"),
+		probeDone:   d("probe_requests_total", "The end-to-end probe's requests ended since it began, by outcome: completed or failed.", "outcome"),
+		probeFlight: d("probe_in_flight", "The end-to-end probe's requests sent and not ended."),
 	}
 }
 
 // Describe sends every metric's description.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.req, c.out, c.in, c.errs, c.running, c.waiting, c.kv, c.ttftLo, c.ttftHi, c.servers, c.verdict, c.judgement, c.probeTTFT, c.probeE2E, c.probeSent} {
+	for _, d := range []*prometheus.Desc{c.req, c.out, c.in, c.errs, c.running, c.waiting, c.kv, c.ttftLo, c.ttftHi, c.servers, c.verdict, c.judgement, c.probeTTFT, c.probeE2E, c.probeDone, c.probeFlight} {
 		ch <- d
 	}
 }
@@ -78,10 +79,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if p := s.Probe; p != nil {
-		gauge(c.probeSent, float64(p.Sent), "sent")
-		gauge(c.probeSent, float64(p.Completed), "completed")
-		gauge(c.probeSent, float64(p.Failed), "failed")
-		if p.Completed > 0 {
+		ch <- prometheus.MustNewConstMetric(c.probeDone, prometheus.CounterValue, float64(p.Completed), "completed")
+		ch <- prometheus.MustNewConstMetric(c.probeDone, prometheus.CounterValue, float64(p.Failed), "failed")
+		gauge(c.probeFlight, float64(p.Incomplete))
+		if p.WindowCompleted > 0 {
 			gauge(c.probeTTFT, p.TTFTP50, "0.5")
 			gauge(c.probeTTFT, p.TTFTP99, "0.99")
 			gauge(c.probeE2E, p.E2EP99, "0.99")

@@ -20,16 +20,21 @@ type Probe struct {
 	// second asked for.
 	URL  string  `json:"url"`
 	Rate float64 `json:"rate_per_s"`
-	// Sent, Completed and Failed count the probe's requests: Sent since it
-	// began, Completed and Failed over the window.
-	Sent      int64 `json:"sent"`
-	Completed int64 `json:"completed"`
-	Failed    int64 `json:"failed"`
-	// TTFT's p50 and p99, E2E's p99, in seconds, over the window's
-	// completed requests (zero with none).
-	TTFTP50 float64 `json:"ttft_p50_s"`
-	TTFTP99 float64 `json:"ttft_p99_s"`
-	E2EP99  float64 `json:"e2e_p99_s"`
+	// Since the probe began, each request once: Sent = Completed +
+	// Failed + Incomplete, Incomplete those still in flight (or cut
+	// when the watch ended). A hung Service shows as in flight, then
+	// failed at the probe's request timeout.
+	Sent       int64 `json:"sent"`
+	Completed  int64 `json:"completed"`
+	Failed     int64 `json:"failed"`
+	Incomplete int64 `json:"incomplete"`
+	// WindowCompleted are the completed requests over the watch's window
+	// (at most the engine's longest, 5 min) that TTFT's p50 and p99 and
+	// E2E's p99 are of, in seconds (zero with none).
+	WindowCompleted int64   `json:"window_completed"`
+	TTFTP50         float64 `json:"ttft_p50_s"`
+	TTFTP99         float64 `json:"ttft_p99_s"`
+	E2EP99          float64 `json:"e2e_p99_s"`
 }
 
 // ProbeLine is the probe's figures in a line for a person; "" for none.
@@ -37,12 +42,27 @@ func ProbeLine(p *Probe) string {
 	if p == nil {
 		return ""
 	}
-	head := fmt.Sprintf("probe (client side, %s at %g/s)", sanitize.Short(sanitize.Text(p.URL), 60), p.Rate)
-	if p.Completed == 0 {
-		return fmt.Sprintf("%s: %d sent, none back in the window (%d failed)", head, p.Sent, p.Failed)
+	head := fmt.Sprintf("probe (client side, %s at %g/s): sent %d = %d ok + %d failed + %d in flight", sanitize.Short(sanitize.Text(p.URL), 60), p.Rate,
+		p.Sent, p.Completed, p.Failed, p.Incomplete)
+	if p.WindowCompleted == 0 {
+		return head + " · none back in the window"
 	}
-	ms := func(s float64) string {
-		return time.Duration(s * float64(time.Second)).Round(100 * time.Microsecond).String()
+	return fmt.Sprintf("%s · window: TTFT p50 %s p99 %s · E2E p99 %s of %d", head, seconds(p.TTFTP50), seconds(p.TTFTP99), seconds(p.E2EP99), p.WindowCompleted)
+}
+
+// ProbeProgress is the probe in a progress line's few words; "" for none.
+func ProbeProgress(p *Probe) string {
+	if p == nil {
+		return ""
 	}
-	return fmt.Sprintf("%s: %d ok, %d failed · TTFT p50 %s p99 %s · E2E p99 %s", head, p.Completed, p.Failed, ms(p.TTFTP50), ms(p.TTFTP99), ms(p.E2EP99))
+	s := fmt.Sprintf("probe %d ok %d failed %d in flight", p.Completed, p.Failed, p.Incomplete)
+	if p.WindowCompleted > 0 {
+		s += " TTFT p50 " + seconds(p.TTFTP50)
+	}
+	return s
+}
+
+// seconds is s seconds as a duration, to the tenth of a millisecond.
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(100 * time.Microsecond).String()
 }

@@ -75,14 +75,15 @@ func TestWatchMetrics(t *testing.T) {
 		w.fleet.observe(time.Now(), obs, nil)
 	}
 	snap := w.fleet.snapshot(time.Now(), time.Second, "fake")
-	snap.Probe = &Probe{URL: "http://svc/v1", Rate: 0.2, Sent: 13, Completed: 12, Failed: 1, TTFTP50: 0.04, TTFTP99: 0.09, E2EP99: 0.4}
+	snap.Probe = &Probe{URL: "http://svc/v1", Rate: 0.2, Sent: 14, Completed: 12, Failed: 1, Incomplete: 1, WindowCompleted: 12, TTFTP50: 0.04, TTFTP99: 0.09, E2EP99: 0.4}
 	w.hub.Publish(snap)
 	rec := httptest.NewRecorder()
 	w.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	body := rec.Body.String()
 	for _, want := range []string{
 		`infertop_watch_probe_ttft_seconds{quantile="0.99"} 0.09`,
-		`infertop_watch_probe_requests{outcome="sent"} 13`,
+		`infertop_watch_probe_requests_total{outcome="failed"} 1`,
+		`infertop_watch_probe_in_flight 1`,
 		`infertop_watch_group_requests_per_second{group="canary",role="canary"}`,
 		`infertop_watch_servers{group="stable",state="up"} 2`,
 		`infertop_watch_verdict{state="undecided"} 1`,

@@ -118,8 +118,8 @@ func Progress(s Snapshot) string {
 	for _, g := range s.Groups {
 		parts = append(parts, fmt.Sprintf("%s %d/%d up %.1f req/s TTFT p99 %s", sanitize.Short(sanitize.Text(g.Name), 24), g.Up, g.Servers, g.ReqPerSec, FormatBound(g.TTFT.P99)))
 	}
-	if p := s.Probe; p != nil && p.Completed > 0 {
-		parts = append(parts, fmt.Sprintf("probe TTFT p50 %s", time.Duration(p.TTFTP50*float64(time.Second)).Round(100*time.Microsecond)))
+	if p := ProbeProgress(s.Probe); p != "" {
+		parts = append(parts, p)
 	}
 	return fmt.Sprintf("%s · %s · %s", time.Duration(s.Elapsed*float64(time.Second)).Round(time.Second), strings.Join(parts, " · "), sanitize.Text(s.Verdict.Line))
 }

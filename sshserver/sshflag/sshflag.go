@@ -26,6 +26,7 @@ type Flags struct {
 	Listen, LogPath, ReportDir string
 	// Local shows the dashboard on this terminal too, as a controller.
 	Local bool
+	watch *pflag.FlagSet // AddWatch's, for CheckWatch
 }
 
 // Add binds the flags to fs, the files' defaults under the user's home
@@ -36,7 +37,7 @@ func Add(fs *pflag.FlagSet) *Flags {
 	own := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError) // to mark them the server's
 	own.SortFlags = fs.SortFlags
 	own.StringVar(&sf.Listen, "listen", "127.0.0.1:2222", "address to serve SSH on")
-	sf.server(own)
+	sf.server(own, "let any public key connect (watchers unless in --controllers)", "write connection lines here instead of stderr (they would cross --local's dashboard)")
 	own.StringVar(&sf.Server.Controllers, "controllers", "", "public keys (authorized_keys format) that may turn the knobs")
 	own.BoolVar(&sf.Local, "local", false, "show the dashboard on this terminal too, as a controller")
 	own.StringVar(&sf.ReportDir, "report-dir", ".", "where a controller's s key writes the reports")
@@ -53,13 +54,28 @@ func AddWatch(fs *pflag.FlagSet) *Flags {
 	defer flaghelp.Group(fs, "SSH server")()
 	sf := &Flags{}
 	fs.StringVar(&sf.Listen, "ssh", "", "serve the dashboard over SSH on this address too (ssh -t -p PORT HOST)")
-	sf.server(fs)
+	sf.server(fs, "let any public key connect (every session watches)", "write connection lines here instead of stderr")
+	sf.watch = fs
 	return sf
+}
+
+// CheckWatch checks AddWatch's flags: the server's are given only with
+// --ssh, and its limits hold.
+func (sf *Flags) CheckWatch() error {
+	if sf.Listen == "" {
+		for _, name := range []string{"authorized-keys", "allow-any-key", "host-key", "max-sessions", "idle-timeout", "log"} {
+			if sf.watch.Changed(name) {
+				return fmt.Errorf("--%s needs --ssh ADDR", name)
+			}
+		}
+		return nil
+	}
+	return sf.Check()
 }
 
 // server binds the flags of the server itself: who may connect, its key,
 // its limits and its log.
-func (sf *Flags) server(fs *pflag.FlagSet) {
+func (sf *Flags) server(fs *pflag.FlagSet, anyKeyHelp, logHelp string) {
 	home, _ := os.UserHomeDir()
 	confDir, err := os.UserConfigDir()
 	if err != nil {
@@ -67,11 +83,11 @@ func (sf *Flags) server(fs *pflag.FlagSet) {
 	}
 	c := &sf.Server
 	fs.StringVar(&c.AuthorizedKeys, "authorized-keys", filepath.Join(home, ".ssh", "authorized_keys"), "public keys that may connect")
-	fs.BoolVar(&c.AllowAnyKey, "allow-any-key", false, "let any public key connect (watchers unless in --controllers)")
+	fs.BoolVar(&c.AllowAnyKey, "allow-any-key", false, anyKeyHelp)
 	fs.StringVar(&c.HostKeyPath, "host-key", filepath.Join(confDir, "infertop", "ssh_host_ed25519"), "the server's key, generated (ed25519) on first start and reused")
 	fs.IntVar(&c.MaxSessions, "max-sessions", 16, "most sessions at once")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 10*time.Minute, "end a connection that sends and receives nothing for this long (0: never)")
-	fs.StringVar(&sf.LogPath, "log", "", "write connection lines here instead of stderr (they would cross --local's dashboard)")
+	fs.StringVar(&sf.LogPath, "log", "", logHelp)
 }
 
 // Check checks the server's limits.

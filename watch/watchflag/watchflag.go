@@ -55,6 +55,7 @@ type Flags struct {
 	// The end-to-end probe's (ProbeSpec).
 	ProbeURL, ProbeModel, ProbeAPI, ProbeKeyEnv string
 	ProbeRate                                   float64
+	fs                                          *pflag.FlagSet
 }
 
 // ProbeSpec is the end-to-end probe --probe-url asks for: real requests
@@ -71,6 +72,11 @@ type ProbeSpec struct {
 // given. The probe's own limits are checked here.
 func (f *Flags) Probe() (p ProbeSpec, ok bool, err error) {
 	if f.ProbeURL == "" {
+		for _, name := range []string{"probe-rate", "probe-model", "probe-api", "probe-api-key-env"} {
+			if f.fs.Changed(name) {
+				return p, false, fmt.Errorf("--%s needs --probe-url", name)
+			}
+		}
 		return p, false, nil
 	}
 	if f.ProbeRate < 0.01 || f.ProbeRate > 10 {
@@ -91,7 +97,7 @@ func (f *Flags) Probe() (p ProbeSpec, ok bool, err error) {
 
 // Add binds the flags to fs.
 func Add(fs *pflag.FlagSet) *Flags {
-	f := &Flags{}
+	f := &Flags{fs: fs}
 	func() {
 		defer flaghelp.Group(fs, "The fleet: where the servers are")()
 		fs.StringArrayVar(&f.Targets, "target", nil, "servers of one group: GROUP=ADDR,ADDR (ADDR a host:port, a DNS name:port meaning every A/AAAA record, an SRV name _SVC._tcp.NAME, or a metrics URL); repeat for each group; also as arguments")
