@@ -356,13 +356,17 @@ func TestRestartedInPlace(t *testing.T) {
 
 // TestOneAgentTwoAddresses: one agent found under two addresses (a
 // dual-stack pod) is followed once: the second is refused by name, and
-// its requests are in the merge once.
+// its requests are in the merge once. Both must answer for that, so
+// their polls have seconds: at follow's durations (a poll cut at 300 ms,
+// unreachable at 600 ms) one address's polls slowed past the cut on a
+// busy machine, and it was unreachable, never found the same agent (a
+// handler held 350 ms does it every time).
 func TestOneAgentTwoAddresses(t *testing.T) {
 	a := newAgent(t, 0, 1, testWhole, time.Now(), result(t, 5, 3, 0))
 	again := httptest.NewServer(a.srv.Config.Handler)
 	defer again.Close()
 	second := strings.TrimPrefix(again.URL, "http://")
-	f := follow(t, a.addr()+","+second, nil)
+	f := follow(t, a.addr()+","+second, func(c *Config) { c.Timeout, c.LostAfter = 5*time.Second, 10*time.Second })
 	a.set(func(s *agent.State) { s.Final, s.Done = true, true })
 	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
 	refused := 0
@@ -376,7 +380,10 @@ func TestOneAgentTwoAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if refused != 1 || m.Result.Run.Sent != 5 {
-		t.Errorf("%d refused as the same agent, merged sent %d: %+v", refused, m.Result.Run.Sent, v.Agents)
+		t.Errorf("%d refused as the same agent, merged sent %d", refused, m.Result.Run.Sent)
+		for _, ag := range v.Agents {
+			t.Logf("%s: %s (%s), last error %q", ag.Addr, ag.Status, ag.Why, ag.LastErr)
+		}
 	}
 }
 
