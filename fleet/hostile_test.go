@@ -59,16 +59,10 @@ func TestUnreachableSaysWhy(t *testing.T) {
 			// detector on a busy machine took past 300 ms, and the reason
 			// shown was that timeout); the follower's clock is moved past
 			// LostAfter only once the poll's reason is in.
-			var clk movedClock
-			f := follow(t, c.addr, func(cfg *Config) {
-				cfg.Timeout, cfg.LostAfter, cfg.Now = 5*time.Second, 10*time.Second, clk.now
-				if c.mod != nil {
-					c.mod(cfg)
-				}
-			})
+			f, clk := followClock(t, c.addr, c.mod)
 			v := waitView(t, f, "the fleet over", func(v View) bool {
 				if strings.Contains(byAddr(v, c.addr).LastErr, c.want) {
-					clk.move(10 * time.Second)
+					clk.pastLostAfter()
 				}
 				return v.Done
 			})
@@ -83,13 +77,6 @@ func TestUnreachableSaysWhy(t *testing.T) {
 		})
 	}
 }
-
-// movedClock is the real time moved on by the test.
-type movedClock struct{ ahead atomic.Int64 }
-
-func (c *movedClock) now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
-
-func (c *movedClock) move(d time.Duration) { c.ahead.Add(int64(d)) }
 
 // TestNoRedirect: no redirect of an agent's is followed: its /result,
 // /seconds and /control pointing at another port (the same host, where
@@ -331,10 +318,17 @@ func TestHostileResultRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostile := newFake(t, testToken, state(1, 2), bad)
-	fl := follow(t, honest.addr()+","+hostile.addr(), nil)
+	fl, clk := followClock(t, honest.addr()+","+hostile.addr(), nil)
 	waitView(t, fl, "the hostile agent refused", func(v View) bool { return byAddr(v, hostile.addr()).Status == report.AgentRefused })
 	honest.set(func(s *agent.State) { s.Final, s.Done = true, true })
-	v := waitView(t, fl, "the fleet over", func(v View) bool { return v.Done })
+	// Its index missing, the fleet is over LostAfter after the honest
+	// agent's end.
+	v := waitView(t, fl, "the fleet over", func(v View) bool {
+		if byAddr(v, honest.addr()).Status == report.AgentDone {
+			clk.pastLostAfter()
+		}
+		return v.Done
+	})
 	if a := byAddr(v, hostile.addr()); !strings.Contains(a.Why, "70 objectives") {
 		t.Errorf("refused for %q", a.Why)
 	}
@@ -383,7 +377,7 @@ func TestFinalWithoutResult(t *testing.T) {
 		}
 		agentHandler(a).ServeHTTP(w, r)
 	})
-	f := follow(t, a.addr(), nil)
+	f := follow(t, a.addr(), func(c *Config) { c.Timeout, c.LostAfter = 500*time.Millisecond, 600*time.Millisecond })
 	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
 	if ag := byAddr(v, a.addr()); ag.Status != report.AgentLost || !strings.Contains(ag.Why, "HTTP 500") {
 		t.Errorf("%s: %s", ag.Status, ag.Why)

@@ -141,7 +141,7 @@ func TestUnansweredBackoff(t *testing.T) {
 			c.Close() // no answer
 		}
 	}()
-	f := follow(t, ln.Addr().String(), nil) // PollEvery 20 ms, LostAfter 600 ms
+	f := follow(t, ln.Addr().String(), func(c *Config) { c.Timeout, c.LostAfter = 500*time.Millisecond, 600*time.Millisecond })
 	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
 	f.Stop()
 	ln.Close()
