@@ -90,11 +90,19 @@ func TestNoRedirect(t *testing.T) {
 	f := follow(t, a.addr(), nil)
 	waitView(t, f, "the agent running", func(v View) bool { return byAddr(v, a.addr()).HasState })
 	f.Send(agent.Control{Seq: 1, WindowMS: 60_000}, time.Time{})
-	time.Sleep(400 * time.Millisecond) // some 20 polls: seconds, results and the control asked for
+	// Its seconds refused, then 20 views more: its seconds, results and
+	// the control asked for, tried poll after poll, counted in the
+	// follower's steps, not in the 400 ms a busy machine may spend on
+	// none.
+	v := waitView(t, f, "its seconds refused", func(v View) bool { return byAddr(v, a.addr()).SecondsErr != "" })
+	for range 20 {
+		seq := v.Seq
+		v = waitView(t, f, "a view more", func(v View) bool { return v.Seq > seq })
+	}
 	if n := reached.Load(); n != 0 {
 		t.Errorf("%d requests followed a redirect to another port", n)
 	}
-	if ag := byAddr(f.Latest(), a.addr()); !strings.Contains(ag.SecondsErr, "redirect") {
+	if ag := byAddr(v, a.addr()); !strings.Contains(ag.SecondsErr, "redirect") {
 		t.Errorf("its seconds refused for %q, want a redirect named", ag.SecondsErr)
 	}
 }
