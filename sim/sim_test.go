@@ -219,20 +219,24 @@ func pct(s []time.Duration, q float64) time.Duration {
 }
 
 // TestKnee: below the slot count TTFT stays near the prefill cost; past it,
-// requests queue for whole generations and p99 TTFT breaks sharply.
+// requests queue for whole generations and TTFT breaks sharply. Judged
+// at the median: below the knee some 60 requests are timed, and their
+// p99 is their slowest, which one pause of a busy machine sets.
 func TestKnee(t *testing.T) {
 	p := testParams()
 	p.Slots, p.StepBase, p.StepPerSeq = 8, 2*time.Millisecond, 100*time.Microsecond
 	_, url := startSim(t, p)
 	below := closedLoop(t, url, 6, 16, 50, 1500*time.Millisecond)
 	above := closedLoop(t, url, 16, 16, 50, 1500*time.Millisecond)
-	b99, a99 := pct(below, 0.99), pct(above, 0.99)
-	t.Logf("p99 TTFT: %v at 6 clients, %v at 16 (8 slots)", b99, a99)
-	// A generation of 50 tokens takes at least 50 steps of 2.8 ms: a queued
-	// request waits about that long, while one that finds a free slot waits
-	// for one step and its prefill.
-	if a99 < 3*b99 || a99 < 100*time.Millisecond {
-		t.Fatalf("no knee: p99 TTFT %v below the slot count, %v above", b99, a99)
+	b50, a50 := pct(below, 0.5), pct(above, 0.5)
+	t.Logf("TTFT p50 %v, p99 %v of %d at 6 clients; p50 %v, p99 %v of %d at 16 (8 slots)",
+		b50, pct(below, 0.99), len(below), a50, pct(above, 0.99), len(above))
+	// A generation of 50 tokens takes at least 50 steps of 2 ms (a step
+	// never ends before its planned time): a queued request waits about
+	// that long, while one that finds a free slot waits for one step and
+	// its prefill.
+	if a50 < 3*b50 || a50 < 100*time.Millisecond {
+		t.Fatalf("no knee: TTFT p50 %v below the slot count, %v above", b50, a50)
 	}
 }
 
