@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,15 +107,28 @@ func state(index, of int) agent.State {
 		Started: time.Now().Add(-time.Second)}
 }
 
-// follow starts a fleet of addrs, its durations short.
+// follow starts a fleet of addrs, its polls frequent. A poll has
+// seconds (a busy machine's race build took past 300 ms for one), and
+// an agent is lost or unreachable after 10 s of silence: a test that
+// wants one so moves the follower's clock (followClock) once what must
+// come first has come.
 func follow(t *testing.T, spec string, mod func(*Config)) *Fleet {
+	t.Helper()
+	f, _ := followClock(t, spec, mod)
+	return f
+}
+
+// followClock is follow, and the follower's clock (Config.Now).
+func followClock(t *testing.T, spec string, mod func(*Config)) (*Fleet, *movedClock) {
 	t.Helper()
 	src, err := discover.ParseSource(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
+	clk := &movedClock{}
 	cfg := Config{Source: src, Token: []byte(testToken), PlainLoopback: true, Version: "test", PollEvery: 20 * time.Millisecond,
-		ResultEvery: 40 * time.Millisecond, ResolveEvery: 40 * time.Millisecond, Timeout: 500 * time.Millisecond, LostAfter: 600 * time.Millisecond}
+		ResultEvery: 40 * time.Millisecond, ResolveEvery: 40 * time.Millisecond, Timeout: 5 * time.Second, LostAfter: testLostAfter,
+		Now: clk.now}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -123,8 +137,19 @@ func follow(t *testing.T, spec string, mod func(*Config)) *Fleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.Stop)
-	return f
+	return f, clk
 }
+
+// testLostAfter is follow's LostAfter.
+const testLostAfter = 10 * time.Second
+
+// movedClock is the real time moved on by the test.
+type movedClock struct{ ahead atomic.Int64 }
+
+func (c *movedClock) now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
+
+// pastLostAfter moves the clock past follow's LostAfter.
+func (c *movedClock) pastLostAfter() { c.ahead.Add(int64(testLostAfter)) }
 
 // waitView waits for a view of f that cond holds for (the fleet's end at
 // the latest).
@@ -194,7 +219,7 @@ func TestRefusedAndUnreachable(t *testing.T) {
 	silent := ln.Addr().String()
 	var logMu sync.Mutex
 	var logs []string
-	f := follow(t, strings.Join([]string{good0.addr(), good1.addr(), oldVersion.addr(), otherKnobs.addr(), wrongToken.addr(), silent}, ","),
+	f, clk := followClock(t, strings.Join([]string{good0.addr(), good1.addr(), oldVersion.addr(), otherKnobs.addr(), wrongToken.addr(), silent}, ","),
 		func(c *Config) {
 			c.Logf = func(format string, args ...any) {
 				logMu.Lock()
@@ -208,7 +233,13 @@ func TestRefusedAndUnreachable(t *testing.T) {
 	})
 	good0.set(func(s *agent.State) { s.Final, s.Done = true, true })
 	good1.set(func(s *agent.State) { s.Final, s.Done = true, true })
-	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
+	// The good agents done, the silent one is unreachable past LostAfter.
+	v := waitView(t, f, "the fleet over", func(v View) bool {
+		if byAddr(v, good0.addr()).Status == report.AgentDone && byAddr(v, good1.addr()).Status == report.AgentDone {
+			clk.pastLostAfter()
+		}
+		return v.Done
+	})
 	want := map[string]string{good0.addr(): report.AgentDone, good1.addr(): report.AgentDone, oldVersion.addr(): report.AgentRefused,
 		otherKnobs.addr(): report.AgentRefused, wrongToken.addr(): report.AgentRefused, silent: report.AgentUnreachable}
 	for addr, st := range want {
@@ -266,13 +297,19 @@ func TestRefusedAndUnreachable(t *testing.T) {
 func TestLost(t *testing.T) {
 	a := newFake(t, testToken, state(0, 2), result(t, 10, 5, 0))
 	b := newFake(t, testToken, state(1, 2), result(t, 6, 7, 4))
-	f := follow(t, a.addr()+","+b.addr(), nil)
+	f, clk := followClock(t, a.addr()+","+b.addr(), nil)
 	waitView(t, f, "both results", func(v View) bool {
 		return byAddr(v, a.addr()).Result != nil && byAddr(v, b.addr()).Result != nil
 	})
 	b.srv.Close() // killed
 	a.set(func(s *agent.State) { s.Final, s.Done = true, true })
-	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
+	// a done and b's polls failing, b is lost past LostAfter.
+	v := waitView(t, f, "the fleet over", func(v View) bool {
+		if byAddr(v, a.addr()).Status == report.AgentDone && byAddr(v, b.addr()).LastErr != "" {
+			clk.pastLostAfter()
+		}
+		return v.Done
+	})
 	if st := byAddr(v, b.addr()); st.Status != report.AgentLost || !strings.Contains(st.Why, "silent") {
 		t.Fatalf("the killed agent: %s (%s)", st.Status, st.Why)
 	}
@@ -356,7 +393,11 @@ func TestRestartedInPlace(t *testing.T) {
 
 // TestOneAgentTwoAddresses: one agent found under two addresses (a
 // dual-stack pod) is followed once: the second is refused by name, and
-// its requests are in the merge once.
+// its requests are in the merge once. Both must answer for that: at
+// follow's durations of old (a poll cut at 300 ms, unreachable at
+// 600 ms) one address's polls slowed past the cut on a busy machine,
+// and it was unreachable, never found the same agent (a handler held
+// 350 ms did it every time).
 func TestOneAgentTwoAddresses(t *testing.T) {
 	a := newAgent(t, 0, 1, testWhole, time.Now(), result(t, 5, 3, 0))
 	again := httptest.NewServer(a.srv.Config.Handler)
@@ -376,7 +417,10 @@ func TestOneAgentTwoAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if refused != 1 || m.Result.Run.Sent != 5 {
-		t.Errorf("%d refused as the same agent, merged sent %d: %+v", refused, m.Result.Run.Sent, v.Agents)
+		t.Errorf("%d refused as the same agent, merged sent %d", refused, m.Result.Run.Sent)
+		for _, ag := range v.Agents {
+			t.Logf("%s: %s (%s), last error %q", ag.Addr, ag.Status, ag.Why, ag.LastErr)
+		}
 	}
 }
 

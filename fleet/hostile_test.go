@@ -29,19 +29,19 @@ func TestUnreachableSaysWhy(t *testing.T) {
 	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes refused
 	tlsSrv.StartTLS()
-	defer tlsSrv.Close()
+	t.Cleanup(tlsSrv.Close) // after the parallel subtests
 	pool := x509.NewCertPool()
 	pool.AddCert(tlsSrv.Certificate())
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	defer plain.Close()
+	t.Cleanup(plain.Close)
 	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	defer elsewhere.Close()
+	t.Cleanup(elsewhere.Close)
 	huge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"version":"test"` + big + `}`)) }))
-	defer huge.Close()
+	t.Cleanup(huge.Close)
 	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusFound)
 	}))
-	defer redirect.Close()
+	t.Cleanup(redirect.Close)
 	host := func(u string) string { return u[strings.Index(u, "//")+2:] }
 	for _, c := range []struct {
 		name, addr, want string
@@ -54,8 +54,18 @@ func TestUnreachableSaysWhy(t *testing.T) {
 		{"a redirect", host(redirect.URL), "redirect", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := follow(t, c.addr, c.mod)
-			v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
+			t.Parallel()
+			// Each poll may take its time (a TLS handshake under the race
+			// detector on a busy machine took past 300 ms, and the reason
+			// shown was that timeout); the follower's clock is moved past
+			// LostAfter only once the poll's reason is in.
+			f, clk := followClock(t, c.addr, c.mod)
+			v := waitView(t, f, "the fleet over", func(v View) bool {
+				if strings.Contains(byAddr(v, c.addr).LastErr, c.want) {
+					clk.pastLostAfter()
+				}
+				return v.Done
+			})
 			a := byAddr(v, c.addr)
 			t.Logf("%s: %s: %s", c.name, a.Status, a.Why)
 			if a.Status != "unreachable" || !strings.Contains(a.Why, c.want) {
@@ -66,7 +76,6 @@ func TestUnreachableSaysWhy(t *testing.T) {
 			}
 		})
 	}
-	_ = time.Second
 }
 
 // TestNoRedirect: no redirect of an agent's is followed: its /result,
@@ -81,11 +90,19 @@ func TestNoRedirect(t *testing.T) {
 	f := follow(t, a.addr(), nil)
 	waitView(t, f, "the agent running", func(v View) bool { return byAddr(v, a.addr()).HasState })
 	f.Send(agent.Control{Seq: 1, WindowMS: 60_000}, time.Time{})
-	time.Sleep(400 * time.Millisecond) // some 20 polls: seconds, results and the control asked for
+	// Its seconds refused, then 20 views more: its seconds, results and
+	// the control asked for, tried poll after poll, counted in the
+	// follower's steps, not in the 400 ms a busy machine may spend on
+	// none.
+	v := waitView(t, f, "its seconds refused", func(v View) bool { return byAddr(v, a.addr()).SecondsErr != "" })
+	for range 20 {
+		seq := v.Seq
+		v = waitView(t, f, "a view more", func(v View) bool { return v.Seq > seq })
+	}
 	if n := reached.Load(); n != 0 {
 		t.Errorf("%d requests followed a redirect to another port", n)
 	}
-	if ag := byAddr(f.Latest(), a.addr()); !strings.Contains(ag.SecondsErr, "redirect") {
+	if ag := byAddr(v, a.addr()); !strings.Contains(ag.SecondsErr, "redirect") {
 		t.Errorf("its seconds refused for %q, want a redirect named", ag.SecondsErr)
 	}
 }
@@ -309,10 +326,17 @@ func TestHostileResultRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostile := newFake(t, testToken, state(1, 2), bad)
-	fl := follow(t, honest.addr()+","+hostile.addr(), nil)
+	fl, clk := followClock(t, honest.addr()+","+hostile.addr(), nil)
 	waitView(t, fl, "the hostile agent refused", func(v View) bool { return byAddr(v, hostile.addr()).Status == report.AgentRefused })
 	honest.set(func(s *agent.State) { s.Final, s.Done = true, true })
-	v := waitView(t, fl, "the fleet over", func(v View) bool { return v.Done })
+	// Its index missing, the fleet is over LostAfter after the honest
+	// agent's end.
+	v := waitView(t, fl, "the fleet over", func(v View) bool {
+		if byAddr(v, honest.addr()).Status == report.AgentDone {
+			clk.pastLostAfter()
+		}
+		return v.Done
+	})
 	if a := byAddr(v, hostile.addr()); !strings.Contains(a.Why, "70 objectives") {
 		t.Errorf("refused for %q", a.Why)
 	}
@@ -361,7 +385,7 @@ func TestFinalWithoutResult(t *testing.T) {
 		}
 		agentHandler(a).ServeHTTP(w, r)
 	})
-	f := follow(t, a.addr(), nil)
+	f := follow(t, a.addr(), func(c *Config) { c.Timeout, c.LostAfter = 500*time.Millisecond, 600*time.Millisecond })
 	v := waitView(t, f, "the fleet over", func(v View) bool { return v.Done })
 	if ag := byAddr(v, a.addr()); ag.Status != report.AgentLost || !strings.Contains(ag.Why, "HTTP 500") {
 		t.Errorf("%s: %s", ag.Status, ag.Why)

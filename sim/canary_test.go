@@ -202,9 +202,14 @@ func waitRecords(t *testing.T, s *Server, n int) []Record {
 }
 
 // TestCanarySlower: at light load (4 clients, 32 slots) the canary's time
-// per output token and E2E are about Slowdown times the stable pod's. The
-// bounds cannot be met without the slowdown (a ratio near 1) nor with
-// twice it.
+// per output token and E2E are about Slowdown times the stable pod's.
+// The slowdown is held as a lower bound the engine's steps keep: the
+// canary's 8 steps of at least 24 ms each from admission to its last
+// token (a step never ends before its planned time, and a busy machine
+// only adds). The ratios are held from above, where a busy machine
+// cannot push them (its delays add to both pods alike, so it shrinks
+// them): not twice the slowdown. From below a ratio is held only past
+// 1.15, a canary slower at all: two CPU hogs beside read 1.34 of 1.5.
 func TestCanarySlower(t *testing.T) {
 	const slowdown = 1.5
 	p := testParams()
@@ -225,7 +230,7 @@ func TestCanarySlower(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	var tpot, e2e [2]time.Duration // stable, canary
+	var tpot, e2e, steps [2]time.Duration // stable, canary
 	var count [2]int
 	for _, r := range waitRecords(t, s, 48) {
 		i := 0
@@ -237,6 +242,7 @@ func TestCanarySlower(t *testing.T) {
 		}
 		tpot[i] += r.LastToken.Sub(r.FirstToken) / time.Duration(r.OutputTokens-1)
 		e2e[i] += r.E2E()
+		steps[i] += r.LastToken.Sub(r.Admitted)
 		count[i]++
 	}
 	if count[0] < 10 || count[1] < 10 {
@@ -245,6 +251,10 @@ func TestCanarySlower(t *testing.T) {
 	mean := func(v [2]time.Duration) (stable, canary time.Duration) {
 		return v[0] / time.Duration(count[0]), v[1] / time.Duration(count[1])
 	}
+	step := time.Duration(slowdown * float64(p.StepBase)) // testParams: no jitter
+	if _, ca := mean(steps); ca < 8*step {
+		t.Errorf("the canary's mean from admission to its last token %v: want 8 of its steps, at least %v each", ca, step)
+	}
 	for _, m := range []struct {
 		name string
 		v    [2]time.Duration
@@ -252,7 +262,7 @@ func TestCanarySlower(t *testing.T) {
 		st, ca := mean(m.v)
 		ratio := float64(ca) / float64(st)
 		t.Logf("mean %s: stable %v (%d), canary %v (%d): %.2f×", m.name, st, count[0], ca, count[1], ratio)
-		if ratio < 1.3 || ratio > 1.7 {
+		if ratio < 1.15 || ratio > 1.7 {
 			t.Errorf("mean %s: canary %.2f× the stable pod's, want about %.1f×", m.name, ratio, slowdown)
 		}
 	}

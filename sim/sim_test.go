@@ -219,61 +219,112 @@ func pct(s []time.Duration, q float64) time.Duration {
 }
 
 // TestKnee: below the slot count TTFT stays near the prefill cost; past it,
-// requests queue for whole generations and p99 TTFT breaks sharply.
+// requests queue for whole generations and TTFT breaks sharply. Judged
+// at the median: below the knee some 60 requests are timed, and their
+// p99 is their slowest, which one pause of a busy machine sets.
 func TestKnee(t *testing.T) {
 	p := testParams()
 	p.Slots, p.StepBase, p.StepPerSeq = 8, 2*time.Millisecond, 100*time.Microsecond
 	_, url := startSim(t, p)
 	below := closedLoop(t, url, 6, 16, 50, 1500*time.Millisecond)
 	above := closedLoop(t, url, 16, 16, 50, 1500*time.Millisecond)
-	b99, a99 := pct(below, 0.99), pct(above, 0.99)
-	t.Logf("p99 TTFT: %v at 6 clients, %v at 16 (8 slots)", b99, a99)
-	// A generation of 50 tokens takes at least 50 steps of 2.8 ms: a queued
-	// request waits about that long, while one that finds a free slot waits
-	// for one step and its prefill.
-	if a99 < 3*b99 || a99 < 100*time.Millisecond {
-		t.Fatalf("no knee: p99 TTFT %v below the slot count, %v above", b99, a99)
+	b50, a50 := pct(below, 0.5), pct(above, 0.5)
+	t.Logf("TTFT p50 %v, p99 %v of %d at 6 clients; p50 %v, p99 %v of %d at 16 (8 slots)",
+		b50, pct(below, 0.99), len(below), a50, pct(above, 0.99), len(above))
+	// A generation of 50 tokens takes at least 50 steps of 2 ms (a step
+	// never ends before its planned time): a queued request waits about
+	// that long, while one that finds a free slot waits for one step and
+	// its prefill.
+	if a50 < 3*b50 || a50 < 100*time.Millisecond {
+		t.Fatalf("no knee: TTFT p50 %v below the slot count, %v above", b50, a50)
 	}
 }
 
 // TestPromptAndBatchCost: TTFT grows with prompt length, and ITL with the
-// batch size.
+// batch size. The cost model is held from plan's own figures; that the
+// engine waits them out, from the sim's records, as lower bounds: a step
+// never ends before its planned time, and a busy machine only adds to it.
+// (Latencies compared with one another flaked: CI read one sequence
+// alone at 662 ms, 2.6 times its steps, and above a batch of 16.)
 func TestPromptAndBatchCost(t *testing.T) {
 	p := testParams()
 	p.PrefillRate = 20000 // 2000 tokens take 100 ms
-	_, url := startSim(t, p)
-	short, _, err := streamTimes(url, 10, 2)
-	if err != nil {
-		t.Fatal(err)
+	step := func(prefill bool, prompts ...int) time.Duration {
+		s := newScheduler(p)
+		for _, n := range prompts {
+			q := &seq{prompt: n}
+			if prefill {
+				q.prefillLeft = n
+			}
+			s.running = append(s.running, q)
+		}
+		return s.plan()
 	}
-	long, _, err := streamTimes(url, 2000, 2)
-	if err != nil {
-		t.Fatal(err)
+	near := func(got, want time.Duration) bool { return got > want-time.Microsecond && got < want+time.Microsecond }
+	// A prompt's prefill costs its tokens at the prefill rate.
+	if short, long := step(true, 10), step(true, 2000); !near(long-short, 1990*time.Second/20000) {
+		t.Errorf("planned prefill steps: %v for 10 tokens, %v for 2000: want 99.5 ms between", short, long)
 	}
-	if long-short < 60*time.Millisecond { // 2000 tokens of prefill take 100 ms
-		t.Fatalf("TTFT %v for 10 words, %v for 2000: prefill cost missing", short, long)
+	// Each sequence in the batch adds its step cost (and its context's).
+	sixteen := make([]int, 16)
+	for i := range sixteen {
+		sixteen[i] = 4
+	}
+	if alone, batch := step(false, 4), step(false, sixteen...); !near(batch-alone, 15*p.StepPerSeq+15*4*p.StepPerKTok/1000) {
+		t.Errorf("planned decode steps: %v alone, %v in a batch of 16: want 15 sequences' cost between", alone, batch)
 	}
 
-	// One sequence alone versus sixteen at once: the per-sequence step cost
-	// (250 µs) makes each step of the batch 3.75 ms slower.
-	_, alone, _ := streamTimes(url, 4, 40)
+	s, url := startSim(t, p)
+	// The long prompt's first token waits out its prefill.
+	if _, _, err := streamTimes(url, 2000, 2); err != nil {
+		t.Fatal(err)
+	}
+	long := waitRecords(t, s, 1)[0]
+	prefill := time.Duration(float64(long.PromptTokens) / p.PrefillRate * float64(time.Second))
+	if long.PromptTokens < 2000 || long.FirstToken.Sub(long.Admitted) < prefill {
+		t.Fatalf("%d prompt tokens, first token %v after admission: want at least their prefill, %v", long.PromptTokens, long.FirstToken.Sub(long.Admitted), prefill)
+	}
+
+	// Sixteen sequences of 40 tokens at once: each step of the batch costs
+	// 16 sequences' 250 µs on top of its 6 ms. They arrive during a gate's
+	// 300 ms prefill step, so that they are admitted together after it.
+	gate := make(chan error, 1)
+	go func() { _, _, err := streamTimes(url, 6000, 1); gate <- err }()
+	for deadline := time.Now().Add(5 * time.Second); s.sched.nRunning.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the gate's request never ran")
+		}
+	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var batched []time.Duration
 	for range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, e2e, _ := streamTimes(url, 4, 40)
-			mu.Lock()
-			batched = append(batched, e2e)
-			mu.Unlock()
+			if _, _, err := streamTimes(url, 4, 40); err != nil {
+				t.Error(err)
+			}
 		}()
 	}
 	wg.Wait()
+	if err := <-gate; err != nil {
+		t.Fatal(err)
+	}
+	var batched []time.Duration
+	for _, r := range waitRecords(t, s, 18) {
+		if r.PromptTokens < 100 {
+			if r.Status != 200 || r.OutputTokens != 40 {
+				t.Fatalf("record %+v", r)
+			}
+			batched = append(batched, r.LastToken.Sub(r.Admitted))
+		}
+	}
 	slices.Sort(batched)
-	if pct(batched, 0.5) < alone+80*time.Millisecond {
-		t.Fatalf("E2E alone %v, in a batch of 16 %v: batch cost missing", alone, pct(batched, 0.5))
+	// 40 steps of at least 12 of the 16: the median's bound, which the
+	// steps without the batch's cost (about 6.25 ms each) stay under.
+	bound := 40 * (p.StepBase + 12*p.StepPerSeq)
+	t.Logf("admission to last token in a batch of 16: %v (bound %v)", batched, bound)
+	if pct(batched, 0.5) < bound {
+		t.Fatalf("admission to last token in a batch of 16: median %v, want at least %v: batch cost missing", pct(batched, 0.5), bound)
 	}
 }
 
