@@ -71,12 +71,12 @@ test-compare:
 	go test -count=1 -v -run 'TestCompareSavedRuns' .
 
 # The confidence sequences against ten identical pairs of real sims read
-# every second for 80 s, never to call a difference: by hand, on a quiet
-# machine. Two sims and their loads on two shared cores live through one
-# machine's stalls together, which raises each side's design effect but
-# can also make "identical" pairs differ for seconds (in one CI run the
-# sequences called 2 of 10 and the bootstrap 4 of the same 10; three
-# runs before, 0 of 10).
+# every second for 80 s, never to call a difference: by hand (80 s). The
+# sims' steps are a small model's (20 ms): with 2 ms steps, twenty sims
+# on two cores spent most of a TTFT waiting for the scheduler, and the
+# side it favoured stayed favoured all run (3 of 10 called, the
+# bootstrap 6 of the same 10, on a quiet machine); paced, 0 of 10 both,
+# three runs out of three.
 test-compare-aa:
 	INFERTOP_COMPARE=1 go test -count=1 -v -timeout 10m -run 'TestPairAnytimeFalsePositives' ./session
 
