@@ -42,7 +42,7 @@ func (a *app) runWatch(args []string) error {
 	fs := newFlagSet("watch", watchSynopsis, a.stdout)
 	wf := watchflag.Add(fs)
 	sf := sshflag.AddWatch(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parseArgs(fs, args); err != nil { // the targets may be arguments
 		return err
 	}
 	if err := sf.CheckWatch(); err != nil {

@@ -67,6 +67,12 @@ func TestWatchExitCodes(t *testing.T) {
 	if code := run([]string{"watch", "--headless", "--duration", "600ms", "--every", "200ms", "--target", "a=127.0.0.1:1"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "no verdict") {
 		t.Fatalf("one group: exit %d, stderr %s", code, errb.String())
 	}
+	errb.Reset()
+	// The targets as arguments, as the usage line gives them, before
+	// the flags or after.
+	if code := run([]string{"watch", "a=127.0.0.1:1", "--headless", "--duration", "600ms", "--every", "200ms"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "no verdict") {
+		t.Fatalf("a target as an argument: exit %d, stderr %s", code, errb.String())
+	}
 	if !strings.Contains(out.String(), "down") {
 		t.Errorf("the server not answering is not shown down:\n%s", out.String())
 	}

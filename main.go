@@ -191,7 +191,17 @@ func newFlagSet(name, synopsis string, stdout io.Writer) *pflag.FlagSet {
 // parse parses args; pflag itself prints the help on -h/--help (once).
 // Any other error is a usage error.
 func parse(fs *pflag.FlagSet, args []string) error {
-	err := flaghelp.Parse(fs, args)
+	return usageOf(flaghelp.Parse(fs, args))
+}
+
+// parseArgs is parse for a command that takes arguments (watch's
+// targets): they are left in fs.Args().
+func parseArgs(fs *pflag.FlagSet, args []string) error {
+	return usageOf(flaghelp.ParseArgs(fs, args))
+}
+
+// usageOf is a parse's error as a usage error; help and nil as they are.
+func usageOf(err error) error {
 	if err == nil || errors.Is(err, pflag.ErrHelp) {
 		return err
 	}

@@ -25,14 +25,23 @@ func NewFlagSet(name, synopsis string, stdout io.Writer) *pflag.FlagSet {
 // once), a bad value in plain words (plainError), a stray argument by
 // name.
 func Parse(fs *pflag.FlagSet, args []string) error {
+	if err := ParseArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// ParseArgs is Parse for a command that takes arguments beside its flags
+// (fs.Args(), in any place among them): none is refused here.
+func ParseArgs(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
 		}
 		return errors.New(plainError(err.Error()))
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
 }

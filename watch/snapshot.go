@@ -3,6 +3,7 @@ package watch
 import (
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/infertop/infertop/engines"
@@ -227,7 +228,8 @@ func (g *Group) fill(totals *engines.Reading) {
 }
 
 // roles are the baseline's and the canary's group names: the
-// configured ones, or with two groups the smaller the canary.
+// configured ones, or with two groups the one whose name says so, else
+// the smaller the canary.
 func (f *fleetState) roles(groups map[string]*Group) (base, canary string) {
 	base, canary = f.cfg.Baseline, f.cfg.Canary
 	var names []string
@@ -257,10 +259,43 @@ func (f *fleetState) roles(groups map[string]*Group) (base, canary string) {
 		return "", ""
 	}
 	a, b := names[0], names[1]
-	if groups[b].Servers > groups[a].Servers {
+	// A name that says its role decides (canary and stable of equal size
+	// went by the alphabet, and the canary was judged as the baseline);
+	// else the smaller group is the canary, a tie by name.
+	switch {
+	case roleOf(a) == roleCanary && roleOf(b) != roleCanary, roleOf(b) == roleBaseline && roleOf(a) != roleBaseline:
+		return b, a
+	case roleOf(b) == roleCanary && roleOf(a) != roleCanary, roleOf(a) == roleBaseline && roleOf(b) != roleBaseline:
+		return a, b
+	case groups[b].Servers > groups[a].Servers:
 		return b, a
 	}
 	return a, b
+}
+
+// The roles a group's name can say.
+const (
+	roleNone = iota
+	roleBaseline
+	roleCanary
+)
+
+// roleOf is the role a group's name says, as rollouts name them: canary,
+// preview, new or next for the canary; stable, baseline, primary, prod or
+// old for the baseline (a hash says none).
+func roleOf(name string) int {
+	n := strings.ToLower(name)
+	for _, w := range []string{"canary", "preview", "new", "next"} {
+		if strings.Contains(n, w) {
+			return roleCanary
+		}
+	}
+	for _, w := range []string{"stable", "baseline", "primary", "prod", "old"} {
+		if strings.Contains(n, w) {
+			return roleBaseline
+		}
+	}
+	return roleNone
 }
 
 // groupOrder is the baseline, the canary, then the rest by name.

@@ -59,8 +59,10 @@ type Config struct {
 	// of the rolling figures (default 60 s).
 	Every, Window time.Duration
 	// Baseline and Canary name the groups compared. Empty: with exactly
-	// two groups, the one with fewer servers is the canary (a rollout's
-	// new revision), the other the baseline; ties go by name.
+	// two groups, the one whose name says canary (preview, new, next), or
+	// the other's stable (baseline, primary, prod, old), is the canary;
+	// else the one with fewer servers (a rollout's new revision); a tie
+	// of unnamed roles goes by the alphabet.
 	Baseline, Canary string
 	// Regressions are the canary's allowed worsening (compare's
 	// language: ttft_p99<+10%); none: DefaultRegressions, each judged

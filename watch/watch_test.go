@@ -276,3 +276,29 @@ func TestStall(t *testing.T) {
 		}
 	}
 }
+
+// TestRoles: with two groups and no role given, a name that says its
+// role decides, whatever the sizes; else the smaller group is the
+// canary, a tie by the alphabet; a role given wins.
+func TestRoles(t *testing.T) {
+	for _, c := range []struct {
+		a, b         string
+		na, nb       int
+		base, canary string
+		cfg          Config
+	}{
+		{"canary", "stable", 1, 1, "stable", "canary", Config{}},
+		{"canary", "stable", 3, 1, "stable", "canary", Config{}},
+		{"new", "v1", 1, 1, "v1", "new", Config{}},
+		{"a", "prod", 1, 1, "prod", "a", Config{}},
+		{"7c9f", "b24e", 3, 1, "7c9f", "b24e", Config{}},
+		{"7c9f", "b24e", 2, 2, "7c9f", "b24e", Config{}},
+		{"canary", "stable", 1, 1, "canary", "stable", Config{Canary: "stable"}},
+	} {
+		f := &fleetState{cfg: c.cfg}
+		base, canary := f.roles(map[string]*Group{c.a: {Servers: c.na}, c.b: {Servers: c.nb}})
+		if base != c.base || canary != c.canary {
+			t.Errorf("%s (%d), %s (%d) %+v: baseline %q, canary %q; want %q, %q", c.a, c.na, c.b, c.nb, c.cfg, base, canary, c.base, c.canary)
+		}
+	}
+}

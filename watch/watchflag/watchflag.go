@@ -116,8 +116,8 @@ func Add(fs *pflag.FlagSet) *Flags {
 	}()
 	func() {
 		defer flaghelp.Group(fs, "The verdict: the canary group against the baseline")()
-		fs.StringVar(&f.Baseline, "baseline", "", "the baseline group's name (default: with two groups, the larger)")
-		fs.StringVar(&f.Canary, "canary", "", "the canary group's name (default: with two groups, the smaller)")
+		fs.StringVar(&f.Baseline, "baseline", "", "the baseline group's name (default: with two groups, the one named stable, baseline, primary, prod or old, else the larger)")
+		fs.StringVar(&f.Canary, "canary", "", "the canary group's name (default: with two groups, the one named canary, preview, new or next, else the smaller; give it when two groups of hashes are the same size)")
 		fs.StringArrayVar(&f.Regressions, "regression", nil, "the canary's allowed worsening of a server statistic, e.g. ttft_p99<+10%, itl_p50<+10%, error_rate<+0.5pp (repeatable; default those three)")
 		fs.StringArrayVar(&f.SLO, "slo", nil, "an objective every group's window must meet, e.g. ttft_p99<500ms, error_rate<1% (repeatable)")
 		fs.Float64Var(&f.Alpha, "alpha", 0.05, "the verdict's chance of a false call over the whole watch, at every look together")
