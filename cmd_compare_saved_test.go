@@ -91,6 +91,10 @@ func TestCompareSavedRuns(t *testing.T) {
 	if b, err := os.ReadFile(md); err != nil || !strings.HasPrefix(string(b), "### ✅ infertop compare: every gate held") {
 		t.Errorf("markdown: %v\n%s", err, b)
 	}
+	// No gate: nothing held, so no tick (the table may say worse).
+	if code, out, _ := compareCmd(base, slow, "--markdown", "-"); code != 0 || !strings.HasPrefix(out, "### ℹ️ infertop compare: no gate given") {
+		t.Errorf("no gate: exit %d\n%s", code, out)
+	}
 
 	args := append([]string{"run", "--find-max", "ttft_p99<=150ms", "--from", "4", "--to", "8", "--resolution", "50%", "--json", search}, fastSearch...)
 	var sOut, sErr bytes.Buffer

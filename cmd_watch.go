@@ -96,17 +96,19 @@ func (a *app) runWatch(args []string) error {
 	done := make(chan struct{})
 	go func() { defer close(done); defer crash.Recover(); w.Run(runCtx) }()
 	defer func() { stopRun(); <-done }()
+	var notice string // the SSH address, in the dashboard's title
 	if sf.Listen != "" {
-		stopSSH, err := a.serveWatchSSH(runCtx, w, sf, term != nil)
+		stopSSH, addr, err := a.serveWatchSSH(runCtx, w, sf, term != nil)
 		if err != nil {
 			return err
 		}
 		defer stopSSH()
+		notice = "served over SSH on " + addr
 	}
 	if term != nil {
 		guard := termguard.Install(term, a.stderr)
 		defer crash.Handle(nil)
-		p, unsubscribe := dashboard.WatchProgram(runCtx, w, term, dashboard.Options{NoColor: a.env("NO_COLOR") != "", Input: a.stdin, Wrap: a.wrapModel})
+		p, unsubscribe := dashboard.WatchProgram(runCtx, w, term, dashboard.Options{NoColor: a.env("NO_COLOR") != "", Input: a.stdin, Wrap: a.wrapModel, Notice: notice})
 		err := guard.Run(p)
 		unsubscribe()
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -134,17 +136,20 @@ func (a *app) startWatchProbe(ctx context.Context, wf *watchflag.Flags, cfg *wat
 		Probe: probe.Config{Model: ps.Model, APIKey: a.env(ps.KeyEnv), Timeout: probeTimeout},
 		Load: load.Config{Knobs: load.Knobs{Mode: load.OpenLoop, Rate: ps.Rate, PromptTokens: 64, OutputTokens: 16},
 			Window: probeWindow(cfg.Window)},
-		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff}}
-	s, err := a.start(ctx, session.Spec{Run: rc})
+		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff},
+		// A model the endpoint does not list is an error at the start, not
+		// a warning naming run's --strict, which watch has not.
+		Strict: true}
+	s, err := session.Start(ctx, session.Spec{Run: rc}, session.PrefixNotes(a.stderr, "infertop: probe: "), a.wrapDo)
 	if err != nil {
-		return nil, fmt.Errorf("--probe-url: %w", err)
+		return nil, probeStartError(err)
 	}
 	side, shown := s.Sides()[0], probe.RedactURL(ps.URL)
 	cfg.Probe = func() (watch.Probe, bool) {
 		snap := side.Latest()
 		run := snap.Run
 		p := watch.Probe{URL: shown, Rate: ps.Rate, Sent: run.Sent(), Completed: run.Completed, Failed: run.Failed,
-			Incomplete: run.Incomplete + run.Pending, WindowCompleted: snap.Completed}
+			Incomplete: run.Incomplete + run.Pending, WindowCompleted: snap.Completed, LastError: snap.LastError}
 		if d := snap.Latency[load.TTFT]; d.Count > 0 {
 			p.TTFTP50, p.TTFTP99 = d.P50.Seconds(), d.P99.Seconds()
 		}
@@ -153,6 +158,19 @@ func (a *app) startWatchProbe(ctx context.Context, wf *watchflag.Flags, cfg *wat
 	}
 	var once sync.Once
 	return func() { once.Do(func() { s.Stop() }) }, nil
+}
+
+// probeStartError names the watch's flag behind a probe that could not
+// start (run's names, --model and --api, are not watch's).
+func probeStartError(err error) error {
+	var re *runner.SettingError
+	switch {
+	case errors.As(err, &re) && re.Setting == runner.SettingModel:
+		return usagef("--probe-model: %v", re.Err)
+	case errors.Is(err, probe.ErrUndetected):
+		return usagef("--probe-url: %v; pass --probe-api", err)
+	}
+	return usagef("--probe-url: %v", err)
 }
 
 // probeTimeout bounds one probe request: a Service that hangs shows as
@@ -183,14 +201,14 @@ func usageErr(err error) error {
 // serveWatchSSH serves the watch's dashboard over SSH (--ssh) until ctx
 // ends or stop is called; stop waits for the server. Its connection lines
 // go to --log, else stderr, but never across this terminal's dashboard.
-func (a *app) serveWatchSSH(ctx context.Context, w *watch.Watch, sf *sshflag.Flags, onTerminal bool) (stop func(), err error) {
+func (a *app) serveWatchSSH(ctx context.Context, w *watch.Watch, sf *sshflag.Flags, onTerminal bool) (stop func(), addr string, err error) {
 	stderr := a.stderr
 	if onTerminal {
 		stderr = io.Discard
 	}
 	logw, closeLog, err := sf.Log(stderr)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, "", usageError{err}
 	}
 	c := sf.Server
 	c.Log = logw
@@ -198,12 +216,12 @@ func (a *app) serveWatchSSH(ctx context.Context, w *watch.Watch, sf *sshflag.Fla
 	srv, err := sshserver.New(c)
 	if err != nil {
 		closeLog()
-		return nil, usageError{sshflag.ServerError(err)}
+		return nil, "", usageError{sshflag.ServerError(err)}
 	}
 	ln, err := net.Listen("tcp", sf.Listen)
 	if err != nil {
 		closeLog()
-		return nil, usagef("--ssh: %v", err)
+		return nil, "", usagef("--ssh: %v", err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	a.logf("watch: serving the dashboard over SSH on %s (ssh -t -p %s HOST)", ln.Addr(), port)
@@ -216,7 +234,7 @@ func (a *app) serveWatchSSH(ctx context.Context, w *watch.Watch, sf *sshflag.Fla
 			a.logf("watch: the SSH server: %v", err)
 		}
 		closeLog()
-	}, nil
+	}, ln.Addr().String(), nil
 }
 
 // concludeWatch writes the last snapshot (stdout, --json, --html) and

@@ -137,8 +137,22 @@ func TestWatchProbe(t *testing.T) {
 	if all := string(b) + out.String() + errb.String(); strings.Contains(all, "hunter2") {
 		t.Errorf("the probe URL's password reached the output:\n%s", all)
 	}
+	// A Service down: the probe starts (its API and model given), counts
+	// its failures and says why; the watch goes on.
+	down := filepath.Join(t.TempDir(), "down.json")
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"watch", "--headless", "--duration", "2s", "--every", "250ms", "--demo-slowdown", "1",
+		"--probe-url", "http://127.0.0.1:1/v1", "--probe-api", "openai-chat", "--probe-model", "m", "--probe-rate", "10", "--json", down}, &out, &errb); code == 2 {
+		t.Fatalf("a probe of a Service down: exit %d: %s", code, errb.String())
+	}
+	if s, _ := readWatchJSON(t, down); s.Probe == nil || s.Probe.Failed == 0 || s.Probe.Completed != 0 || !strings.Contains(s.Probe.LastError, "refused") ||
+		!strings.Contains(out.String(), "last failure: ") {
+		t.Errorf("a probe of a Service down: %+v\n%s", s.Probe, out.String())
+	}
 	for _, args := range [][]string{
 		{"watch", "--headless", "--probe-url", srv.URL, "--probe-rate", "100"},
+		{"watch", "--headless", "--probe-url", srv.URL, "--probe-model", "nosuch"},
 		{"watch", "--headless", "--probe-url", "ftp://probe:hunter2@127.0.0.1/v1"},
 		{"watch", "--headless", "--probe-rate", "1"},                         // no --probe-url
 		{"watch", "--headless", "--authorized-keys", "/nonexistent/hunter2"}, // no --ssh

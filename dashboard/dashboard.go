@@ -42,6 +42,8 @@ type Options struct {
 	Input *os.File
 	// Wrap wraps the model (to make it panic, in tests).
 	Wrap func(tea.Model) tea.Model
+	// Notice is said in the watch's title line (WatchProgram).
+	Notice string
 }
 
 // ViewOptions are the options of every view of s, local or over SSH,

@@ -20,7 +20,7 @@ func WatchProgram(ctx context.Context, w *watch.Watch, term *os.File, d Options)
 		rd.SetColorProfile(termenv.Ascii)
 	}
 	snaps, unsubscribe := w.Subscribe()
-	var m tea.Model = ui.NewWatch(snaps, rd)
+	var m tea.Model = ui.NewWatch(snaps, rd).WithNotice(d.Notice)
 	if d.Wrap != nil {
 		m = d.Wrap(m)
 	}

@@ -45,6 +45,12 @@ func (s *steadySeries) set(st load.SteadyState) {
 	}
 	s.steady.Set(1)
 	s.seconds.Set((st.End - st.Start).Seconds())
-	s.req.Set(st.ReqPerSec)
-	s.out.Set(st.OutTokPerSec)
+	// A window of no length yet (steady since this snapshot) has no
+	// rates: NaN, not a steady 0 req/s on a board.
+	req, out := st.ReqPerSec, st.OutTokPerSec
+	if st.End <= st.Start {
+		req, out = math.NaN(), math.NaN()
+	}
+	s.req.Set(req)
+	s.out.Set(out)
 }

@@ -43,6 +43,10 @@ func TestSteadySeries(t *testing.T) {
 	s := load.Snapshot{Knobs: load.Knobs{Concurrency: 64}, Steady: load.SteadyState{Target: 64}}
 	x.Update(s, slo.FromWindow(s))
 	want("infertop_steady 0", "infertop_steady_output_tokens_per_second NaN")
+	// Steady since this snapshot: a window of no length has no rates yet.
+	s.Steady = load.SteadyState{Target: 64, Reached: true, Start: 250 * time.Millisecond, End: 250 * time.Millisecond}
+	x.Update(s, slo.FromWindow(s))
+	want("infertop_steady 1", "infertop_steady_requests_per_second NaN", "infertop_steady_window_seconds 0")
 	s.Steady = load.SteadyState{Target: 64, Reached: true, Start: 250 * time.Millisecond, End: 29750 * time.Millisecond, Completed: 380,
 		ReqPerSec: 12.88, OutTokPerSec: 1666}
 	x.Update(s, slo.FromWindow(s))

@@ -556,9 +556,12 @@ func CanaryPath(path string) string {
 	return strings.TrimSuffix(path, ext) + ".canary" + ext
 }
 
-// prefixWriter puts prefix before each line a runner's notes write,
-// instead of their own "infertop: ", so the canary's notes say whose they
-// are.
+// PrefixNotes is w with prefix put before each line a runner's notes
+// write, instead of their own "infertop: ", so that a load beside the
+// main one (a pair's canary, a watch's probe) says whose its notes are.
+func PrefixNotes(w io.Writer, prefix string) io.Writer { return prefixWriter{w: w, prefix: prefix} }
+
+// prefixWriter is PrefixNotes' writer.
 type prefixWriter struct {
 	w      io.Writer
 	prefix string

@@ -26,6 +26,15 @@ type WatchModel struct {
 	width, height int
 	title, bad    lipgloss.Style
 	good          lipgloss.Style
+	// notice is said in the title line (where the dashboard is served
+	// over SSH too).
+	notice string
+}
+
+// WithNotice is m saying notice in its title line.
+func (m WatchModel) WithNotice(notice string) WatchModel {
+	m.notice = notice
+	return m
 }
 
 // watchMsg is a new snapshot; watchEnd the end of the watch.
@@ -84,7 +93,11 @@ func (m WatchModel) View() string {
 	if m.width < 20 || m.height < 5 {
 		return "infertop watch: the terminal is too small"
 	}
-	head := m.title.Render(ansi.Truncate(" infertop watch  q quit", m.width, ""))
+	title := " infertop watch  q quit"
+	if m.notice != "" {
+		title += "  · " + m.notice
+	}
+	head := m.title.Render(ansi.Truncate(title, m.width, ""))
 	if !m.has {
 		return head + "\nreading the fleet…"
 	}

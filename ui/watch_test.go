@@ -16,7 +16,7 @@ import (
 func TestWatchView(t *testing.T) {
 	t.Parallel()
 	snaps := make(chan watch.Snapshot, 1)
-	var m tea.Model = NewWatch(snaps, nil)
+	var m tea.Model = NewWatch(snaps, nil).WithNotice("served over SSH on 127.0.0.1:2222")
 	m, _ = m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
 	hi := 0.25
 	for i := range 5 {
@@ -27,7 +27,7 @@ func TestWatchView(t *testing.T) {
 		m, _ = m.Update(watchMsg(s))
 	}
 	v := m.View()
-	for _, want := range []string{"stable", "canary", "req/s", "TTFT p99≤", "(100ms, 250ms]", "verdict: canary canary regressed"} {
+	for _, want := range []string{"stable", "canary", "req/s", "TTFT p99≤", "(100ms, 250ms]", "verdict: canary canary regressed", "served over SSH on 127.0.0.1:2222"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("the view lacks %q:\n%s", want, v)
 		}

@@ -22,7 +22,8 @@ type Probe struct {
 	Rate float64 `json:"rate_per_s"`
 	// Since the probe began, each request once: Sent = Completed +
 	// Failed + Incomplete, Incomplete those still in flight (or cut
-	// when the watch ended). A hung Service shows as in flight, then
+	// when the watch ended: the summary's, read after the probe
+	// stopped, are cut). A hung Service shows as in flight, then
 	// failed at the probe's request timeout.
 	Sent       int64 `json:"sent"`
 	Completed  int64 `json:"completed"`
@@ -32,9 +33,13 @@ type Probe struct {
 	// (at most the engine's longest, 5 min) that TTFT's p50 and p99 and
 	// E2E's p99 are of, in seconds (zero with none).
 	WindowCompleted int64   `json:"window_completed"`
-	TTFTP50         float64 `json:"ttft_p50_s"`
-	TTFTP99         float64 `json:"ttft_p99_s"`
-	E2EP99          float64 `json:"e2e_p99_s"`
+	TTFTP50         float64 `json:"ttft_p50_s,omitempty"`
+	TTFTP99         float64 `json:"ttft_p99_s,omitempty"`
+	E2EP99          float64 `json:"e2e_p99_s,omitempty"`
+	// LastError is why the newest failed request failed, as the client
+	// saw it (redacted, short; the endpoint's words sanitised): a
+	// Service down, a model unknown, a timeout. Empty with no failure.
+	LastError string `json:"last_error,omitempty"`
 }
 
 // ProbeLine is the probe's figures in a line for a person; "" for none.
@@ -42,12 +47,16 @@ func ProbeLine(p *Probe) string {
 	if p == nil {
 		return ""
 	}
-	head := fmt.Sprintf("probe (client side, %s at %g/s): sent %d = %d ok + %d failed + %d in flight", sanitize.Short(sanitize.Text(p.URL), 60), p.Rate,
+	head := fmt.Sprintf("probe (client side, %s at %g/s): sent %d = %d ok + %d failed + %d incomplete", sanitize.Short(sanitize.Text(p.URL), 60), p.Rate,
 		p.Sent, p.Completed, p.Failed, p.Incomplete)
-	if p.WindowCompleted == 0 {
-		return head + " · none back in the window"
+	line := head + " · none back in the window"
+	if p.WindowCompleted > 0 {
+		line = fmt.Sprintf("%s · window: TTFT p50 %s p99 %s · E2E p99 %s of %d", head, seconds(p.TTFTP50), seconds(p.TTFTP99), seconds(p.E2EP99), p.WindowCompleted)
 	}
-	return fmt.Sprintf("%s · window: TTFT p50 %s p99 %s · E2E p99 %s of %d", head, seconds(p.TTFTP50), seconds(p.TTFTP99), seconds(p.E2EP99), p.WindowCompleted)
+	if p.LastError != "" {
+		line += " · last failure: " + sanitize.Short(sanitize.Text(p.LastError), 120)
+	}
+	return line
 }
 
 // ProbeProgress is the probe in a progress line's few words; "" for none.
@@ -58,6 +67,9 @@ func ProbeProgress(p *Probe) string {
 	s := fmt.Sprintf("probe %d ok %d failed %d in flight", p.Completed, p.Failed, p.Incomplete)
 	if p.WindowCompleted > 0 {
 		s += " TTFT p50 " + seconds(p.TTFTP50)
+	}
+	if p.LastError != "" {
+		s += " (" + sanitize.Short(sanitize.Text(p.LastError), 100) + ")"
 	}
 	return s
 }

@@ -102,8 +102,11 @@ func (j *Judgement) WriteText(w io.Writer) error {
 func (j *Judgement) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	mark := "✅"
-	if j.Regressed() {
+	switch {
+	case j.Regressed():
 		mark = "❌"
+	case len(j.Gates) == 0 && len(j.SLO) == 0:
+		mark = "ℹ️" // nothing held: no tick over a table that may say worse
 	}
 	fmt.Fprintf(&b, "### %s infertop compare: %s\n\n", mark, md(j.Outcome()))
 	fmt.Fprintf(&b, "Base **%s** (%s) · new **%s** (%s)  \n", md(j.Base), md(j.BaseAbout), md(j.New), md(j.NewAbout))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -149,6 +150,9 @@ func ServerError(err error) error {
 		err  error
 		flag string
 	}{{sshserver.ErrAuthorizedKeys, "--authorized-keys"}, {sshserver.ErrControllers, "--controllers"}, {sshserver.ErrHostKey, "--host-key"}} {
+		if errors.Is(err, m.err) && m.err == sshserver.ErrAuthorizedKeys && errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: %w (or --allow-any-key to let any key in)", m.flag, err)
+		}
 		if errors.Is(err, m.err) {
 			return fmt.Errorf("%s: %w", m.flag, err)
 		}
