@@ -108,7 +108,13 @@ func Text(w io.Writer, s Snapshot) error {
 			return err
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	// The tables' last columns are often empty (a server's note): their
+	// padding would end the lines in spaces.
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	_, err := io.WriteString(w, strings.Join(lines, "\n"))
 	return err
 }
 

@@ -429,14 +429,20 @@ func line(v Verdict) string {
 		}
 	}
 	conf := fmt.Sprintf("%.0f%%", 100*v.Confidence)
+	// The canary group by its role and name, once where the name is the
+	// role ("canary regressed", not "canary canary regressed").
+	who := "canary " + v.Canary
+	if strings.EqualFold(v.Canary, "canary") {
+		who = v.Canary
+	}
 	switch v.State {
 	case Regressed:
-		return fmt.Sprintf("canary %s regressed against %s: %s (%s confidence, anytime-valid)", v.Canary, v.Baseline, strings.Join(worse, "; "), conf)
+		return fmt.Sprintf("%s regressed against %s: %s (%s confidence, anytime-valid)", who, v.Baseline, strings.Join(worse, "; "), conf)
 	case Held:
-		return fmt.Sprintf("canary %s within every margin of %s (%s confidence, anytime-valid)", v.Canary, v.Baseline, conf)
+		return fmt.Sprintf("%s within every margin of %s (%s confidence, anytime-valid)", who, v.Baseline, conf)
 	}
 	if v.Why != "" {
-		return fmt.Sprintf("canary %s against %s: undecided: %s", v.Canary, v.Baseline, v.Why)
+		return fmt.Sprintf("%s against %s: undecided: %s", who, v.Baseline, v.Why)
 	}
 	var parts []string
 	if len(undecided) > 0 {
@@ -445,5 +451,5 @@ func line(v Verdict) string {
 	if len(coarse) > 0 {
 		parts = append(parts, "not resolvable with these buckets: "+strings.Join(coarse, ", "))
 	}
-	return fmt.Sprintf("canary %s against %s: %s", v.Canary, v.Baseline, strings.Join(parts, "; "))
+	return fmt.Sprintf("%s against %s: %s", who, v.Baseline, strings.Join(parts, "; "))
 }
