@@ -8,15 +8,11 @@ import (
 	"net"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/mattn/go-isatty"
 
 	"github.com/infertop/infertop/crash"
 	"github.com/infertop/infertop/dashboard"
-	"github.com/infertop/infertop/load"
-	"github.com/infertop/infertop/probe"
-	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/session"
 	"github.com/infertop/infertop/sshserver"
 	"github.com/infertop/infertop/sshserver/sshflag"
@@ -132,62 +128,14 @@ func (a *app) startWatchProbe(ctx context.Context, wf *watchflag.Flags, cfg *wat
 	if err != nil || !ok {
 		return func() {}, usageErr(err)
 	}
-	rc := runner.Config{URL: ps.URL, API: ps.API,
-		Probe: probe.Config{Model: ps.Model, APIKey: a.env(ps.KeyEnv), Timeout: probeTimeout},
-		Load: load.Config{Knobs: load.Knobs{Mode: load.OpenLoop, Rate: ps.Rate, PromptTokens: 64, OutputTokens: 16},
-			Window: probeWindow(cfg.Window)},
-		Telemetry: runner.Telemetry{ServerMetrics: runner.ServerMetricsOff},
-		// A model the endpoint does not list is an error at the start, not
-		// a warning naming run's --strict, which watch has not.
-		Strict: true}
-	s, err := session.Start(ctx, session.Spec{Run: rc}, session.PrefixNotes(a.stderr, "infertop: probe: "), a.wrapDo)
+	s, err := session.Start(ctx, session.Spec{Run: ps.Run(cfg.Window, a.env)}, session.PrefixNotes(a.stderr, "infertop: probe: "), a.wrapDo)
 	if err != nil {
-		return nil, probeStartError(err)
+		return nil, usageError{watchflag.ProbeError(err)}
 	}
-	side, shown := s.Sides()[0], probe.RedactURL(ps.URL)
-	cfg.Probe = func() (watch.Probe, bool) {
-		snap := side.Latest()
-		run := snap.Run
-		p := watch.Probe{URL: shown, Rate: ps.Rate, Sent: run.Sent(), Completed: run.Completed, Failed: run.Failed,
-			Incomplete: run.Incomplete + run.Pending, WindowCompleted: snap.Completed, LastError: snap.LastError}
-		if d := snap.Latency[load.TTFT]; d.Count > 0 {
-			p.TTFTP50, p.TTFTP99 = d.P50.Seconds(), d.P99.Seconds()
-		}
-		p.E2EP99 = snap.Latency[load.E2E].P99.Seconds()
-		return p, true
-	}
+	side := s.Sides()[0]
+	cfg.Probe = func() (watch.Probe, bool) { return ps.Figures(side.Latest()), true }
 	var once sync.Once
 	return func() { once.Do(func() { s.Stop() }) }, nil
-}
-
-// probeStartError names the watch's flag behind a probe that could not
-// start (run's names, --model and --api, are not watch's).
-func probeStartError(err error) error {
-	var re *runner.SettingError
-	switch {
-	case errors.As(err, &re) && re.Setting == runner.SettingModel:
-		return usagef("--probe-model: %v", re.Err)
-	case errors.Is(err, probe.ErrUndetected):
-		return usagef("--probe-url: %v; pass --probe-api", err)
-	}
-	return usagef("--probe-url: %v", err)
-}
-
-// probeTimeout bounds one probe request: a Service that hangs shows as
-// requests in flight, then failed, within it (the run's default, five
-// minutes, would read as a quiet probe).
-const probeTimeout = 30 * time.Second
-
-// probeWindow is the engine's window the probe's figures are over: the
-// least of load.Windows holding the watch's window (the largest past it).
-func probeWindow(w time.Duration) time.Duration {
-	ws := load.Windows()
-	for _, x := range ws {
-		if x >= w {
-			return x
-		}
-	}
-	return ws[len(ws)-1]
 }
 
 // usageErr is err as a usage error (exit 2); nil stays nil.
