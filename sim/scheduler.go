@@ -50,6 +50,7 @@ type scheduler struct {
 	// Owned by the loop goroutine: the batch, and the step in progress
 	// (stepping) that ends at next (after it, the end of the last step).
 	running  []*seq
+	wake     []*seq // emit's reused list of sequences to notify
 	kvUsed   int
 	next     time.Time
 	stepping bool
@@ -214,11 +215,14 @@ func (s *scheduler) emit() {
 	s.steps.Add(1)
 	kept := s.running[:0]
 	tokens := 0
+	// Handlers are woken only after the counters below are stored, so a
+	// client that has its answer never reads a /metrics page without it.
+	wake := s.wake[:0]
 	for _, q := range s.running {
 		if q.cancelled.Load() {
 			s.kvUsed -= q.reserved
 			q.done.Store(true)
-			q.notify()
+			wake = append(wake, q)
 			continue
 		}
 		if q.prefillLeft == 0 && q.pace > 0 && q.pace < 1 {
@@ -239,10 +243,10 @@ func (s *scheduler) emit() {
 			if int(n) >= q.maxTokens {
 				s.kvUsed -= q.reserved
 				q.done.Store(true)
-				q.notify()
+				wake = append(wake, q)
 				continue
 			}
-			q.notify()
+			wake = append(wake, q)
 		}
 		kept = append(kept, q)
 	}
@@ -251,6 +255,11 @@ func (s *scheduler) emit() {
 	s.genTotal.Add(int64(tokens))
 	s.nRunning.Store(int64(len(s.running)))
 	s.kvUsedG.Store(int64(s.kvUsed))
+	for _, q := range wake {
+		q.notify()
+	}
+	clear(wake)
+	s.wake = wake
 }
 
 func (s *scheduler) wakeAll() {

@@ -397,12 +397,24 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 		} else {
 			g.whole(w, r)
 		}
-		if d := q.queued.Load(); d >= 0 {
-			rec.Admitted = arrived.Add(time.Duration(d))
-		}
-		s.records.add(rec)
-		s.metrics.observe(&rec)
+		g.keep()
 	}
+}
+
+// keep adds the request's record and its metrics, once: before the last
+// bytes of an answer are written, so a client that has its answer never
+// reads a /metrics page or a record list without it, and after the
+// handler for every other ending.
+func (g *generation) keep() {
+	if g.kept {
+		return
+	}
+	g.kept = true
+	if d := g.q.queued.Load(); d >= 0 {
+		g.rec.Admitted = g.q.arrived.Add(time.Duration(d))
+	}
+	g.s.records.add(*g.rec)
+	g.s.metrics.observe(g.rec)
 }
 
 func (k apiKind) String() string {
@@ -567,6 +579,7 @@ type generation struct {
 	model    string      // the model or adapter served, as the answers name it
 	st       *structured // a structured answer or tool call (nil: text)
 	injected bool        // the mid-stream fault has happened
+	kept     bool        // the record is kept (keep)
 	// reasoning is how many of the first tokens are reasoning
 	// (Params.Reasoning), streamed apart from the answer.
 	reasoning int
@@ -711,6 +724,20 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 		if done && g.metrics { // the record's times as this write stamps them
 			buf = g.withMetrics(buf, enc, now, n)
 		}
+		if n > 0 {
+			if g.rec.FirstToken.IsZero() {
+				g.rec.FirstToken = now
+			}
+			if n > g.reasoning && first <= g.reasoning && g.rec.FirstAnswer.IsZero() {
+				g.rec.FirstAnswer = now // this write holds the answer's first token
+			}
+			g.rec.LastToken = now
+			g.rec.OutputTokens = n
+			g.rec.ReasoningTokens = min(g.reasoning, n)
+		}
+		if done {
+			g.keep()
+		}
 		if _, err := out.Write(buf); err != nil {
 			g.abandon()
 			return
@@ -720,17 +747,6 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 		}
 		g.s.countSent(now, sent-flushed)
 		flushed = sent
-		if n > 0 {
-			if g.rec.FirstToken.IsZero() {
-				g.rec.FirstToken = now
-			}
-			if n > g.reasoning && first <= g.reasoning && g.rec.FirstAnswer.IsZero() {
-				g.rec.FirstAnswer = now // this write held the answer's first token
-			}
-			g.rec.LastToken = now
-			g.rec.OutputTokens = n
-			g.rec.ReasoningTokens = min(g.reasoning, n)
-		}
 		if done {
 			return
 		}
@@ -750,11 +766,13 @@ func (g *generation) whole(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if g.kind.embeds() {
 		g.rec.OutputTokens = 0
+		g.keep()
 		w.Write(enc.embeddings(g.rec.Inputs, g.q.prompt, g.base64))
 		return
 	}
 	if g.st != nil {
 		g.rec.FirstAnswer = now
+		g.keep()
 		w.Write(enc.structWhole(nil, g.st, g.q.prompt, n))
 		return
 	}
@@ -766,6 +784,7 @@ func (g *generation) whole(w http.ResponseWriter, r *http.Request) {
 		text = append(text, Word(g.id, i)...)
 	}
 	cut := reasoningBytes(text, nr)
+	g.keep()
 	w.Write(enc.whole(nil, string(text[:cut]), string(text[cut:]), g.q.prompt, n, nr))
 }
 
