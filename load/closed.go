@@ -71,7 +71,7 @@ func (e *Engine) next(id int) (Knobs, *phaseInfo, <-chan struct{}, bool) {
 			delete(e.alive, id)
 			return Knobs{}, nil, nil, false
 		}
-		e.endWarmupLocked()
+		e.endWarmupLocked(e.elapsedLocked())
 		e.begunAll.Add(1)
 		e.phase.outstanding.Add(1)
 	}

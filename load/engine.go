@@ -227,17 +227,26 @@ func (e *Engine) SetWindow(w time.Duration) {
 }
 
 // endWarmupLocked starts the first measured phase once the warm-up's
-// requests have started or its time has passed.
-func (e *Engine) endWarmupLocked() {
+// requests have started or its time has passed, judged at run time at: an
+// admission's (an open loop's arrival: when it was due, so one due in the
+// warm-up and sent late after a stall stays the warm-up's) or a
+// snapshot's. A warm-up of a time ends at that time exactly, though it is
+// seen later: on a machine that stalled there, the measured phase holds
+// the stall (its throughput is what the run did).
+func (e *Engine) endWarmupLocked(at time.Duration) {
 	if !e.phase.warmup || !e.started {
 		return
 	}
 	w := e.cfg.Warmup
-	if w.Requests > 0 && e.begunAll.Load() < w.Requests || w.Duration > 0 && e.elapsedLocked() < w.Duration {
+	if w.Requests > 0 && e.begunAll.Load() < w.Requests || w.Duration > 0 && at < w.Duration {
 		return
 	}
+	start := e.elapsedLocked()
+	if w.Requests == 0 && w.Duration > 0 {
+		start = max(w.Duration, e.phase.start) // a knob changed in the warm-up started its phase later
+	}
 	e.phaseSeq++
-	e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: e.knobs, start: e.elapsedLocked()}
+	e.phase = &phaseInfo{id: e.phaseSeq, gen: e.gen, knobs: e.knobs, start: start}
 }
 
 // Reset forgets every statistic and starts a new phase; the load goes on.
@@ -270,6 +279,11 @@ func (e *Engine) finishLocked(why string) {
 		return
 	}
 	e.ending, e.why, e.endingAt = true, why, e.elapsedLocked()
+	if why == EndDuration && e.cfg.Duration > 0 {
+		// No request was admitted past the duration (admitLocked), so the
+		// sending stopped there, however late the timer's turn came.
+		e.endingAt = min(e.endingAt, e.cfg.Duration)
+	}
 	close(e.endingCh)
 	e.releaseLocked()
 	e.dropBacklogLocked() // never sent: not counted
@@ -364,7 +378,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	snap := func() {
 		now := time.Since(e.t0)
 		e.mu.Lock()
-		e.endWarmupLocked()
+		e.endWarmupLocked(now)
 		if e.ending && !e.done && e.unsettled.Load() == 0 {
 			e.done, e.endAt = true, now
 		}

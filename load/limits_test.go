@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,6 +74,33 @@ func TestLimitsEndTheRun(t *testing.T) {
 		later := waitFor(t, e, 10*time.Second, "a later snapshot", func(l Snapshot) bool { return l.Seq > s.Seq+5 })
 		if later.Elapsed != s.Elapsed || later.TotalCompleted != s.TotalCompleted || later.Run.Duration != s.Run.Duration {
 			t.Fatalf("after done: elapsed %v completed %d span %v; at done %v %d %v", later.Elapsed, later.TotalCompleted, later.Run.Duration, s.Elapsed, s.TotalCompleted, s.Run.Duration)
+		}
+	}))
+	t.Run("nothing starts at the duration", virtual(func(t *testing.T) {
+		var mu sync.Mutex
+		var last time.Duration
+		t0 := time.Now() // the bubble's clock stands still until Run waits
+		slow := fakeDo(5 * time.Millisecond)
+		open := k
+		open.Mode, open.Rate = OpenLoop, 200
+		// A run loop that falls behind, as on a starved machine: each
+		// result takes it 20 ms (OnResult runs on it), four times the open
+		// loop's gap, so its timer's turn comes late; the dispatcher goes
+		// on meanwhile, and must stop at the duration by itself.
+		cfg := Config{Knobs: open, Duration: 300 * time.Millisecond,
+			Do: func(ctx context.Context, r probe.Request) probe.Result {
+				mu.Lock()
+				last = max(last, time.Since(t0))
+				mu.Unlock()
+				return slow(ctx, r)
+			},
+			OnResult: func(Record) { time.Sleep(20 * time.Millisecond) }}
+		s := runFor(t, cfg, 10*time.Minute)
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("the last request sent at %v of %v; %d completed", last, cfg.Duration, s.TotalCompleted)
+		if s.DoneWhy != EndDuration || last >= cfg.Duration || s.TotalCompleted == 0 {
+			t.Fatalf("why %q, the last request sent at %v of %v, completed %d", s.DoneWhy, last, cfg.Duration, s.TotalCompleted)
 		}
 	}))
 	t.Run("drain runs out", virtual(func(t *testing.T) {

@@ -137,7 +137,7 @@ func (e *Engine) arrive(ctx context.Context, intended time.Time, item *TraceEntr
 	if !e.admitLocked() {
 		return false
 	}
-	e.endWarmupLocked()
+	e.endWarmupLocked(intended.Sub(e.t0))
 	if !e.phase.warmup { // as the sent it is set beside, the warm-up's left out
 		e.scheduled.Add(1)
 	}

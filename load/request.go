@@ -11,9 +11,18 @@ import (
 )
 
 // admitLocked counts one more request started, or ends the run when the
-// request limit is reached (false: the request must not start).
+// request limit or the duration is reached (false: the request must not
+// start).
 func (e *Engine) admitLocked() bool {
 	if e.ending {
+		return false
+	}
+	// The duration is checked here too, not only by Run's timer: Run takes
+	// the timer in the same select as the results and the snapshots, and on
+	// a starved machine its turn came seconds late while the senders went
+	// on (4.1 s of sending in a run of 2).
+	if e.cfg.Duration > 0 && e.elapsedLocked() >= e.cfg.Duration {
+		e.finishLocked(EndDuration)
 		return false
 	}
 	if e.cfg.MaxRequests > 0 && e.begun.Add(1) > e.cfg.MaxRequests {
