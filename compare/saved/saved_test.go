@@ -403,3 +403,27 @@ func TestJudgeInvalidRate(t *testing.T) {
 		t.Errorf("a hostile count: %v", err)
 	}
 }
+
+// TestNoDifferenceWords: a verdict of no difference says what its
+// interval shows: within the least effect when the whole interval lies
+// inside it, else that no difference is shown yet.
+func TestNoDifferenceWords(t *testing.T) {
+	lat := compare.Stat{Name: "ttft_p50", Q: 0.5}
+	rate := compare.Stat{Name: "error_rate", ErrorRate: true}
+	for _, c := range []struct {
+		stat   compare.Stat
+		lo, hi float64
+		want   string
+	}{
+		{lat, -0.03, 0.04, "within ±5 %"},
+		{lat, 0.004, 0.092, "no difference shown"},
+		{lat, -0.08, 0.01, "no difference shown"},
+		{rate, -0.0005, 0.0008, "within ±0.1 pp"},
+		{rate, -0.0005, 0.003, "no difference shown"},
+	} {
+		r := Row{Stat: c.stat, Judged: true, Verdict: compare.NoDifference, Interval: compare.Interval{Lo: c.lo, Hi: c.hi}}
+		if got := r.cells()[len(columns)-1]; got != c.want {
+			t.Errorf("%s %+.4f…%+.4f: %q, want %q", c.stat.Name, c.lo, c.hi, got, c.want)
+		}
+	}
+}

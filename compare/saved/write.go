@@ -21,6 +21,9 @@ func (r Row) cells() []string {
 	verdict := "not enough data"
 	if r.Judged {
 		verdict = compare.VerdictWord(r.Verdict.String())
+		if r.Verdict == compare.NoDifference {
+			verdict = noDifference(r)
+		}
 	}
 	delta := "—"
 	if r.NBase > 0 && r.NNew > 0 && (r.Stat.ErrorRate || r.Base > 0) {
@@ -29,6 +32,21 @@ func (r Row) cells() []string {
 	return []string{r.Stat.Label(), compare.ValueText(unit(r.Stat), r.Base, clampCount(r.NBase)),
 		compare.ValueText(unit(r.Stat), r.New, clampCount(r.NNew)), delta, intervalText(r),
 		compare.RequestsText(clampCount(r.NBase), clampCount(r.NNew)), verdict}
+}
+
+// noDifference says a verdict of no difference as what its interval
+// shows: within the least difference that matters when the whole
+// interval lies inside it, else that none is shown yet (an interval of
+// +0.4 % to +9.2 % shows neither a difference past 5 % nor its absence).
+func noDifference(r Row) string {
+	least, unit := compare.DefaultMinEffect*100, " %"
+	if r.Stat.ErrorRate {
+		least, unit = compare.DefaultMinErrorEffect*100, " pp"
+	}
+	if r.Interval.Lo >= -least/100 && r.Interval.Hi <= least/100 {
+		return fmt.Sprintf("within ±%g%s", least, unit)
+	}
+	return "no difference shown"
 }
 
 // Outcome is the verdict in a line: the first gate that did not pass
