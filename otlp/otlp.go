@@ -109,6 +109,11 @@ type Target struct {
 	Stream bool
 	// Version is infertop's (service.version).
 	Version string
+	// Name is the target's name in a comparison ("baseline", "canary"),
+	// the attribute infertop.target on every metric and span, as the
+	// Prometheus exporter's target label: both sides push under the same
+	// names ("": a run of one endpoint, no attribute).
+	Name string
 }
 
 // Exporter turns finished requests into OTLP metrics and spans. Observe
@@ -129,6 +134,7 @@ type Exporter struct {
 	model    string
 	host     string
 	port     int
+	name     string // Target.Name
 
 	shown    string   // the URL as the notes show it
 	secrets  []string // the URL's password and the headers' values, kept out of the notes
@@ -158,7 +164,7 @@ func New(cfg Config, t Target) (*Exporter, error) {
 	}
 	x := &Exporter{
 		op: operation(t.API, ""), provider: provider(t.API), embeds: t.API.Embeds(), stream: t.Stream, model: t.Model,
-		shown: ep.shown, secrets: ep.secrets, shutdown: cmp.Or(cfg.Shutdown, DefaultShutdown),
+		name: t.Name, shown: ep.shown, secrets: ep.secrets, shutdown: cmp.Or(cfg.Shutdown, DefaultShutdown),
 		metrics: &failures{what: "metric"}, spans: &failures{what: "span"}, sets: map[string]*sets{},
 	}
 	if host, port, path, ok := server(t.Endpoint); ok {

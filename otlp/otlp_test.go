@@ -3,6 +3,7 @@ package otlp
 import (
 	"encoding/base64"
 	"errors"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -145,6 +146,35 @@ func TestMetricsAndSpans(t *testing.T) {
 	}
 }
 
+// TestTargetName: a comparison's side names itself on every metric point
+// and span (infertop.target), so both sides' pushes stay apart.
+func TestTargetName(t *testing.T) {
+	rcv := otlptest.Start(t, otlptest.Options{})
+	tg := target()
+	tg.Name = "canary"
+	x, err := New(Config{URL: rcv.URL, Spans: true, Interval: time.Hour}, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Observe(record(0, probe.OK, 200))
+	x.Shutdown(io.Discard)
+	spans := rcv.Spans()
+	if len(spans) != 1 || spans[0].Attrs[TargetAttribute] != "canary" {
+		t.Errorf("spans %+v", spans)
+	}
+	n := 0
+	for _, m := range rcv.Metrics() {
+		for _, p := range m.Points {
+			if n++; p.Attrs[TargetAttribute] != "canary" {
+				t.Errorf("%s: %v", m.Name, p.Attrs)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no metric point")
+	}
+}
+
 // TestURL: a collector's URL is its base; credentials in it are sent as
 // basic authentication and never shown; what the exporters cannot send
 // is refused in one line.
@@ -191,6 +221,12 @@ func TestURL(t *testing.T) {
 		}
 		if s := err.Error(); strings.Contains(s, "s3cr3t") || strings.Contains(s, "\n") {
 			t.Errorf("%+v: %q", c, s)
+		}
+		// A URL of no scheme or no host gets the example of one.
+		if c.URL == "127.0.0.1:4318" || c.URL == "http://" || c.URL == "http://me:s3cr3t-pw@[::1" {
+			if !strings.Contains(err.Error(), "such as http://127.0.0.1:4318") {
+				t.Errorf("%s: %v", c.URL, err)
+			}
 		}
 	}
 	if err := (Config{}).Validate(); err != nil {

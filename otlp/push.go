@@ -37,9 +37,7 @@ func parseURL(raw string, getenv func(string) string) (endpoint, error) {
 	shown := probe.RedactURL(raw)
 	u, err := url.Parse(raw)
 	switch {
-	case err != nil: // its text would quote the URL whole
-		return endpoint{}, fmt.Errorf("%q is not a URL", shown)
-	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+	case err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "": // err's text would quote the URL whole
 		return endpoint{}, fmt.Errorf("want a collector's http:// or https:// address, such as http://127.0.0.1:4318; got %q", shown)
 	case u.RawQuery != "" || u.Fragment != "":
 		return endpoint{}, fmt.Errorf("%q: the exporters send no query; pass a token in OTEL_EXPORTER_OTLP_HEADERS", shown)

@@ -90,15 +90,22 @@ func errorType(r probe.Result) string {
 	return r.Class.String()
 }
 
+// TargetAttribute names a comparison's side on its metrics and spans
+// (Target.Name).
+const TargetAttribute = "infertop.target"
+
 // common are the attributes every metric and span of a request carries
 // (model is the request's own, or the run's).
 func (x *Exporter) common(model string) []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 0, 6)
+	kv := make([]attribute.KeyValue, 0, 7)
 	if model != "" {
 		kv = append(kv, semconv.GenAIRequestModel(model))
 	}
 	if x.host != "" {
 		kv = append(kv, semconv.ServerAddress(x.host), semconv.ServerPort(x.port))
+	}
+	if x.name != "" {
+		kv = append(kv, attribute.String(TargetAttribute, x.name))
 	}
 	return kv
 }

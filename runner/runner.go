@@ -106,6 +106,10 @@ type Config struct {
 	// their load on at the same moment (a comparison) wait for each
 	// other here.
 	Ready func(context.Context) error
+	// Name is the endpoint's name in a comparison ("baseline", "canary"):
+	// its OpenTelemetry metrics and spans carry it (otlp.Target.Name), as
+	// the shared Prometheus exporter's target label does ("": alone).
+	Name string
 	// Exporter, if set, is fed instead of one served at MetricsAddr: the
 	// caller serves it (a comparison serves both sides on one address).
 	Exporter *exporter.Exporter
@@ -240,7 +244,7 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	}
 	if cfg.OTLP.URL != "" {
 		pc := r.client.Config()
-		t := otlp.Target{API: r.kind, Endpoint: pc.URL, Model: pc.Model, Stream: !pc.NoStream, Version: cfg.Version}
+		t := otlp.Target{API: r.kind, Endpoint: pc.URL, Model: pc.Model, Stream: !pc.NoStream, Version: cfg.Version, Name: cfg.Name}
 		if r.otel, err = otlp.New(cfg.OTLP, t); err != nil {
 			return nil, &SettingError{SettingOTLP, err}
 		}

@@ -125,6 +125,9 @@ func startRunners(ctx context.Context, cfg PairConfig) (_ *runners, err error) {
 		cfgs[compare.Baseline].Notes = notes
 		c.Notes = prefixWriter{w: notes, prefix: "infertop: canary: "}
 	}
+	for i := range cfgs {
+		cfgs[i].Name = compare.Side(i).String()
+	}
 	c.Load.Stages = append([]load.Stage(nil), cfg.Baseline.Load.Stages...)
 	if ds := cfg.Baseline.Load.Dataset; ds != nil { // a cursor each, from the first prompt
 		cfgs[compare.Baseline].Load.Dataset, c.Load.Dataset = ds.Clone(), ds.Clone()
