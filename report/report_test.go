@@ -142,6 +142,15 @@ func TestText(t *testing.T) {
 	if strings.Contains(out, "Phase 3") {
 		t.Error("a phase without requests is listed")
 	}
+	if strings.Contains(out, "cache busted") {
+		t.Error("a run without --cache-bust said busted")
+	}
+	r := testReport()
+	r.Manifest.Settings = map[string]string{"cache-bust": "true"}
+	buf.Reset()
+	if err := r.WriteText(&buf); err != nil || !strings.Contains(buf.String(), "cache busted") {
+		t.Errorf("--cache-bust not said (%v):\n%s", err, buf.String())
+	}
 }
 
 func TestCSV(t *testing.T) {

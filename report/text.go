@@ -23,6 +23,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if !m.Stream {
 		b.WriteString("not streamed: TTFT, TPOT and ITL are not observable\n")
 	}
+	if m.Settings["cache-bust"] == "true" { // the cache figures read differently: say so where they are read
+		b.WriteString("cache busted: every prompt opened with a marker of its own (--cache-bust), no prefix shared\n")
+	}
 	if c := r.Final.Calibration; c != "" { // the server's words may be in it
 		b.WriteString(sanitize.Text(c) + "\n")
 	}

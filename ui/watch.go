@@ -117,16 +117,28 @@ func (m WatchModel) View() string {
 		if len(out) >= m.height {
 			break
 		}
-		l = ansi.Truncate(l, m.width, "…")
-		if strings.HasPrefix(l, "verdict: ") {
-			switch m.last.Verdict.State {
-			case watch.Regressed:
-				l = m.bad.Render(l)
-			case watch.Held:
-				l = m.good.Render(l)
-			}
+		// The tables' rows are cut at the width; the probe's and the
+		// verdict's sentences wrap (three lines at most), so that a narrow
+		// terminal still reads the failure or the call at their ends.
+		verdict := strings.HasPrefix(l, "verdict: ")
+		parts := []string{ansi.Truncate(l, m.width, "…")}
+		if verdict || strings.HasPrefix(l, "probe (") {
+			parts = wrapInto(l, m.width, 3, "…")
 		}
-		out = append(out, l)
+		for _, l := range parts {
+			if len(out) >= m.height {
+				break
+			}
+			if verdict {
+				switch m.last.Verdict.State {
+				case watch.Regressed:
+					l = m.bad.Render(l)
+				case watch.Held:
+					l = m.good.Render(l)
+				}
+			}
+			out = append(out, l)
+		}
 	}
 	return strings.Join(out, "\n")
 }

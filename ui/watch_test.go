@@ -46,3 +46,29 @@ func TestWatchView(t *testing.T) {
 		t.Errorf("a tiny terminal: %q", v)
 	}
 }
+
+// TestWatchWrapsSentences: in a narrow terminal the probe's line and the
+// verdict wrap (their ends, a failure's reason or the call, still read)
+// while the tables' rows are cut at the width.
+func TestWatchWrapsSentences(t *testing.T) {
+	t.Parallel()
+	snaps := make(chan watch.Snapshot, 1)
+	var m tea.Model = NewWatch(snaps, nil)
+	m, _ = m.Update(tea.WindowSizeMsg{Width: 60, Height: 30})
+	s := watch.Snapshot{Source: "test fleet", Groups: []watch.Group{{Name: "stable", Servers: 1, Up: 1}},
+		Probe:   &watch.Probe{URL: "http://127.0.0.1:8000/v1", Rate: 1, Sent: 3, Failed: 3, LastError: "connection refused by the Service"},
+		Verdict: watch.Verdict{State: watch.Regressed, Line: "canary regressed against stable: ttft_p99<+10% breached by a wide margin"}}
+	m, _ = m.Update(watchMsg(s))
+	v := ansi.Strip(m.View())
+	flat := strings.Join(strings.Fields(v), " ")
+	for _, want := range []string{"connection refused by the Service", "breached by a wide margin"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("the view lacks %q:\n%s", want, v)
+		}
+	}
+	for _, l := range strings.Split(v, "\n") {
+		if w := ansi.StringWidth(l); w > 60 {
+			t.Errorf("a line of %d columns in a terminal of 60: %q", w, l)
+		}
+	}
+}

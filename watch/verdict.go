@@ -163,7 +163,11 @@ func (f *fleetState) judge(base, canary string, groups map[string]*Group) Verdic
 	case len(f.servers) == 0:
 		v.State, v.Why = Unusable, "no servers found"
 	case len(groups) < 2 || base == "" || canary == "":
-		v.State, v.Why = Unusable, fmt.Sprintf("%d group(s) of servers: a verdict needs a baseline and a canary (--by, --canary)", len(groups))
+		what := fmt.Sprintf("%d groups", len(groups))
+		if len(groups) == 1 {
+			what = "one group"
+		}
+		v.State, v.Why = Unusable, what+" of servers: a verdict needs a baseline and a canary (--by, --canary)"
 	case groups[base] == nil || groups[canary] == nil:
 		missing := base
 		if groups[base] != nil {

@@ -246,6 +246,9 @@ func (f *Flags) Build(ctx context.Context, args []string) (*Built, error) {
 		}
 	}
 	name := fmt.Sprintf("%d targets", len(specs))
+	if len(specs) == 1 {
+		name = "1 target"
+	}
 	if len(targets) == 0 && len(lists) == 0 {
 		b.Demo, err = simfleet.Start(ctx, simfleet.Config{Slowdown: f.DemoSlowdown, Seed: f.DemoSeed, VLLMBuckets: f.DemoBuckets == "vllm"})
 		if err != nil {
