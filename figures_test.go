@@ -2,10 +2,10 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
-	"os"
 	"testing"
+
+	"github.com/infertop/infertop/report"
 )
 
 // TestRunFigures holds a headless run's headline figures to the spans
@@ -29,52 +29,43 @@ func TestRunFigures(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
 	}
-	doc, err := os.ReadFile(path)
+	doc, err := report.ReadResult(path, report.MaxResultBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res struct {
-		Duration   float64 `json:"duration"`
-		Completed  float64 `json:"completed"`
-		Throughput float64 `json:"request_throughput"`
-		Sent       float64 `json:"sent"`
-		Infertop   struct {
-			SentRate  float64 `json:"sent_rate"`
-			Scheduled float64 `json:"arrivals_scheduled"`
-			Phases    []struct {
-				Warmup    bool    `json:"warmup"`
-				StartS    float64 `json:"start_s"`
-				DurationS float64 `json:"duration_s"`
-			} `json:"phases"`
-		} `json:"infertop"`
-	}
-	if err := json.Unmarshal(doc, &res); err != nil {
+	f, err := report.DecodeFile("r", doc)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Infertop.Phases) != 2 || !res.Infertop.Phases[0].Warmup {
-		t.Fatalf("phases %+v", res.Infertop.Phases)
+	// The top level's vLLM keys are the run's figures (report.WriteJSON).
+	res, run := f.Infertop, f.Infertop.Run
+	if len(res.Phases) != 2 || !res.Phases[0].Warmup {
+		t.Fatalf("phases %+v", res.Phases)
 	}
-	m := res.Infertop.Phases[1]
-	if res.Duration != m.DurationS || res.Completed == 0 || res.Throughput != res.Completed/res.Duration {
-		t.Errorf("%v completed at %.2f req/s over %.3f s; the measured phase lasted %.3f s from %.3f s", res.Completed, res.Throughput, res.Duration, m.DurationS, m.StartS)
+	m := res.Phases[1]
+	if run.DurationS != m.DurationS || run.Completed == 0 || run.RequestThroughput != float64(run.Completed)/run.DurationS {
+		t.Errorf("%v completed at %.2f req/s over %.3f s; the measured phase lasted %.3f s from %.3f s", run.Completed, run.RequestThroughput, run.DurationS, m.DurationS, m.StartS)
 	}
-	r := res.Infertop.SentRate
+	if res.SentRate == nil {
+		t.Fatalf("no sent rate\n%s", out.String())
+	}
+	r, sent, scheduled := *res.SentRate, float64(run.Sent), res.ArrivalsScheduled
 	if r <= 0 {
 		t.Fatalf("sent rate %v\n%s", r, out.String())
 	}
 	// The drain out: the sending time ends at the stop, the phase at its
 	// last completion, at least 0.4 s after its last send.
-	sending := res.Sent / r
+	sending := sent / r
 	if math.Abs(m.StartS-1) > 1e-6 || math.Abs(sending-2) > 1e-3 || sending > m.DurationS-0.1 {
 		t.Errorf("sent %v at %.1f req/s: %.3f s of sending, in a measured phase of %.3f s from %.3f s: want 2 s from 1 s, the drain out\n%s",
-			res.Sent, r, sending, m.DurationS, m.StartS, out.String())
+			sent, r, sending, m.DurationS, m.StartS, out.String())
 	}
-	t.Logf("sent %v at %.1f req/s (%.3f s of sending; %v scheduled), the measured phase %.3f s from %.3f s", res.Sent, r, sending, res.Infertop.Scheduled, m.DurationS, m.StartS)
-	if res.Infertop.Scheduled < 36 {
-		t.Logf("the dispatcher was starved (%v arrivals of 40 scheduled): the pace is not judged", res.Infertop.Scheduled)
+	t.Logf("sent %v at %.1f req/s (%.3f s of sending; %v scheduled), the measured phase %.3f s from %.3f s", sent, r, sending, scheduled, m.DurationS, m.StartS)
+	if scheduled < 36 {
+		t.Logf("the dispatcher was starved (%v arrivals of 40 scheduled): the pace is not judged", scheduled)
 		return
 	}
 	if r < 15 || r > 25 {
-		t.Errorf("sent %v at %.1f req/s over %.3f s at a rate of 20 for 2 s\n%s", res.Sent, r, sending, out.String())
+		t.Errorf("sent %v at %.1f req/s over %.3f s at a rate of 20 for 2 s\n%s", sent, r, sending, out.String())
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
+	"github.com/infertop/infertop/report"
 	"github.com/infertop/infertop/runner"
 	"github.com/infertop/infertop/tools/hostile"
 )
@@ -97,29 +97,20 @@ func (r *selfRun) wait(t *testing.T, within time.Duration) {
 	}
 }
 
-// runCounts is what a run's JSON says of its requests.
+// runCounts is what a run's JSON says of its requests: the run's
+// figures, and the retries beside them.
 type runCounts struct {
-	Sent       int64 `json:"sent"`
-	Completed  int64 `json:"completed"`
-	Failed     int64 `json:"failed"`
-	Incomplete int64 `json:"incomplete"`
-	Infertop   struct {
-		Retried int64 `json:"retried"`
-	} `json:"infertop"`
+	report.PhaseJSON
+	Infertop struct{ Retried int64 }
 }
 
-// readCounts reads the counts of the JSON report at path, and holds them
-// to sent = completed + failed + incomplete.
+// readCounts reads the counts of the JSON report at path with report's
+// types, and holds them to sent = completed + failed + incomplete.
 func readCounts(t *testing.T, path string) runCounts {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("no report: %v", err)
-	}
-	var c runCounts
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
+	r := readResult(t, path)
+	c := runCounts{PhaseJSON: r.Infertop.Run}
+	c.Infertop.Retried = r.Infertop.Retried
 	if c.Sent != c.Completed+c.Failed+c.Incomplete {
 		t.Errorf("sent %d != %d completed + %d failed + %d incomplete", c.Sent, c.Completed, c.Failed, c.Incomplete)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -27,14 +26,8 @@ func TestRunTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	validate(t, doc)
-	var res struct {
-		Infertop struct {
-			Trace map[string]any `json:"trace"`
-		} `json:"infertop"`
-	}
-	json.Unmarshal(doc, &res)
-	if tr := res.Infertop.Trace; tr["arrivals"] != 5.0 || tr["speed"] != 2.0 || tr["format"] != "mooncake" {
-		t.Errorf("the JSON's trace: %v", tr)
+	if tr := readResult(t, jsonPath).Infertop.Trace; tr == nil || tr.Arrivals != 5 || tr.Speed != 2 || tr.Format != "mooncake" {
+		t.Errorf("the JSON's trace: %+v", tr)
 	}
 	for _, want := range []string{"requests 5 ok, 0 failed", "trace mooncake.jsonl (mooncake), 2× speed: 5 arrivals of 5", "the trace ended"} {
 		if !strings.Contains(out.String()+errb.String(), want) {
@@ -83,18 +76,11 @@ func TestRunSessions(t *testing.T) {
 	}
 	doc, _ := os.ReadFile(jsonPath)
 	validate(t, doc)
-	var res struct {
-		Infertop struct {
-			Sessions struct {
-				Turns []struct {
-					Turn      int   `json:"turn"`
-					Completed int64 `json:"completed"`
-				} `json:"turns"`
-			} `json:"sessions"`
-		} `json:"infertop"`
+	ss := readResult(t, jsonPath).Infertop.Sessions
+	if ss == nil {
+		t.Fatal("the JSON has no sessions")
 	}
-	json.Unmarshal(doc, &res)
-	turns, done := res.Infertop.Sessions.Turns, int64(0)
+	turns, done := ss.Turns, int64(0)
 	for _, tr := range turns {
 		done += tr.Completed
 	}

@@ -2,13 +2,13 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/infertop/infertop/load"
+	"github.com/infertop/infertop/report"
 )
 
 // TestSaveCountsTheBacklog: the dashboard's s while an open loop runs
@@ -35,24 +35,17 @@ func TestSaveCountsTheBacklog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Sent     int64 `json:"sent"`
-		Infertop struct {
-			Run struct {
-				Completed, Failed, Backlog int64
-			} `json:"run"`
-		} `json:"infertop"`
-	}
-	b, err := os.ReadFile(base + ".json")
+	b, err := report.ReadResult(base+".json", report.MaxResultBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
+	doc, err := report.DecodeFile("saved", b)
+	if err != nil {
 		t.Fatal(err)
 	}
 	run := doc.Infertop.Run
-	if inFlight := doc.Sent - run.Completed - run.Failed; inFlight > 8 || run.Backlog < 50 {
-		t.Fatalf("saved: sent %d = %d completed + %d failed + %d in flight with --max-in-flight 4, backlog %d", doc.Sent, run.Completed, run.Failed, inFlight, run.Backlog)
+	if inFlight := run.Sent - run.Completed - run.Failed; inFlight > 8 || run.Backlog < 50 {
+		t.Fatalf("saved: sent %d = %d completed + %d failed + %d in flight with --max-in-flight 4, backlog %d", run.Sent, run.Completed, run.Failed, inFlight, run.Backlog)
 	}
 	for _, l := range strings.Split(string(text), "\n") {
 		if strings.Contains(l, "sent") && !strings.Contains(l, "req/s ·") {
