@@ -343,14 +343,30 @@ func (x *Exporter) stop(notes io.Writer) {
 		wg.Go(func() { defer crash.Recover(); sErr = x.tp.Shutdown(ctx) })
 	}
 	wg.Wait()
-	x.metrics.report(notes, x.shown, x.secrets)
-	x.spans.report(notes, x.shown, x.secrets)
+	mn, mok := x.metrics.report(notes, x.shown, x.secrets)
+	sn, sok := x.spans.report(notes, x.shown, x.secrets)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		fmt.Fprintf(notes, "infertop: --otlp: the last push to %s did not end within %v; the run's last figures there are lost\n", x.shown, x.shutdown)
 		return
 	}
 	if err := errors.Join(mErr, sErr); err != nil {
 		fmt.Fprintf(notes, "infertop: --otlp: stopping the pushes to %s: %s\n", x.shown, clean(err, x.secrets))
+		return
+	}
+	// A side channel that worked says so once, so that a person who
+	// asked for it knows the collector has the run.
+	if mok && sok && mn > 0 {
+		pushes := func(n int) string {
+			if n == 1 {
+				return "1 push"
+			}
+			return fmt.Sprintf("%d pushes", n)
+		}
+		spans := ""
+		if x.tp != nil {
+			spans = " and " + pushes(sn) + " of spans"
+		}
+		fmt.Fprintf(notes, "infertop: --otlp: %s of metrics%s to %s, every one taken\n", pushes(mn), spans, x.shown)
 	}
 }
 

@@ -66,8 +66,8 @@ func TestMetricsAndSpans(t *testing.T) {
 	}
 	var notes strings.Builder
 	x.Shutdown(&notes) // the last push: everything, at once
-	if notes.Len() > 0 {
-		t.Errorf("notes: %s", notes.String())
+	if want := "infertop: --otlp: 1 push of metrics and 1 push of spans to " + rcv.URL + ", every one taken\n"; notes.String() != want {
+		t.Errorf("notes: %q, want %q", notes.String(), want)
 	}
 	if errs := rcv.Errs(); len(errs) > 0 {
 		t.Fatalf("the receiver could not read: %v", errs)

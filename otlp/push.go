@@ -114,13 +114,14 @@ func (f *failures) note(err error) {
 	}
 }
 
-// report writes one line when a push failed.
-func (f *failures) report(w io.Writer, shown string, secrets []string) {
+// report writes one line when a push failed; ok is false then.
+func (f *failures) report(w io.Writer, shown string, secrets []string) (pushes int, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.lost > 0 {
 		fmt.Fprintf(w, "infertop: --otlp: %d of %d %s pushes to %s failed; the first: %s\n", f.lost, f.pushes, f.what, shown, clean(f.first, secrets))
 	}
+	return f.pushes, f.lost == 0
 }
 
 // clean is an exporter's error as a line of a note: it can quote the
