@@ -1,0 +1,95 @@
+package telemetry
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/infertop/infertop/probe"
+)
+
+// TestPerfOffered: TensorRT-LLM's /perf_metrics read as the run goes, the
+// first read's entries (from before the run) left out, the rest in the
+// run's figures, the window's and the OnPerf callback's.
+func TestPerfOffered(t *testing.T) {
+	fixture, err := os.ReadFile("../probe/testdata/tensorrt-llm/perf_metrics.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != probe.PerfMetricsPath {
+			http.NotFound(w, r)
+			return
+		}
+		hits.Add(1)
+		w.Write(fixture)
+	})
+	var seen int
+	s := NewScraper(Config{PerfURL: PerfURLFor("http://endpoint/v1/chat/completions"), Every: time.Second, Client: inProcess(h),
+		OnPerf: func(probe.ServerPerf) { seen++ }})
+	ctx := context.Background()
+	now := time.Now()
+	s.scrapePerf(ctx, now) // before the run
+	if run, ok := s.PerfRun(); !ok || !run.Offered || run.Before != 3 || run.Entries != 0 {
+		t.Fatalf("after the first read: %+v (%v), want 3 before, none in the run", run, ok)
+	}
+	s.scrapePerf(ctx, now.Add(time.Second))
+	s.FinalPerf(ctx)
+	run, _ := s.PerfRun()
+	if run.Entries != 6 || seen != 6 || hits.Load() != 3 {
+		t.Fatalf("%d entries, %d seen, %d reads; want 6, 6, 3", run.Entries, seen, hits.Load())
+	}
+	if q := run.Parts[PerfQueue]; q.Count != 6 || q.P50 < 6*time.Millisecond || q.P50 > 7*time.Millisecond {
+		t.Errorf("queue %+v, want 6 entries, p50 about 6.4 ms", q)
+	}
+	if g := run.Parts[PerfGeneration]; g.Count != 6 || g.Max < 638*time.Millisecond || g.Max > 640*time.Millisecond {
+		t.Errorf("generation %+v, want a max of 638.6 ms", g)
+	}
+	if run.ReusedBlocks != 16 || run.MissedBlocks != 30 || run.SpecAccepted != 144 || run.SpecDrafted != 240 {
+		t.Errorf("counts %+v, want 16 reused, 30 missed blocks, 144 of 240 drafts", run.PerfCounts)
+	}
+	v := s.View(time.Minute)
+	if v.Perf == nil || v.Perf.Entries != 6 || v.Perf.Parts[PerfTTFT].N != 6 || v.Perf.Parts[PerfTTFT].P99 < 48*time.Millisecond {
+		t.Fatalf("window's view %+v, want 6 entries, their TTFTs", v.Perf)
+	}
+}
+
+// TestPerfNotOffered: a server without /perf_metrics (vLLM: 404, or a
+// page that is no JSON list) is asked once, then left alone; the run
+// says why.
+func TestPerfNotOffered(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		h    http.HandlerFunc
+		want string
+	}{
+		{"404", http.NotFound, "HTTP 404"},
+		{"no list", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"detail":"Not Found"}`)) }, "not a JSON list"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var hits atomic.Int64
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1); c.h(w, r) })
+			s := NewScraper(Config{PerfURL: "http://endpoint/perf_metrics", Every: time.Second, Client: inProcess(h)})
+			now := time.Now()
+			for i := range 3 {
+				s.scrapePerf(context.Background(), now.Add(time.Duration(i)*time.Hour))
+			}
+			s.FinalPerf(context.Background())
+			run, ok := s.PerfRun()
+			if !ok || run.Offered || hits.Load() != 1 {
+				t.Fatalf("%+v (%v) after %d reads, want not offered, asked once", run, ok, hits.Load())
+			}
+			if !strings.Contains(run.Err, c.want) {
+				t.Errorf("err %q, want it to say %q", run.Err, c.want)
+			}
+			if v := s.View(time.Minute); v.Perf != nil {
+				t.Errorf("view %+v, want none", v.Perf)
+			}
+		})
+	}
+}
