@@ -33,6 +33,7 @@ type Server struct {
 	power   power
 	created int64
 	sent    atomic.Pointer[sentRecord] // see RecordTokens
+	perf    *perfMetrics               // nil: no /perf_metrics (Params.PerfMetrics)
 }
 
 // New builds a server; it does nothing until Run or Serve.
@@ -60,6 +61,10 @@ func New(p Params) (*Server, error) {
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("GET /dcgm", s.handleDCGM)
+	if p.PerfMetrics > 0 {
+		s.perf = newPerfMetrics(p.PerfMetrics)
+		s.mux.HandleFunc("GET /perf_metrics", s.handlePerfMetrics)
+	}
 	return s, nil
 }
 
@@ -415,6 +420,9 @@ func (g *generation) keep() {
 	}
 	g.s.records.add(*g.rec)
 	g.s.metrics.observe(g.rec)
+	if g.s.perf != nil {
+		g.s.perf.add(g.rec)
+	}
 }
 
 func (k apiKind) String() string {
