@@ -291,6 +291,7 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 		}
 	}
 	r.scraper = r.newScraper()
+	r.scraper.StartPerf(ctx) // before the first request: what the server kept before the run is drained
 	if r.cfg.Telemetry.GPULocal {
 		if _, err := exec.LookPath("nvidia-smi"); err != nil {
 			// Else the run goes on with no GPU figure and no word why.
@@ -516,7 +517,16 @@ func (r *Runner) newScraper() *telemetry.Scraper {
 	if r.target.Sim && r.simGPUs > 0 && cfg.GPUURL == "" && !cfg.GPULocal {
 		cfg.GPUURL = strings.TrimSuffix(telemetry.ServerURLFor(r.rawURL), "/metrics") + "/dcgm"
 	}
-	if cfg.ServerURL == "" && cfg.GPUURL == "" && !cfg.GPULocal {
+	if r.cfg.Probe.ServerTimings {
+		// TensorRT-LLM gives its per-request timings at /perf_metrics, not
+		// in its answers: read whenever they are asked for, and dropped
+		// after one answer where the server has none (telemetry.PerfRun).
+		cfg.PerfURL = telemetry.PerfURLFor(r.rawURL)
+		if r.x != nil {
+			cfg.OnPerf = r.x.ObservePerf
+		}
+	}
+	if cfg.ServerURL == "" && cfg.GPUURL == "" && !cfg.GPULocal && cfg.PerfURL == "" {
 		return nil
 	}
 	return telemetry.NewScraper(cfg)
@@ -587,6 +597,12 @@ func (r *Runner) Report(ctx context.Context, s load.Snapshot) *report.Report {
 	}
 	m.Start, m.End = r.started, r.started.Add(s.Elapsed)
 	rep := &report.Report{Manifest: m, Final: s, Energy: report.EnergyOf(r.scraper, r.started, s)}
+	if s.Done {
+		r.scraper.FinalPerf(ctx) // the last requests' entries, added after their answers ended
+	}
+	if p, ok := r.scraper.PerfRun(); ok {
+		rep.ServerPerf = &p
+	}
 	rep.Verdicts = report.Verdicts(r.cfg.Objectives, s, rep.Energy)
 	rep.History, rep.Readings = r.history(ctx)
 	return rep
@@ -643,6 +659,12 @@ func (r *Runner) Stop() error {
 		if r.client != nil {
 			r.client.Close()
 		}
+		// The last requests' entries of /perf_metrics, which the server
+		// adds after their answers ended: read before the embedded sim
+		// stops (Report reads it again when it comes before Stop).
+		fctx, fcancel := context.WithTimeout(context.Background(), telemetry.DefaultScrapeTimeout)
+		r.scraper.FinalPerf(fctx)
+		fcancel()
 		r.stopSim()
 	})
 	return r.stopErr
