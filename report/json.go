@@ -505,11 +505,13 @@ type ServerPerfJSON struct {
 	Error   string `json:"error,omitempty"`
 	// Entries were read during the run; EntriesBeforeRun drained by the
 	// first read (left out); Refused had no figure in bounds; Lost were
-	// past a read's bound.
+	// past a read's entry bound; ReadsLost are reads past its byte or
+	// value bound, their entries lost uncounted.
 	Entries          int64 `json:"entries"`
 	EntriesBeforeRun int64 `json:"entries_before_run"`
 	Refused          int64 `json:"entries_refused"`
 	Lost             int64 `json:"entries_lost"`
+	ReadsLost        int64 `json:"reads_lost"`
 	// Spans are the distributions of the server's queue, prefill, TTFT
 	// and generation (telemetry.PerfPartKeys), absent with no entry.
 	Spans map[string]DistJSON `json:"spans,omitempty"`
@@ -537,7 +539,7 @@ func serverPerfJSON(p *telemetry.PerfRun) *ServerPerfJSON {
 		return nil
 	}
 	out := &ServerPerfJSON{Source: telemetry.PerfSource, Offered: p.Offered, Error: p.Err, Entries: p.Entries,
-		EntriesBeforeRun: p.Before, Refused: p.Refused, Lost: p.Lost, KVReusedBlocks: p.ReusedBlocks, KVMissedBlocks: p.MissedBlocks,
+		EntriesBeforeRun: p.Before, Refused: p.Refused, Lost: p.Lost, ReadsLost: p.LostReads, KVReusedBlocks: p.ReusedBlocks, KVMissedBlocks: p.MissedBlocks,
 		SpecAcceptedTokens: p.SpecAccepted, SpecDraftTokens: p.SpecDrafted}
 	if p.Entries > 0 {
 		out.Spans = make(map[string]DistJSON, telemetry.NumPerfParts)

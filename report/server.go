@@ -65,8 +65,8 @@ func writeServerPerf(b *strings.Builder, p *telemetry.PerfRun) {
 	if p.SpecDrafted > 0 {
 		fmt.Fprintf(b, "    its speculative decoding: %d of %d draft tokens accepted (%.1f %%)\n", p.SpecAccepted, p.SpecDrafted, 100*float64(p.SpecAccepted)/float64(p.SpecDrafted))
 	}
-	if p.Refused+p.Lost > 0 {
-		fmt.Fprintf(b, "    %d entries refused (no figure in bounds) and %d lost (past a read's bound)\n", p.Refused, p.Lost)
+	if p.Refused+p.Lost+p.LostReads > 0 {
+		fmt.Fprintf(b, "    %d entries refused (no figure in bounds), %d lost past a read's 4,096, and %d reads lost whole (past 8 MiB)\n", p.Refused, p.Lost, p.LostReads)
 	}
 }
 

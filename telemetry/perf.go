@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -84,7 +85,9 @@ type PerfRun struct {
 	// Entries are the entries read; Before those drained by the first
 	// read, finished before the run (left out of every figure); Refused
 	// those with no figure in bounds; Lost those past a read's bound.
-	Entries, Before, Refused, Lost int64
+	// LostReads counts the reads past a bound (8 MiB, or too many JSON
+	// values) during the run, whose entries are all lost, uncounted.
+	Entries, Before, Refused, Lost, LostReads int64
 	// Parts are the distributions of the spans (PerfQueue, ...), over the
 	// entries that gave each.
 	Parts [NumPerfParts]load.Dist
@@ -132,12 +135,24 @@ type perfAcc struct {
 // what the server kept from before the run.
 func (s *Scraper) readPerf(r io.Reader, at time.Time) error {
 	got, err := probe.ReadPerfMetrics(r)
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := &s.perf
+	if err != nil {
+		if errors.Is(err, probe.ErrNotPerfList) {
+			return err
+		}
+		// Past a bound: the server has the list (and drained it for this
+		// read). Before the run, a backlog too long to read is left out
+		// like any other; during it, the read's entries are lost, said.
+		p.offered = true
+		if !p.read {
+			p.read = true
+			return nil
+		}
+		p.run.LostReads++
+		return err
+	}
 	p.offered = true
 	if !p.read {
 		p.read = true

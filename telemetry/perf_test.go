@@ -93,3 +93,31 @@ func TestPerfNotOffered(t *testing.T) {
 		})
 	}
 }
+
+// TestPerfPastBounds: a /perf_metrics answer past the read's bounds is
+// still the server's list: before the run, a backlog left out (the
+// source kept); during it, a read lost and said.
+func TestPerfPastBounds(t *testing.T) {
+	huge := "[" + strings.Repeat("{},", probe.MaxPerfMetricsValues) + "{}]"
+	var hits atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch hits.Add(1) {
+		case 1, 3:
+			w.Write([]byte(huge))
+		default:
+			w.Write([]byte(`[{"request_id":1,"perf_metrics":{"timing_metrics":{"arrival_time":5,"first_scheduled_time":5.25}}}]`))
+		}
+	})
+	s := NewScraper(Config{PerfURL: "http://endpoint/perf_metrics", Every: time.Second, Client: inProcess(h)})
+	now := time.Now()
+	for i := range 4 {
+		s.scrapePerf(context.Background(), now.Add(time.Duration(i)*time.Hour)) // past any backoff
+	}
+	run, ok := s.PerfRun()
+	if !ok || !run.Offered || run.Entries != 2 || run.LostReads != 1 || run.Before != 0 {
+		t.Fatalf("%+v (%v), want offered, 2 entries, 1 read lost", run, ok)
+	}
+	if q := run.Parts[PerfQueue]; q.Count != 2 || (q.P50-250*time.Millisecond).Abs() > 250*time.Microsecond { // 3 significant digits
+		t.Errorf("queue %+v, want 2 at 250ms", q)
+	}
+}
