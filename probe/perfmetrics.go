@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -38,6 +40,11 @@ const (
 // reused and missed are its prefix cache's hits and misses, in blocks;
 // SpecAccepted of SpecDrafted are speculative decoding's draft tokens.
 type ServerPerf struct {
+	// RequestID is the server's own number for the request (HasID false
+	// without one): recent TensorRT-LLM versions name a streamed answer
+	// chatcmpl-<it> (see PerfRequestID), which joins the two.
+	RequestID                                    uint64
+	HasID                                        bool
 	Queue, Prefill, TTFT, Generation             time.Duration
 	HasQueue, HasPrefill, HasTTFT, HasGeneration bool
 	ReusedBlocks, MissedBlocks                   int64
@@ -137,6 +144,9 @@ func perfEntry(e *fastjson.Value) (sp ServerPerf, ok bool) {
 		f := x.GetFloat64()
 		return int64(f), f >= 0 && f < 1<<40 && f == math.Trunc(f)
 	}
+	if id, ok := count(e.Get("request_id")); ok {
+		sp.RequestID, sp.HasID = uint64(id), true
+	}
 	if kv := m.Get("kv_cache_metrics"); kv != nil && kv.Type() == fastjson.TypeObject {
 		reused, okR := count(kv.Get("num_reused_blocks"))
 		missed, okM := count(kv.Get("num_missed_blocks"))
@@ -152,4 +162,20 @@ func perfEntry(e *fastjson.Value) (sp ServerPerf, ok bool) {
 		}
 	}
 	return sp, sp.any()
+}
+
+// PerfRequestID is the server's own number of the request an answer's id
+// names, where the answer is named as recent TensorRT-LLM versions name
+// them (chatcmpl-<number>, cmpl-<number>: its /perf_metrics request_id);
+// false for any other id (older versions' random ones, other servers').
+func PerfRequestID(responseID string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(responseID, "chatcmpl-")
+	if !ok {
+		rest, ok = strings.CutPrefix(responseID, "cmpl-")
+	}
+	if !ok || rest == "" || len(rest) > 15 || rest[0] == '+' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(rest, 10, 64)
+	return n, err == nil
 }

@@ -148,3 +148,24 @@ func TestReadPerfMetricsBounds(t *testing.T) {
 	}
 	t.Logf("heap peak reading %d values: %d MiB", MaxPerfMetricsValues, peak>>20)
 }
+
+// TestPerfRequestID: an answer named as recent TensorRT-LLM versions name
+// them gives the server's number; any other id none.
+func TestPerfRequestID(t *testing.T) {
+	for id, want := range map[string]int64{"chatcmpl-42": 42, "cmpl-7": 7, "chatcmpl-0": 0,
+		"chatcmpl-9f8e7d": -1, "chatcmpl-": -1, "chatcmpl-sim3": -1, "resp_3": -1, "chatcmpl-+3": -1,
+		"chatcmpl-1234567890123456": -1, "chatcmpl-3 ": -1, "": -1} {
+		n, ok := PerfRequestID(id)
+		if ok != (want >= 0) || (ok && int64(n) != want) {
+			t.Errorf("%q: %d, %v; want %d", id, n, ok, want)
+		}
+	}
+	f, _ := os.Open("testdata/tensorrt-llm/perf_metrics.json")
+	defer f.Close()
+	got, _ := ReadPerfMetrics(f)
+	for i, want := range []uint64{3, 4, 5} {
+		if e := got.Entries[i]; !e.HasID || e.RequestID != want {
+			t.Errorf("entry %d: request_id %d (%v), want %d", i, e.RequestID, e.HasID, want)
+		}
+	}
+}
