@@ -92,6 +92,13 @@ type PerfRun struct {
 	// entries that gave each.
 	Parts [NumPerfParts]load.Dist
 	PerfCounts
+	// Joined counts the entries joined to infertop's requests, through
+	// the server's own number that names its answer (recent versions:
+	// chatcmpl-<request_id>, see probe.PerfRequestID); Split is their
+	// client TTFTs split by where they went (by load.SplitConnection...
+	// SplitGap, as a phase's TTFTSplit).
+	Joined int64
+	Split  [load.NumSplitParts]load.Dist
 }
 
 // PerfView is the server's per-request performance over the window:
@@ -100,9 +107,13 @@ type PerfView struct {
 	Entries int
 	Parts   [NumPerfParts]PerfSpan
 	PerfCounts
-	Age   time.Duration
-	Stale bool
-	Err   string
+	// Joined is the window's entries joined to infertop's requests, Split
+	// their client TTFTs split (as PerfRun's).
+	Joined int
+	Split  [load.NumSplitParts]PerfSpan
+	Age    time.Duration
+	Stale  bool
+	Err    string
 }
 
 // PerfSpan is one span's p50 and p99 over a window's entries (N of them
@@ -115,10 +126,64 @@ type PerfSpan struct {
 // maxPerfWindow bounds the entries kept for the window's figures.
 const maxPerfWindow = 1 << 14
 
-// timedPerf is an entry and when it was read.
+// timedPerf is an entry and when it was read, with its request's TTFT
+// split where it was joined to one.
 type timedPerf struct {
-	at time.Time
-	e  probe.ServerPerf
+	at     time.Time
+	e      probe.ServerPerf
+	split  probe.TTFTSplit
+	joined bool
+}
+
+// maxPending bounds each side of the join waiting for the other: the
+// requests whose entries are not read yet, the entries whose requests
+// are not back yet (the server adds an entry after its answer ends, and
+// the client's record may come a moment after that too).
+const maxPending = 1 << 13
+
+// pending is one side of the join, by the server's number, the oldest
+// dropped past maxPending.
+type pending[T any] struct {
+	m     map[uint64]T
+	order []uint64
+}
+
+func (p *pending[T]) put(id uint64, v T) {
+	if p.m == nil {
+		p.m = make(map[uint64]T)
+	}
+	p.m[id] = v
+	p.order = append(p.order, id)
+	for len(p.m) > maxPending || len(p.order) > 2*maxPending {
+		delete(p.m, p.order[0]) // taken already, or the oldest waiting
+		p.order = p.order[1:]
+	}
+}
+
+func (p *pending[T]) take(id uint64) (T, bool) {
+	v, ok := p.m[id]
+	if ok {
+		delete(p.m, id)
+	}
+	return v, ok
+}
+
+// clientSide is what the join needs of one of infertop's requests.
+type clientSide struct{ ttft, blocked time.Duration }
+
+// joinSplit splits a request's client TTFT with its server's entry, as
+// probe.Result.SplitTTFT splits it with vLLM's per-request metrics.
+func joinSplit(c clientSide, e *probe.ServerPerf) (probe.TTFTSplit, bool) {
+	if !e.HasQueue || !e.HasTTFT {
+		return probe.TTFTSplit{}, false
+	}
+	r := probe.Result{HasTTFT: true, TTFT: c.ttft, Blocked: c.blocked,
+		Server: probe.ServerTimings{Queue: e.Queue, HasQueue: true, TTFT: e.TTFT, HasTTFT: true}}
+	return r.SplitTTFT()
+}
+
+func splitParts(s probe.TTFTSplit) [load.NumSplitParts]time.Duration {
+	return [load.NumSplitParts]time.Duration{s.Connection, s.Queue, s.Prefill, s.Rest, s.Gap}
 }
 
 // perfAcc is the scraper's account of /perf_metrics.
@@ -129,6 +194,73 @@ type perfAcc struct {
 	run     PerfRun
 	hists   [NumPerfParts]*hdr.Histogram
 	recent  []timedPerf
+	// The join: each side waiting for the other, and the joined
+	// requests' splits.
+	clients pending[clientSide]
+	servers pending[probe.ServerPerf]
+	split   [load.NumSplitParts]*hdr.Histogram
+}
+
+// record adds d to *h, made on first use.
+func record(h **hdr.Histogram, d time.Duration) {
+	if *h == nil {
+		*h = load.NewHistogram()
+	}
+	_ = (*h).RecordValue(min(max(d.Microseconds(), 1), (*h).HighestTrackableValue()))
+}
+
+// joinLocked records the split of a request joined to its entry, e its
+// entry of the window (nil: it is no longer there).
+func (s *Scraper) joinLocked(c clientSide, e *probe.ServerPerf, in *timedPerf) {
+	sp, ok := joinSplit(c, e)
+	if !ok {
+		return
+	}
+	p := &s.perf
+	p.run.Joined++
+	for i, d := range splitParts(sp) {
+		record(&p.split[i], d)
+	}
+	if in != nil {
+		in.split, in.joined = sp, true
+	}
+	if s.cfg.OnSplit != nil {
+		s.cfg.OnSplit(sp)
+	}
+}
+
+// NoteRequest offers one of infertop's finished requests for the join:
+// a completed stream with a TTFT whose answer's id names the server's
+// number (probe.PerfRequestID) waits for its entry, or joins the entry
+// already read. Nothing when /perf_metrics is not read.
+func (s *Scraper) NoteRequest(r *probe.Result) {
+	if s == nil || s.cfg.PerfURL == "" || !r.OK() || !r.HasTTFT {
+		return
+	}
+	id, ok := probe.PerfRequestID(r.ID)
+	if !ok {
+		return
+	}
+	c := clientSide{ttft: r.TTFT, blocked: r.Blocked}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := &s.perf
+	if !p.offered || p.src.dropped {
+		return
+	}
+	e, ok := p.servers.take(id)
+	if !ok {
+		p.clients.put(id, c)
+		return
+	}
+	var in *timedPerf
+	for i := len(p.recent) - 1; i >= 0; i-- { // the entry, likely among the newest
+		if x := &p.recent[i]; x.e.HasID && x.e.RequestID == id {
+			in = x
+			break
+		}
+	}
+	s.joinLocked(c, &e, in)
 }
 
 // readPerf reads one /perf_metrics answer at at. The first read drains
@@ -171,14 +303,20 @@ func (s *Scraper) readPerf(r io.Reader, at time.Time) error {
 		p.run.add(&e)
 		for k, d := range perfParts(&e) {
 			if d >= 0 {
-				if p.hists[k] == nil {
-					p.hists[k] = load.NewHistogram()
-				}
-				_ = p.hists[k].RecordValue(min(max(d.Microseconds(), 1), p.hists[k].HighestTrackableValue()))
+				record(&p.hists[k], d)
 			}
 		}
+		var in *timedPerf
 		if len(p.recent) < maxPerfWindow {
 			p.recent = append(p.recent, timedPerf{at: at, e: e})
+			in = &p.recent[len(p.recent)-1]
+		}
+		if e.HasID {
+			if c, ok := p.clients.take(e.RequestID); ok {
+				s.joinLocked(c, &e, in)
+			} else {
+				p.servers.put(e.RequestID, e)
+			}
 		}
 		if s.cfg.OnPerf != nil {
 			s.cfg.OnPerf(e)
@@ -258,6 +396,11 @@ func (s *Scraper) PerfRun() (PerfRun, bool) {
 			out.Parts[k] = load.DistOf(h)
 		}
 	}
+	for k, h := range p.split {
+		if h != nil {
+			out.Split[k] = load.DistOf(h)
+		}
+	}
 	return out, true
 }
 
@@ -271,6 +414,7 @@ func (s *Scraper) perfViewLocked(now time.Time, window time.Duration) *PerfView 
 	v := &PerfView{Age: now.Sub(p.src.last), Err: p.src.err,
 		Stale: p.src.err != "" || now.Sub(p.src.last) > 3*s.cfg.Every+time.Second}
 	var parts [NumPerfParts][]time.Duration
+	var split [load.NumSplitParts][]time.Duration
 	for _, x := range p.recent {
 		if now.Sub(x.at) > window {
 			continue
@@ -282,14 +426,28 @@ func (s *Scraper) perfViewLocked(now time.Time, window time.Duration) *PerfView 
 				parts[k] = append(parts[k], d)
 			}
 		}
+		if x.joined {
+			v.Joined++
+			for k, d := range splitParts(x.split) {
+				split[k] = append(split[k], d)
+			}
+		}
 	}
 	for k, ds := range parts {
-		if len(ds) == 0 {
-			continue
-		}
-		slices.Sort(ds)
-		at := func(q float64) time.Duration { return ds[min(int(q*float64(len(ds))), len(ds)-1)] }
-		v.Parts[k] = PerfSpan{N: len(ds), P50: at(0.5), P99: at(0.99)}
+		v.Parts[k] = spanOf(ds)
+	}
+	for k, ds := range split {
+		v.Split[k] = spanOf(ds)
 	}
 	return v
+}
+
+// spanOf is the p50 and p99 of ds (sorted here).
+func spanOf(ds []time.Duration) PerfSpan {
+	if len(ds) == 0 {
+		return PerfSpan{}
+	}
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[min(int(q*float64(len(ds))), len(ds)-1)] }
+	return PerfSpan{N: len(ds), P50: at(0.5), P99: at(0.99)}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 )
 
@@ -119,5 +120,87 @@ func TestPerfPastBounds(t *testing.T) {
 	}
 	if q := run.Parts[PerfQueue]; q.Count != 2 || (q.P50-250*time.Millisecond).Abs() > 250*time.Microsecond { // 3 significant digits
 		t.Errorf("queue %+v, want 2 at 250ms", q)
+	}
+}
+
+// TestPerfJoin: a request whose answer is named by the server's number
+// (chatcmpl-<request_id>) joins its /perf_metrics entry, whichever comes
+// first: its client TTFT split by the entry's queue and prefill, in the
+// run's figures, the window's and OnSplit's; other requests join none.
+func TestPerfJoin(t *testing.T) {
+	fixture, err := os.ReadFile("../probe/testdata/tensorrt-llm/perf_metrics.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if reads.Add(1) == 1 {
+			w.Write([]byte(`[]`)) // before the run: nothing kept
+			return
+		}
+		w.Write(fixture) // request_id 3, 4 and 5
+	})
+	var splits []probe.TTFTSplit
+	s := NewScraper(Config{PerfURL: "http://endpoint/perf_metrics", Every: time.Second, Client: inProcess(h),
+		OnSplit: func(sp probe.TTFTSplit) { splits = append(splits, sp) }})
+	ctx, now := context.Background(), time.Now()
+	s.StartPerf(ctx)
+	req := func(id string, ttft time.Duration) *probe.Result {
+		return &probe.Result{ID: id, HasTTFT: true, TTFT: ttft, Blocked: time.Millisecond}
+	}
+	s.NoteRequest(req("chatcmpl-3", 60*time.Millisecond)) // back before its entry
+	s.NoteRequest(req("chatcmpl-sim9", 60*time.Millisecond))
+	s.scrapePerf(ctx, now.Add(time.Second))
+	s.NoteRequest(req("cmpl-4", 50*time.Millisecond)) // after it
+	s.NoteRequest(req("chatcmpl-77", 50*time.Millisecond))
+	failed := req("chatcmpl-5", 50*time.Millisecond)
+	failed.Class = probe.StreamCut
+	s.NoteRequest(failed)
+
+	run, _ := s.PerfRun()
+	if run.Joined != 2 || len(splits) != 2 {
+		t.Fatalf("%d joined, %d splits; want 3 and 4 joined", run.Joined, len(splits))
+	}
+	// Entry 3: queue 6.435 ms, prefill 41.607 ms, TTFT 48.042 ms; the
+	// client's TTFT 60 ms, 1 ms of it the connection.
+	sp := splits[0]
+	near := func(name string, got time.Duration, wantMS float64) {
+		t.Helper()
+		if w := time.Duration(wantMS * float64(time.Millisecond)); (got - w).Abs() > 2*time.Microsecond {
+			t.Errorf("%s = %v, want %.3f ms", name, got, wantMS)
+		}
+	}
+	near("connection", sp.Connection, 1)
+	near("queue", sp.Queue, 6.435)
+	near("prefill", sp.Prefill, 41.607)
+	near("rest", sp.Rest, 60-1-6.435-41.607)
+	near("gap", sp.Gap, 60-48.042)
+	if d := run.Split[load.SplitGap]; d.Count != 2 {
+		t.Errorf("the run's gap %+v, want 2 requests", d)
+	}
+	v := s.View(time.Minute)
+	if v.Perf.Joined != 2 || v.Perf.Split[load.SplitPrefill].N != 2 {
+		t.Errorf("the window: %d joined, prefill %+v", v.Perf.Joined, v.Perf.Split[load.SplitPrefill])
+	}
+}
+
+// TestPendingBounded: each side of the join holds maxPending at most,
+// the oldest dropped.
+func TestPendingBounded(t *testing.T) {
+	var p pending[int]
+	for i := range uint64(3 * maxPending) {
+		p.put(i, int(i))
+		if i%2 == 0 {
+			p.take(i)
+		}
+	}
+	if len(p.m) > maxPending || len(p.order) > 2*maxPending {
+		t.Fatalf("%d waiting, %d in order; want at most %d, %d", len(p.m), len(p.order), maxPending, 2*maxPending)
+	}
+	if _, ok := p.take(3*maxPending - 1); !ok {
+		t.Error("the newest was dropped")
+	}
+	if _, ok := p.take(1); ok {
+		t.Error("the oldest was kept")
 	}
 }

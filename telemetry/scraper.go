@@ -42,6 +42,9 @@ type Config struct {
 	// (it must not call the scraper).
 	PerfURL string
 	OnPerf  func(probe.ServerPerf)
+	// OnSplit, when set, is called with the client TTFT split of each
+	// request joined to its entry (Scraper.NoteRequest), likewise.
+	OnSplit func(probe.TTFTSplit)
 	// Client sends the scrapes (nil: one of DefaultScrapeTimeout). A test
 	// passes one that answers in-process, so that the scraper can run in
 	// a synctest bubble, whose clock waits for no network.
