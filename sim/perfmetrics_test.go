@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,8 +49,9 @@ func TestPerfMetrics(t *testing.T) {
 	p := testParams()
 	p.PerfMetrics, p.SpecDecode = 2, SpecDecode{Draft: 3, Accept: 0.6}
 	s, url := startSim(t, p)
+	var last string
 	for range 3 {
-		post(t, url+"/v1/chat/completions", `{"model":"sim-llama-8b","messages":[{"role":"user","content":"one two three"}],"max_tokens":8,"stream":true}`)
+		_, last = post(t, url+"/v1/chat/completions", `{"model":"sim-llama-8b","messages":[{"role":"user","content":"one two three"}],"max_tokens":8,"stream":true}`)
 	}
 	code, got := getPerf(t, url)
 	if code != 200 || len(got) != 2 {
@@ -85,6 +87,10 @@ func TestPerfMetrics(t *testing.T) {
 		if sp := e.PerfMetrics.Spec; sp == nil || sp.Drafted == 0 || sp.Accepted > sp.Drafted {
 			t.Errorf("request %d: speculative decoding %+v", r.ID, sp)
 		}
+	}
+	// Its answers are named as TensorRT-LLM's: chatcmpl-<request_id>.
+	if want := `"id":"chatcmpl-` + strconv.FormatUint(recs[len(recs)-1].ID, 10) + `"`; !strings.Contains(last, want) {
+		t.Errorf("the last answer lacks %s: %.200s", want, last)
 	}
 	if _, again := getPerf(t, url); len(again) != 0 {
 		t.Errorf("read again: %d entries, want none (drained)", len(again))

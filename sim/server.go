@@ -657,7 +657,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 	if g.kind == kindResponses || g.kind == kindMessages {
 		w.Header().Set("Connection", "keep-alive") // as Ollama sends it
 	}
-	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.model, g.fp)
+	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.model, g.fp, g.s.perf != nil)
 	pb := streamBufs.Get().(*[]byte)
 	buf := (*pb)[:0]
 	defer func() { // the buffer, grown by a burst of tokens, serves the next stream
@@ -770,7 +770,7 @@ func (g *generation) whole(w http.ResponseWriter, r *http.Request) {
 	n := int(g.q.generated.Load())
 	now := time.Now()
 	g.rec.FirstToken, g.rec.LastToken, g.rec.OutputTokens, g.rec.Status = now, now, n, http.StatusOK
-	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.model, g.fp)
+	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.model, g.fp, g.s.perf != nil)
 	w.Header().Set("Content-Type", "application/json")
 	if g.kind.embeds() {
 		g.rec.OutputTokens = 0
