@@ -240,9 +240,7 @@ func (x *Exporter) Observe(r load.Record) {
 		}
 	}
 	if s, ok := r.SplitTTFT(); ok {
-		for i, d := range [...]time.Duration{s.Connection, s.Queue, s.Prefill, s.Rest, s.Gap} {
-			x.split.WithLabelValues(splitParts[i]).Observe(d.Seconds())
-		}
+		x.ObserveSplit(s)
 	}
 	if cached, of, ok := load.PromptCached(&r.Result); ok {
 		x.cached.Add(float64(cached))
@@ -268,6 +266,15 @@ func (x *Exporter) Observe(r load.Record) {
 	}
 	if r.HasTTFO {
 		x.ttfo.Observe(r.TTFO.Seconds())
+	}
+}
+
+// ObserveSplit records a request's client TTFT split by where it went:
+// by its server's timings in its answer (Observe), or by its entry of
+// the server's /perf_metrics joined to it (telemetry.Config.OnSplit).
+func (x *Exporter) ObserveSplit(s probe.TTFTSplit) {
+	for i, d := range [...]time.Duration{s.Connection, s.Queue, s.Prefill, s.Rest, s.Gap} {
+		x.split.WithLabelValues(splitParts[i]).Observe(d.Seconds())
 	}
 }
 
