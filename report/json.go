@@ -495,9 +495,11 @@ func (c *Compare) UnmarshalJSON(b []byte) error {
 
 // ServerPerfJSON is infertop.server_perf: the server's own per-request
 // performance over the run, read from its /perf_metrics (TensorRT-LLM).
-// Its entries carry the server's own request ids, so they are not joined
-// to infertop's requests (Joined is false): the figures are the server's
-// distribution over the requests it finished while the run lasted.
+// Its entries carry the server's own request numbers: the spans and
+// counts are the server's distribution over the requests it finished
+// while the run lasted, unjoined; where the server names its answers by
+// those numbers (recent versions), the entries are joined to infertop's
+// requests too (Joined, JoinedRequests) and their client TTFTs split.
 type ServerPerfJSON struct {
 	Source  string `json:"source"`
 	Joined  bool   `json:"joined"`
@@ -515,6 +517,12 @@ type ServerPerfJSON struct {
 	// Spans are the distributions of the server's queue, prefill, TTFT
 	// and generation (telemetry.PerfPartKeys), absent with no entry.
 	Spans map[string]DistJSON `json:"spans,omitempty"`
+	// JoinedRequests are the entries joined to infertop's requests
+	// through the server's number naming its answer
+	// (chatcmpl-<request_id>); TTFTSplit their client TTFTs split by
+	// where they went (SplitKeys), absent with none joined.
+	JoinedRequests int64               `json:"joined_requests"`
+	TTFTSplit      map[string]DistJSON `json:"ttft_split,omitempty"`
 	// KVReusedBlocks and KVMissedBlocks are the prefix cache's hits and
 	// misses in KV blocks; SpecAcceptedTokens of SpecDraftTokens the
 	// draft tokens speculative decoding accepted, by the server's count.
@@ -545,6 +553,13 @@ func serverPerfJSON(p *telemetry.PerfRun) *ServerPerfJSON {
 		out.Spans = make(map[string]DistJSON, telemetry.NumPerfParts)
 		for i, k := range telemetry.PerfPartKeys() {
 			out.Spans[k] = dist(p.Parts[i])
+		}
+	}
+	out.Joined, out.JoinedRequests = p.Joined > 0, p.Joined
+	if p.Joined > 0 {
+		out.TTFTSplit = make(map[string]DistJSON, load.NumSplitParts)
+		for i, k := range SplitKeys() {
+			out.TTFTSplit[k] = dist(p.Split[i])
 		}
 	}
 	return out

@@ -57,8 +57,14 @@ func writeServerPerf(b *strings.Builder, p *telemetry.PerfRun) {
 		}
 		return fmt.Sprintf("%s / %s", d.P50.Round(10*time.Microsecond), d.P99.Round(10*time.Microsecond))
 	}
-	fmt.Fprintf(b, "  the server's own timings (%s, %d requests it finished in the run, not joined to ours; p50 / p99): queue %s · prefill %s · TTFT %s · generation %s\n",
+	fmt.Fprintf(b, "  the server's own timings (%s, %d requests it finished in the run, its distribution; p50 / p99): queue %s · prefill %s · TTFT %s · generation %s\n",
 		telemetry.PerfSource, p.Entries, pair(p.Parts[telemetry.PerfQueue]), pair(p.Parts[telemetry.PerfPrefill]), pair(p.Parts[telemetry.PerfTTFT]), pair(p.Parts[telemetry.PerfGeneration]))
+	if sp := p.Split; p.Joined > 0 {
+		fmt.Fprintf(b, "    where TTFT went (p50 / p99 of the %d of our requests joined to their entries by the server's request number): connection %s · server queue %s · server prefill %s · the rest %s; the client's TTFT less the server's %s\n",
+			p.Joined, pair(sp[load.SplitConnection]), pair(sp[load.SplitQueue]), pair(sp[load.SplitPrefill]), pair(sp[load.SplitRest]), pair(sp[load.SplitGap]))
+	} else {
+		b.WriteString("    not joined to our requests: the server names its answers by no request number of its own (older versions)\n")
+	}
 	if rate, ok := p.BlockHitRate(); ok {
 		fmt.Fprintf(b, "    its prefix cache: %d of %d KV blocks reused (%.1f %%)\n", p.ReusedBlocks, p.ReusedBlocks+p.MissedBlocks, 100*rate)
 	}

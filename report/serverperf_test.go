@@ -52,14 +52,40 @@ func TestServerPerf(t *testing.T) {
 	if err := r.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"the server's own timings (TensorRT-LLM /perf_metrics, 40 requests it finished in the run, not joined to ours",
-		"queue 1ms / 2ms · prefill 2ms / 4ms", "30 of 40 KV blocks reused (75.0 %)", "6 of 8 draft tokens accepted (75.0 %)"} {
+	for _, want := range []string{"the server's own timings (TensorRT-LLM /perf_metrics, 40 requests it finished in the run, its distribution",
+		"queue 1ms / 2ms · prefill 2ms / 4ms", "30 of 40 KV blocks reused (75.0 %)", "6 of 8 draft tokens accepted (75.0 %)",
+		"not joined to our requests: the server names its answers by no request number"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, buf.String())
 		}
 	}
 	if strings.Contains(buf.String(), "not offered") {
 		t.Errorf("offered, yet the text says not:\n%s", buf.String())
+	}
+
+	// Joined: the requests' TTFTs split, in the JSON and the text.
+	p.Joined = 12
+	for i := range load.NumSplitParts {
+		p.Split[i] = load.Dist{Count: 12, P50: time.Duration(i+1) * time.Millisecond, P99: 9 * time.Millisecond}
+	}
+	buf.Reset()
+	if err := r.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	validate(t, buf.Bytes())
+	doc.Infertop.ServerPerf = nil
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if sp := doc.Infertop.ServerPerf; !sp.Joined || sp.JoinedRequests != 12 || sp.TTFTSplit["rest"].P50 != 4 || len(sp.TTFTSplit) != int(load.NumSplitParts) {
+		t.Errorf("joined: %+v", sp)
+	}
+	buf.Reset()
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if want := "where TTFT went (p50 / p99 of the 12 of our requests joined to their entries by the server's request number): connection 1ms / 9ms · server queue 2ms / 9ms"; !strings.Contains(buf.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, buf.String())
 	}
 
 	r.ServerPerf = &telemetry.PerfRun{Err: "scrape: HTTP 404"}

@@ -180,7 +180,7 @@ func (r pageRun) ServerPerf() *serverPerf {
 	if p == nil || p.Entries == 0 {
 		return nil
 	}
-	out := &serverPerf{ServerPerfJSON: p, Rows: rows(p.Spans, report.ServerPerfKeys())}
+	out := &serverPerf{ServerPerfJSON: p, Rows: rows(p.Spans, report.ServerPerfKeys()), Split: rows(p.TTFTSplit, report.SplitKeys())}
 	if rate, ok := p.BlockHitRate(); ok {
 		out.HitRate = fmt.Sprintf("%.1f %%", 100*rate)
 	}
@@ -193,7 +193,7 @@ func (r pageRun) ServerPerf() *serverPerf {
 // serverPerf is the page's account of ServerPerfJSON.
 type serverPerf struct {
 	*report.ServerPerfJSON
-	Rows                []httpRow
+	Rows, Split         []httpRow
 	HitRate, Acceptance string
 }
 

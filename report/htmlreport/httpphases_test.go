@@ -70,11 +70,23 @@ func TestServerPerfTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := out.String()
-	for _, want := range []string{"The server's own timings: TensorRT-LLM /perf_metrics", "not joined to infertop's requests",
+	for _, want := range []string{"The server's own timings: TensorRT-LLM /perf_metrics", "Not joined to infertop's requests",
 		`<td class="text">generation</td>`, "reused 75.0 % of the KV blocks", "accepted 25.0 % of the draft tokens"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+	res.Infertop.ServerPerf.JoinedRequests, res.Infertop.ServerPerf.TTFTSplit = 9, map[string]report.DistJSON{}
+	for _, k := range report.SplitKeys() {
+		res.Infertop.ServerPerf.TTFTSplit[k] = report.DistJSON{Count: 9}
+	}
+	doc, _ = json.Marshal(res)
+	out.Reset()
+	if err := Write(&out, []Run{{Name: "a", JSON: doc}}); err != nil {
+		t.Fatal(err)
+	}
+	if page := out.String(); !strings.Contains(page, "Where TTFT went for the 9 requests joined") || !strings.Contains(page, `<td class="text">gap</td>`) || strings.Contains(page, "Not joined") {
+		t.Error("joined: no split table, or said unjoined")
 	}
 	out.Reset()
 	if err := Write(&out, []Run{{Name: "b", JSON: []byte(minimal)}}); err != nil {
