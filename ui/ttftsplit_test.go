@@ -69,13 +69,33 @@ func TestServerPerfLine(t *testing.T) {
 				t.Errorf("%d cells: no %q in\n%s", w, want, panel)
 			}
 		}
-		if strings.Contains(panel, "prefill") {
-			t.Errorf("%d cells: a span the server gave none of:\n%s", w, panel)
+		if strings.Contains(panel, "prefill") || strings.Contains(panel, "where TTFT went") {
+			t.Errorf("%d cells: a span the server gave none of, or a split of none joined:\n%s", w, panel)
 		}
 		for _, l := range strings.Split(m.serverPanel(w), "\n") {
 			if lipgloss.Width(l) > w {
 				t.Errorf("%d cells: a line of %d: %q", w, lipgloss.Width(l), l)
 			}
 		}
+	}
+}
+
+// TestServerPerfJoinedLine: where some entries joined infertop's
+// requests, the panel says where their TTFT went, and drops "unjoined".
+func TestServerPerfJoinedLine(t *testing.T) {
+	view := telemetry.View{Perf: &telemetry.PerfView{Entries: 30, Joined: 28}}
+	for i := range load.NumSplitParts {
+		view.Perf.Split[i] = telemetry.PerfSpan{N: 28, P50: time.Duration(i+1) * time.Millisecond, P99: 9 * time.Millisecond}
+	}
+	m, _ := New(nil, Options{Renderer: asciiRenderer(), Figures: func(s load.Snapshot) telemetry.Figures { return telemetry.Join(s, &view) }})
+	m = press[tea.Msg](m, SnapshotMsg(fixedSnapshot()))
+	panel := strings.ReplaceAll(m.serverPanel(160), "\n", " ")
+	for _, want := range []string{"where TTFT went p50 / p99 of 28 joined by the server's ids", "connection 1.00ms / 9.00ms", "gap 5.00ms / 9.00ms", "server's own (/perf_metrics) p50 / p99 of 30"} {
+		if !strings.Contains(panel, want) {
+			t.Errorf("no %q in\n%s", want, panel)
+		}
+	}
+	if strings.Contains(panel, "unjoined") {
+		t.Errorf("joined, yet said unjoined:\n%s", panel)
 	}
 }
