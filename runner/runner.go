@@ -486,6 +486,11 @@ func (r *Runner) chain(next func(load.Record)) func(load.Record) {
 	if r.otel != nil {
 		hs = append(hs, r.otel.Observe)
 	}
+	if r.cfg.Probe.ServerTimings {
+		// Offered for the join with the server's /perf_metrics; the
+		// scraper is made before the load starts (nil: none is read).
+		hs = append(hs, func(rec load.Record) { r.scraper.NoteRequest(&rec.Result) })
+	}
 	if next != nil {
 		hs = append(hs, next)
 	}
@@ -523,7 +528,7 @@ func (r *Runner) newScraper() *telemetry.Scraper {
 		// after one answer where the server has none (telemetry.PerfRun).
 		cfg.PerfURL = telemetry.PerfURLFor(r.rawURL)
 		if r.x != nil {
-			cfg.OnPerf = r.x.ObservePerf
+			cfg.OnPerf, cfg.OnSplit = r.x.ObservePerf, r.x.ObserveSplit
 		}
 	}
 	if cfg.ServerURL == "" && cfg.GPUURL == "" && !cfg.GPULocal && cfg.PerfURL == "" {

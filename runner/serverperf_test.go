@@ -17,8 +17,9 @@ import (
 // TestServerPerfEndToEnd: --server-timings against a sim that serves
 // TensorRT-LLM's /perf_metrics. What the server kept from before the
 // run is drained and left out; every request of the run has its entry in
-// the report (the last ones read once the run is done), and the server's
-// TTFTs are the sim's own records' to the histogram's precision.
+// the report (the last ones read once the run is done), joined to it by
+// the answer's id, and the server's TTFTs are the sim's own records' to
+// the histogram's precision.
 func TestServerPerfEndToEnd(t *testing.T) {
 	p, err := sim.Preset("fast")
 	if err != nil {
@@ -57,6 +58,15 @@ func TestServerPerfEndToEnd(t *testing.T) {
 	want, got := ttfts[len(ttfts)/2-1], sp.Parts[telemetry.PerfTTFT] // the 15th of 30, as HdrHistogram picks a p50
 	if got.Count != 30 || (got.P50-want).Abs() > want/200+5*time.Microsecond {
 		t.Errorf("the server's TTFT p50 %v of %d, the sim's records' %v", got.P50, got.Count, want)
+	}
+	// The sim names its answers chatcmpl-<request_id>, as recent
+	// TensorRT-LLM versions do: every request joins its entry, and its
+	// split's queue is the entry's.
+	if sp.Joined != 30 || sp.Split[load.SplitGap].Count != 30 {
+		t.Errorf("%d joined, a gap of %d; want all 30", sp.Joined, sp.Split[load.SplitGap].Count)
+	}
+	if q, e := sp.Split[load.SplitQueue].P50, sp.Parts[telemetry.PerfQueue].P50; (q - e).Abs() > e/100+10*time.Microsecond {
+		t.Errorf("the joined split's queue p50 %v, the entries' %v", q, e)
 	}
 	if sp.SpecDrafted == 0 || sp.SpecAccepted > sp.SpecDrafted || sp.MissedBlocks == 0 {
 		t.Errorf("counts %+v", sp.PerfCounts)
