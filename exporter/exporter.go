@@ -108,7 +108,16 @@ type Exporter struct {
 	// completed requests whose server said.
 	split            *prometheus.HistogramVec
 	cached, cachedOf prometheus.Counter
+	// perf is the server's own per-request spans from its /perf_metrics
+	// (TensorRT-LLM: ObservePerf), label part; perfBlocks its prefix
+	// cache's KV blocks (label kind: reused, missed); perfSpec its
+	// speculative decoding's draft tokens (kind: accepted, drafted).
+	perf                 *prometheus.HistogramVec
+	perfBlocks, perfSpec *prometheus.CounterVec
 }
+
+// perfParts label infertop_server_perf_seconds, in ObservePerf's order.
+var perfParts = [...]string{"queue", "prefill", "ttft", "generation"}
 
 // splitParts label infertop_ttft_split_seconds, in probe.TTFTSplit's
 // order.
@@ -170,6 +179,14 @@ func newExporter(objectives []slo.Objective, target string, process bool) *Expor
 	x.cachedOf = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_prompt_tokens_cache_known_total",
 		Help: "Prompt tokens of the completed requests whose server said how many its prefix cache held."})
 	reg.MustRegister(x.split, x.cached, x.cachedOf)
+	x.perf = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "infertop_server_perf_seconds",
+		Help:    "The server's own per-request spans from its /perf_metrics (TensorRT-LLM, --server-timings; part: queue, prefill, ttft, generation), of every request it finished while the run lasted: its distribution, not joined to infertop's requests.",
+		Buckets: ttftBuckets(), NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 160, NativeHistogramMinResetDuration: time.Hour}, []string{"part"})
+	x.perfBlocks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "infertop_server_perf_kv_blocks_total",
+		Help: "KV blocks of the server's prefix cache, by its own /perf_metrics (TensorRT-LLM; kind: reused, missed): reused over their sum is its hit rate."}, []string{"kind"})
+	x.perfSpec = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "infertop_server_perf_draft_tokens_total",
+		Help: "Speculative decoding's draft tokens, by the server's own /perf_metrics (TensorRT-LLM; kind: accepted, drafted): accepted over drafted is its acceptance rate."}, []string{"kind"})
+	reg.MustRegister(x.perf, x.perfBlocks, x.perfSpec)
 	x.outTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_output_tokens_total",
 		Help: "Output tokens received, counted as they arrive (a token a message, corrected by the server's usage at the end of a request), those of requests that then failed included."})
 	x.inTok = prometheus.NewCounter(prometheus.CounterOpts{Name: "infertop_input_tokens_total", Help: "Prompt tokens sent, as the server counted them."})
@@ -223,9 +240,7 @@ func (x *Exporter) Observe(r load.Record) {
 		}
 	}
 	if s, ok := r.SplitTTFT(); ok {
-		for i, d := range [...]time.Duration{s.Connection, s.Queue, s.Prefill, s.Rest, s.Gap} {
-			x.split.WithLabelValues(splitParts[i]).Observe(d.Seconds())
-		}
+		x.ObserveSplit(s)
 	}
 	if cached, of, ok := load.PromptCached(&r.Result); ok {
 		x.cached.Add(float64(cached))
@@ -251,6 +266,36 @@ func (x *Exporter) Observe(r load.Record) {
 	}
 	if r.HasTTFO {
 		x.ttfo.Observe(r.TTFO.Seconds())
+	}
+}
+
+// ObserveSplit records a request's client TTFT split by where it went:
+// by its server's timings in its answer (Observe), or by its entry of
+// the server's /perf_metrics joined to it (telemetry.Config.OnSplit).
+func (x *Exporter) ObserveSplit(s probe.TTFTSplit) {
+	for i, d := range [...]time.Duration{s.Connection, s.Queue, s.Prefill, s.Rest, s.Gap} {
+		x.split.WithLabelValues(splitParts[i]).Observe(d.Seconds())
+	}
+}
+
+// ObservePerf records one entry of the server's /perf_metrics
+// (TensorRT-LLM; telemetry.Config.OnPerf).
+func (x *Exporter) ObservePerf(e probe.ServerPerf) {
+	for i, p := range [...]struct {
+		d   time.Duration
+		has bool
+	}{{e.Queue, e.HasQueue}, {e.Prefill, e.HasPrefill}, {e.TTFT, e.HasTTFT}, {e.Generation, e.HasGeneration}} {
+		if p.has {
+			x.perf.WithLabelValues(perfParts[i]).Observe(p.d.Seconds())
+		}
+	}
+	if e.HasBlocks {
+		x.perfBlocks.WithLabelValues("reused").Add(float64(e.ReusedBlocks))
+		x.perfBlocks.WithLabelValues("missed").Add(float64(e.MissedBlocks))
+	}
+	if e.HasSpec {
+		x.perfSpec.WithLabelValues("accepted").Add(float64(e.SpecAccepted))
+		x.perfSpec.WithLabelValues("drafted").Add(float64(e.SpecDrafted))
 	}
 }
 

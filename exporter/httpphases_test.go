@@ -42,3 +42,22 @@ func TestTTFTSplitSeries(t *testing.T) {
 		t.Errorf("cache: %v of %v", got["infertop_cached_prompt_tokens_total"], got["infertop_prompt_tokens_cache_known_total"])
 	}
 }
+
+// TestServerPerfSeries: each /perf_metrics entry (TensorRT-LLM) is in
+// the spans it gave, and its blocks and draft tokens counted.
+func TestServerPerfSeries(t *testing.T) {
+	x := New(nil)
+	x.ObservePerf(probe.ServerPerf{Queue: time.Millisecond, HasQueue: true, TTFT: 3 * time.Millisecond, HasTTFT: true,
+		ReusedBlocks: 3, MissedBlocks: 1, HasBlocks: true, SpecAccepted: 2, SpecDrafted: 5, HasSpec: true})
+	x.ObservePerf(probe.ServerPerf{Generation: time.Second, HasGeneration: true})
+	got := scrape(t, x)
+	for part, want := range map[string]float64{"queue": 1, "prefill": 0, "ttft": 1, "generation": 1} {
+		if n := got[`infertop_server_perf_seconds{part="`+part+`"}_count`]; n != want {
+			t.Errorf("part %s: %v entries, want %v", part, n, want)
+		}
+	}
+	if got[`infertop_server_perf_kv_blocks_total{kind="reused"}`] != 3 || got[`infertop_server_perf_kv_blocks_total{kind="missed"}`] != 1 ||
+		got[`infertop_server_perf_draft_tokens_total{kind="accepted"}`] != 2 || got[`infertop_server_perf_draft_tokens_total{kind="drafted"}`] != 5 {
+		t.Errorf("counts: %v", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sanitize"
+	"github.com/infertop/infertop/telemetry"
 )
 
 // Percentiles written for every latency, as vLLM's --metric-percentiles
@@ -248,6 +249,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		}
 		inf.Energy = ej
 	}
+	inf.ServerPerf = serverPerfJSON(r.ServerPerf)
 	r.addHistory(&inf)
 	inf.SteadyState = steadyJSON(r.Final.Steady)
 	inf.Sessions, inf.Trace = sessionsJSON(r.Final.Sessions), traceJSON(r.Final.Trace)
@@ -436,6 +438,9 @@ type InfertopJSON struct {
 	// replay's account (--trace).
 	Sessions *SessionsJSON `json:"sessions,omitempty"`
 	Trace    *TraceJSON    `json:"trace,omitempty"`
+	// ServerPerf is the server's own per-request performance from its
+	// /perf_metrics (TensorRT-LLM; --server-timings), unjoined.
+	ServerPerf *ServerPerfJSON `json:"server_perf,omitempty"`
 	// Merged is a merged result's (infertop merge): the runs it holds.
 	Merged *MergedJSON `json:"merged,omitempty"`
 	// Agents are a run --agents' agents, each with its own result.
@@ -486,4 +491,76 @@ func (c *Compare) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("infertop.compare: %w", err)
 	}
 	return nil
+}
+
+// ServerPerfJSON is infertop.server_perf: the server's own per-request
+// performance over the run, read from its /perf_metrics (TensorRT-LLM).
+// Its entries carry the server's own request numbers: the spans and
+// counts are the server's distribution over the requests it finished
+// while the run lasted, unjoined; where the server names its answers by
+// those numbers (recent versions), the entries are joined to infertop's
+// requests too (Joined, JoinedRequests) and their client TTFTs split.
+type ServerPerfJSON struct {
+	Source  string `json:"source"`
+	Joined  bool   `json:"joined"`
+	Offered bool   `json:"offered"`
+	Error   string `json:"error,omitempty"`
+	// Entries were read during the run; EntriesBeforeRun drained by the
+	// first read (left out); Refused had no figure in bounds; Lost were
+	// past a read's entry bound; ReadsLost are reads past its byte or
+	// value bound, their entries lost uncounted.
+	Entries          int64 `json:"entries"`
+	EntriesBeforeRun int64 `json:"entries_before_run"`
+	Refused          int64 `json:"entries_refused"`
+	Lost             int64 `json:"entries_lost"`
+	ReadsLost        int64 `json:"reads_lost"`
+	// Spans are the distributions of the server's queue, prefill, TTFT
+	// and generation (telemetry.PerfPartKeys), absent with no entry.
+	Spans map[string]DistJSON `json:"spans,omitempty"`
+	// JoinedRequests are the entries joined to infertop's requests
+	// through the server's number naming its answer
+	// (chatcmpl-<request_id>); TTFTSplit their client TTFTs split by
+	// where they went (SplitKeys), absent with none joined.
+	JoinedRequests int64               `json:"joined_requests"`
+	TTFTSplit      map[string]DistJSON `json:"ttft_split,omitempty"`
+	// KVReusedBlocks and KVMissedBlocks are the prefix cache's hits and
+	// misses in KV blocks; SpecAcceptedTokens of SpecDraftTokens the
+	// draft tokens speculative decoding accepted, by the server's count.
+	KVReusedBlocks     int64 `json:"kv_reused_blocks"`
+	KVMissedBlocks     int64 `json:"kv_missed_blocks"`
+	SpecAcceptedTokens int64 `json:"spec_decode_accepted_tokens,omitempty"`
+	SpecDraftTokens    int64 `json:"spec_decode_draft_tokens,omitempty"`
+}
+
+// ServerPerfKeys are the keys of ServerPerfJSON.Spans, in their order.
+func ServerPerfKeys() []string { return telemetry.PerfPartKeys() }
+
+// BlockHitRate is the share of KV blocks the server's prefix cache held;
+// ok false without blocks.
+func (p *ServerPerfJSON) BlockHitRate() (rate float64, ok bool) {
+	return telemetry.PerfCounts{ReusedBlocks: p.KVReusedBlocks, MissedBlocks: p.KVMissedBlocks}.BlockHitRate()
+}
+
+// serverPerfJSON is p in the JSON; nil without it.
+func serverPerfJSON(p *telemetry.PerfRun) *ServerPerfJSON {
+	if p == nil {
+		return nil
+	}
+	out := &ServerPerfJSON{Source: telemetry.PerfSource, Offered: p.Offered, Error: p.Err, Entries: p.Entries,
+		EntriesBeforeRun: p.Before, Refused: p.Refused, Lost: p.Lost, ReadsLost: p.LostReads, KVReusedBlocks: p.ReusedBlocks, KVMissedBlocks: p.MissedBlocks,
+		SpecAcceptedTokens: p.SpecAccepted, SpecDraftTokens: p.SpecDrafted}
+	if p.Entries > 0 {
+		out.Spans = make(map[string]DistJSON, telemetry.NumPerfParts)
+		for i, k := range telemetry.PerfPartKeys() {
+			out.Spans[k] = dist(p.Parts[i])
+		}
+	}
+	out.Joined, out.JoinedRequests = p.Joined > 0, p.Joined
+	if p.Joined > 0 {
+		out.TTFTSplit = make(map[string]DistJSON, load.NumSplitParts)
+		for i, k := range SplitKeys() {
+			out.TTFTSplit[k] = dist(p.Split[i])
+		}
+	}
+	return out
 }

@@ -84,6 +84,10 @@ type Report struct {
 	Verdicts []slo.Verdict
 	// Energy is the GPUs' side, when there was GPU telemetry.
 	Energy *Energy
+	// ServerPerf is the server's own per-request performance from its
+	// /perf_metrics (TensorRT-LLM), when --server-timings asked for it:
+	// its distribution over the run, not joined to the requests.
+	ServerPerf *telemetry.PerfRun
 	// History is the run's whole record (every second, every phase's
 	// histograms), Readings the server's and GPUs' readings over the run;
 	// nil when not had (the JSON then leaves them out).

@@ -295,6 +295,7 @@ func Start(ctx context.Context, cfg Config) (_ *Runner, err error) {
 		}
 	}
 	r.scraper = r.newScraper()
+	r.scraper.StartPerf(ctx) // before the first request: what the server kept before the run is drained
 	if r.cfg.Telemetry.GPULocal {
 		if _, err := exec.LookPath("nvidia-smi"); err != nil {
 			// Else the run goes on with no GPU figure and no word why.
@@ -489,6 +490,11 @@ func (r *Runner) chain(next func(load.Record)) func(load.Record) {
 	if r.otel != nil {
 		hs = append(hs, r.otel.Observe)
 	}
+	if r.cfg.Probe.ServerTimings {
+		// Offered for the join with the server's /perf_metrics; the
+		// scraper is made before the load starts (nil: none is read).
+		hs = append(hs, func(rec load.Record) { r.scraper.NoteRequest(&rec.Result) })
+	}
 	if next != nil {
 		hs = append(hs, next)
 	}
@@ -520,7 +526,16 @@ func (r *Runner) newScraper() *telemetry.Scraper {
 	if r.target.Sim && r.simGPUs > 0 && cfg.GPUURL == "" && !cfg.GPULocal {
 		cfg.GPUURL = strings.TrimSuffix(telemetry.ServerURLFor(r.rawURL), "/metrics") + "/dcgm"
 	}
-	if cfg.ServerURL == "" && cfg.GPUURL == "" && !cfg.GPULocal {
+	if r.cfg.Probe.ServerTimings {
+		// TensorRT-LLM gives its per-request timings at /perf_metrics, not
+		// in its answers: read whenever they are asked for, and dropped
+		// after one answer where the server has none (telemetry.PerfRun).
+		cfg.PerfURL = telemetry.PerfURLFor(r.rawURL)
+		if r.x != nil {
+			cfg.OnPerf, cfg.OnSplit = r.x.ObservePerf, r.x.ObserveSplit
+		}
+	}
+	if cfg.ServerURL == "" && cfg.GPUURL == "" && !cfg.GPULocal && cfg.PerfURL == "" {
 		return nil
 	}
 	return telemetry.NewScraper(cfg)
@@ -591,6 +606,12 @@ func (r *Runner) Report(ctx context.Context, s load.Snapshot) *report.Report {
 	}
 	m.Start, m.End = r.started, r.started.Add(s.Elapsed)
 	rep := &report.Report{Manifest: m, Final: s, Energy: report.EnergyOf(r.scraper, r.started, s)}
+	if s.Done {
+		r.scraper.FinalPerf(ctx) // the last requests' entries, added after their answers ended
+	}
+	if p, ok := r.scraper.PerfRun(); ok {
+		rep.ServerPerf = &p
+	}
 	rep.Verdicts = report.Verdicts(r.cfg.Objectives, s, rep.Energy)
 	rep.History, rep.Readings = r.history(ctx)
 	return rep
@@ -647,6 +668,12 @@ func (r *Runner) Stop() error {
 		if r.client != nil {
 			r.client.Close()
 		}
+		// The last requests' entries of /perf_metrics, which the server
+		// adds after their answers ended: read before the embedded sim
+		// stops (Report reads it again when it comes before Stop).
+		fctx, fcancel := context.WithTimeout(context.Background(), telemetry.DefaultScrapeTimeout)
+		r.scraper.FinalPerf(fctx)
+		fcancel()
 		r.stopSim()
 	})
 	return r.stopErr

@@ -33,12 +33,19 @@ type chunkEncoder struct {
 // newChunkEncoder writes the answers of request id; fp, when set, is the
 // system_fingerprint put after the model in every message, where OpenAI
 // puts it (and where a reader that stops at the member finds it soon).
-func newChunkEncoder(kind apiKind, id uint64, created int64, model, fp string) *chunkEncoder {
+// bare names the chat and completions answers by the bare number, as
+// recent TensorRT-LLM versions do (chatcmpl-<request_id>: the sim serving
+// its /perf_metrics), where the sim's own are chatcmpl-sim<id>.
+func newChunkEncoder(kind apiKind, id uint64, created int64, model, fp string, bare bool) *chunkEncoder {
 	m, _ := json.Marshal(model)
-	idStr, object := "chatcmpl-sim"+strconv.FormatUint(id, 10), "chat.completion.chunk"
+	tag := "sim"
+	if bare {
+		tag = ""
+	}
+	idStr, object := "chatcmpl-"+tag+strconv.FormatUint(id, 10), "chat.completion.chunk"
 	switch kind {
 	case kindCompletions:
-		idStr, object = "cmpl-sim"+strconv.FormatUint(id, 10), "text_completion"
+		idStr, object = "cmpl-"+tag+strconv.FormatUint(id, 10), "text_completion"
 	case kindInfer:
 		idStr, object = "infer-sim"+strconv.FormatUint(id, 10), "infer"
 	}

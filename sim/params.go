@@ -78,6 +78,11 @@ type Params struct {
 	// SpecDecode reports speculative decoding's counts per request (with
 	// the per-request metrics) and in /metrics; off by default.
 	SpecDecode SpecDecode
+	// PerfMetrics serves TensorRT-LLM's GET /perf_metrics, keeping the
+	// entries of at most this many answered requests between two reads
+	// (trtllm-serve's perf_metrics_max_requests); 0, the default: none
+	// (404, as vLLM).
+	PerfMetrics int
 }
 
 // Reasoning is how many of an answer's tokens are reasoning, before the
@@ -443,6 +448,7 @@ const (
 	ParamInvalid        = "invalid"     // Invalid
 	ParamSpecDecode     = "spec decode" // SpecDecode
 	ParamPrefixCache    = "prefix cache"
+	ParamPerfMetrics    = "perf metrics" // PerfMetrics
 )
 
 // Validate reports the first parameter out of range, as a *ParamError.
@@ -512,6 +518,9 @@ func (p Params) Validate() error {
 	}
 	if err := p.SpecDecode.validate(); err != nil {
 		return &ParamError{ParamSpecDecode, err}
+	}
+	if p.PerfMetrics < 0 || p.PerfMetrics > 1<<20 {
+		return bad(ParamPerfMetrics, "%d entries kept: want 0..%d", p.PerfMetrics, 1<<20)
 	}
 	if err := p.checkAdapters(); err != nil {
 		return &ParamError{ParamAdapters, err}

@@ -33,6 +33,7 @@ type Server struct {
 	power   power
 	created int64
 	sent    atomic.Pointer[sentRecord] // see RecordTokens
+	perf    *perfMetrics               // nil: no /perf_metrics (Params.PerfMetrics)
 }
 
 // New builds a server; it does nothing until Run or Serve.
@@ -60,6 +61,10 @@ func New(p Params) (*Server, error) {
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("GET /dcgm", s.handleDCGM)
+	if p.PerfMetrics > 0 {
+		s.perf = newPerfMetrics(p.PerfMetrics)
+		s.mux.HandleFunc("GET /perf_metrics", s.handlePerfMetrics)
+	}
 	return s, nil
 }
 
@@ -415,6 +420,9 @@ func (g *generation) keep() {
 	}
 	g.s.records.add(*g.rec)
 	g.s.metrics.observe(g.rec)
+	if g.s.perf != nil {
+		g.s.perf.add(g.rec)
+	}
 }
 
 func (k apiKind) String() string {
@@ -649,7 +657,7 @@ func (g *generation) stream(w http.ResponseWriter, r *http.Request) {
 	if g.kind == kindResponses || g.kind == kindMessages {
 		w.Header().Set("Connection", "keep-alive") // as Ollama sends it
 	}
-	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.model, g.fp)
+	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.model, g.fp, g.s.perf != nil)
 	pb := streamBufs.Get().(*[]byte)
 	buf := (*pb)[:0]
 	defer func() { // the buffer, grown by a burst of tokens, serves the next stream
@@ -762,7 +770,7 @@ func (g *generation) whole(w http.ResponseWriter, r *http.Request) {
 	n := int(g.q.generated.Load())
 	now := time.Now()
 	g.rec.FirstToken, g.rec.LastToken, g.rec.OutputTokens, g.rec.Status = now, now, n, http.StatusOK
-	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.model, g.fp)
+	enc := newChunkEncoder(g.kind, g.id, g.s.created, g.model, g.fp, g.s.perf != nil)
 	w.Header().Set("Content-Type", "application/json")
 	if g.kind.embeds() {
 		g.rec.OutputTokens = 0

@@ -35,6 +35,16 @@ type Config struct {
 	Every time.Duration
 	// Headers go with every scrape (an API key, a proxy's header).
 	Headers http.Header
+	// PerfURL is the server's /perf_metrics (TensorRT-LLM's per-request
+	// performance, see PerfRun): read from the start, and dropped when
+	// its first answer is no JSON list. OnPerf, when set, is called with
+	// each of its entries read during the run, under the scraper's lock
+	// (it must not call the scraper).
+	PerfURL string
+	OnPerf  func(probe.ServerPerf)
+	// OnSplit, when set, is called with the client TTFT split of each
+	// request joined to its entry (Scraper.NoteRequest), likewise.
+	OnSplit func(probe.TTFTSplit)
 	// Client sends the scrapes (nil: one of DefaultScrapeTimeout). A test
 	// passes one that answers in-process, so that the scraper can run in
 	// a synctest bubble, whose clock waits for no network.
@@ -67,6 +77,7 @@ type Scraper struct {
 	gpu     source
 	gpuFrom string    // "DCGM" or "nvidia-smi"
 	hist    []Reading // the whole run, one a second (History)
+	perf    perfAcc
 }
 
 type timedServer struct {
@@ -141,6 +152,9 @@ func (s *Scraper) Run(ctx context.Context) {
 		}
 		if s.cfg.GPUURL != "" && !s.cfg.GPULocal {
 			s.scrape(ctx, now, &s.gpu, s.cfg.GPUURL, s.readDCGM)
+		}
+		if s.cfg.PerfURL != "" {
+			s.scrapePerf(ctx, now)
 		}
 		select {
 		case <-ctx.Done():
@@ -317,6 +331,9 @@ func (s *Scraper) runNvidiaSMI(ctx context.Context) {
 type View struct {
 	Server *ServerView
 	GPU    *GPUView
+	// Perf is the server's per-request performance from its own
+	// /perf_metrics (nil: not read, or not offered).
+	Perf *PerfView
 }
 
 // ServerView is the engine's side over the window.
@@ -433,6 +450,7 @@ func (s *Scraper) View(window time.Duration) View {
 	} else if s.gpu.err != "" {
 		v.GPU = &GPUView{Source: s.gpuFrom, Stale: true, Err: s.gpu.err}
 	}
+	v.Perf = s.perfViewLocked(now, window)
 	return v
 }
 

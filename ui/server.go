@@ -15,7 +15,7 @@ import (
 // wrong figures).
 func (m *Model) serverPanel(w int) string {
 	v := m.fig.Server
-	split := m.splitLine(w)
+	split := append(m.splitLine(w), m.perfLine(w)...)
 	if v.Server == nil && v.GPU == nil && split == nil {
 		return ""
 	}
@@ -160,4 +160,48 @@ func bucketed(est float64, b telemetry.Bucket) [2]string {
 		return [2]string{"> ", Duration(secs(b.Lo))}
 	}
 	return [2]string{"≤ ", Duration(secs(b.Hi))}
+}
+
+// perfLine is the server's own timings of the window's requests from its
+// /perf_metrics (TensorRT-LLM, --server-timings): each span's p50 and p99
+// over the entries read in the window, its prefix cache's share of KV
+// blocks reused and its draft tokens accepted, labelled as the server's
+// (unjoined where none of its entries joined one of infertop's
+// requests); before it, where some did, where their TTFT went. Nil when
+// it is not read, or not offered.
+func (m *Model) perfLine(w int) []string {
+	p := m.fig.Server.Perf
+	if p == nil {
+		return nil
+	}
+	t := m.theme
+	var lines []string
+	if p.Joined > 0 { // where the joined requests' TTFT went, as splitLine says the answers' own timings
+		items := []string{t.Text.Render("where TTFT went") + t.Muted.Render(" p50 / p99 of "+count(int64(p.Joined), 7)+" joined by the server's ids")}
+		for i, label := range []string{"connection", "queue", "prefill", "rest", "gap"} {
+			d := p.Split[i]
+			items = append(items, t.Muted.Render(label+" ")+t.P50.Render(Duration(d.P50))+t.Muted.Render(" / ")+t.P99.Render(Duration(d.P99)))
+		}
+		lines = flowLine(items, t.Muted.Render(" · "), w)
+	}
+	label := "server's own (/perf_metrics)"
+	if p.Joined == 0 {
+		label = "server's own (/perf_metrics, unjoined)"
+	}
+	items := []string{t.Text.Render(label) + t.Muted.Render(" p50 / p99 of "+count(int64(p.Entries), 7))}
+	for i, label := range []string{"queue", "prefill", "TTFT", "gen"} {
+		if d := p.Parts[i]; d.N > 0 {
+			items = append(items, t.Muted.Render(label+" ")+t.P50.Render(Duration(d.P50))+t.Muted.Render(" / ")+t.P99.Render(Duration(d.P99)))
+		}
+	}
+	if rate, ok := p.BlockHitRate(); ok {
+		items = append(items, t.Muted.Render("KV blocks reused ")+t.Value.Render(pct(rate)))
+	}
+	if p.SpecDrafted > 0 {
+		items = append(items, t.Muted.Render("drafts accepted ")+t.Value.Render(pct(float64(p.SpecAccepted)/float64(p.SpecDrafted))))
+	}
+	if p.Stale {
+		items = append(items, t.Warn.Render(fmt.Sprintf("stale %s: %s", clock(p.Age), sanitize.Text(p.Err))))
+	}
+	return append(lines, flowLine(items, t.Muted.Render(" · "), w)...)
 }

@@ -72,7 +72,7 @@ func (f *Flags) addBody(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.topP, "top-p", 0, "nucleus sampling top_p (sent only when given)")
 	fs.Int64Var(&f.samplingSeed, "sampling-seed", 0, "the server's sampling seed (sent only when given)")
 	fs.StringVar(&f.extraBody, "extra-body", "", "JSON object merged into every request body")
-	fs.BoolVar(&f.serverTimings, "server-timings", false, "ask the server for its own timings of each request (vLLM's include_metrics: queue, TTFT, generation; sent only when given, OpenAI APIs only); llama.cpp's timings and cached prompt tokens are read whenever sent")
+	fs.BoolVar(&f.serverTimings, "server-timings", false, "ask the server for its own timings of each request (vLLM's include_metrics: queue, TTFT, generation; sent only when given, OpenAI APIs only) and read TensorRT-LLM's /perf_metrics (joined to the requests where its answers carry its request number); llama.cpp's timings and cached prompt tokens are read whenever sent")
 	fs.StringVar(&g.Template, "body-template", "", "generic: request body with {{prompt}}, {{max_tokens}} and {{model}}")
 	fs.StringVar(&g.OutputPath, "output-path", "output", "generic: dot path of the answer's text, e.g. choices.0.text")
 	fs.StringVar(&g.UsagePath, "usage-path", "", "generic: dot path of the object with the token counts (default: the top level)")

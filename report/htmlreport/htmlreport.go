@@ -173,6 +173,30 @@ func (r pageRun) HTTPPhases() []httpRow { return rows(r.res.Infertop.Run.HTTP, r
 // server's timings).
 func (r pageRun) TTFTSplit() []httpRow { return rows(r.res.Infertop.Run.TTFTSplit, report.SplitKeys()) }
 
+// ServerPerf is the server's own per-request spans from its
+// /perf_metrics (TensorRT-LLM), unjoined: nil where it gave none.
+func (r pageRun) ServerPerf() *serverPerf {
+	p := r.res.Infertop.ServerPerf
+	if p == nil || p.Entries == 0 {
+		return nil
+	}
+	out := &serverPerf{ServerPerfJSON: p, Rows: rows(p.Spans, report.ServerPerfKeys()), Split: rows(p.TTFTSplit, report.SplitKeys())}
+	if rate, ok := p.BlockHitRate(); ok {
+		out.HitRate = fmt.Sprintf("%.1f %%", 100*rate)
+	}
+	if p.SpecDraftTokens > 0 {
+		out.Acceptance = fmt.Sprintf("%.1f %%", 100*float64(p.SpecAcceptedTokens)/float64(p.SpecDraftTokens))
+	}
+	return out
+}
+
+// serverPerf is the page's account of ServerPerfJSON.
+type serverPerf struct {
+	*report.ServerPerfJSON
+	Rows, Split         []httpRow
+	HitRate, Acceptance string
+}
+
 // rows is m's distributions in the order of keys, those it has.
 func rows(m map[string]report.DistJSON, keys []string) []httpRow {
 	var out []httpRow

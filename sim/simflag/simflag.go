@@ -59,6 +59,7 @@ func Add(fs *pflag.FlagSet, prefix string) *Flags {
 	fs.StringVar(&f.reason, prefix+"reasoning-tokens", "", "think before answering: N reasoning tokens, or a fraction (0.5, 50%) of each answer's, streamed apart (reasoning_content, reasoning_text, thinking)")
 	fs.Float64Var(&f.p.Invalid, prefix+"invalid", 0, "fraction of structured answers and tool calls (response_format, tools on chat) sent broken: no JSON")
 	fs.StringVar(&f.spec, prefix+"spec-decode", "", "report speculative decoding: DRAFT:ACCEPT, e.g. 3:0.6 (draft tokens a step, each accepted with that chance), in the per-request metrics and /metrics; the counts only, the pace unchanged")
+	fs.IntVar(&f.p.PerfMetrics, prefix+"perf-metrics", 0, "serve TensorRT-LLM's GET /perf_metrics: each answered request's timings, KV blocks and draft tokens in its shape, keeping at most N between reads (trtllm-serve's perf_metrics_max_requests); 0: none, a 404 as vLLM")
 	fs.StringVar(&f.adapt, prefix+"adapters", "", "serve LoRA adapters beside the model, each by its name with its own slowdown in the shared batch: NAME[:SLOWDOWN],..., e.g. sql-lora,chat-lora:1.5")
 	return f
 }
@@ -116,6 +117,7 @@ func (f *Flags) Params() (sim.Params, error) {
 		"seed": func() { p.Seed = f.p.Seed }, "gpus": func() { p.GPUs = f.p.GPUs },
 		"prefix-cache": func() { p.PrefixCacheBlocks = f.p.PrefixCacheBlocks },
 		"invalid":      func() { p.Invalid = f.p.Invalid },
+		"perf-metrics": func() { p.PerfMetrics = f.p.PerfMetrics },
 	}
 	for name, apply := range set {
 		if f.fs.Changed(prefix + name) {
@@ -142,6 +144,7 @@ var flagOf = map[string]string{
 	sim.ParamAdapters:    "adapters",
 	sim.ParamInvalid:     "invalid",
 	sim.ParamSpecDecode:  "spec-decode",
+	sim.ParamPerfMetrics: "perf-metrics",
 }
 
 // flagError says which flag a parameter out of range came from. The fault
