@@ -67,13 +67,20 @@ func TestHostileTargets(t *testing.T) {
 			}
 		}
 	})
+	// 8 MB of headers: Go's default bound is 10 MB a response.
+	mux.HandleFunc("/headers", func(w http.ResponseWriter, _ *http.Request) {
+		for i := range 8000 {
+			w.Header().Add(fmt.Sprint("X-H", i), string(line[:1000]))
+		}
+		io.WriteString(w, honestPage(1))
+	})
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/honest", http.StatusFound)
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	targets := []Target{{Name: "honest", URL: srv.URL + "/honest", Group: "a"}}
-	for _, n := range []string{"hang", "garbage", "series", "huge", "redirect"} {
+	for _, n := range []string{"hang", "garbage", "series", "huge", "redirect", "headers"} {
 		targets = append(targets, Target{Name: n, URL: srv.URL + "/" + n, Group: "b"})
 	}
 	src := NewScrape("hostile", func(context.Context) ([]Target, error) { return targets, nil }, nil, 500*time.Millisecond)
@@ -104,7 +111,7 @@ func TestHostileTargets(t *testing.T) {
 	if h := byName["honest"]; h.State != StateUp || h.Engine != "vllm" {
 		t.Errorf("the honest server lost its figures: %+v", h)
 	}
-	for _, n := range []string{"hang", "garbage", "series", "huge", "redirect"} {
+	for _, n := range []string{"hang", "garbage", "series", "huge", "redirect", "headers"} {
 		r := byName[n]
 		if r.State != StateDown && r.State != StateUnknown || r.Err == "" || r.Failures != 3 {
 			t.Errorf("%s: %+v, want down or no engine, with its reason, three failed reads", n, r)

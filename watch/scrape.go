@@ -12,6 +12,10 @@ import (
 	"github.com/infertop/infertop/probe"
 )
 
+// maxHeaderBytes bounds a server's response headers (a metrics page's
+// are a few hundred bytes).
+const maxHeaderBytes = 64 << 10
+
 // Lister names the fleet's servers now: a fixed list, DNS names
 // resolved again, or a Kubernetes selector's pods.
 type Lister func(ctx context.Context) ([]Target, error)
@@ -38,8 +42,10 @@ func NewScrape(name string, list Lister, headers http.Header, timeout time.Durat
 	if timeout <= 0 {
 		timeout = 3 * time.Second
 	}
+	// A server's headers are bounded as its page is: Go's default is
+	// 10 MB, and 32 scrapes in flight of such were 230 MB.
 	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, MaxIdleConns: 512, IdleConnTimeout: time.Minute,
-		ResponseHeaderTimeout: timeout}
+		ResponseHeaderTimeout: timeout, MaxResponseHeaderBytes: maxHeaderBytes}
 	return &Scrape{List: list, Name: name, Headers: headers, Timeout: timeout, Client: &http.Client{
 		Transport: tr, Timeout: timeout,
 		// A server's redirect is never followed: the headers may hold a
