@@ -43,6 +43,12 @@ const (
 	maxHistBytes  = 1 << 20
 )
 
+// MaxStringBytes is the longest string of a result, as written: the
+// longest infertop writes is a histogram (at most maxHistBytes). A
+// result of one 60 MB string (a model's name) cost merge 388 MB: each
+// of its readers copies and sanitises the names it shows.
+const MaxStringBytes = maxHistBytes + 64<<10
+
 // ErrTooLarge is a result past MaxResultBytes or MaxResultValues, or a
 // file past the limit it was read under.
 var ErrTooLarge = errors.New("larger than a result can be")
@@ -110,8 +116,12 @@ func decodeFile(name string, b []byte, limit, values int) (*File, error) {
 	if len(b) > limit {
 		return nil, fmt.Errorf("%s: %d MB, %w (the most is %d MB)", name, len(b)>>20, ErrTooLarge, limit>>20)
 	}
-	if n := CountValues(b); n > values {
+	n, longest := Scan(b)
+	if n > values {
 		return nil, fmt.Errorf("%s: %d values, %w (the most is %d)", name, n, ErrTooLarge, values)
+	}
+	if longest > MaxStringBytes {
+		return nil, fmt.Errorf("%s: a string of %d KB, %w (the most is %d KB)", name, longest>>10, ErrTooLarge, MaxStringBytes>>10)
 	}
 	var f File
 	if err := json.Unmarshal(b, &f); err != nil {
@@ -128,20 +138,30 @@ func decodeFile(name string, b []byte, limit, values int) (*File, error) {
 // pass that allocates nothing, to hold against MaxResultValues before
 // decoding.
 func CountValues(b []byte) int {
-	n, in, esc := 1, false, false
-	for _, c := range b {
+	n, _ := Scan(b)
+	return n
+}
+
+// Scan is CountValues, and the longest string's length in bytes as
+// written.
+func Scan(b []byte) (values, longest int) {
+	n, in, esc, from := 1, false, false, 0
+	for i, c := range b {
 		switch {
 		case esc:
 			esc = false
 		case in:
 			esc, in = c == '\\', c != '"'
+			if !in {
+				longest = max(longest, i-from)
+			}
 		case c == '"':
-			in = true
+			in, from = true, i+1
 		case c == ',':
 			n++
 		}
 	}
-	return n
+	return n, longest
 }
 
 // DecodeHistogram decodes one of a result's histograms (V2 compressed,

@@ -100,6 +100,12 @@ func TestDecodeFileBounded(t *testing.T) {
 	if !errors.Is(err, ErrTooLarge) || after.TotalAlloc-before.TotalAlloc > 1<<20 {
 		t.Fatalf("%d values: %v, %d bytes allocated", MaxResultValues+2, err, after.TotalAlloc-before.TotalAlloc)
 	}
+	// One string past the longest a result holds (a model's name of
+	// 60 MB cost merge 388 MB) is refused before decoding.
+	long := []byte(`{"infertop":{"manifest":{"tool":"infertop","model":"` + strings.Repeat("x", MaxStringBytes+1) + `"}}}`)
+	if _, err := DecodeFile("long", long); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "a string of") {
+		t.Fatalf("a string of %d bytes: %v", MaxStringBytes+1, err)
+	}
 	if _, err := DecodeFile("other", []byte(`{"infertop":{"manifest":{"tool":"other"}}}`)); !errors.Is(err, ErrNotResult) {
 		t.Fatalf("another tool's file: %v", err)
 	}
