@@ -75,6 +75,19 @@ func TestReadResultCapped(t *testing.T) {
 			t.Fatalf("/dev/zero: %v, %d bytes allocated", err, after.TotalAlloc-before.TotalAlloc)
 		}
 	}
+	// A file is read into one buffer of its size: io.ReadAll's doublings
+	// held a 125 MB result at 296 MB.
+	mid := filepath.Join(dir, "mid.json")
+	if err := os.WriteFile(mid, bytes.Repeat([]byte(" "), 20<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b, err := ReadResult(mid, 32<<20)
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; err != nil || len(b) != 20<<20 || got > 21<<20 {
+		t.Fatalf("a file of 20 MB: %d bytes, %v, %d MB allocated", len(b), err, got>>20)
+	}
 	if got := ResultName("/a/b/run.json"); got != "run" {
 		t.Errorf("ResultName: %q", got)
 	}
