@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infertop/infertop/engines"
 	"github.com/infertop/infertop/readlimit/limittest"
 )
 
@@ -119,5 +120,44 @@ func TestHostileTargets(t *testing.T) {
 		if strings.ContainsRune(r.Err, 0x1b) {
 			t.Errorf("%s: an escape in its error", n)
 		}
+	}
+}
+
+// TestImplausibleCounters: beside an honest server that answers 10
+// requests a second, one whose counters fall and rise by 10^14 at every
+// read (added whole at each: 4.7*10^13 requests a second in its group),
+// and one whose counters fall a little at every read (a restart each
+// time, its whole counter added): their reads are set aside as
+// implausible, and the group's rate is the honest server's.
+func TestImplausibleCounters(t *testing.T) {
+	t.Parallel()
+	page := func(t *testing.T, requests float64) engines.Reading {
+		r, err := engines.Parse(strings.NewReader(fmt.Sprintf("vllm:request_success_total{finished_reason=\"stop\"} %g\nvllm:num_requests_running 1\n", requests)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	w, err := New(Config{Source: NewScrape("test", func(context.Context) ([]Target, error) { return nil, nil }, nil, time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for i := range 10 {
+		w.fleet.observe(t0.Add(time.Duration(i)*time.Second), []Observation{
+			{Target: Target{Name: "honest", Group: "a"}, Reading: page(t, float64(10*i))},
+			{Target: Target{Name: "swinging", Group: "a"}, Reading: page(t, float64(i%3)*1e14)},
+			{Target: Target{Name: "falling", Group: "a"}, Reading: page(t, 1e6-float64(i)*1000)},
+		}, nil)
+	}
+	s := w.fleet.snapshot(t0.Add(9*time.Second), 9*time.Second, "test")
+	for _, r := range s.Servers {
+		t.Logf("%-9s %-11s %.1f req/s %s", r.Name, r.State, r.ReqPer, r.Err)
+		if r.Name != "honest" && (r.State != StateImplausible && r.State != StateRestarted || r.ReqPer != 0) {
+			t.Errorf("%s: %s, %.3g req/s; want its reads set aside", r.Name, r.State, r.ReqPer)
+		}
+	}
+	if len(s.Groups) != 1 || s.Groups[0].ReqPerSec < 9 || s.Groups[0].ReqPerSec > 11 {
+		t.Fatalf("groups %+v, want one at the honest server's 10 req/s", s.Groups)
 	}
 }

@@ -156,7 +156,7 @@ func (f *fleetState) snapshot(now time.Time, elapsed time.Duration, source strin
 		if span > 0 {
 			row.ReqPer = total(sum) / span
 		}
-		live := sv.state != StateGone && sv.state != StateDown && sv.state != StateUnknown && sv.has
+		live := sv.state != StateGone && sv.state != StateDown && sv.state != StateUnknown && sv.state != StateImplausible && sv.has
 		if live {
 			row.Running, row.Waiting = sv.last.Running.V, sv.last.Waiting.V
 			row.KVUsage, row.KVKnown = sv.last.KVUsage.V, sv.last.KVUsage.Has

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -29,6 +30,24 @@ const (
 	StateDown      = "down"      // not answering (Err says why)
 	StateGone      = "gone"      // no longer listed by the source
 	StateUnknown   = "no engine" // answers, but not an engine's metrics
+	// StateImplausible: its counters rose faster than any server serves
+	// (maxRequestsPerSec, maxTokensPerSec); the read is set aside.
+	StateImplausible = "implausible"
+)
+
+// The fastest a server's counters are believed to rise. A server past
+// them lies or is broken (counters that fall and rise back at every
+// read added their whole value each time: 4.7*10^13 requests a second
+// in one group, the honest servers' figures lost in it); its read is
+// set aside, the others' kept.
+const (
+	// maxRequestsPerSec bounds requests and the requests' histograms
+	// (TTFT, E2E, queue): an LLM server answers thousands a second at
+	// most.
+	maxRequestsPerSec = 1e5
+	// maxTokensPerSec bounds tokens and the ITL histogram: a node
+	// generates some 10^5 a second, prefills some 10^6.
+	maxTokensPerSec = 1e8
 )
 
 // maxErrLen bounds a server's error as shown, maxNameLen its name and
@@ -57,7 +76,10 @@ type server struct {
 	err      string
 	restarts int
 	failures int // reads that failed
-	ticks    []tick
+	// implausible counts reads set aside for counters that rose too
+	// fast.
+	implausible int
+	ticks       []tick
 	// lastToken is when its generated tokens last rose (or requests last
 	// stopped running): the stall clock.
 	lastToken time.Time
@@ -233,7 +255,13 @@ func (f *fleetState) take(s *server, now time.Time, o Observation) {
 		return
 	}
 	d, reset := engines.Since(s.last, r)
+	dt := now.Sub(s.lastAt)
 	s.last, s.lastAt = r, now
+	if why := implausible(d, dt); why != "" {
+		s.state, s.err = StateImplausible, why+": read set aside"
+		s.implausible++
+		return
+	}
 	s.state = StateUp
 	if reset {
 		s.restarts++
@@ -251,6 +279,31 @@ func (f *fleetState) take(s *server, now time.Time, o Observation) {
 		f.totals[s.t.Group] = t
 	}
 	f.mismatched += add(t, d)
+}
+
+// implausible says which of d's increments rose faster over dt than
+// any server serves ("": none). A restart's increments count from zero,
+// within dt as well.
+func implausible(d engines.Reading, dt time.Duration) string {
+	sec := max(dt.Seconds(), 0.001)
+	for _, c := range []struct {
+		what string
+		v    float64
+		max  float64
+	}{
+		{"requests", d.Requests.V, maxRequestsPerSec}, {"failed requests", d.Failed.V, maxRequestsPerSec},
+		{"aborted requests", d.Aborted.V, maxRequestsPerSec}, {"rejected requests", d.Rejected.V, maxRequestsPerSec},
+		{"preemptions", d.Preemptions.V, maxRequestsPerSec},
+		{"TTFT observations", d.TTFT.Total(), maxRequestsPerSec}, {"E2E observations", d.E2E.Total(), maxRequestsPerSec},
+		{"queue observations", d.Queue.Total(), maxRequestsPerSec},
+		{"prompt tokens", d.PromptTokens.V, maxTokensPerSec}, {"generated tokens", d.GenTokens.V, maxTokensPerSec},
+		{"cached prompt tokens", d.CachedPromptTokens.V, maxTokensPerSec}, {"ITL observations", d.ITL.Total(), maxTokensPerSec},
+	} {
+		if c.v > c.max*sec {
+			return fmt.Sprintf("%s rose by %.3g in %s, past %.0g a second", c.what, c.v, dt.Round(time.Millisecond), c.max)
+		}
+	}
+	return ""
 }
 
 // trim drops the increments older than from.
