@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/door"
 )
 
 // ErrNeverRead is a watch that ended before its first read of the fleet.
@@ -80,23 +78,11 @@ func (w *Watch) Conclude(out io.Writer, jsonPath, htmlPath string) (Snapshot, er
 	return s, nil
 }
 
-// The bounds of the --serve door, open to whoever reaches it: 15,000
-// connections that each asked once and then kept silent were held for
-// ever, 326 MB. A rollout tool asks every few seconds on one or two.
-const (
-	// maxServeConns is the most connections served at once; the next
-	// wait in the kernel's queue until one closes.
-	maxServeConns = 64
-	// serveIdle closes a connection that asks nothing for this long.
-	serveIdle = 30 * time.Second
-)
-
 // Serve serves Handler (/verdict, /snapshot, /metrics) on ln; the
 // returned function stops it, giving answers in flight a second.
 func (w *Watch) Serve(ln net.Listener) (stop func()) {
-	ln = netutil.LimitListener(ln, maxServeConns)
-	srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 10 * time.Second, IdleTimeout: serveIdle, MaxHeaderBytes: 16 << 10}
+	ln = door.Limit(ln) // open to anyone: bounded
+	srv := door.Server(w.Handler())
 	done := make(chan struct{})
 	go func() { defer close(done); defer crash.Recover(); _ = srv.Serve(ln) }()
 	return func() {
