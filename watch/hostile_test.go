@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -159,5 +160,45 @@ func TestImplausibleCounters(t *testing.T) {
 	}
 	if len(s.Groups) != 1 || s.Groups[0].ReqPerSec < 9 || s.Groups[0].ReqPerSec > 11 {
 		t.Fatalf("groups %+v, want one at the honest server's 10 req/s", s.Groups)
+	}
+}
+
+// TestLargeFleetBounded: a fleet of 1,000 servers over a minute's
+// window holds at most maxSlots ticks in all (one a read each held 860
+// MB for 6,000 servers), and its rates stay right: each server answers
+// 10 requests a second, and each reads so.
+func TestLargeFleetBounded(t *testing.T) {
+	t.Parallel()
+	const n = 1000
+	w, err := New(Config{Source: NewScrape("test", func(context.Context) ([]Target, error) { return nil, nil }, nil, time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	obs := make([]Observation, n)
+	for i := range 90 {
+		for k := range obs {
+			obs[k] = Observation{Target: Target{Name: fmt.Sprint("s", k), Group: []string{"a", "b"}[k%2]},
+				Reading: engines.Reading{Engine: "vllm", Requests: engines.Value{V: float64(10 * i), Has: true}}}
+		}
+		w.fleet.observe(t0.Add(time.Duration(i)*time.Second), obs, nil)
+	}
+	ticks := 0
+	for _, s := range w.fleet.servers {
+		ticks += len(s.ticks)
+	}
+	if ticks > maxSlots {
+		t.Errorf("%d ticks held for %d servers, want at most %d", ticks, n, maxSlots)
+	}
+	s := w.fleet.snapshot(t0.Add(89*time.Second), 89*time.Second, "test")
+	for _, g := range s.Groups {
+		if want := 10.0 * n / 2; math.Abs(g.ReqPerSec-want) > want/100 {
+			t.Errorf("group %s: %.1f req/s, want %.0f", g.Name, g.ReqPerSec, want)
+		}
+	}
+	for _, r := range s.Servers[:3] {
+		if math.Abs(r.ReqPer-10) > 0.1 {
+			t.Errorf("%s: %.2f req/s, want 10", r.Name, r.ReqPer)
+		}
 	}
 }

@@ -199,7 +199,7 @@ func (f *fleetState) span(sv *server, now time.Time) float64 {
 		return 0
 	}
 	from := now.Add(-f.cfg.Window)
-	first := sv.ticks[0].at.Add(-f.cfg.Every)
+	first := sv.ticks[0].from.Add(-f.cfg.Every)
 	if first.After(from) {
 		from = first
 	}
