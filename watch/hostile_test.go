@@ -202,3 +202,34 @@ func TestLargeFleetBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestServersCapped: a lister naming more than MaxServers servers (a
+// DNS name of 10,000 addresses cost 242 MB) has MaxServers read, taken
+// from each group in turn (the canary's few are read whatever the
+// baseline's list), and the source says so in one line.
+func TestServersCapped(t *testing.T) {
+	t.Parallel()
+	targets := make([]Target, MaxServers+100)
+	for i := range targets {
+		// A URL no request is made of: the cap, not the network, is tested.
+		targets[i] = Target{Name: fmt.Sprint("s", i), URL: "http://\x00/", Group: "a"}
+	}
+	// The canary's three servers come last: the cut leaves them theirs.
+	for i := range 3 {
+		targets[len(targets)-1-i].Group = "canary"
+	}
+	src := NewScrape("many", func(context.Context) ([]Target, error) { return targets, nil }, nil, time.Second)
+	obs, err := src.Read(t.Context())
+	if len(obs) != MaxServers || err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%d servers", MaxServers+100)) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("%d read, %v; want %d and one line naming the cap", len(obs), err, MaxServers)
+	}
+	canary := 0
+	for _, o := range obs {
+		if o.Target.Group == "canary" {
+			canary++
+		}
+	}
+	if canary != 3 {
+		t.Errorf("%d of the canary's 3 servers read", canary)
+	}
+}

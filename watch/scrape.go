@@ -16,6 +16,12 @@ import (
 // are a few hundred bytes).
 const maxHeaderBytes = 64 << 10
 
+// MaxServers is the most servers a scrape reads: what a watch holds per
+// server, and a read's garbage, made 10,000 (a DNS name's most) cost
+// 242 MB. A rollout's fleet is tens or hundreds of pods; past this,
+// watch it through a Prometheus.
+const MaxServers = 4096
+
 // Lister names the fleet's servers now: a fixed list, DNS names
 // resolved again, or a Kubernetes selector's pods.
 type Lister func(ctx context.Context) ([]Target, error)
@@ -66,6 +72,14 @@ func (s *Scrape) Read(ctx context.Context) ([]Observation, error) {
 	if listErr != nil && len(targets) == 0 {
 		return nil, listErr
 	}
+	if n := len(targets); n > MaxServers {
+		targets = fairCut(targets, MaxServers)
+		cut := fmt.Errorf("%d servers, more than a watch follows: %d read, each group in turn", n, MaxServers)
+		if listErr != nil {
+			cut = fmt.Errorf("%w; %w", listErr, cut)
+		}
+		listErr = cut
+	}
 	par := s.Parallel
 	if par <= 0 {
 		par = 32
@@ -84,6 +98,28 @@ func (s *Scrape) Read(ctx context.Context) ([]Observation, error) {
 	}
 	wg.Wait()
 	return out, listErr
+}
+
+// fairCut is max of targets, taken from each group in turn, so that one
+// group's long list (a DNS name of thousands) leaves the others theirs.
+func fairCut(targets []Target, max int) []Target {
+	var order []string
+	by := map[string][]Target{}
+	for _, t := range targets {
+		if _, ok := by[t.Group]; !ok {
+			order = append(order, t.Group)
+		}
+		by[t.Group] = append(by[t.Group], t)
+	}
+	out := make([]Target, 0, max)
+	for i := 0; len(out) < max; i++ {
+		for _, g := range order {
+			if i < len(by[g]) && len(out) < max {
+				out = append(out, by[g][i])
+			}
+		}
+	}
+	return out
 }
 
 // one scrapes one server.
