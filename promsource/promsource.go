@@ -38,6 +38,9 @@ const (
 	MaxBody = 32 << 20
 	// MaxSeries bounds the series of one answer.
 	MaxSeries = 100_000
+	// MaxServers bounds the servers one answer names: 90,000 servers of
+	// a series each cost a watch 928 MB (a server's families are maps).
+	MaxServers = 4096
 	// DefaultTimeout bounds one request to the API.
 	DefaultTimeout = 10 * time.Second
 )

@@ -461,3 +461,41 @@ func TestHostile(t *testing.T) {
 	}
 	_ = math.Inf
 }
+
+// TestServersBounded: an answer naming 90,000 servers of a series each
+// (they cost a watch 928 MB) keeps at most MaxServers, half of them a
+// group at most, so that the canary's servers, named last, are kept;
+// the rest is said in one note.
+func TestServersBounded(t *testing.T) {
+	const n = 90_000
+	var sb strings.Builder
+	sb.WriteString(`{"status":"success","data":{"resultType":"vector","result":[`)
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		group := "stable"
+		if i >= n-3 {
+			group = "canary"
+		}
+		fmt.Fprintf(&sb, `{"metric":{"__name__":"a","instance":"i%d","version":%q},"value":[1,"1"]}`, i, group)
+	}
+	sb.WriteString(`]}}`)
+	body := []byte(sb.String())
+	p := &prom{hook: func(w http.ResponseWriter, r *http.Request) bool { _, _ = w.Write(body); return true }}
+	s, err := New(Config{URL: serve(t, p), By: "version", Names: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := getAll(t, s)
+	groups := map[string]int{}
+	for _, sv := range got {
+		groups[sv.Group]++
+	}
+	if len(got) > MaxServers || groups["canary"] != 3 || groups["stable"] != MaxServers/2 {
+		t.Errorf("%d servers kept, by group %v; want at most %d, the canary's 3", len(got), groups, MaxServers)
+	}
+	if err == nil || !strings.Contains(err.Error(), "series of servers past 4096") {
+		t.Errorf("error %v, want the servers left out said", err)
+	}
+}

@@ -102,10 +102,14 @@ type build struct {
 	// what was left out, for the notes
 	native, noInstance int
 	twoGroups          []string
+	// perGroup counts each group's servers; pastServers the series of
+	// servers past MaxServers, left out.
+	perGroup    map[string]int
+	pastServers int
 }
 
 func newBuild(s *Source) *build {
-	return &build{s: s, servers: map[string]*Server{}, metrics: map[string]*dto.Metric{}, untyped: map[string]bool{}}
+	return &build{s: s, servers: map[string]*Server{}, metrics: map[string]*dto.Metric{}, untyped: map[string]bool{}, perGroup: map[string]int{}}
 }
 
 // role is what a series is to its family.
@@ -176,7 +180,15 @@ func (b *build) add(smp *sample) error {
 	}
 	srv := b.servers[inst]
 	if srv == nil {
-		srv = &Server{Group: labels[b.s.by], Families: map[string]*dto.MetricFamily{}}
+		g := labels[b.s.by]
+		// A server past the bounds is left out whole: each group keeps
+		// up to half of them, whatever another group's count.
+		if len(b.servers) >= MaxServers || b.perGroup[g] >= MaxServers/2 {
+			b.pastServers++
+			return nil
+		}
+		b.perGroup[g]++
+		srv = &Server{Group: g, Families: map[string]*dto.MetricFamily{}}
 		b.servers[inst] = srv
 	} else if g := labels[b.s.by]; g != srv.Group && len(b.twoGroups) < 3 && !slices.Contains(b.twoGroups, inst) {
 		b.twoGroups = append(b.twoGroups, inst)
@@ -315,6 +327,9 @@ func (b *build) notes() []error {
 	var out []error
 	if b.native > 0 {
 		out = append(out, fmt.Errorf("promsource: %d native histogram series left out: scrape the classic buckets too (Prometheus' always_scrape_classic_histograms)", b.native))
+	}
+	if b.pastServers > 0 {
+		out = append(out, fmt.Errorf("promsource: %d series of servers past %d (%d a group) left out: narrow --match", b.pastServers, MaxServers, MaxServers/2))
 	}
 	if b.noInstance > 0 {
 		out = append(out, fmt.Errorf("promsource: %d series without the label %q left out", b.noInstance, b.s.inst))

@@ -72,14 +72,7 @@ func (s *Scrape) Read(ctx context.Context) ([]Observation, error) {
 	if listErr != nil && len(targets) == 0 {
 		return nil, listErr
 	}
-	if n := len(targets); n > MaxServers {
-		targets = fairCut(targets, MaxServers)
-		cut := fmt.Errorf("%d servers, more than a watch follows: %d read, each group in turn", n, MaxServers)
-		if listErr != nil {
-			cut = fmt.Errorf("%w; %w", listErr, cut)
-		}
-		listErr = cut
-	}
+	targets, listErr = capped(targets, listErr, "")
 	par := s.Parallel
 	if par <= 0 {
 		par = 32
@@ -98,6 +91,20 @@ func (s *Scrape) Read(ctx context.Context) ([]Observation, error) {
 	}
 	wg.Wait()
 	return out, listErr
+}
+
+// capped is targets cut to MaxServers (fairCut), with err saying so
+// when they were (hint ends the line).
+func capped(targets []Target, err error, hint string) ([]Target, error) {
+	n := len(targets)
+	if n <= MaxServers {
+		return targets, err
+	}
+	cut := fmt.Errorf("%d servers, more than a watch follows: %d read, each group in turn%s", n, MaxServers, hint)
+	if err != nil {
+		cut = fmt.Errorf("%w; %w", err, cut)
+	}
+	return fairCut(targets, MaxServers), cut
 }
 
 // fairCut is max of targets, taken from each group in turn, so that one
