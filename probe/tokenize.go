@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/infertop/infertop/readlimit"
 )
 
 // ErrNoTokenize is Tokenize's answer from a server that has no
@@ -111,23 +113,19 @@ func (l *tokenList) UnmarshalJSON(b []byte) error {
 	if len(inner) == 0 {
 		return nil
 	}
-	depth, in, esc := 0, false, false
+	depth := 0
 	l.n = 1
-	for _, c := range inner {
-		switch {
-		case esc:
-			esc = false
-		case in:
-			esc, in = c == '\\', c != '"'
-		case c == '"':
-			in = true
-		case c == '[' || c == '{':
+	readlimit.JSONScan(inner, func(c byte, _ int) {
+		switch c {
+		case '[', '{':
 			depth++
-		case c == ']' || c == '}':
+		case ']', '}':
 			depth--
-		case c == ',' && depth == 0:
-			l.n++
+		case ',':
+			if depth == 0 {
+				l.n++
+			}
 		}
-	}
+	})
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/infertop/infertop/readlimit"
 )
 
 // A result read back is someone else's file: an agent's /result, a file
@@ -169,23 +171,16 @@ func CountValues(b []byte) int {
 // Scan is CountValues, and the longest string's length in bytes as
 // written.
 func Scan(b []byte) (values, longest int) {
-	n, in, esc, from := 1, false, false, 0
-	for i, c := range b {
-		switch {
-		case esc:
-			esc = false
-		case in:
-			esc, in = c == '\\', c != '"'
-			if !in {
-				longest = max(longest, i-from)
-			}
-		case c == '"':
-			in, from = true, i+1
-		case c == ',':
-			n++
+	values = 1
+	readlimit.JSONScan(b, func(c byte, n int) {
+		switch c {
+		case ',':
+			values++
+		case '"':
+			longest = max(longest, n)
 		}
-	}
-	return n, longest
+	})
+	return values, longest
 }
 
 // DecodeHistogram decodes one of a result's histograms (V2 compressed,
