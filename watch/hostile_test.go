@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/infertop/infertop/engines"
@@ -232,4 +233,32 @@ func TestServersCapped(t *testing.T) {
 	if canary != 3 {
 		t.Errorf("%d of the canary's 3 servers read", canary)
 	}
+}
+
+// hangs is a transport whose every request waits for its end.
+type hangs struct{}
+
+func (hangs) RoundTrip(r *http.Request) (*http.Response, error) {
+	<-r.Context().Done()
+	return nil, r.Context().Err()
+}
+
+// TestSlowServersReadTogether: 400 servers that never answer cost a
+// read one scrape's timeout, not 13 of them (32 in flight: 400 servers
+// answering a byte a second made each read 37 s, the honest servers'
+// figures with it).
+func TestSlowServersReadTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		targets := make([]Target, 400)
+		for i := range targets {
+			targets[i] = Target{Name: fmt.Sprint("s", i), URL: fmt.Sprintf("http://s%d:8000/metrics", i), Group: "a"}
+		}
+		src := NewScrape("slow", func(context.Context) ([]Target, error) { return targets, nil }, nil, 3*time.Second)
+		src.Client = &http.Client{Transport: hangs{}}
+		began := time.Now()
+		obs, _ := src.Read(t.Context())
+		if d := time.Since(began); d > 4*time.Second || len(obs) != len(targets) {
+			t.Errorf("a read of %d hanging servers took %v", len(obs), d)
+		}
+	})
 }

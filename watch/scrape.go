@@ -22,6 +22,9 @@ const maxHeaderBytes = 64 << 10
 // watch it through a Prometheus.
 const MaxServers = 4096
 
+// maxParallel bounds the scrapes in flight by default.
+const maxParallel = 512
+
 // Lister names the fleet's servers now: a fixed list, DNS names
 // resolved again, or a Kubernetes selector's pods.
 type Lister func(ctx context.Context) ([]Target, error)
@@ -37,7 +40,8 @@ type Scrape struct {
 	Client *http.Client
 	// Headers go with every scrape (a bearer token for /metrics).
 	Headers http.Header
-	// Parallel bounds the scrapes in flight (default 32); Timeout one
+	// Parallel bounds the scrapes in flight (default: every server, up
+	// to maxParallel); Timeout one
 	// scrape (default 3 s).
 	Parallel int
 	Timeout  time.Duration
@@ -75,7 +79,10 @@ func (s *Scrape) Read(ctx context.Context) ([]Observation, error) {
 	targets, listErr = capped(targets, listErr, "")
 	par := s.Parallel
 	if par <= 0 {
-		par = 32
+		// Every server at once, up to 512 (a scrape in flight holds
+		// some 100 KB): at 32, 400 servers that answer a byte a second
+		// made each read 37 s, the honest servers' figures with it.
+		par = min(max(len(targets), 32), maxParallel)
 	}
 	out := make([]Observation, len(targets))
 	sem := make(chan struct{}, par)
