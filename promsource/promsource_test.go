@@ -367,6 +367,9 @@ func TestCredentials(t *testing.T) {
 // instance, a server in two groups) is left out and said.
 func TestHostile(t *testing.T) {
 	ok := `{"status":"success","data":{"resultType":"vector","result":[`
+	// Made before the heap is measured: the server's memory is not the
+	// client's.
+	longLabel := []byte(ok + `{"metric":{"__name__":"a","instance":"` + strings.Repeat("x", 20<<20) + `"},"value":[1,"1"]}]}}`)
 	for _, c := range []struct {
 		name string
 		body func(w http.ResponseWriter)
@@ -409,6 +412,7 @@ func TestHostile(t *testing.T) {
 			sb.WriteString(`},"value":[1,"1"]}]}}`)
 			_, _ = w.Write([]byte(sb.String()))
 		}, "more than 128 labels"},
+		{"a label of 20 MB", func(w http.ResponseWriter) { _, _ = w.Write(longLabel) }, "a string of 20480 KB"},
 		{"garbage", func(w http.ResponseWriter) { _, _ = w.Write([]byte("\x1b]0;pwned\x07<html>\n")) }, "not the Prometheus API"},
 		{"an error", func(w http.ResponseWriter) {
 			w.WriteHeader(http.StatusBadRequest)
@@ -460,6 +464,25 @@ func TestHostile(t *testing.T) {
 		}
 	}
 	_ = math.Inf
+}
+
+// TestLongLabelLeftOut: a series with a label past 4 KB is left out and
+// said; the other servers are read.
+func TestLongLabelLeftOut(t *testing.T) {
+	p := &prom{hook: func(w http.ResponseWriter, r *http.Request) bool {
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[` +
+			`{"metric":{"__name__":"a","instance":"i","model":"` + strings.Repeat("m", 5<<10) + `"},"value":[1,"1"]},` +
+			`{"metric":{"__name__":"a","instance":"j"},"value":[1,"2"]}]}}`))
+		return true
+	}}
+	s, err := New(Config{URL: serve(t, p), Names: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := getAll(t, s)
+	if len(got) != 1 || got["j"].Families == nil || err == nil || !strings.Contains(err.Error(), "1 series with a label past 4 KB left out") {
+		t.Fatalf("%v: %v", got, err)
+	}
 }
 
 // TestServersBounded: an answer naming 90,000 servers of a series each

@@ -24,6 +24,15 @@ import (
 // refused before its labels are decoded.
 const maxLabels = 128
 
+// maxLabelBytes bounds a label's name and value: a series past it is
+// left out, the others read. One series of a 30 MB instance label held
+// a watch at 501 MB (the value is a server's name, a map's key, a
+// target's). A real one is a model's path or a pod's name.
+const maxLabelBytes = 4 << 10
+
+// errLongLabel is a series with a label past maxLabelBytes.
+var errLongLabel = fmt.Errorf("a label past %d KB", maxLabelBytes>>10)
+
 // Server is what Prometheus holds of one server now: its group (the By
 // label's value, "" where its series lack it) and its metric families,
 // as a direct scrape in the text format names them (no help text, no
@@ -106,6 +115,9 @@ type build struct {
 	// servers past MaxServers, left out.
 	perGroup    map[string]int
 	pastServers int
+	// longLabel counts the series left out for a label past
+	// maxLabelBytes.
+	longLabel int
 }
 
 func newBuild(s *Source) *build {
@@ -154,6 +166,10 @@ func (b *build) add(smp *sample) error {
 		return nil
 	}
 	labels, err := flatStrings(smp.Metric, maxLabels)
+	if errors.Is(err, errLongLabel) {
+		b.longLabel++
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("a series' labels: %w", err)
 	}
@@ -331,6 +347,9 @@ func (b *build) notes() []error {
 	if b.pastServers > 0 {
 		out = append(out, fmt.Errorf("promsource: %d series of servers past %d (%d a group) left out: narrow --match", b.pastServers, MaxServers, MaxServers/2))
 	}
+	if b.longLabel > 0 {
+		out = append(out, fmt.Errorf("promsource: %d series with %s left out", b.longLabel, errLongLabel))
+	}
 	if b.noInstance > 0 {
 		out = append(out, fmt.Errorf("promsource: %d series without the label %q left out", b.noInstance, b.s.inst))
 	}
@@ -411,6 +430,9 @@ func flatStrings(b []byte, max int) (map[string]string, error) {
 		}
 		if len(out) >= max {
 			return nil, fmt.Errorf("more than %d labels", max)
+		}
+		if len(k) > maxLabelBytes || len(v) > maxLabelBytes {
+			return nil, errLongLabel
 		}
 		out[k] = v
 		rest = bytes.TrimSpace(rest)
