@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/infertop/infertop/door"
 	"github.com/infertop/infertop/load"
 	"github.com/infertop/infertop/probe"
 	"github.com/infertop/infertop/sanitize"
@@ -434,9 +435,9 @@ func (x *Exporter) Serve(ctx context.Context, ln net.Listener) error { return Se
 
 // Serve serves every exporter given on ln (see Handler) until ctx ends.
 func Serve(ctx context.Context, ln net.Listener, xs ...*Exporter) error {
-	hs := &http.Server{Handler: Handler(xs...), ReadHeaderTimeout: 5 * time.Second}
+	hs := door.Server(Handler(xs...)) // open to anyone: bounded
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(door.Limit(ln)) }()
 	select {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -42,6 +42,12 @@ func TestUnreachableSaysWhy(t *testing.T) {
 		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusFound)
 	}))
 	t.Cleanup(redirect.Close)
+	headers := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range 8000 {
+			w.Header().Add(fmt.Sprint("X-H", i), big[:1000])
+		}
+	}))
+	t.Cleanup(headers.Close)
 	host := func(u string) string { return u[strings.Index(u, "//")+2:] }
 	for _, c := range []struct {
 		name, addr, want string
@@ -52,6 +58,9 @@ func TestUnreachableSaysWhy(t *testing.T) {
 		{"TLS to a plain agent", host(plain.URL), "plain HTTP, not TLS", func(c *Config) { c.PlainLoopback = false }},
 		{"a state past 64 KB", host(huge.URL), "past the bytes read (65536)", nil},
 		{"a redirect", host(redirect.URL), "redirect", nil},
+		// Go's transport holds up to 10 MB of headers a response: 8 MB
+		// from each of a hundred agents polled together is 800 MB.
+		{"8 MB of headers", host(headers.URL), "headers exceeded", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -218,7 +227,13 @@ func TestResultBounded(t *testing.T) {
 		}
 	})
 	honest := result(t, 10, 5, 0)
-	padded := append([]byte(`{"padding":"`+strings.Repeat("p", 10<<20)+`",`), honest[1:]...)
+	// 10 MB of padding in strings of 1 KB: a string past a result's
+	// longest (report.MaxStringBytes) refuses the result whole.
+	var padding strings.Builder
+	for i := range 10 << 10 {
+		fmt.Fprintf(&padding, `"p%d":"%s",`, i, strings.Repeat("p", 1000))
+	}
+	padded := append([]byte(`{"padding":{`+strings.TrimSuffix(padding.String(), ",")+`},`), honest[1:]...)
 	pad := newFake(t, testToken, state(1, 2), padded)
 	var v View
 	peak := heapPeak(func() {

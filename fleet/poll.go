@@ -467,7 +467,9 @@ func (f *Fleet) shared(shape string, tc func() *tls.Config) *http.Client {
 	if c := f.clients[shape]; c != nil {
 		return c
 	}
-	t := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, IdleConnTimeout: f.cfg.LostAfter}
+	// An agent's headers are a few hundred bytes; Go's default bound is
+	// 10 MB a response, for each agent polled at once.
+	t := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, IdleConnTimeout: f.cfg.LostAfter, MaxResponseHeaderBytes: 64 << 10}
 	if tc != nil {
 		t.TLSClientConfig = tc()
 	}

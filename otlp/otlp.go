@@ -162,6 +162,9 @@ func New(cfg Config, t Target) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ep.client, err = httpClient(cfg.getenv()); err != nil {
+		return nil, err
+	}
 	x := &Exporter{
 		op: operation(t.API, ""), provider: provider(t.API), embeds: t.API.Embeds(), stream: t.Stream, model: t.Model,
 		name: t.Name, shown: ep.shown, secrets: ep.secrets, shutdown: cmp.Or(cfg.Shutdown, DefaultShutdown),
@@ -190,7 +193,7 @@ func New(cfg Config, t Target) (*Exporter, error) {
 
 // startMetrics builds the meter provider and the four instruments.
 func (x *Exporter) startMetrics(ep endpoint, cfg Config, res *resource.Resource) error {
-	opts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(ep.metrics), otlpmetrichttp.WithCompression(otlpmetrichttp.GzipCompression),
+	opts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(ep.metrics), otlpmetrichttp.WithCompression(otlpmetrichttp.GzipCompression), otlpmetrichttp.WithHTTPClient(ep.client),
 		otlpmetrichttp.WithTimeout(exportTimeout), otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 2 * time.Second, MaxElapsedTime: exportTimeout})}
 	if ep.headers != nil {
 		opts = append(opts, otlpmetrichttp.WithHeaders(ep.headers))
@@ -224,7 +227,7 @@ func (x *Exporter) startMetrics(ep endpoint, cfg Config, res *resource.Resource)
 // request's own (ids), batched with a bounded queue that drops rather
 // than waits, so the engine never waits on a collector.
 func (x *Exporter) startSpans(ep endpoint, res *resource.Resource) error {
-	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(ep.traces), otlptracehttp.WithCompression(otlptracehttp.GzipCompression),
+	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(ep.traces), otlptracehttp.WithCompression(otlptracehttp.GzipCompression), otlptracehttp.WithHTTPClient(ep.client),
 		otlptracehttp.WithTimeout(exportTimeout), otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 2 * time.Second, MaxElapsedTime: exportTimeout})}
 	if ep.headers != nil {
 		opts = append(opts, otlptracehttp.WithHeaders(ep.headers))

@@ -3,9 +3,13 @@ package otlp
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -365,5 +369,66 @@ func BenchmarkObserve(b *testing.B) {
 				x.Observe(r)
 			}
 		})
+	}
+}
+
+// TestRedirectNotFollowed: a collector that redirects every push to
+// another host gets the run's pushes refused, said once at the end; the
+// other host never sees the headers' token nor the basic
+// authentication. The SDK's own client followed the redirect with
+// OTEL_EXPORTER_OTLP_HEADERS' token.
+func TestRedirectNotFollowed(t *testing.T) {
+	stolen := make(chan string, 16)
+	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case stolen <- fmt.Sprint(r.Header):
+		default:
+		}
+	}))
+	t.Cleanup(thief.Close)
+	// localhost is another host than 127.0.0.1 to Go's redirect rules.
+	to := strings.Replace(thief.URL, "127.0.0.1", "localhost", 1)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, to+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirecting.Close)
+	env := map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-honeycomb-team=s3cr3t-team"}
+	u := strings.Replace(redirecting.URL, "http://", "http://me:s3cr3t-pw@", 1)
+	x, err := New(Config{URL: u, Spans: true, Interval: time.Hour, Getenv: func(k string) string { return env[k] }}, target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Observe(record(0, probe.OK, 200))
+	var notes strings.Builder
+	x.Shutdown(&notes)
+	t.Logf("notes:\n%s", notes.String())
+	close(stolen)
+	for h := range stolen {
+		t.Errorf("the redirect was followed, with %s", h)
+	}
+	if got := notes.String(); !strings.Contains(got, "1 of 1 metric pushes") || !strings.Contains(got, "307") || strings.Contains(got, "s3cr3t") {
+		t.Errorf("notes %q, want the refused pushes said, no secret", got)
+	}
+}
+
+// TestHugeHeaders: a collector answering with 8 MB of headers fails the
+// push at the bound rather than being held whole.
+func TestHugeHeaders(t *testing.T) {
+	big := strings.Repeat("h", 1000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range 8000 {
+			w.Header().Add("X-H"+strconv.Itoa(i), big)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	x, err := New(Config{URL: srv.URL, Interval: time.Hour}, target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Observe(record(0, probe.OK, 200))
+	var notes strings.Builder
+	x.Shutdown(&notes)
+	if got := notes.String(); !strings.Contains(got, "1 of 1 metric pushes") || !strings.Contains(got, "header") {
+		t.Errorf("notes %q, want the push failed on its headers", got)
 	}
 }

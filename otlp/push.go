@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ type endpoint struct {
 	headers         map[string]string // OTEL_EXPORTER_OTLP_HEADERS' and the URL user's basic authentication (nil: none)
 	shown           string            // the URL as a note shows it
 	secrets         []string          // its password and the headers' values, kept out of the notes
+	client          *http.Client      // both exporters' (httpClient), set by New
 }
 
 // parseURL reads a collector's base URL (a full signal URL, ending in

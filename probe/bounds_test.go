@@ -3,8 +3,10 @@ package probe
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -162,4 +164,33 @@ func countJSON(v any) int {
 		}
 	}
 	return n
+}
+
+// TestHugeHeadersRefused: an answer with 8 MB of headers fails as a
+// connection error at the bound rather than being held whole, in every
+// request in flight.
+func TestHugeHeadersRefused(t *testing.T) {
+	big := strings.Repeat("h", 1000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range 8000 {
+			w.Header().Add("X-H"+strconv.Itoa(i), big)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","choices":[{"message":{"content":"hi"}}]}`)
+	}))
+	defer srv.Close()
+	c, err := New(Config{URL: srv.URL + "/v1/chat/completions", Model: "m", API: OpenAIChat, NoStream: true, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var res Result
+	got := hostile.Allocated(func() { res = c.Do(context.Background(), Request{Prompt: "x", MaxTokens: 16}) })
+	t.Logf("%d KiB allocated, %v: %s", got>>10, res.Class, res.Err)
+	if res.Class == OK || !strings.Contains(res.Err, "header") {
+		t.Errorf("class %v (%q), want a failure naming the headers", res.Class, res.Err)
+	}
+	if got > 4<<20 {
+		t.Errorf("allocated %d MiB for one answer's headers", got>>20)
+	}
 }

@@ -168,6 +168,10 @@ type Client struct {
 	resetPath atomic.Int32
 }
 
+// maxHeaderBytes bounds one response's headers (an inference server's
+// are under a kilobyte; a gateway's limit is 8 to 64 KB).
+const maxHeaderBytes = 64 << 10
+
 // New returns a client for cfg. It refuses a configuration Validate
 // refuses, or a URL that is no http(s) endpoint, with a *SettingError.
 func New(cfg Config) (*Client, error) {
@@ -220,6 +224,10 @@ func New(cfg Config) (*Client, error) {
 		MaxIdleConnsPerHost: cfg.MaxConns,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // compression would delay and batch stream chunks
+		// An endpoint's headers are bounded like its body: Go's default
+		// is 10 MB a response, and 64 requests in flight answered with
+		// 9 MB of headers each held a run at 625 MB.
+		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 	ftr := tr.Clone() // before HTTP/2 is set up: a clone would share tr's HTTP/2 connections
 	ftr.DisableKeepAlives = true

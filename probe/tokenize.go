@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/infertop/infertop/readlimit"
 )
 
 // ErrNoTokenize is Tokenize's answer from a server that has no
@@ -70,8 +72,8 @@ func (c *Client) Tokenize(ctx context.Context, text string) (int, error) {
 // length (ids, or llama-server's {"id","piece"} objects).
 func tokenCount(data []byte) (int, error) {
 	var a struct {
-		Count  *int              `json:"count"`
-		Tokens []json.RawMessage `json:"tokens"`
+		Count  *int      `json:"count"`
+		Tokens tokenList `json:"tokens"`
 	}
 	if err := json.Unmarshal(data, &a); err != nil {
 		if strings.HasPrefix(strings.TrimSpace(string(data)), "{") {
@@ -82,8 +84,48 @@ func tokenCount(data []byte) (int, error) {
 	switch {
 	case a.Count != nil && *a.Count >= 0:
 		return *a.Count, nil
-	case a.Tokens != nil:
-		return len(a.Tokens), nil
+	case a.Tokens.set:
+		return a.Tokens.n, nil
 	}
 	return 0, ErrNoTokenize
+}
+
+// tokenList is a token list's length, counted as it is decoded without
+// holding its elements: a list of 4 M ids in 8 MB, each a RawMessage,
+// cost 618 MB.
+type tokenList struct {
+	n   int
+	set bool // a list was given (null: none)
+}
+
+// UnmarshalJSON counts the elements of b, a JSON value the decoder has
+// checked: the commas outside strings at the list's own depth.
+func (l *tokenList) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case string(b) == "null":
+		return nil
+	case len(b) < 2 || b[0] != '[':
+		return errors.New("tokens: not a list")
+	}
+	l.set = true
+	inner := bytes.TrimSpace(b[1 : len(b)-1])
+	if len(inner) == 0 {
+		return nil
+	}
+	depth := 0
+	l.n = 1
+	readlimit.JSONScan(inner, func(c byte, _ int) {
+		switch c {
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				l.n++
+			}
+		}
+	})
+	return nil
 }

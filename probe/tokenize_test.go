@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/infertop/infertop/sim"
+	"github.com/infertop/infertop/tools/hostile"
 )
 
 // TestTokenize: the sim's /tokenize counts as the sim does; a server
@@ -44,5 +46,36 @@ func TestTokenize(t *testing.T) {
 	}
 	if _, err := tokenCount([]byte(`{"other":1}`)); !errors.Is(err, ErrNoTokenize) {
 		t.Errorf("no count: %v", err)
+	}
+}
+
+// TestTokenCountBounded: a token list is counted, not held: ids,
+// llama-server's {"id","piece"} objects (a piece may hold a comma, a
+// bracket or an escaped quote), an empty list; and a list of 4 M ids in
+// 8 MB (618 MB allocated as RawMessages) costs a few MB.
+func TestTokenCountBounded(t *testing.T) {
+	for body, want := range map[string]int{
+		`{"tokens":[1,2,3]}`: 3,
+		`{"tokens":[{"id":1,"piece":"a,]"},{"id":2,"piece":"\"[{,"}]}`: 2,
+		`{"tokens":[[1,2],[3]]}`: 2,
+		`{"tokens":[]}`:          0,
+		`{"tokens": [ 7 ] }`:     1,
+	} {
+		if n, err := tokenCount([]byte(body)); err != nil || n != want {
+			t.Errorf("%s: %d, %v; want %d", body, n, err, want)
+		}
+	}
+	if _, err := tokenCount([]byte(`{"tokens":null}`)); !errors.Is(err, ErrNoTokenize) {
+		t.Errorf("null tokens: %v", err)
+	}
+	if _, err := tokenCount([]byte(`{"tokens":"abc"}`)); err == nil || errors.Is(err, ErrNoTokenize) {
+		t.Errorf("a string for tokens: %v", err)
+	}
+	data := []byte(`{"tokens":[` + strings.Repeat("0,", 4<<20-20) + `0]}`)
+	var n int
+	got := hostile.Allocated(func() { n, _ = tokenCount(data) })
+	t.Logf("%d MB: %d tokens, %d KB allocated", len(data)>>20, n, got>>10)
+	if n != 4<<20-19 || got > 4<<20 {
+		t.Errorf("%d tokens counted, %d MB allocated", n, got>>20)
 	}
 }

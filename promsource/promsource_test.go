@@ -367,6 +367,9 @@ func TestCredentials(t *testing.T) {
 // instance, a server in two groups) is left out and said.
 func TestHostile(t *testing.T) {
 	ok := `{"status":"success","data":{"resultType":"vector","result":[`
+	// Made before the heap is measured: the server's memory is not the
+	// client's.
+	longLabel := []byte(ok + `{"metric":{"__name__":"a","instance":"` + strings.Repeat("x", 20<<20) + `"},"value":[1,"1"]}]}}`)
 	for _, c := range []struct {
 		name string
 		body func(w http.ResponseWriter)
@@ -409,6 +412,7 @@ func TestHostile(t *testing.T) {
 			sb.WriteString(`},"value":[1,"1"]}]}}`)
 			_, _ = w.Write([]byte(sb.String()))
 		}, "more than 128 labels"},
+		{"a label of 20 MB", func(w http.ResponseWriter) { _, _ = w.Write(longLabel) }, "a string of 20480 KB"},
 		{"garbage", func(w http.ResponseWriter) { _, _ = w.Write([]byte("\x1b]0;pwned\x07<html>\n")) }, "not the Prometheus API"},
 		{"an error", func(w http.ResponseWriter) {
 			w.WriteHeader(http.StatusBadRequest)
@@ -460,4 +464,61 @@ func TestHostile(t *testing.T) {
 		}
 	}
 	_ = math.Inf
+}
+
+// TestLongLabelLeftOut: a series with a label past 4 KB is left out and
+// said; the other servers are read.
+func TestLongLabelLeftOut(t *testing.T) {
+	p := &prom{hook: func(w http.ResponseWriter, r *http.Request) bool {
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[` +
+			`{"metric":{"__name__":"a","instance":"i","model":"` + strings.Repeat("m", 5<<10) + `"},"value":[1,"1"]},` +
+			`{"metric":{"__name__":"a","instance":"j"},"value":[1,"2"]}]}}`))
+		return true
+	}}
+	s, err := New(Config{URL: serve(t, p), Names: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := getAll(t, s)
+	if len(got) != 1 || got["j"].Families == nil || err == nil || !strings.Contains(err.Error(), "1 series with a label past 4 KB left out") {
+		t.Fatalf("%v: %v", got, err)
+	}
+}
+
+// TestServersBounded: an answer naming 90,000 servers of a series each
+// (they cost a watch 928 MB) keeps at most MaxServers, half of them a
+// group at most, so that the canary's servers, named last, are kept;
+// the rest is said in one note.
+func TestServersBounded(t *testing.T) {
+	const n = 90_000
+	var sb strings.Builder
+	sb.WriteString(`{"status":"success","data":{"resultType":"vector","result":[`)
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		group := "stable"
+		if i >= n-3 {
+			group = "canary"
+		}
+		fmt.Fprintf(&sb, `{"metric":{"__name__":"a","instance":"i%d","version":%q},"value":[1,"1"]}`, i, group)
+	}
+	sb.WriteString(`]}}`)
+	body := []byte(sb.String())
+	p := &prom{hook: func(w http.ResponseWriter, r *http.Request) bool { _, _ = w.Write(body); return true }}
+	s, err := New(Config{URL: serve(t, p), By: "version", Names: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := getAll(t, s)
+	groups := map[string]int{}
+	for _, sv := range got {
+		groups[sv.Group]++
+	}
+	if len(got) > MaxServers || groups["canary"] != 3 || groups["stable"] != MaxServers/2 {
+		t.Errorf("%d servers kept, by group %v; want at most %d, the canary's 3", len(got), groups, MaxServers)
+	}
+	if err == nil || !strings.Contains(err.Error(), "series of servers past 4096") {
+		t.Errorf("error %v, want the servers left out said", err)
+	}
 }

@@ -24,6 +24,15 @@ import (
 // refused before its labels are decoded.
 const maxLabels = 128
 
+// maxLabelBytes bounds a label's name and value: a series past it is
+// left out, the others read. One series of a 30 MB instance label held
+// a watch at 501 MB (the value is a server's name, a map's key, a
+// target's). A real one is a model's path or a pod's name.
+const maxLabelBytes = 4 << 10
+
+// errLongLabel is a series with a label past maxLabelBytes.
+var errLongLabel = fmt.Errorf("a label past %d KB", maxLabelBytes>>10)
+
 // Server is what Prometheus holds of one server now: its group (the By
 // label's value, "" where its series lack it) and its metric families,
 // as a direct scrape in the text format names them (no help text, no
@@ -102,10 +111,17 @@ type build struct {
 	// what was left out, for the notes
 	native, noInstance int
 	twoGroups          []string
+	// perGroup counts each group's servers; pastServers the series of
+	// servers past MaxServers, left out.
+	perGroup    map[string]int
+	pastServers int
+	// longLabel counts the series left out for a label past
+	// maxLabelBytes.
+	longLabel int
 }
 
 func newBuild(s *Source) *build {
-	return &build{s: s, servers: map[string]*Server{}, metrics: map[string]*dto.Metric{}, untyped: map[string]bool{}}
+	return &build{s: s, servers: map[string]*Server{}, metrics: map[string]*dto.Metric{}, untyped: map[string]bool{}, perGroup: map[string]int{}}
 }
 
 // role is what a series is to its family.
@@ -150,6 +166,10 @@ func (b *build) add(smp *sample) error {
 		return nil
 	}
 	labels, err := flatStrings(smp.Metric, maxLabels)
+	if errors.Is(err, errLongLabel) {
+		b.longLabel++
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("a series' labels: %w", err)
 	}
@@ -176,7 +196,15 @@ func (b *build) add(smp *sample) error {
 	}
 	srv := b.servers[inst]
 	if srv == nil {
-		srv = &Server{Group: labels[b.s.by], Families: map[string]*dto.MetricFamily{}}
+		g := labels[b.s.by]
+		// A server past the bounds is left out whole: each group keeps
+		// up to half of them, whatever another group's count.
+		if len(b.servers) >= MaxServers || b.perGroup[g] >= MaxServers/2 {
+			b.pastServers++
+			return nil
+		}
+		b.perGroup[g]++
+		srv = &Server{Group: g, Families: map[string]*dto.MetricFamily{}}
 		b.servers[inst] = srv
 	} else if g := labels[b.s.by]; g != srv.Group && len(b.twoGroups) < 3 && !slices.Contains(b.twoGroups, inst) {
 		b.twoGroups = append(b.twoGroups, inst)
@@ -316,6 +344,12 @@ func (b *build) notes() []error {
 	if b.native > 0 {
 		out = append(out, fmt.Errorf("promsource: %d native histogram series left out: scrape the classic buckets too (Prometheus' always_scrape_classic_histograms)", b.native))
 	}
+	if b.pastServers > 0 {
+		out = append(out, fmt.Errorf("promsource: %d series of servers past %d (%d a group) left out: narrow --match", b.pastServers, MaxServers, MaxServers/2))
+	}
+	if b.longLabel > 0 {
+		out = append(out, fmt.Errorf("promsource: %d series with %s left out", b.longLabel, errLongLabel))
+	}
 	if b.noInstance > 0 {
 		out = append(out, fmt.Errorf("promsource: %d series without the label %q left out", b.noInstance, b.s.inst))
 	}
@@ -396,6 +430,9 @@ func flatStrings(b []byte, max int) (map[string]string, error) {
 		}
 		if len(out) >= max {
 			return nil, fmt.Errorf("more than %d labels", max)
+		}
+		if len(k) > maxLabelBytes || len(v) > maxLabelBytes {
+			return nil, errLongLabel
 		}
 		out[k] = v
 		rest = bytes.TrimSpace(rest)

@@ -30,6 +30,30 @@ func JSONValues(b []byte, max int) int {
 	return n
 }
 
+// JSONScan walks a JSON text's bytes outside its strings without
+// decoding any: fn is given each such byte (n 0), and at each string's
+// closing quote '"' with the string's length in bytes as written. What a
+// peer sends is measured with it before it is decoded (its values, its
+// longest string, a list's length).
+func JSONScan(b []byte, fn func(c byte, n int)) {
+	in, esc, from := false, false, 0
+	for i, c := range b {
+		switch {
+		case esc:
+			esc = false
+		case in:
+			esc, in = c == '\\', c != '"'
+			if !in {
+				fn('"', i-from)
+			}
+		case c == '"':
+			in, from = true, i+1
+		default:
+			fn(c, 0)
+		}
+	}
+}
+
 // Reader reads r up to max bytes; past them it fails with ErrTooLarge,
 // and an r of exactly max bytes ends as r does. For a body from a peer
 // that is read through a decoder (the bound is then the decoder's error).

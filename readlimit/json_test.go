@@ -2,6 +2,7 @@ package readlimit
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -38,5 +39,22 @@ func TestReader(t *testing.T) {
 	}
 	if b, err := io.ReadAll(Reader(strings.NewReader("123456"), 5)); !errors.Is(err, ErrTooLarge) || string(b) != "12345" {
 		t.Errorf("%q, %v", b, err)
+	}
+}
+
+// TestJSONScan: the bytes outside strings are given, each string's
+// length at its closing quote, an escaped quote inside one included.
+func TestJSONScan(t *testing.T) {
+	var outside []byte
+	var lens []int
+	JSONScan([]byte(`{"a":"b\"c,]","dd":[1,2]}`), func(c byte, n int) {
+		if c == '"' {
+			lens = append(lens, n)
+			return
+		}
+		outside = append(outside, c)
+	})
+	if string(outside) != `{:,:[1,2]}` || fmt.Sprint(lens) != "[1 6 2]" {
+		t.Errorf("outside %q, lengths %v", outside, lens)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/infertop/infertop/readlimit"
 )
 
 // A result read back is someone else's file: an agent's /result, a file
@@ -42,6 +44,12 @@ const (
 	maxHistCounts = 1 << 17
 	maxHistBytes  = 1 << 20
 )
+
+// MaxStringBytes is the longest string of a result, as written: the
+// longest infertop writes is a histogram (at most maxHistBytes). A
+// result of one 60 MB string (a model's name) cost merge 388 MB: each
+// of its readers copies and sanitises the names it shows.
+const MaxStringBytes = maxHistBytes + 64<<10
 
 // ErrTooLarge is a result past MaxResultBytes or MaxResultValues, or a
 // file past the limit it was read under.
@@ -77,10 +85,16 @@ func ReadResult(path string, limit int) ([]byte, error) {
 		return nil, err // a *PathError: it names the file
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > int64(limit) {
-		return nil, fmt.Errorf("%s: %d MB, %w (the most read is %d MB)", path, st.Size()>>20, ErrTooLarge, limit>>20)
+	// A regular file's buffer is its size: io.ReadAll's doublings held
+	// a 125 MB result at 296 MB.
+	var b []byte
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		if st.Size() > int64(limit) {
+			return nil, fmt.Errorf("%s: %d MB, %w (the most read is %d MB)", path, st.Size()>>20, ErrTooLarge, limit>>20)
+		}
+		b = make([]byte, 0, st.Size()+1)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	b, err = readAll(io.LimitReader(f, int64(limit)+1), b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -88,6 +102,24 @@ func ReadResult(path string, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w (the most read is %d MB)", path, ErrTooLarge, limit>>20)
 	}
 	return b, nil
+}
+
+// readAll appends r's bytes to b until EOF, growing b only when it is
+// full.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // DecodeFile decodes a result (b, called name in its errors) into the
@@ -110,8 +142,12 @@ func decodeFile(name string, b []byte, limit, values int) (*File, error) {
 	if len(b) > limit {
 		return nil, fmt.Errorf("%s: %d MB, %w (the most is %d MB)", name, len(b)>>20, ErrTooLarge, limit>>20)
 	}
-	if n := CountValues(b); n > values {
+	n, longest := Scan(b)
+	if n > values {
 		return nil, fmt.Errorf("%s: %d values, %w (the most is %d)", name, n, ErrTooLarge, values)
+	}
+	if longest > MaxStringBytes {
+		return nil, fmt.Errorf("%s: a string of %d KB, %w (the most is %d KB)", name, longest>>10, ErrTooLarge, MaxStringBytes>>10)
 	}
 	var f File
 	if err := json.Unmarshal(b, &f); err != nil {
@@ -128,20 +164,23 @@ func decodeFile(name string, b []byte, limit, values int) (*File, error) {
 // pass that allocates nothing, to hold against MaxResultValues before
 // decoding.
 func CountValues(b []byte) int {
-	n, in, esc := 1, false, false
-	for _, c := range b {
-		switch {
-		case esc:
-			esc = false
-		case in:
-			esc, in = c == '\\', c != '"'
-		case c == '"':
-			in = true
-		case c == ',':
-			n++
-		}
-	}
+	n, _ := Scan(b)
 	return n
+}
+
+// Scan is CountValues, and the longest string's length in bytes as
+// written.
+func Scan(b []byte) (values, longest int) {
+	values = 1
+	readlimit.JSONScan(b, func(c byte, n int) {
+		switch c {
+		case ',':
+			values++
+		case '"':
+			longest = max(longest, n)
+		}
+	})
+	return values, longest
 }
 
 // DecodeHistogram decodes one of a result's histograms (V2 compressed,

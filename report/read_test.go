@@ -75,6 +75,19 @@ func TestReadResultCapped(t *testing.T) {
 			t.Fatalf("/dev/zero: %v, %d bytes allocated", err, after.TotalAlloc-before.TotalAlloc)
 		}
 	}
+	// A file is read into one buffer of its size: io.ReadAll's doublings
+	// held a 125 MB result at 296 MB.
+	mid := filepath.Join(dir, "mid.json")
+	if err := os.WriteFile(mid, bytes.Repeat([]byte(" "), 20<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b, err := ReadResult(mid, 32<<20)
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; err != nil || len(b) != 20<<20 || got > 21<<20 {
+		t.Fatalf("a file of 20 MB: %d bytes, %v, %d MB allocated", len(b), err, got>>20)
+	}
 	if got := ResultName("/a/b/run.json"); got != "run" {
 		t.Errorf("ResultName: %q", got)
 	}
@@ -99,6 +112,12 @@ func TestDecodeFileBounded(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, ErrTooLarge) || after.TotalAlloc-before.TotalAlloc > 1<<20 {
 		t.Fatalf("%d values: %v, %d bytes allocated", MaxResultValues+2, err, after.TotalAlloc-before.TotalAlloc)
+	}
+	// One string past the longest a result holds (a model's name of
+	// 60 MB cost merge 388 MB) is refused before decoding.
+	long := []byte(`{"infertop":{"manifest":{"tool":"infertop","model":"` + strings.Repeat("x", MaxStringBytes+1) + `"}}}`)
+	if _, err := DecodeFile("long", long); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "a string of") {
+		t.Fatalf("a string of %d bytes: %v", MaxStringBytes+1, err)
 	}
 	if _, err := DecodeFile("other", []byte(`{"infertop":{"manifest":{"tool":"other"}}}`)); !errors.Is(err, ErrNotResult) {
 		t.Fatalf("another tool's file: %v", err)

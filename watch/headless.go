@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
 	"github.com/infertop/infertop/crash"
+	"github.com/infertop/infertop/door"
 )
 
 // ErrNeverRead is a watch that ended before its first read of the fleet.
@@ -81,7 +81,8 @@ func (w *Watch) Conclude(out io.Writer, jsonPath, htmlPath string) (Snapshot, er
 // Serve serves Handler (/verdict, /snapshot, /metrics) on ln; the
 // returned function stops it, giving answers in flight a second.
 func (w *Watch) Serve(ln net.Listener) (stop func()) {
-	srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	ln = door.Limit(ln) // open to anyone: bounded
+	srv := door.Server(w.Handler())
 	done := make(chan struct{})
 	go func() { defer close(done); defer crash.Recover(); _ = srv.Serve(ln) }()
 	return func() {

@@ -12,6 +12,19 @@ import (
 	"github.com/infertop/infertop/probe"
 )
 
+// maxHeaderBytes bounds a server's response headers (a metrics page's
+// are a few hundred bytes).
+const maxHeaderBytes = 64 << 10
+
+// MaxServers is the most servers a scrape reads: what a watch holds per
+// server, and a read's garbage, made 10,000 (a DNS name's most) cost
+// 242 MB. A rollout's fleet is tens or hundreds of pods; past this,
+// watch it through a Prometheus.
+const MaxServers = 4096
+
+// maxParallel bounds the scrapes in flight by default.
+const maxParallel = 512
+
 // Lister names the fleet's servers now: a fixed list, DNS names
 // resolved again, or a Kubernetes selector's pods.
 type Lister func(ctx context.Context) ([]Target, error)
@@ -27,7 +40,8 @@ type Scrape struct {
 	Client *http.Client
 	// Headers go with every scrape (a bearer token for /metrics).
 	Headers http.Header
-	// Parallel bounds the scrapes in flight (default 32); Timeout one
+	// Parallel bounds the scrapes in flight (default: every server, up
+	// to maxParallel); Timeout one
 	// scrape (default 3 s).
 	Parallel int
 	Timeout  time.Duration
@@ -38,8 +52,10 @@ func NewScrape(name string, list Lister, headers http.Header, timeout time.Durat
 	if timeout <= 0 {
 		timeout = 3 * time.Second
 	}
+	// A server's headers are bounded as its page is: Go's default is
+	// 10 MB, and 32 scrapes in flight of such were 230 MB.
 	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, MaxIdleConns: 512, IdleConnTimeout: time.Minute,
-		ResponseHeaderTimeout: timeout}
+		ResponseHeaderTimeout: timeout, MaxResponseHeaderBytes: maxHeaderBytes}
 	return &Scrape{List: list, Name: name, Headers: headers, Timeout: timeout, Client: &http.Client{
 		Transport: tr, Timeout: timeout,
 		// A server's redirect is never followed: the headers may hold a
@@ -60,9 +76,13 @@ func (s *Scrape) Read(ctx context.Context) ([]Observation, error) {
 	if listErr != nil && len(targets) == 0 {
 		return nil, listErr
 	}
+	targets, listErr = capped(targets, listErr, "")
 	par := s.Parallel
 	if par <= 0 {
-		par = 32
+		// Every server at once, up to 512 (a scrape in flight holds
+		// some 100 KB): at 32, 400 servers that answer a byte a second
+		// made each read 37 s, the honest servers' figures with it.
+		par = min(max(len(targets), 32), maxParallel)
 	}
 	out := make([]Observation, len(targets))
 	sem := make(chan struct{}, par)
@@ -78,6 +98,42 @@ func (s *Scrape) Read(ctx context.Context) ([]Observation, error) {
 	}
 	wg.Wait()
 	return out, listErr
+}
+
+// capped is targets cut to MaxServers (fairCut), with err saying so
+// when they were (hint ends the line).
+func capped(targets []Target, err error, hint string) ([]Target, error) {
+	n := len(targets)
+	if n <= MaxServers {
+		return targets, err
+	}
+	cut := fmt.Errorf("%d servers, more than a watch follows: %d read, each group in turn%s", n, MaxServers, hint)
+	if err != nil {
+		cut = fmt.Errorf("%w; %w", err, cut)
+	}
+	return fairCut(targets, MaxServers), cut
+}
+
+// fairCut is max of targets, taken from each group in turn, so that one
+// group's long list (a DNS name of thousands) leaves the others theirs.
+func fairCut(targets []Target, max int) []Target {
+	var order []string
+	by := map[string][]Target{}
+	for _, t := range targets {
+		if _, ok := by[t.Group]; !ok {
+			order = append(order, t.Group)
+		}
+		by[t.Group] = append(by[t.Group], t)
+	}
+	out := make([]Target, 0, max)
+	for i := 0; len(out) < max; i++ {
+		for _, g := range order {
+			if i < len(by[g]) && len(out) < max {
+				out = append(out, by[g][i])
+			}
+		}
+	}
+	return out
 }
 
 // one scrapes one server.

@@ -156,7 +156,7 @@ func (f *fleetState) snapshot(now time.Time, elapsed time.Duration, source strin
 		if span > 0 {
 			row.ReqPer = total(sum) / span
 		}
-		live := sv.state != StateGone && sv.state != StateDown && sv.state != StateUnknown && sv.has
+		live := sv.state != StateGone && sv.state != StateDown && sv.state != StateUnknown && sv.state != StateImplausible && sv.has
 		if live {
 			row.Running, row.Waiting = sv.last.Running.V, sv.last.Waiting.V
 			row.KVUsage, row.KVKnown = sv.last.KVUsage.V, sv.last.KVUsage.Has
@@ -199,7 +199,7 @@ func (f *fleetState) span(sv *server, now time.Time) float64 {
 		return 0
 	}
 	from := now.Add(-f.cfg.Window)
-	first := sv.ticks[0].at.Add(-f.cfg.Every)
+	first := sv.ticks[0].from.Add(-f.cfg.Every)
 	if first.After(from) {
 		from = first
 	}

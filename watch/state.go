@@ -2,6 +2,7 @@ package watch
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -29,6 +30,24 @@ const (
 	StateDown      = "down"      // not answering (Err says why)
 	StateGone      = "gone"      // no longer listed by the source
 	StateUnknown   = "no engine" // answers, but not an engine's metrics
+	// StateImplausible: its counters rose faster than any server serves
+	// (maxRequestsPerSec, maxTokensPerSec); the read is set aside.
+	StateImplausible = "implausible"
+)
+
+// The fastest a server's counters are believed to rise. A server past
+// them lies or is broken (counters that fall and rise back at every
+// read added their whole value each time: 4.7*10^13 requests a second
+// in one group, the honest servers' figures lost in it); its read is
+// set aside, the others' kept.
+const (
+	// maxRequestsPerSec bounds requests and the requests' histograms
+	// (TTFT, E2E, queue): an LLM server answers thousands a second at
+	// most.
+	maxRequestsPerSec = 1e5
+	// maxTokensPerSec bounds tokens and the ITL histogram: a node
+	// generates some 10^5 a second, prefills some 10^6.
+	maxTokensPerSec = 1e8
 )
 
 // maxErrLen bounds a server's error as shown, maxNameLen its name and
@@ -38,11 +57,19 @@ const (
 	maxNameLen = 64
 )
 
-// tick is one interval's increments of a server.
+// tick is one slot's increments of a server: the reads from from to at
+// (one read, unless the fleet is large: see slot).
 type tick struct {
-	at time.Time
-	d  engines.Reading
+	from, at time.Time
+	d        engines.Reading
 }
+
+// maxSlots bounds the ticks the fleet holds over the window, 1 to 2 KB
+// each: 6,000 servers (a DNS name may name 10,000) held one tick per
+// read for a minute, 860 MB; 100 servers over --window 30m would hold
+// 324 MB. Past it each server's reads share slots longer than a read
+// (slot).
+const maxSlots = 20_000
 
 // server is one server's state: its last reading and the window of its
 // increments.
@@ -57,7 +84,13 @@ type server struct {
 	err      string
 	restarts int
 	failures int // reads that failed
-	ticks    []tick
+	// implausible counts reads set aside for counters that rose too
+	// fast.
+	implausible int
+	ticks       []tick
+	// read is the last read's increments, taken at readAt.
+	read   engines.Reading
+	readAt time.Time
 	// lastToken is when its generated tokens last rose (or requests last
 	// stopped running): the stall clock.
 	lastToken time.Time
@@ -189,13 +222,14 @@ func (f *fleetState) keepRead(now time.Time) {
 	}
 	sums := map[string]*engines.Reading{}
 	for _, s := range f.servers {
-		if n := len(s.ticks); n > 0 && s.ticks[n-1].at.Equal(now) {
+		if s.readAt.Equal(now) {
 			sum := sums[s.t.Group]
 			if sum == nil {
 				sum = &engines.Reading{}
 				sums[s.t.Group] = sum
 			}
-			add(sum, s.ticks[n-1].d)
+			add(sum, s.read)
+			s.read = engines.Reading{} // taken: its histograms are not held to the next read
 		}
 	}
 	for g, sum := range sums {
@@ -233,13 +267,20 @@ func (f *fleetState) take(s *server, now time.Time, o Observation) {
 		return
 	}
 	d, reset := engines.Since(s.last, r)
+	dt := now.Sub(s.lastAt)
 	s.last, s.lastAt = r, now
+	if why := implausible(d, dt); why != "" {
+		s.state, s.err = StateImplausible, why+": read set aside"
+		s.implausible++
+		return
+	}
 	s.state = StateUp
 	if reset {
 		s.restarts++
 		s.state = StateRestarted
 	}
-	s.ticks = append(s.ticks, tick{at: now, d: d})
+	s.read, s.readAt = d, now
+	s.keep(now, d, f.slot())
 	if d.GenTokens.V > 0 || r.Running.V == 0 {
 		s.lastToken = now
 	} else if now.Sub(s.lastToken) >= f.cfg.StallAfter {
@@ -253,10 +294,71 @@ func (f *fleetState) take(s *server, now time.Time, o Observation) {
 	f.mismatched += add(t, d)
 }
 
-// trim drops the increments older than from.
+// implausible says which of d's increments rose faster over dt than
+// any server serves ("": none). A restart's increments count from zero,
+// within dt as well.
+func implausible(d engines.Reading, dt time.Duration) string {
+	sec := max(dt.Seconds(), 0.001)
+	for _, c := range []struct {
+		what string
+		v    float64
+		max  float64
+	}{
+		{"requests", d.Requests.V, maxRequestsPerSec}, {"failed requests", d.Failed.V, maxRequestsPerSec},
+		{"aborted requests", d.Aborted.V, maxRequestsPerSec}, {"rejected requests", d.Rejected.V, maxRequestsPerSec},
+		{"preemptions", d.Preemptions.V, maxRequestsPerSec},
+		{"TTFT observations", d.TTFT.Total(), maxRequestsPerSec}, {"E2E observations", d.E2E.Total(), maxRequestsPerSec},
+		{"queue observations", d.Queue.Total(), maxRequestsPerSec},
+		{"prompt tokens", d.PromptTokens.V, maxTokensPerSec}, {"generated tokens", d.GenTokens.V, maxTokensPerSec},
+		{"cached prompt tokens", d.CachedPromptTokens.V, maxTokensPerSec}, {"ITL observations", d.ITL.Total(), maxTokensPerSec},
+	} {
+		if c.v > c.max*sec {
+			return fmt.Sprintf("%s rose by %.3g in %s, past %.0g a second", c.what, c.v, dt.Round(time.Millisecond), c.max)
+		}
+	}
+	return ""
+}
+
+// slot is how long a server's tick may span: one read, or longer when
+// the fleet's reads over the window would pass maxSlots.
+func (f *fleetState) slot() time.Duration {
+	return max(f.cfg.Every, f.cfg.Window*time.Duration(len(f.servers))/maxSlots)
+}
+
+// keep adds a read's increments d at now to the server's ticks: a tick
+// of its own, or into the last one while that spans less than slot.
+// A tick's histograms are its own (d may be the reading itself, after a
+// restart): they are summed into.
+func (s *server) keep(now time.Time, d engines.Reading, slot time.Duration) {
+	// A read of other buckets (the server restarted with others) starts
+	// a tick of its own.
+	if n := len(s.ticks); n > 0 && now.Sub(s.ticks[n-1].from) < slot && fits(s.ticks[n-1].d, d) {
+		last := &s.ticks[n-1]
+		add(&last.d, d)
+		last.at = now
+		return
+	}
+	var own engines.Reading
+	add(&own, d)
+	s.ticks = append(s.ticks, tick{from: now, at: now, d: own})
+}
+
+// fits says whether add(&sum, d) takes all of d: each histogram of d
+// has sum's bounds, or sum has none.
+func fits(sum, d engines.Reading) bool {
+	for _, p := range [][2]*engines.Histogram{{sum.TTFT, d.TTFT}, {sum.ITL, d.ITL}, {sum.E2E, d.E2E}, {sum.Queue, d.Queue}} {
+		if p[0] != nil && p[1] != nil && len(p[1].Counts) > 0 && !sameBounds(p[0].Bounds, p[1].Bounds) {
+			return false
+		}
+	}
+	return true
+}
+
+// trim drops the ticks that began before from: what is kept spans from
+// its first tick's start (span).
 func (s *server) trim(from time.Time) {
 	i := 0
-	for i < len(s.ticks) && s.ticks[i].at.Before(from) {
+	for i < len(s.ticks) && s.ticks[i].from.Before(from) {
 		i++
 	}
 	if i > 0 {

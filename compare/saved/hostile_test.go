@@ -53,6 +53,7 @@ func TestHostileFiles(t *testing.T) {
 		{"bad base64", "illegal base64", swap("!!!!"), ErrUnusable},
 		{"long histogram", "histograms past their bounds (600 KB", swap(strings.Repeat("A", 600<<10)), ErrUnusable},
 		{"too many values", "values, larger than a result can be", []byte(strings.Repeat("0,", MaxFileValues+1)), report.ErrTooLarge},
+		{"long string", "a string of 2048 KB, larger than a result can be", bytes.Replace(good, []byte(`"model":"`), []byte(`"model":"`+strings.Repeat("x", 2<<20)), 1), report.ErrTooLarge},
 	} {
 		r, err := Decode("f\x1b[2J", tc.b)
 		if err == nil && r != nil {

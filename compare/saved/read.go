@@ -143,8 +143,14 @@ func Decode(name string, b []byte) (*Result, error) {
 	if len(b) > MaxFileBytes {
 		return nil, fmt.Errorf("%s: %d MB, %w (the most read is %d MB)", name, len(b)>>20, report.ErrTooLarge, MaxFileBytes>>20)
 	}
-	if n := report.CountValues(b); n > MaxFileValues {
+	n, longest := report.Scan(b)
+	if n > MaxFileValues {
 		return nil, fmt.Errorf("%s: %d values, %w (the most read is %d)", name, n, report.ErrTooLarge, MaxFileValues)
+	}
+	// Two files of one long string each (a model's name) held a
+	// comparison at 265 MB: each is copied as it is decoded and shown.
+	if longest > report.MaxStringBytes {
+		return nil, fmt.Errorf("%s: a string of %d KB, %w (the most is %d KB)", name, longest>>10, report.ErrTooLarge, report.MaxStringBytes>>10)
 	}
 	var f file
 	err := json.Unmarshal(b, &f)

@@ -132,7 +132,7 @@ func (s *Source) Follow(ctx context.Context, every, timeout time.Duration, found
 // without the port are left out and named in the error, returned beside
 // the others.
 func (s *Source) List(ctx context.Context) ([]Target, error) {
-	pods, cut, err := s.pods(ctx)
+	pods, cut, invalid, err := s.pods(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +156,9 @@ func (s *Source) List(ctx context.Context) ([]Target, error) {
 	if lacking = slices.Compact(lacking); len(lacking) > 0 {
 		errs = append(errs, fmt.Errorf("kube: %d %s without the port %q: %s", len(lacking), plural(len(lacking), "pod", "pods"), s.cfg.Port, names(lacking)))
 	}
+	if invalid > 0 {
+		errs = append(errs, fmt.Errorf("kube: %d %s with a name, an address or a --by label Kubernetes does not allow, left out", invalid, plural(invalid, "pod", "pods")))
+	}
 	if cut {
 		errs = append(errs, fmt.Errorf("kube: more than %d pods or endpoints in %s: the first %d followed", MaxTargets, s.cfg.Namespace, MaxTargets))
 	}
@@ -170,20 +173,21 @@ type pod struct {
 }
 
 // pods lists the selected pods in pages, keeping what a target needs;
-// cut says the namespace had more than MaxTargets.
-func (s *Source) pods(ctx context.Context) (map[string]pod, bool, error) {
-	out := map[string]pod{}
+// cut says the namespace had more than MaxTargets; invalid counts the
+// pods left out for what Kubernetes does not allow (allowed counts).
+func (s *Source) pods(ctx context.Context) (out map[string]pod, cut bool, invalid int, err error) {
+	out = map[string]pod{}
 	next := ""
 	for range maxPages {
 		var list podList
 		req := s.core.Get().Namespace(s.cfg.Namespace).Resource("pods")
 		if err := page(ctx, req, s.selector.String(), next, &list); err != nil {
-			return nil, false, &APIError{What: "list pods in " + s.cfg.Namespace, Err: err}
+			return nil, false, 0, &APIError{What: "list pods in " + s.cfg.Namespace, Err: err}
 		}
 		for i := range list.Items {
 			p := &list.Items[i]
 			if len(out) >= MaxTargets {
-				return out, true, nil
+				return out, true, invalid, nil
 			}
 			// A server that ignores the selector is held to it.
 			if !s.selector.Matches(labels.Set(p.Metadata.Labels)) {
@@ -191,16 +195,28 @@ func (s *Source) pods(ctx context.Context) (map[string]pod, bool, error) {
 			}
 			v := pod{name: p.Metadata.Name, ip: p.Status.PodIP, group: p.Metadata.Labels[s.cfg.By],
 				ready: p.Metadata.DeletionTimestamp == "" && p.Status.Phase == "Running" && p.ready()}
+			if !allowed(v) {
+				invalid++
+				continue
+			}
 			if s.port == 0 {
 				v.port = p.namedPort(s.cfg.Port)
 			}
 			out[v.name] = v
 		}
 		if next = list.Metadata.Continue; next == "" {
-			return out, false, nil
+			return out, false, invalid, nil
 		}
 	}
-	return out, true, nil
+	return out, true, invalid, nil
+}
+
+// allowed says whether a pod's name, address and group are as
+// Kubernetes allows them (a name of 253 bytes at most, a label value of
+// 63, an IP): what a target keeps of a pod. A hostile API server's pods
+// of a 7 MB label, a page each, held 2.2 GB over the pages of a listing.
+func allowed(p pod) bool {
+	return len(p.name) <= 253 && len(p.group) <= 63 && (p.ip == "" || net.ParseIP(p.ip) != nil)
 }
 
 // fromPods is a target per pod with an address.
@@ -256,6 +272,9 @@ func (s *Source) fromSlices(ctx context.Context, pods map[string]pod) (ts []Targ
 				if port == 0 {
 					lacking = append(lacking, p.name)
 					continue
+				}
+				if net.ParseIP(ep.Addresses[0]) == nil {
+					continue // no IP: not what an endpoint of a pod holds
 				}
 				addr := net.JoinHostPort(ep.Addresses[0], strconv.Itoa(port))
 				if seen[addr] {

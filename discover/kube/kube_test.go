@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/infertop/infertop/readlimit/limittest"
 )
 
 // apiServer serves pods and EndpointSlices as the API server does: by
@@ -540,5 +543,40 @@ func TestAPITypes(t *testing.T) {
 	want = "vllm-6d4f-a 10.1.0.1:8001 6d4f true; vllm-6d4f-c 10.1.0.3:8001 6d4f true; vllm-7c9b-b 10.1.0.2:8001 7c9b false"
 	if err != nil || show(ts) != want {
 		t.Errorf("endpoint slices: %v\ngot  %s\nwant %s", err, show(ts), want)
+	}
+}
+
+// TestNotAllowedLeftOut: pods whose name, address or group label
+// Kubernetes would not allow are left out and counted, the honest pod
+// beside them kept; over the pages of a listing they cost a page at a
+// time (a 7 MB label a page held 2.2 GB).
+func TestNotAllowedLeftOut(t *testing.T) {
+	long := strings.Repeat("v", 2<<20)
+	var n atomic.Int64
+	a := &apiServer{hook: func(w http.ResponseWriter, r *http.Request) bool {
+		k := n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		honest := ""
+		if k == 1 {
+			honest = `{"metadata":{"name":"honest","labels":{"app":"vllm","version":"v1"}},"status":{"podIP":"10.0.0.2","phase":"Running"}},`
+		}
+		cont := fmt.Sprint("more", k)
+		if k == 40 {
+			cont = ""
+		}
+		fmt.Fprintf(w, `{"metadata":{"continue":%q},"items":[%s{"metadata":{"name":"p%d","labels":{"app":"vllm","version":"%s"}},"status":{"podIP":"10.0.0.1","phase":"Running"}},`+
+			`{"metadata":{"name":"q%d","labels":{"app":"vllm","version":"v1"}},"status":{"podIP":"%s","phase":"Running"}}]}`, cont, honest, k, long, k, long)
+		return true
+	}}
+	s := start(t, a, Config{Namespace: "ns", Selector: "app=vllm", Port: "8000", By: "version"})
+	var ts []Target
+	var err error
+	peak, _ := limittest.HeapPeak(func() { ts, err = list(t, s) })
+	t.Logf("%d targets, %v; heap peak %d MB", len(ts), err, peak>>20)
+	if len(ts) != 1 || ts[0].Name != "honest" || err == nil || !strings.Contains(err.Error(), "80 pods with a name, an address or a --by label") {
+		t.Errorf("targets %s, error %v; want the honest pod, 80 left out", show(ts), err)
+	}
+	if peak > 64<<20 {
+		t.Errorf("heap peak %d MB", peak>>20)
 	}
 }

@@ -203,3 +203,24 @@ func TestRefusalSanitised(t *testing.T) {
 		t.Errorf("%d bytes: %.300q", len(err.Error()), err)
 	}
 }
+
+// TestReadFilesOneAtATime: files read one after another cost one file's
+// buffer at a time, not the heap's doubling (four files of 120 MB held
+// merge at 265 MB).
+func TestReadFilesOneAtATime(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "wide.json")
+	body := append([]byte(`{"infertop":{"manifest":{"tool":"infertop"}}`), bytes.Repeat([]byte(" "), 40<<20)...)
+	if err := os.WriteFile(p, append(body, '}'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	peak, _ := limittest.HeapPeak(func() { _, err = ReadFiles([]string{p, p, p, p}) })
+	t.Logf("heap peak %d MB", peak>>20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak > 60<<20 {
+		t.Errorf("four files of 40 MB: heap peak %d MB, want about one file's", peak>>20)
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,6 +59,10 @@ type Input struct {
 	Refused error
 }
 
+// bigFile is the size past which a file's buffer is collected before the
+// next file is read.
+const bigFile = 16 << 20
+
 // ErrNotMergeable is a set of results that are not runs of one load on
 // one endpoint (another endpoint, knobs, version or phases): merged only
 // when forced.
@@ -87,6 +92,13 @@ func ReadFiles(paths []string) ([]Input, error) {
 		in, err := Decode(report.ResultName(p), b)
 		if err != nil {
 			in = Input{Name: report.ResultName(p), Refused: err}
+		}
+		if len(b) > bigFile {
+			// The heap may grow to twice what is live before a
+			// collection: the next file's buffer would be read beside
+			// this one's garbage (four files of 120 MB held 265 MB).
+			b = nil
+			runtime.GC()
 		}
 		if names[in.Name] { // two of one name, from two directories: by their paths
 			in.Name = p
