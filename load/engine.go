@@ -376,8 +376,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	var seq uint64
 	snap := func() {
-		now := time.Since(e.t0)
 		e.mu.Lock()
+		now := time.Since(e.t0) // under the lock: never before the run's end stamped by another goroutine
 		e.endWarmupLocked(now)
 		if e.ending && !e.done && e.unsettled.Load() == 0 {
 			e.done, e.endAt = true, now

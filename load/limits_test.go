@@ -103,6 +103,36 @@ func TestLimitsEndTheRun(t *testing.T) {
 			t.Fatalf("why %q, the last request sent at %v of %v, completed %d", s.DoneWhy, last, cfg.Duration, s.TotalCompleted)
 		}
 	}))
+	t.Run("nothing starts from the backlog at the duration", virtual(func(t *testing.T) {
+		// The review's case: one slot (--max-in-flight 1) and 700 ms
+		// requests at 2/s, so arrivals wait in the backlog, and a Run loop
+		// 800 ms a result behind: the slot's next request from the
+		// backlog went out at 1.4 s in a run of 1.2 s.
+		var mu sync.Mutex
+		var sends []time.Duration
+		t0 := time.Now()
+		slow := fakeDo(700 * time.Millisecond)
+		open := Knobs{Concurrency: 1, PromptTokens: 8, OutputTokens: 4, Mode: OpenLoop, Rate: 2}
+		cfg := Config{Knobs: open, Duration: 1200 * time.Millisecond, MaxInFlight: 1,
+			Do: func(ctx context.Context, r probe.Request) probe.Result {
+				mu.Lock()
+				sends = append(sends, time.Since(t0))
+				mu.Unlock()
+				return slow(ctx, r)
+			},
+			OnResult: func(Record) { time.Sleep(800 * time.Millisecond) }}
+		s := runFor(t, cfg, 10*time.Minute)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, at := range sends {
+			if at >= cfg.Duration {
+				t.Errorf("a request sent at %v, past the duration %v (sends %v)", at, cfg.Duration, sends)
+			}
+		}
+		if s.Scheduled != s.Run.Sent()+s.Dropped {
+			t.Errorf("scheduled %d != %d sent + %d dropped", s.Scheduled, s.Run.Sent(), s.Dropped)
+		}
+	}))
 	t.Run("drain runs out", virtual(func(t *testing.T) {
 		s := runFor(t, Config{Do: fakeDo(-1), Knobs: k, Duration: 100 * time.Millisecond, Drain: 100 * time.Millisecond}, 10*time.Second)
 		if s.Incomplete != 4 || s.TotalCompleted+s.TotalFailed != 0 || s.InFlight != 0 {
@@ -142,5 +172,35 @@ func TestDefaultMaxInFlight(t *testing.T) {
 		if got := DefaultMaxInFlight(fd); got != want {
 			t.Errorf("DefaultMaxInFlight(%d) = %d, want %d", fd, got, want)
 		}
+	}
+}
+
+// TestOwedArrivalsDropped: arrivals due before the duration that a
+// dispatcher which fell behind never sent are scheduled and dropped,
+// so the schedule the figures show is the one asked for (as arithmetic:
+// 10 ms gaps from 900 ms to a 1 s duration owe 10).
+func TestOwedArrivalsDropped(t *testing.T) {
+	e, err := New(Config{Knobs: Knobs{Concurrency: 1, PromptTokens: 8, OutputTokens: 4, Mode: OpenLoop, Rate: 100},
+		Duration: time.Second, Do: fakeDo(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gap := func() time.Duration { return 10 * time.Millisecond }
+	e.t0 = time.Now()
+	e.dropOwed(e.t0.Add(900*time.Millisecond), gap) // the run did not end by its duration: nothing owed
+	if e.scheduled.Load() != 0 || e.dropped.Load() != 0 {
+		t.Fatalf("run not ended: scheduled %d dropped %d", e.scheduled.Load(), e.dropped.Load())
+	}
+	e.mu.Lock()
+	e.why = EndDuration
+	e.mu.Unlock()
+	e.dropOwed(e.t0.Add(900*time.Millisecond), gap)
+	if e.scheduled.Load() != 10 || e.dropped.Load() != 10 || e.scheduledAll.Load() != 10 || e.droppedAll.Load() != 10 || e.phase.dropped.Load() != 10 {
+		t.Fatalf("scheduled %d dropped %d (all %d, %d; phase %d); want 10 each", e.scheduled.Load(), e.dropped.Load(),
+			e.scheduledAll.Load(), e.droppedAll.Load(), e.phase.dropped.Load())
+	}
+	e.dropOwed(e.t0.Add(time.Second), gap) // due at the duration: not owed
+	if e.dropped.Load() != 10 {
+		t.Fatalf("an arrival due at the duration counted: %d", e.dropped.Load())
 	}
 }

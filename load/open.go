@@ -90,6 +90,7 @@ func (e *Engine) dispatch(ctx context.Context) {
 	for {
 		k, changed, stop := e.dispatching(ctx)
 		if stop {
+			e.dropOwed(next, func() time.Duration { return e.cfg.Arrivals.gap(rng, k.Rate) })
 			return
 		}
 		if k.Mode != OpenLoop || k.Paused || k.Rate <= 0 {
@@ -115,9 +116,37 @@ func (e *Engine) dispatch(ctx context.Context) {
 			}
 		}
 		if !e.arrive(ctx, next, nil) {
+			e.dropOwed(next, func() time.Duration { return e.cfg.Arrivals.gap(rng, k.Rate) })
 			return
 		}
 		next = next.Add(e.cfg.Arrivals.gap(rng, k.Rate))
+	}
+}
+
+// dropOwed counts the open loop's arrivals from next on that were due
+// before the duration but never sent, when the duration ended the run: a
+// dispatcher that fell behind (a stalled machine) owed them. Each is
+// scheduled and dropped, as the backlog's are at the end (a late
+// request, failed in the error rate), so that the figures show the
+// client fell behind rather than a schedule that was kept. gap is the
+// schedule's next gap.
+func (e *Engine) dropOwed(next time.Time, gap func() time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.why != EndDuration || e.cfg.Duration <= 0 || next.IsZero() {
+		return
+	}
+	end := e.t0.Add(e.cfg.Duration)
+	for n := 0; next.Before(end) && n < MaxBacklog; n++ {
+		ph := e.phase
+		ph.dropped.Add(1)
+		if !ph.warmup {
+			e.scheduled.Add(1)
+			e.dropped.Add(1)
+		}
+		e.scheduledAll.Add(1)
+		e.droppedAll.Add(1)
+		next = next.Add(gap())
 	}
 }
 
@@ -195,6 +224,11 @@ func (e *Engine) fire(ctx context.Context, a arrival, slot *slot) {
 		e.send(ctx, a.knobs, a.phase, a.intended, slot, a.item, nil) //nolint:errcheck // see above
 
 		e.mu.Lock()
+		if !e.ending && e.backlogHead < len(e.backlog) {
+			// A backlogged arrival is a request starting too: none at or
+			// after the duration (the backlog is then dropped, counted).
+			e.durationPassedLocked()
+		}
 		if e.backlogHead == len(e.backlog) || ctx.Err() != nil || e.stopping || e.ending {
 			e.openInFlight--
 			e.freeSlots = append(e.freeSlots, slot)

@@ -21,8 +21,7 @@ func (e *Engine) admitLocked() bool {
 	// the timer in the same select as the results and the snapshots, and on
 	// a starved machine its turn came seconds late while the senders went
 	// on (4.1 s of sending in a run of 2).
-	if e.cfg.Duration > 0 && e.elapsedLocked() >= e.cfg.Duration {
-		e.finishLocked(EndDuration)
+	if e.durationPassedLocked() {
 		return false
 	}
 	if e.cfg.MaxRequests > 0 && e.begun.Add(1) > e.cfg.MaxRequests {
@@ -31,6 +30,16 @@ func (e *Engine) admitLocked() bool {
 	}
 	e.unsettled.Add(1)
 	return true
+}
+
+// durationPassedLocked ends the run once it has lasted its duration, and
+// says whether it has: no request may start at or after it.
+func (e *Engine) durationPassedLocked() bool {
+	if e.cfg.Duration > 0 && e.elapsedLocked() >= e.cfg.Duration {
+		e.finishLocked(EndDuration)
+		return true
+	}
+	return false
 }
 
 // send runs one request and hands its result to the aggregator; intended
