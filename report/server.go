@@ -14,7 +14,7 @@ import (
 // timings, and how much of its prompts the server's prefix cache held;
 // one line that the server offered no timings when --server-timings
 // asked for them (asked is the flag's setting) and no answer had any.
-func writeServerSide(b *strings.Builder, p load.Phase, asked bool, perf *telemetry.PerfRun) {
+func writeServerSide(b *strings.Builder, p load.Phase, asked, stream bool, perf *telemetry.PerfRun) {
 	sp := p.TTFTSplit
 	if n := sp[load.SplitGap].Count; n > 0 {
 		pair := func(d load.Dist) string {
@@ -25,7 +25,7 @@ func writeServerSide(b *strings.Builder, p load.Phase, asked bool, perf *telemet
 	} else if asked && p.Completed > 0 && p.ServerTimed == 0 && (perf == nil || !perf.Offered) {
 		b.WriteString("  server timings: not offered by this server (--server-timings asked; no answer carried them, and no /perf_metrics)\n")
 	}
-	writeServerPerf(b, perf)
+	writeServerPerf(b, perf, stream)
 	if n := p.ServerCounted; n > 0 {
 		fmt.Fprintf(b, "  output tokens: the server's count for %d streamed requests; the client's own (a token a message) differed from it in %d (%.1f %%)\n",
 			n, p.CountMismatch, 100*float64(p.CountMismatch)/float64(n))
@@ -42,8 +42,9 @@ func writeServerSide(b *strings.Builder, p load.Phase, asked bool, perf *telemet
 
 // writeServerPerf says the server's own per-request performance from
 // its /perf_metrics (TensorRT-LLM), labelled as the server's and
-// unjoined; nothing where it was not offered.
-func writeServerPerf(b *strings.Builder, p *telemetry.PerfRun) {
+// unjoined; nothing where it was not offered. stream is whether the
+// answers were streamed: only a streamed answer's TTFT joins.
+func writeServerPerf(b *strings.Builder, p *telemetry.PerfRun, stream bool) {
 	if p == nil || !p.Offered {
 		return
 	}
@@ -62,6 +63,8 @@ func writeServerPerf(b *strings.Builder, p *telemetry.PerfRun) {
 	if sp := p.Split; p.Joined > 0 {
 		fmt.Fprintf(b, "    where TTFT went (p50 / p99 of the %d of our requests joined to their entries by the server's request number): connection %s · server queue %s · server prefill %s · the rest %s; the client's TTFT less the server's %s\n",
 			p.Joined, pair(sp[load.SplitConnection]), pair(sp[load.SplitQueue]), pair(sp[load.SplitPrefill]), pair(sp[load.SplitRest]), pair(sp[load.SplitGap]))
+	} else if !stream {
+		b.WriteString("    not joined to our requests: a join splits a streamed answer's TTFT, and these were not streamed (--no-stream)\n")
 	} else {
 		b.WriteString("    not joined to our requests: the server names its answers by no request number of its own (older versions)\n")
 	}

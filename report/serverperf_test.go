@@ -62,6 +62,13 @@ func TestServerPerf(t *testing.T) {
 	if strings.Contains(buf.String(), "not offered") {
 		t.Errorf("offered, yet the text says not:\n%s", buf.String())
 	}
+	// Not streamed: nothing could join, whatever the server's version.
+	r.Manifest.Stream = false
+	buf.Reset()
+	if err := r.WriteText(&buf); err != nil || !strings.Contains(buf.String(), "these were not streamed (--no-stream)") {
+		t.Errorf("a run not streamed (%v):\n%s", err, buf.String())
+	}
+	r.Manifest.Stream = true
 
 	// Joined: the requests' TTFTs split, in the JSON and the text.
 	p.Joined = 12

@@ -66,7 +66,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "\nWhole run%s · %s\n", since, r.Final.Run.Duration.Round(time.Millisecond))
 	writeCounts(&b, r.Final)
 	writeFigures(&b, r.Final.Run)
-	writeServerSide(&b, r.Final.Run, m.Settings["server-timings"] == "true", r.ServerPerf)
+	writeServerSide(&b, r.Final.Run, m.Settings["server-timings"] == "true", m.Stream, r.ServerPerf)
 	writeCacheResets(&b, r.Final.CacheResets)
 	writeSteady(&b, r.Final.Steady)
 	if r.Energy != nil {

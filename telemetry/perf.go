@@ -169,7 +169,13 @@ func (p *pending[T]) take(id uint64) (T, bool) {
 }
 
 // clientSide is what the join needs of one of infertop's requests.
-type clientSide struct{ ttft, blocked time.Duration }
+type clientSide struct {
+	ttft, blocked time.Duration
+	// split says the answer carried the server's timings itself
+	// (include_metrics): its split is already in the exporter's series
+	// (runner's Observe), and the join's must not count it again.
+	split bool
+}
 
 // joinSplit splits a request's client TTFT with its server's entry, as
 // probe.Result.SplitTTFT splits it with vLLM's per-request metrics.
@@ -224,7 +230,7 @@ func (s *Scraper) joinLocked(c clientSide, e *probe.ServerPerf, in *timedPerf) {
 	if in != nil {
 		in.split, in.joined = sp, true
 	}
-	if s.cfg.OnSplit != nil {
+	if s.cfg.OnSplit != nil && !c.split {
 		s.cfg.OnSplit(sp)
 	}
 }
@@ -241,7 +247,8 @@ func (s *Scraper) NoteRequest(r *probe.Result) {
 	if !ok {
 		return
 	}
-	c := clientSide{ttft: r.TTFT, blocked: r.Blocked}
+	_, answered := r.SplitTTFT()
+	c := clientSide{ttft: r.TTFT, blocked: r.Blocked, split: answered}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := &s.perf
@@ -336,14 +343,18 @@ func perfParts(e *probe.ServerPerf) [NumPerfParts]time.Duration {
 	return [NumPerfParts]time.Duration{pick(e.Queue, e.HasQueue), pick(e.Prefill, e.HasPrefill), pick(e.TTFT, e.HasTTFT), pick(e.Generation, e.HasGeneration)}
 }
 
-// scrapePerf reads /perf_metrics when due. A server without one (an
-// answer that is no JSON list, on the first read) is dropped: it is
-// not asked again.
+// scrapePerf reads /perf_metrics when due. A server without one (before
+// any answer was a list: an answer that is not, or a status of 3xx or
+// 4xx, a 404 or an auth gateway's 401) is dropped: it is not asked
+// again. A read that failed otherwise (a timeout, a 503, a connection
+// refused) is tried again, backing off, as /metrics is.
 func (s *Scraper) scrapePerf(ctx context.Context, now time.Time) {
-	s.scrape(ctx, now, &s.perf.src, s.cfg.PerfURL, s.readPerf)
+	err := s.scrape(ctx, now, &s.perf.src, s.cfg.PerfURL, s.readPerf)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p := &s.perf; !p.offered && p.src.err != "" && ctx.Err() == nil {
+	var se statusError
+	gone := errors.Is(err, probe.ErrNotPerfList) || errors.As(err, &se) && se.code < 500
+	if p := &s.perf; !p.offered && err != nil && gone && ctx.Err() == nil {
 		p.src.dropped = true
 		p.run.Err = p.src.err
 	}

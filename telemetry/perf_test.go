@@ -95,6 +95,28 @@ func TestPerfNotOffered(t *testing.T) {
 	}
 }
 
+// TestPerfRetried: a first read that failed for a while (a 503, the
+// server starting) is tried again, backing off, and the list it then
+// answers is read: only an answer that says there is none drops it.
+func TestPerfRetried(t *testing.T) {
+	var hits atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(`[]`))
+	})
+	s := NewScraper(Config{PerfURL: "http://endpoint/perf_metrics", Every: time.Second, Client: inProcess(h)})
+	now := time.Now()
+	for i := range 3 {
+		s.scrapePerf(context.Background(), now.Add(time.Duration(i)*time.Hour))
+	}
+	if run, ok := s.PerfRun(); !ok || !run.Offered || hits.Load() != 3 {
+		t.Fatalf("%+v (%v) after %d reads, want offered, asked three times", run, ok, hits.Load())
+	}
+}
+
 // TestPerfPastBounds: a /perf_metrics answer past the read's bounds is
 // still the server's list: before the run, a backlog left out (the
 // source kept); during it, a read lost and said.
@@ -181,6 +203,15 @@ func TestPerfJoin(t *testing.T) {
 	v := s.View(time.Minute)
 	if v.Perf.Joined != 2 || v.Perf.Split[load.SplitPrefill].N != 2 {
 		t.Errorf("the window: %d joined, prefill %+v", v.Perf.Joined, v.Perf.Split[load.SplitPrefill])
+	}
+	// A request whose answer carried the server's timings itself has its
+	// split counted from them (runner's Observe): joined, but not offered
+	// to OnSplit twice.
+	answered := req("chatcmpl-5", 55*time.Millisecond)
+	answered.Server = probe.ServerTimings{Queue: 6 * time.Millisecond, HasQueue: true, TTFT: 40 * time.Millisecond, HasTTFT: true}
+	s.NoteRequest(answered)
+	if run, _ := s.PerfRun(); run.Joined != 3 || len(splits) != 2 {
+		t.Errorf("an answer with its own timings: %d joined, %d splits; want 3 joined, still 2 splits", run.Joined, len(splits))
 	}
 }
 

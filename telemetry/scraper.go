@@ -167,31 +167,37 @@ func (s *Scraper) Run(ctx context.Context) {
 }
 
 // scrape reads one target when it is due, backing off after failures.
-func (s *Scraper) scrape(ctx context.Context, now time.Time, src *source, url string, read func(io.Reader, time.Time) error) {
+func (s *Scraper) scrape(ctx context.Context, now time.Time, src *source, url string, read func(io.Reader, time.Time) error) error {
 	s.mu.Lock()
 	due := !src.dropped && !now.Before(src.next)
 	s.mu.Unlock()
 	if !due {
-		return
+		return nil
 	}
 	err := s.get(ctx, url, func(r io.Reader) error { return read(r, now) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil {
 		src.ok, src.last, src.err, src.backoff, src.next = true, now, "", 0, time.Time{}
-		return
+		return nil
 	}
 	if ctx.Err() != nil {
-		return
+		return err
 	}
 	if src == &s.srv && s.cfg.Quiet && !src.ok {
 		src.dropped = true // a guessed /metrics that is not there: quietly nothing
-		return
+		return err
 	}
 	src.err = probe.Redact(err.Error(), 300) // shown: no credentials, one line
 	src.backoff = min(max(2*src.backoff, s.cfg.Every), 30*time.Second)
 	src.next = now.Add(src.backoff)
+	return err
 }
+
+// statusError is an answer's HTTP status other than 200.
+type statusError struct{ code int }
+
+func (e statusError) Error() string { return fmt.Sprintf("HTTP %d", e.code) }
 
 // get scrapes url. Its errors never carry the URL's credentials (a
 // user name, ?token=): they are shown on the dashboard and to every SSH
@@ -212,10 +218,10 @@ func (s *Scraper) get(ctx context.Context, url string, read func(io.Reader) erro
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return fmt.Errorf("scrape: HTTP %d: redirected to %s; infertop does not follow redirects", resp.StatusCode, probe.RedactURL(resp.Header.Get("Location")))
+		return fmt.Errorf("scrape: %w: redirected to %s; infertop does not follow redirects", statusError{resp.StatusCode}, probe.RedactURL(resp.Header.Get("Location")))
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("scrape: HTTP %d", resp.StatusCode)
+		return fmt.Errorf("scrape: %w", statusError{resp.StatusCode})
 	}
 	return read(io.LimitReader(resp.Body, maxPageBytes))
 }
