@@ -127,7 +127,10 @@ func TestFourAgents(t *testing.T) {
 	srv := simtest.Start(t, p)
 	dir := t.TempDir()
 	tokenFile, _ := tokenIn(t, dir)
-	agents := startAgents(t, dir, tokenFile, 4, "--url", srv.URL, "-c", "8", "--duration", "3s", "--prompt-tokens", "16",
+	// 6 s: the knob change must reach all four before they end, after a
+	// second follower polling every second has seen all four started; in
+	// 3 s make test-agents once saw them end first.
+	agents := startAgents(t, dir, tokenFile, 4, "--url", srv.URL, "-c", "8", "--duration", "6s", "--prompt-tokens", "16",
 		"--output-tokens", "20")
 	turned := turnKnobs(t, addrsOf(agents), tokenFile)
 	all := filepath.Join(dir, "all.json")
