@@ -127,7 +127,10 @@ func TestFourAgents(t *testing.T) {
 	srv := simtest.Start(t, p)
 	dir := t.TempDir()
 	tokenFile, _ := tokenIn(t, dir)
-	agents := startAgents(t, dir, tokenFile, 4, "--url", srv.URL, "-c", "8", "--duration", "3s", "--prompt-tokens", "16",
+	// 6 s: the knob change must reach all four before they end, after a
+	// second follower polling every second has seen all four started; in
+	// 3 s make test-agents once saw them end first.
+	agents := startAgents(t, dir, tokenFile, 4, "--url", srv.URL, "-c", "8", "--duration", "6s", "--prompt-tokens", "16",
 		"--output-tokens", "20")
 	turned := turnKnobs(t, addrsOf(agents), tokenFile)
 	all := filepath.Join(dir, "all.json")
@@ -261,57 +264,100 @@ func TestFourAgents(t *testing.T) {
 // turnKnobs follows the agents at addrs as the dashboard does (the
 // merged agents' session) and, once all four run, turns the whole
 // load's knobs with its controller (concurrency 8 to 12, the prompt
-// 16 to 32): the change must reach all four within a tick (--agents-poll,
-// 1 s: the pollers wake for it). The channel says how it went.
+// 16 to 32): the change must reach all four before their next poll
+// (the pollers wake for it). It starts following once the agents say
+// they have started, polling every 30 s: its first polls see them
+// running, and a change that waited for the next poll would come after
+// their run. (At 1 s a poll, held to a second, the change took 1.7-3.3 s
+// in three of four runs beside make test-compare.) The channel says how
+// it went.
 func turnKnobs(t *testing.T, addrs, tokenFile string) <-chan error {
 	t.Helper()
-	agf := fleetflag.Flags{Agents: addrs, TokenFile: tokenFile, PlainLoopback: true, PollEvery: time.Second, ResultEvery: time.Second,
-		LostAfter: 20 * time.Second}
+	token, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agf := fleetflag.Flags{Agents: addrs, TokenFile: tokenFile, PlainLoopback: true, PollEvery: 30 * time.Second, ResultEvery: 30 * time.Second,
+		LostAfter: 60 * time.Second}
 	cfg, err := agf.Config(versionString(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := fleet.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := fleet.NewMerging(f, nil)
 	done := make(chan error, 1)
 	go func() {
-		defer s.Stop()
-		views, stop := s.Fleet().Subscribe()
-		defer stop()
-		all := func(v fleet.View, ok func(fleet.Agent) bool) bool {
-			n := 0
-			for _, a := range v.Agents {
-				if a.Status == report.AgentRunning && ok(a) {
-					n++
-				}
-			}
-			return n == 4
-		}
-		var asked time.Time
-		for v := range views {
-			switch {
-			case asked.IsZero() && all(v, func(a fleet.Agent) bool { return !a.State.Started.IsZero() && a.State.Whole != nil }):
-				asked = time.Now()
-				if k := s.Controller().Update(func(k *load.Knobs) { k.Concurrency, k.PromptTokens = 12, 32 }); k.Concurrency != 12 {
-					done <- fmt.Errorf("the controller's whole: %+v", k)
-					return
-				}
-			case !asked.IsZero() && all(v, func(a fleet.Agent) bool { return a.State.ControlSeq >= 1 && a.State.Concurrency == 3 }):
-				took := time.Since(asked)
-				t.Logf("the knob change reached all four agents in %v (a tick: 1s)", took)
-				if took >= time.Second {
-					done <- fmt.Errorf("the knob change took %v to reach all four, past a tick", took)
-				}
-				done <- nil
+		for _, addr := range strings.Split(addrs, ",") {
+			if err := waitStarted(addr, strings.TrimSpace(string(token))); err != nil {
+				done <- err
 				return
 			}
 		}
-		done <- fmt.Errorf("the agents ended before the knob change reached all four (asked: %t)", !asked.IsZero())
+		f, err := fleet.Start(cfg)
+		if err != nil {
+			done <- err
+			return
+		}
+		turn(t, f, cfg.PollEvery, done)
 	}()
 	return done
+}
+
+// waitStarted polls the agent at addr until its state says its load
+// started (a bound of 30 s on a hang).
+func waitStarted(addr, token string) error {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+addr+"/state", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("the agent at %s: %w", addr, err)
+		}
+		var st agent.State
+		_ = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if !st.Started.IsZero() {
+			return nil
+		}
+	}
+	return fmt.Errorf("the agent at %s did not start within 30 s", addr)
+}
+
+// turn is turnKnobs' follower: the knobs turned once all four run, and
+// the change seen at all four within tick.
+func turn(t *testing.T, f *fleet.Fleet, tick time.Duration, done chan<- error) {
+	s := fleet.NewMerging(f, nil)
+	defer s.Stop()
+	views, stop := s.Fleet().Subscribe()
+	defer stop()
+	all := func(v fleet.View, ok func(fleet.Agent) bool) bool {
+		n := 0
+		for _, a := range v.Agents {
+			if a.Status == report.AgentRunning && ok(a) {
+				n++
+			}
+		}
+		return n == 4
+	}
+	var asked time.Time
+	for v := range views {
+		switch {
+		case asked.IsZero() && all(v, func(a fleet.Agent) bool { return !a.State.Started.IsZero() && a.State.Whole != nil }):
+			asked = time.Now()
+			if k := s.Controller().Update(func(k *load.Knobs) { k.Concurrency, k.PromptTokens = 12, 32 }); k.Concurrency != 12 {
+				done <- fmt.Errorf("the controller's whole: %+v", k)
+				return
+			}
+		case !asked.IsZero() && all(v, func(a fleet.Agent) bool { return a.State.ControlSeq >= 1 && a.State.Concurrency == 3 }):
+			took := time.Since(asked)
+			t.Logf("the knob change reached all four agents in %v (a poll: %v)", took, tick)
+			if took >= tick {
+				done <- fmt.Errorf("the knob change took %v to reach all four, past a poll (%v)", took, tick)
+				return
+			}
+			done <- nil
+			return
+		}
+	}
+	done <- fmt.Errorf("the agents ended before the knob change reached all four (asked: %t)", !asked.IsZero())
 }
 
 // TestAgentLost: an agent killed mid-run is lost: its requests are

@@ -33,7 +33,11 @@ func faultRun(t *testing.T, f sim.Faults, timeout time.Duration, n int64) Snapsh
 
 func TestFaultClasses(t *testing.T) {
 	t.Parallel()
-	pause := 300 * time.Millisecond
+	// A second: the mid-stream stall's first token must come before it,
+	// and beside the suite and a CPU hog the fast sim's TTFT reached
+	// 443 ms (at 300 ms the test called the stall one before the first
+	// token).
+	pause := time.Second
 	tests := []struct {
 		name    string
 		f       sim.Faults

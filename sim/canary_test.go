@@ -472,7 +472,7 @@ func TestCanaryMetrics(t *testing.T) {
 	}
 	want := fmt.Sprintf(`vllm:num_requests_running{model_name="sim-llama-8b"} %d`, len(open))
 	var page string
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) { // ends at the page
 		resp, err := http.Get(url + "/metrics")
 		if err != nil {
 			t.Fatal(err)
