@@ -33,7 +33,7 @@ func TestAgentsFindMax(t *testing.T) {
 	// them (their --duration is only a bound).
 	agents := searchAgents(t, dir, tokenFile, srv.URL, "2", "64", "8")
 	all := filepath.Join(dir, "all.json")
-	code, out := followSearch(t, agents, tokenFile, all, "--find-max", "ttft_p99<=500ms", "--find-max", "error_rate<1%", "--from", "1",
+	code, out := followSearch(t, agents, tokenFile, all, "--find-max", "ttft_p90<=400ms", "--find-max", "error_rate<1%", "--from", "1",
 		"--to", "32", "--resolution", "50%")
 	if code != 0 {
 		t.Fatalf("run --agents --find-max: exit %d", code)
@@ -97,7 +97,7 @@ func TestAgentsMatrix(t *testing.T) {
 	tokenFile, _ := tokenIn(t, dir)
 	agents := searchAgents(t, dir, tokenFile, srv.URL, "2", "16", "4")
 	all := filepath.Join(dir, "all.json")
-	if code, _ := followSearch(t, agents, tokenFile, all, "--matrix", "prompt=64;output=8,16", "--find-max", "ttft_p99<=500ms",
+	if code, _ := followSearch(t, agents, tokenFile, all, "--matrix", "prompt=64;output=8,16", "--find-max", "ttft_p90<=400ms",
 		"--from", "4", "--to", "8", "--resolution", "50%"); code != 0 {
 		t.Fatalf("run --agents --matrix: exit %d", code)
 	}
@@ -143,11 +143,15 @@ func TestAgentsMatrix(t *testing.T) {
 }
 
 // searchSim starts the small sim (8 slots) at 50 ms a step, five times
-// the preset's, so that a search's ttft_p99<=500ms is the sim's to
+// the preset's, so that a search's ttft_p90<=400ms is the sim's to
 // break, not the machine's: idle, TTFT p99 is about 210 ms at 8 in
-// flight and 940 ms at 16 (TestRunFindMax's figures). At 10 ms a step
-// and 150 ms, make test-agents once broke the objective at the lowest
-// load, 2 (TTFT p99 154 ms, 40 ms at p50), and the search found none.
+// flight and 940 ms at 16 (TestRunFindMax's figures). The objective is
+// a p90, not a p99: with the suite beside a CPU hog, a p99 of 39
+// requests read 420 ms at 2 in flight and 565 ms at 8 (a few stalled
+// requests are the p99), and the search found 6; a p90 needs a tenth of
+// the requests slow, as past the slots every one waits a generation.
+// At 10 ms a step and 150 ms, make test-agents once broke the objective
+// at the lowest load, 2, and the search found none.
 func searchSim(t *testing.T) *simtest.Server {
 	t.Helper()
 	p, _ := sim.Preset("small")
