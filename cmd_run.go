@@ -62,7 +62,7 @@ func (a *app) runHeadless(args []string) error {
 	defer s.Stop()
 	defer session.Release(s)
 	// Its progress under logf's lock: the agents' pollers log beside it.
-	fo := rf.Follower(lockedWriter{&a.logMu, a.stderr}, isTerminal(a.stderr), sigs).Follow(s)
+	fo := rf.Follower(session.LockedWriter{Mu: &a.logMu, W: a.stderr}, isTerminal(a.stderr), sigs).Follow(s)
 	err = a.conclude(session.End(s, fo, a.reportTimeout), rf.Outputs())
 	if lp.Base().HoldMetrics && fo.Signals < 2 {
 		rf.Linger(a.stderr, sigs, lp.Base().MetricsAddr)

@@ -87,20 +87,6 @@ func (a *app) logf(format string, args ...any) {
 	fmt.Fprintf(a.stderr, "infertop "+format+"\n", args...)
 }
 
-// lockedWriter is w with each Write under mu: logf's lines (the fleet's
-// pollers') and a follower's progress share stderr, each from a
-// goroutine of its own, and stderr may be any writer.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -121,7 +121,7 @@ func startRunners(ctx context.Context, cfg PairConfig) (_ *runners, err error) {
 	// Both sides start at once and may note something at the same moment:
 	// one lock for the one writer.
 	if cfg.Baseline.Notes != nil {
-		notes := &lockedWriter{w: cfg.Baseline.Notes}
+		notes := LockedWriter{Mu: new(sync.Mutex), W: cfg.Baseline.Notes}
 		cfgs[compare.Baseline].Notes = notes
 		c.Notes = prefixWriter{w: notes, prefix: "infertop: canary: "}
 	}
@@ -570,16 +570,18 @@ type prefixWriter struct {
 	prefix string
 }
 
-// lockedWriter serialises the writes of both sides to one writer.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// LockedWriter is W with each Write under Mu: writers of their own
+// goroutines sharing one (a comparison's two sides' notes; a follower's
+// progress beside the agents' pollers' log, which holds Mu itself).
+type LockedWriter struct {
+	Mu *sync.Mutex
+	W  io.Writer
 }
 
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
+func (l LockedWriter) Write(b []byte) (int, error) {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	return l.W.Write(b)
 }
 
 func (pw prefixWriter) Write(b []byte) (int, error) {
