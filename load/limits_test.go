@@ -77,30 +77,19 @@ func TestLimitsEndTheRun(t *testing.T) {
 		}
 	}))
 	t.Run("nothing starts at the duration", virtual(func(t *testing.T) {
-		var mu sync.Mutex
-		var last time.Duration
-		t0 := time.Now() // the bubble's clock stands still until Run waits
-		slow := fakeDo(5 * time.Millisecond)
 		open := k
 		open.Mode, open.Rate = OpenLoop, 200
+		do, last := lastSend(5 * time.Millisecond)
 		// A run loop that falls behind, as on a starved machine: each
 		// result takes it 20 ms (OnResult runs on it), four times the open
 		// loop's gap, so its timer's turn comes late; the dispatcher goes
 		// on meanwhile, and must stop at the duration by itself.
-		cfg := Config{Knobs: open, Duration: 300 * time.Millisecond,
-			Do: func(ctx context.Context, r probe.Request) probe.Result {
-				mu.Lock()
-				last = max(last, time.Since(t0))
-				mu.Unlock()
-				return slow(ctx, r)
-			},
+		cfg := Config{Knobs: open, Duration: 300 * time.Millisecond, Do: do,
 			OnResult: func(Record) { time.Sleep(20 * time.Millisecond) }}
 		s := runFor(t, cfg, 10*time.Minute)
-		mu.Lock()
-		defer mu.Unlock()
-		t.Logf("the last request sent at %v of %v; %d completed", last, cfg.Duration, s.TotalCompleted)
-		if s.DoneWhy != EndDuration || last >= cfg.Duration || s.TotalCompleted == 0 {
-			t.Fatalf("why %q, the last request sent at %v of %v, completed %d", s.DoneWhy, last, cfg.Duration, s.TotalCompleted)
+		t.Logf("the last request sent at %v of %v; %d completed", last(), cfg.Duration, s.TotalCompleted)
+		if s.DoneWhy != EndDuration || last() >= cfg.Duration || s.TotalCompleted == 0 {
+			t.Fatalf("why %q, the last request sent at %v of %v, completed %d", s.DoneWhy, last(), cfg.Duration, s.TotalCompleted)
 		}
 	}))
 	t.Run("nothing starts from the backlog at the duration", virtual(func(t *testing.T) {
@@ -108,26 +97,13 @@ func TestLimitsEndTheRun(t *testing.T) {
 		// requests at 2/s, so arrivals wait in the backlog, and a Run loop
 		// 800 ms a result behind: the slot's next request from the
 		// backlog went out at 1.4 s in a run of 1.2 s.
-		var mu sync.Mutex
-		var sends []time.Duration
-		t0 := time.Now()
-		slow := fakeDo(700 * time.Millisecond)
 		open := Knobs{Concurrency: 1, PromptTokens: 8, OutputTokens: 4, Mode: OpenLoop, Rate: 2}
-		cfg := Config{Knobs: open, Duration: 1200 * time.Millisecond, MaxInFlight: 1,
-			Do: func(ctx context.Context, r probe.Request) probe.Result {
-				mu.Lock()
-				sends = append(sends, time.Since(t0))
-				mu.Unlock()
-				return slow(ctx, r)
-			},
+		do, last := lastSend(700 * time.Millisecond)
+		cfg := Config{Knobs: open, Duration: 1200 * time.Millisecond, MaxInFlight: 1, Do: do,
 			OnResult: func(Record) { time.Sleep(800 * time.Millisecond) }}
 		s := runFor(t, cfg, 10*time.Minute)
-		mu.Lock()
-		defer mu.Unlock()
-		for _, at := range sends {
-			if at >= cfg.Duration {
-				t.Errorf("a request sent at %v, past the duration %v (sends %v)", at, cfg.Duration, sends)
-			}
+		if last() >= cfg.Duration {
+			t.Errorf("a request sent at %v, past the duration %v", last(), cfg.Duration)
 		}
 		if s.Scheduled != s.Run.Sent()+s.Dropped {
 			t.Errorf("scheduled %d != %d sent + %d dropped", s.Scheduled, s.Run.Sent(), s.Dropped)
@@ -203,4 +179,19 @@ func TestOwedArrivalsDropped(t *testing.T) {
 	if e.dropped.Load() != 10 {
 		t.Fatalf("an arrival due at the duration counted: %d", e.dropped.Load())
 	}
+}
+
+// lastSend is fakeDo(d) that keeps when its latest request was sent,
+// from now (a synctest bubble's clock stands still until Run waits).
+func lastSend(d time.Duration) (do func(context.Context, probe.Request) probe.Result, last func() time.Duration) {
+	var mu sync.Mutex
+	var at time.Duration
+	t0, slow := time.Now(), fakeDo(d)
+	do = func(ctx context.Context, r probe.Request) probe.Result {
+		mu.Lock()
+		at = max(at, time.Since(t0))
+		mu.Unlock()
+		return slow(ctx, r)
+	}
+	return do, func() time.Duration { mu.Lock(); defer mu.Unlock(); return at }
 }
